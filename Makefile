@@ -1,0 +1,46 @@
+# Two commands matter: `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export PYTHONHASHSEED ?= 0
+
+.PHONY: demo test test-fast bench lint install browser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when the project's own dependency list changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --upgrade --quiet pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The HTML report is tested in Debian's headless Chromium; install it when it is missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; the report browser test will fail"; \
+	  else echo "warning: chromium missing and not root; install Debian's chromium for the report test"; fi; }
+
+demo: install
+	$(BIN)/tfpilot run
+
+test: install browser
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
+
+test-fast: install
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
+
+bench: install
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+lint: install
+	$(BIN)/tfpilot lint src
+
+clean:
+	rm -rf runs .pytest_cache

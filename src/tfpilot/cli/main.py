@@ -1,0 +1,76 @@
+"""The `tfpilot` command line. Each sibling module registers its own commands.
+
+Command modules import TensorFlow inside the command functions, so `tfpilot --help` and
+`tfpilot lint` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import sys
+
+import typer
+
+from tfpilot.errors import TfpilotError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="tfpilot",
+    help="TensorFlow done right: train, diagnose, ship and watch models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_NOT_COMMANDS = {"main", "render"}
+
+
+def _register_commands() -> None:
+    import tfpilot.cli as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name in _NOT_COMMANDS or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"tfpilot.cli.{info.name}")
+        module.register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: TfpilotError -> one line on stderr and its exit code."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    try:
+        app(args=args, prog_name="tfpilot", standalone_mode=False)
+    except TfpilotError as error:
+        if debug:
+            raise
+        from tfpilot.cli.render import print_error
+
+        print_error(str(error))
+        sys.exit(error.exit_code)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as error:  # click's usage errors
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(error.exit_code)
+        raise
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
