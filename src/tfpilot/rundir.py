@@ -45,6 +45,8 @@ class RunDir:
     history_path = property(lambda self: self.root / "history.json")
     profile_dir = property(lambda self: self.root / "profile")
     report_path = property(lambda self: self.root / "report.html")
+    preprocessing_path = property(lambda self: self.root / "preprocessing.json")
+    final_checkpoint = property(lambda self: self.root / "checkpoints" / "final")
 
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""

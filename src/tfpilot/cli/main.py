@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_NOT_COMMANDS = {"main", "render"}
+_NOT_COMMANDS = {"main", "render", "progress"}
 
 
 def _register_commands() -> None:

@@ -1,0 +1,57 @@
+"""A rich progress bar as a TrainHook: live loss, metrics and steps/s."""
+
+from __future__ import annotations
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tfpilot.cli.render import console
+from tfpilot.train.callbacks import TrainHook
+
+__all__ = ["ProgressHook"]
+
+
+class ProgressHook(TrainHook):
+    def __init__(self) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]epoch {task.fields[epoch]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[logs]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = None
+        self.steps_per_epoch = 0
+        self.epochs = 0
+
+    def on_train_begin(self, *, epochs, steps_per_epoch, initial_epoch, initial_step):
+        self.steps_per_epoch, self.epochs = steps_per_epoch, epochs
+        self.progress.start()
+        if initial_epoch or initial_step:
+            console.print(f"resuming at epoch {initial_epoch + 1}, step {initial_step} of that epoch")
+
+    def on_epoch_begin(self, *, epoch):
+        self.task = self.progress.add_task("train", total=self.steps_per_epoch, epoch=f"{epoch + 1}/{self.epochs}", logs="")
+        self._epoch_start_step = None
+
+    def after_execution(self, *, step, steps_run):
+        if self.task is not None:
+            self.progress.advance(self.task, steps_run)
+
+    def on_step_logs(self, *, step, logs):
+        if self.task is not None:
+            text = f"loss {logs['loss']:.4f} acc {logs['accuracy']:.4f} lr {logs['learning_rate']:.2e} {logs['steps_per_second']:.0f} steps/s"
+            self.progress.update(self.task, logs=text)
+
+    def on_epoch_end(self, *, epoch, logs):
+        if self.task is not None:
+            parts = [f"loss {logs['loss']:.4f}", f"acc {logs['accuracy']:.4f}"]
+            if "val_loss" in logs:
+                parts += [f"val_loss {logs['val_loss']:.4f}", f"val_acc {logs['val_accuracy']:.4f}"]
+            self.progress.update(self.task, completed=self.steps_per_epoch, logs=" ".join(parts))
+
+    def on_train_end(self, *, logs):
+        self.progress.stop()
+        if logs.get("stopped_early"):
+            console.print(f"early stopping after {logs['epochs_run']} epochs")

@@ -1,0 +1,104 @@
+"""`tfpilot run`, `train`, `evaluate`, `export`: the lifecycle commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+__all__ = ["register"]
+
+
+def _load(config: Optional[Path]):
+    from tfpilot.config import load_config
+    from tfpilot.workflow import load_bundled_config
+
+    return load_bundled_config() if config is None else load_config(config)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_command(
+        config: Optional[Path] = typer.Argument(None, help="YAML run config; omit to run the bundled digits example."),
+    ) -> None:
+        """Train -> evaluate -> export -> report. No CONFIG runs the bundled example offline."""
+        from tfpilot.cli.progress import ProgressHook
+        from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.findings import read_findings
+        from tfpilot.workflow import run
+
+        resolved = _load(config)
+        console.print(f"[bold]tfpilot run[/bold] `{resolved.name}` -> {resolved.run_path}")
+        summary = run(resolved, hooks=[ProgressHook()])
+        rows = [
+            {"split": split, **{k: v for k, v in values.items() if k != "confusion_matrix"}}
+            for split, values in summary["metrics"].items()
+        ]
+        render_mapping_table(rows, title="Metrics")
+        if "export" in summary:
+            console.print(f"SavedModel version {summary['export']['version']} -> {summary['export']['saved_model']} (verified)")
+        render_findings(read_findings(Path(summary["run"]) / "findings.json"))
+        for key in ("report",):
+            if key in summary:
+                console.print(f"report -> {summary[key]}")
+
+    @app.command("train")
+    def train_command(
+        config: Path = typer.Argument(..., help="YAML run config."),
+        resume: bool = typer.Option(False, "--resume", help="Continue from the run's latest checkpoint."),
+    ) -> None:
+        """Train a model from CONFIG into runs/<name>/ (checkpoints, TensorBoard logs, metrics)."""
+        from tfpilot.cli.progress import ProgressHook
+        from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.workflow import train_run
+
+        resolved = _load(config)
+        trainer, result = train_run(resolved, resume=resume, hooks=[ProgressHook()])
+        metrics = json.loads((Path(resolved.run_path) / "metrics.json").read_text())
+        render_mapping_table(
+            [{"split": s, **{k: v for k, v in m.items() if k != "confusion_matrix"}} for s, m in metrics.items() if s != "class_names"],
+            title="Metrics",
+        )
+        render_findings(result.findings)
+        console.print(f"run directory: {resolved.run_path}")
+
+    @app.command("evaluate")
+    def evaluate_command(
+        run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
+        split: str = typer.Option("test", "--split", help="train, validation or test."),
+    ) -> None:
+        """Evaluate a trained run's model on a split."""
+        from tfpilot.cli.render import render_mapping_table
+        from tfpilot.errors import ConfigError
+        from tfpilot.workflow import evaluate_run, load_trained
+
+        if split not in ("train", "validation", "test"):
+            raise ConfigError(f"--split must be train, validation or test, got `{split}`")
+        metrics = evaluate_run(load_trained(run), split=split)
+        render_mapping_table([{"split": split, **metrics}], title="Evaluation")
+
+    @app.command("export")
+    def export_command(
+        run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
+        version: Optional[int] = typer.Option(None, "--version", min=1, help="Version number (default: next integer)."),
+        format: Optional[str] = typer.Option(None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16."),
+    ) -> None:
+        """Export a verified SavedModel version (and TFLite variants) from a trained run."""
+        from tfpilot.cli.render import console
+        from tfpilot.config.schema import ExportConfig
+        from tfpilot.errors import ConfigError
+        from tfpilot.workflow import export_run, load_trained
+
+        formats = None
+        if format:
+            formats = [f.strip() for f in format.split(",") if f.strip()]
+            try:
+                ExportConfig(formats=formats)
+            except Exception as exc:
+                raise ConfigError(f"--format: {str(exc).splitlines()[-1].strip()}") from None
+        summary = export_run(load_trained(run), version=version, formats=formats)
+        console.print(f"SavedModel version {summary['version']} -> {summary['saved_model']} (verified with both loaders)")
+        if "formats" in summary:
+            console.print_json(json.dumps(summary["formats"], default=str))

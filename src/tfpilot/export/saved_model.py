@@ -1,0 +1,100 @@
+"""Write a verified SavedModel version: keras ExportArchive, atomic, checked twice.
+
+tf.saved_model.save on a Keras 3 model loads in Python but fails in the loader TF Serving and
+`saved_model_cli run` use, so tfpilot always writes through keras.export.ExportArchive and then
+proves the artifact with both loaders before the version directory appears.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfpilot.atomic import atomic_directory
+from tfpilot.data.preprocessing import Preprocessor
+from tfpilot.errors import ExportError
+from tfpilot.export.signatures import make_logits_fn, make_serving_fn
+from tfpilot.export.verify import verify_saved_model
+
+__all__ = ["ExportResult", "export_saved_model", "next_version", "EndpointBuilder"]
+
+# Extra signatures (classify, regress, ...) plug in here: name -> builder(archive, model, preprocessor, class_names).
+EndpointBuilder = Callable[[keras.export.ExportArchive, keras.Model, Preprocessor, list[str]], None]
+_EXTRA_ENDPOINTS: dict[str, EndpointBuilder] = {}
+# Hooks run on the temporary version directory before verification (warmup records, contract).
+_POST_WRITE: list[Callable[..., None]] = []
+
+
+@dataclasses.dataclass
+class ExportResult:
+    path: Path
+    version: int
+    signatures: list[str]
+    max_abs_difference: float
+
+
+def register_endpoint(name: str, builder: EndpointBuilder) -> None:
+    _EXTRA_ENDPOINTS[name] = builder
+
+
+def register_post_write(hook: Callable[..., None]) -> None:
+    _POST_WRITE.append(hook)
+
+
+def next_version(base: Path) -> int:
+    if not base.is_dir():
+        return 1
+    versions = [int(p.name) for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name)]
+    return max(versions, default=0) + 1
+
+
+def export_saved_model(
+    *,
+    model: keras.Model,
+    preprocessor: Preprocessor,
+    class_names: list[str],
+    base_path: str | Path,
+    sample_features: dict[str, np.ndarray],
+    version: int | None = None,
+    signatures: list[str] | None = None,
+    post_write_context: dict | None = None,
+) -> ExportResult:
+    """Export to base_path/<version>/ and verify it against the in-memory model on ``sample_features``."""
+    base = Path(base_path)
+    version = version or next_version(base)
+    target = base / str(version)
+    if target.exists():
+        raise ExportError(f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2)
+    wanted = signatures or ["serving_default"]
+    unknown = [s for s in wanted if s not in ("serving_default", "logits", *_EXTRA_ENDPOINTS)]
+    if unknown:
+        raise ExportError(f"unknown signature(s) {unknown}; expected serving_default, logits or {sorted(_EXTRA_ENDPOINTS)}", exit_code=2)
+    input_signature = list(preprocessor.input_signature(batched=True).values())
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", make_serving_fn(model, preprocessor, class_names), input_signature=input_signature)
+    if "logits" in wanted:
+        archive.add_endpoint("logits", make_logits_fn(model, preprocessor), input_signature=input_signature)
+    for name in wanted:
+        if name in _EXTRA_ENDPOINTS:
+            _EXTRA_ENDPOINTS[name](archive, model, preprocessor, class_names)
+
+    expected = make_serving_fn(model, preprocessor, class_names)(
+        *[tf.constant(sample_features[n]) for n in preprocessor.feature_spec]
+    )
+    with atomic_directory(target) as tmp:
+        try:
+            archive.write_out(str(tmp), verbose=False)
+        except Exception as exc:  # keras raises plain errors for unserialisable layers
+            raise ExportError(f"SavedModel export failed: {exc}") from None
+        for hook in _POST_WRITE:
+            hook(tmp, model=model, preprocessor=preprocessor, class_names=class_names, **(post_write_context or {}))
+        max_diff = verify_saved_model(tmp, sample_features=sample_features, expected=expected)
+    return ExportResult(path=target, version=version, signatures=["serving_default", *[s for s in wanted if s != "serving_default"]], max_abs_difference=max_diff)

@@ -1,0 +1,62 @@
+"""Resolve `model.name` to a keras.Model: a built-in, or a user factory `package.module:function`."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+
+import keras
+
+from tfpilot.config.schema import ModelConfig
+from tfpilot.errors import ModelError
+from tfpilot.models import builtin
+
+__all__ = ["build_model", "register_model"]
+
+_BUILTIN: dict[str, Callable[..., keras.Model]] = {"mlp": builtin.mlp, "cnn": builtin.cnn}
+
+
+def register_model(name: str, factory: Callable[..., keras.Model]) -> None:
+    """Add a built-in architecture (used by the text model module)."""
+    _BUILTIN[name] = factory
+
+
+def _user_factory(spec: str) -> Callable[..., keras.Model]:
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(
+            f"`model.name` `{spec}`: cannot import module `{module_name}` ({exc}); make it importable "
+            "(install the package or add its folder to PYTHONPATH)"
+        ) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ModelError(f"`model.name` `{spec}`: `{module_name}` has no callable `{attr}`; expected a function returning a keras.Model")
+    return factory
+
+
+def build_model(config: ModelConfig, *, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """Build the core model (preprocessed input -> logits)."""
+    if config.name == "text" and "text" not in _BUILTIN:
+        import tfpilot.models.text  # noqa: F401  (registers itself)
+    if config.name in _BUILTIN:
+        try:
+            model = _BUILTIN[config.name](config, input_shape=input_shape, num_classes=num_classes)
+        except ValueError as exc:
+            raise ModelError(f"`model.name` `{config.name}`: {exc}") from None
+    else:
+        factory = _user_factory(config.name)
+        available = inspect.signature(factory).parameters
+        offered = {"input_shape": input_shape, "num_classes": num_classes, **config.kwargs}
+        accepts_all = any(p.kind == p.VAR_KEYWORD for p in available.values())
+        kwargs = offered if accepts_all else {k: v for k, v in offered.items() if k in available}
+        model = factory(**kwargs)
+    if not isinstance(model, keras.Model):
+        raise ModelError(f"`model.name` `{config.name}` returned {type(model).__name__}; expected a keras.Model")
+    if model.outputs and model.outputs[0].shape[-1] != num_classes:
+        raise ModelError(
+            f"`model.name` `{config.name}` outputs {model.outputs[0].shape[-1]} units; expected {num_classes} logits (one per class)"
+        )
+    return model

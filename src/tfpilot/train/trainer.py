@@ -1,0 +1,334 @@
+"""The outer training loop: epochs, evaluation, checkpoints, summaries, early stopping, resume.
+
+Layers (Orbit style): StepFunctions owns the compiled steps; the Trainer owns everything that
+happens between compiled calls; hooks observe without changing behaviour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfpilot.atomic import atomic_write_json
+from tfpilot.config.schema import JitCompile, RunConfig
+from tfpilot.data.pipeline import Pipeline
+from tfpilot.errors import TrainError
+from tfpilot.findings import Finding, Severity
+from tfpilot.models import build_model
+from tfpilot.rundir import RunDir
+from tfpilot.train.callbacks import HookList, TrainHook
+from tfpilot.train.checkpoint import CheckpointStore, TrainingState
+from tfpilot.train.early_stopping import EarlyStopping
+from tfpilot.train.optim import build_optimizer
+from tfpilot.train.step import StepFunctions
+from tfpilot.train.strategy import is_chief, make_strategy
+from tfpilot.train.summaries import SummaryWriters
+
+__all__ = ["Trainer", "TrainResult", "seed_everything", "load_history"]
+
+
+def seed_everything(seed: int, *, deterministic: bool) -> None:
+    keras.utils.set_random_seed(seed)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+
+@dataclasses.dataclass
+class TrainResult:
+    history: list[dict[str, float]]
+    findings: list[Finding]
+    stopped_early: bool
+    best_epoch: int
+    epochs_run: int
+    global_step: int
+
+
+class Trainer:
+    """Train `config.model` on `pipeline` and write the run directory's training artifacts."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        pipeline: Pipeline,
+        run: RunDir | None = None,
+        model: keras.Model | None = None,
+        hooks: list[TrainHook] | None = None,
+    ) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.chief = is_chief()
+        run = run or RunDir.at(config.run_path)
+        # Non-chief workers write to a throwaway directory so they never race the chief's files.
+        self.run = run if self.chief else RunDir.at(tempfile.mkdtemp(prefix="tfpilot-worker-"))
+        self.hooks = HookList(hooks)
+        self.findings: list[Finding] = []
+        train = config.train
+        seed_everything(train.seed, deterministic=train.deterministic)
+        self.strategy = make_strategy(train.strategy)
+        self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
+        with self.strategy.scope():
+            self.model = model or build_model(
+                config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes
+            )
+            self.optimizer = build_optimizer(
+                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
+            )
+            self.steps = StepFunctions(
+                model=self.model,
+                optimizer=self.optimizer,
+                strategy=self.strategy,
+                clip_norm=train.clip_norm,
+                l2=train.l2,
+                label_smoothing=train.label_smoothing,
+                num_classes=pipeline.num_classes,
+                steps_per_execution=train.steps_per_execution,
+                jit_compile=train.jit_compile == JitCompile.TRUE,
+            )
+            self.state = TrainingState()
+        self.checkpoints = CheckpointStore(
+            self.run.checkpoints,
+            model=self.model,
+            optimizer=self.optimizer,
+            global_step=self.steps.global_step,
+            state=self.state,
+            max_to_keep=train.max_checkpoints,
+        )
+        self.summaries = SummaryWriters(self.run, enabled=self.chief)
+        self.early_stopping = EarlyStopping(train.early_stopping)
+        self.history: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ datasets
+    def _distribute(self, make):
+        if self.strategy.num_replicas_in_sync > 1 or self.strategy.cluster_resolver is not None:
+            return self.strategy.distribute_datasets_from_function(lambda ctx: make(ctx))
+        return make(None)
+
+    def _train_dataset(self, epoch: int, skip_batches: int):
+        drop = self.strategy.num_replicas_in_sync > 1
+        return self._distribute(
+            lambda ctx: self.pipeline.train(epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop)
+        )
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, split: str) -> dict[str, float]:
+        self.steps.reset_eval_metrics()
+
+        def make(ctx):
+            batch = ctx.get_per_replica_batch_size(self.pipeline.batch_size) if ctx else self.pipeline.batch_size
+            dataset = self.pipeline.evaluation(split, batch_size=batch)
+            if ctx is not None and ctx.num_input_pipelines > 1:
+                dataset = dataset.unbatch().shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
+            return dataset
+
+        self.steps.eval_function(self._distribute(make))
+        return self.steps.eval_logs()
+
+    def predict_classes(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        features, labels = self.pipeline.arrays(split)
+        logits = self.model.predict(features, batch_size=512, verbose=0)
+        return np.argmax(logits, axis=-1), labels
+
+    def final_metrics(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        for split in ("train", "validation", "test"):
+            if self.pipeline.num_examples(split) == 0:
+                continue
+            metrics[split] = {**self.evaluate(split), "examples": self.pipeline.num_examples(split)}
+        if "test" in metrics:
+            predicted, labels = self.predict_classes("test")
+            num_classes = self.pipeline.num_classes
+            confusion = np.zeros((num_classes, num_classes), dtype=int)
+            np.add.at(confusion, (labels, predicted), 1)
+            metrics["test"]["confusion_matrix"] = confusion.tolist()
+        metrics["class_names"] = self.pipeline.class_names
+        return metrics
+
+    # ------------------------------------------------------------------ training
+    def _learning_rate(self) -> float:
+        return float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+
+    def _trainer_state(self) -> dict[str, Any]:
+        return {"early_stopping": self.early_stopping.state(), "history": self.history}
+
+    def _save_checkpoint(self) -> None:
+        if self.chief or self.strategy.cluster_resolver is not None:
+            # Every multi-worker process must take part in the save (it is collective); only the
+            # chief's directory is real.
+            self.checkpoints.save(step=int(self.steps.global_step.numpy()), trainer_state=self._trainer_state())
+
+    def _check_finite(self) -> None:
+        bad = int(self.steps.nonfinite_steps.numpy())
+        if bad == 0:
+            return
+        first = int(self.steps.first_nonfinite_step.numpy())
+        policy = self.config.train.nan_policy.value
+        if policy == "stop" or bad > self.config.train.nan_max_retries:
+            finding = Finding(
+                code="TRAIN-NONFINITE",
+                severity=Severity.ERROR,
+                title="Non-finite loss or gradient",
+                message=f"step {first} produced a NaN/Inf loss or gradient; the update was not applied and training stopped",
+                location=str(self.run.root),
+                evidence={"first_step": first, "nonfinite_steps": bad, "policy": policy},
+                fix="lower the learning rate, enable gradient clipping (train.clip_norm), check inputs for NaN, "
+                "or set train.nan_policy: skip_batch",
+            )
+            self.findings.append(finding)
+            raise TrainError(f"training stopped: non-finite loss or gradient at step {first} (train.nan_policy={policy})")
+
+    def fit(self, *, resume: bool = False) -> TrainResult:
+        train = self.config.train
+        initial_epoch, skip = 0, 0
+        if resume:
+            path, state = self.checkpoints.restore_latest()
+            if path is None:
+                raise TrainError(
+                    f"--resume given but `{self.run.checkpoints}` holds no checkpoint; run without --resume to start fresh",
+                    exit_code=2,
+                )
+            initial_epoch, skip = int(self.state.epoch.numpy()), int(self.state.step_in_epoch.numpy())
+            self.early_stopping.load(state.get("early_stopping", {}))
+            self.history = [h for h in state.get("history", []) if h["epoch"] < initial_epoch]
+        elif self.chief and self.run.checkpoints.exists() and any(self.run.checkpoints.iterdir()):
+            # A fresh run must not inherit another run's checkpoints (a later --resume would mix them).
+            shutil.rmtree(self.run.checkpoints)
+            self.checkpoints.manager = tf.train.CheckpointManager(
+                self.checkpoints.checkpoint, str(self.run.checkpoints), max_to_keep=train.max_checkpoints
+            )
+        self.hooks.on_train_begin(
+            epochs=train.epochs, steps_per_epoch=self.steps_per_epoch, initial_epoch=initial_epoch, initial_step=skip
+        )
+        stopped_early = False
+        epoch = initial_epoch
+        for epoch in range(initial_epoch, train.epochs):
+            self.state.epoch.assign(epoch)
+            self.steps.reset_train_metrics()
+            self.hooks.on_epoch_begin(epoch=epoch)
+            step_in_epoch = skip if epoch == initial_epoch else 0
+            iterator = iter(self._train_dataset(epoch, step_in_epoch))
+            last_log_step = int(self.steps.global_step.numpy())
+            last_log_time = time.perf_counter()
+            while step_in_epoch < self.steps_per_epoch:
+                global_step = int(self.steps.global_step.numpy())
+                self.hooks.before_execution(step=global_step)
+                ran = int(self.steps.train_function(iterator))
+                if ran == 0:
+                    break
+                step_in_epoch += ran
+                global_step += ran
+                self.state.step_in_epoch.assign(step_in_epoch)
+                self.hooks.after_execution(step=global_step, steps_run=ran)
+                self._check_finite()
+                if global_step - last_log_step >= train.summary_every_steps:
+                    now = time.perf_counter()
+                    logs = {
+                        **self.steps.train_logs(),
+                        "learning_rate": self._learning_rate(),
+                        "grad_norm": float(self.steps.grad_norm.numpy()),
+                        "steps_per_second": (global_step - last_log_step) / max(now - last_log_time, 1e-9),
+                    }
+                    self.summaries.scalars(self.summaries.train, logs, step=global_step)
+                    self.hooks.on_step_logs(step=global_step, logs=logs)
+                    last_log_step, last_log_time = global_step, now
+                if train.checkpoint_every_steps and global_step % train.checkpoint_every_steps < ran:
+                    self._save_checkpoint()
+            global_step = int(self.steps.global_step.numpy())
+            logs = {f"{k}": v for k, v in self.steps.train_logs().items()}
+            if self.pipeline.num_examples("validation"):
+                logs.update({f"val_{k}": v for k, v in self.evaluate("validation").items()})
+                self.summaries.scalars(
+                    self.summaries.validation, {k[4:]: v for k, v in logs.items() if k.startswith("val_")}, step=global_step
+                )
+            logs["learning_rate"] = self._learning_rate()
+            logs["grad_norm"] = float(self.steps.grad_norm.numpy())
+            self.summaries.scalars(self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step)
+            if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0:
+                features, labels = next(iter(self.pipeline.train(epoch=epoch)))
+                gradients = self.steps.gradient_function(features, labels)
+                self.summaries.histograms(self.model, gradients, step=global_step)
+            self.summaries.flush()
+            self.history.append({"epoch": epoch, "step": global_step, **logs})
+            improved, should_stop = False, False
+            if self.early_stopping.config is not None:
+                monitor = self.early_stopping.config.monitor
+                if monitor not in logs:
+                    raise TrainError(
+                        f"`train.early_stopping.monitor` is `{monitor}`, which is not logged; expected one of {sorted(logs)}",
+                        exit_code=2,
+                    )
+                improved, should_stop = self.early_stopping.update(epoch=epoch, logs=logs)
+                if improved and self.early_stopping.config.restore_best:
+                    self.checkpoints.save_best(step=global_step)
+            # The epoch is complete: the next resume starts at the following epoch.
+            self.state.epoch.assign(epoch + 1)
+            self.state.step_in_epoch.assign(0)
+            self._save_checkpoint()
+            self._write_history()
+            self.hooks.on_epoch_end(epoch=epoch, logs=logs)
+            if should_stop:
+                stopped_early = True
+                break
+        if self.early_stopping.config is not None and self.early_stopping.config.restore_best:
+            self.checkpoints.restore_best()
+        self.findings.extend(self._overfitting_findings())
+        result = TrainResult(
+            history=self.history,
+            findings=self.findings,
+            stopped_early=stopped_early,
+            best_epoch=self.early_stopping.best_epoch,
+            epochs_run=len(self.history),
+            global_step=int(self.steps.global_step.numpy()),
+        )
+        self.summaries.close()
+        self.hooks.on_train_end(logs={"epochs_run": result.epochs_run, "stopped_early": stopped_early})
+        return result
+
+    def _write_history(self) -> None:
+        if self.chief:
+            atomic_write_json(self.run.history_path, {"epochs": self.history})
+
+    def _overfitting_findings(self) -> list[Finding]:
+        """Validation loss rising for K epochs while training loss falls."""
+        k = self.config.train.overfit_patience
+        rows = [h for h in self.history if "val_loss" in h]
+        if len(rows) < k + 1:
+            return []
+        for end in range(k, len(rows)):
+            window = rows[end - k : end + 1]
+            val_rising = all(b["val_loss"] > a["val_loss"] for a, b in zip(window, window[1:]))
+            train_falling = all(b["loss"] < a["loss"] for a, b in zip(window, window[1:]))
+            if val_rising and train_falling:
+                first, last = window[0], window[-1]
+                return [
+                    Finding(
+                        code="TRAIN-OVERFITTING",
+                        severity=Severity.WARNING,
+                        title="Overfitting",
+                        message=(
+                            f"validation loss rose for {k} epochs ({first['val_loss']:.4f} -> {last['val_loss']:.4f}) "
+                            f"while training loss fell ({first['loss']:.4f} -> {last['loss']:.4f}) from epoch {first['epoch']}"
+                        ),
+                        location=str(self.run.history_path),
+                        evidence={"from_epoch": first["epoch"], "to_epoch": last["epoch"], "gap": last["val_loss"] - last["loss"]},
+                        fix="enable early stopping on val_loss, add dropout or L2 (train.l2), or get more data / augmentation",
+                    )
+                ]
+        return []
+
+
+def load_history(run: RunDir) -> list[dict[str, Any]]:
+    if not run.history_path.exists():
+        return []
+    return json.loads(Path(run.history_path).read_text()).get("epochs", [])
+
+

@@ -1,0 +1,174 @@
+"""The lifecycle as functions the CLI and the Python API share: train -> evaluate -> export.
+
+Each step reads and writes the run-directory contract, so `tfpilot evaluate RUN` and
+`tfpilot export RUN` work in a fresh process from what `tfpilot train` left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from tfpilot.atomic import atomic_write_json
+from tfpilot.config import RunConfig, dump_config, load_config
+from tfpilot.findings import Finding, write_findings
+from tfpilot.rundir import RunDir
+
+__all__ = ["TrainedRun", "train_run", "load_trained", "evaluate_run", "export_run", "run", "bundled_config_path"]
+
+
+@dataclasses.dataclass
+class TrainedRun:
+    config: RunConfig
+    run: RunDir
+    pipeline: Any  # tfpilot.data.Pipeline
+    model: Any  # keras.Model (core: preprocessed input -> logits)
+
+
+def bundled_config_path() -> Path:
+    return Path(__file__).parent / "examples" / "digits.yaml"
+
+
+def prepare_bundled_data(config: RunConfig) -> None:
+    """The bundled example writes its PNGs on first use (scikit-learn ships the pixels)."""
+    from tfpilot.data.digits import prepare_digits
+
+    if config.data.path is not None and not (Path(config.data.path) / ".complete").exists():
+        prepare_digits(config.data.path)
+
+
+def load_bundled_config(*, overrides: dict[str, Any] | None = None) -> RunConfig:
+    import yaml
+
+    from tfpilot.config import config_from_dict
+
+    raw = yaml.safe_load(bundled_config_path().read_text())
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    config = config_from_dict(raw, source=str(bundled_config_path()))
+    prepare_bundled_data(config)
+    return config
+
+
+def _build_pipeline(config: RunConfig, run: RunDir, *, reuse_preprocessing: bool):
+    from tfpilot.data import Preprocessor, build_pipeline
+
+    preprocessor = Preprocessor.load(run.preprocessing_path) if reuse_preprocessing and run.preprocessing_path.exists() else None
+    return build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor)
+
+
+def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = None, **arrays: Any):
+    """Train and write config.yaml, preprocessing.json, history, checkpoints, metrics.json, findings.json."""
+    from tfpilot.data import build_pipeline
+    from tfpilot.train import Trainer
+    from tfpilot.train.strategy import is_chief
+
+    run = RunDir.at(config.run_path)
+    run.root.mkdir(parents=True, exist_ok=True)
+    if is_chief():
+        dump_config(config, run.config_path)
+    if resume and run.preprocessing_path.exists():
+        pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
+    else:
+        pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
+        if is_chief():
+            pipeline.preprocessor.save(run.preprocessing_path)
+    trainer = Trainer(config, pipeline=pipeline, run=run, hooks=hooks)
+    try:
+        result = trainer.fit(resume=resume)
+    finally:
+        if trainer.findings and is_chief():
+            write_findings(run.findings_path, trainer.findings)
+    import tensorflow as tf
+
+    if trainer.chief:
+        final = tf.train.CheckpointManager(tf.train.Checkpoint(model=trainer.model), str(run.final_checkpoint), max_to_keep=1)
+        final.save()
+        metrics = trainer.final_metrics()
+        atomic_write_json(run.metrics_path, metrics)
+        write_findings(run.findings_path, result.findings)
+    return trainer, result
+
+
+def load_trained(run_path: str | Path) -> TrainedRun:
+    """Rebuild the pipeline and model of a finished run from its directory."""
+    import tensorflow as tf
+
+    from tfpilot.errors import ConfigError
+    from tfpilot.models import build_model
+
+    run = RunDir.existing(run_path)
+    config = load_config(run.config_path)
+    latest = tf.train.latest_checkpoint(str(run.final_checkpoint))
+    if latest is None:
+        raise ConfigError(f"run `{run.root}` has no trained model (checkpoints/final is empty); finish `tfpilot train` first")
+    pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
+    model = build_model(config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes)
+    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+    return TrainedRun(config=config, run=run, pipeline=pipeline, model=model)
+
+
+def evaluate_run(trained: TrainedRun, *, split: str = "test") -> dict[str, float]:
+    import keras
+    import numpy as np
+
+    features, labels = trained.pipeline.arrays(split)
+    logits = trained.model.predict(features, batch_size=512, verbose=0)
+    loss = float(np.mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)))
+    accuracy = float(np.mean(np.argmax(logits, axis=-1) == labels))
+    return {"loss": loss, "accuracy": accuracy, "examples": int(labels.shape[0])}
+
+
+def sample_features(trained: TrainedRun, *, split: str = "validation", count: int = 16) -> dict[str, Any]:
+    import numpy as np
+
+    rows = list(trained.pipeline.raw(split if trained.pipeline.num_examples(split) else "train").take(count))
+    names = list(trained.pipeline.preprocessor.feature_spec)
+    return {name: np.stack([features[name].numpy() for features, _ in rows]) for name in names}
+
+
+def export_run(trained: TrainedRun, *, version: int | None = None, formats: list[str] | None = None) -> dict[str, Any]:
+    """Export a SavedModel version (and any extra formats the export package provides)."""
+    from tfpilot.export import export_saved_model
+
+    config = trained.config
+    result = export_saved_model(
+        model=trained.model,
+        preprocessor=trained.pipeline.preprocessor,
+        class_names=trained.pipeline.class_names,
+        base_path=trained.run.model_base,
+        sample_features=sample_features(trained),
+        version=version,
+        signatures=config.export.signatures,
+        post_write_context={"trained": trained},
+    )
+    summary: dict[str, Any] = {"saved_model": str(result.path), "version": result.version, "signatures": result.signatures,
+                               "max_abs_difference": result.max_abs_difference}
+    extra = [f for f in (formats or config.export.formats) if f != "saved_model"]
+    if extra:
+        from tfpilot.export.formats import export_formats
+
+        summary["formats"] = export_formats(trained, formats=extra, saved_model_path=result.path)
+    return summary
+
+
+def run(config: RunConfig | str | Path | None = None, *, hooks: list | None = None) -> dict[str, Any]:
+    """train -> evaluate -> export (-> report when available). Returns a summary dict."""
+    if config is None:
+        config = load_bundled_config()
+    elif not isinstance(config, RunConfig):
+        config = load_config(config)
+    trainer, result = train_run(config, hooks=hooks)
+    trained = TrainedRun(config=config, run=RunDir.at(config.run_path), pipeline=trainer.pipeline, model=trainer.model)
+    summary: dict[str, Any] = {"run": str(trained.run.root), "epochs_run": result.epochs_run}
+    summary["metrics"] = {k: v for k, v in trainer.final_metrics().items() if k != "class_names"}
+    findings: list[Finding] = list(result.findings)
+    if config.export.enabled:
+        summary["export"] = export_run(trained)
+    write_findings(trained.run.findings_path, findings)
+    return summary
