@@ -12,7 +12,7 @@ from typing import Any
 
 from tfpilot.atomic import atomic_write_json
 from tfpilot.config import RunConfig, dump_config, load_config
-from tfpilot.findings import Finding, write_findings
+from tfpilot.findings import write_findings
 from tfpilot.rundir import RunDir
 
 __all__ = ["TrainedRun", "train_run", "load_trained", "evaluate_run", "export_run", "run", "bundled_config_path"]
@@ -50,6 +50,11 @@ def load_bundled_config(*, overrides: dict[str, Any] | None = None) -> RunConfig
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
+    # The example's data lives under the current directory; store it absolute, as load_config
+    # does, so the run's config.yaml still finds it from `tfpilot evaluate/export RUN`.
+    data = raw.get("data", {})
+    if isinstance(data.get("path"), str):
+        data["path"] = str(Path(data["path"]).expanduser().resolve())
     config = config_from_dict(raw, source=str(bundled_config_path()))
     prepare_bundled_data(config)
     return config
@@ -78,12 +83,27 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
         if is_chief():
             pipeline.preprocessor.save(run.preprocessing_path)
+    hooks = list(hooks or [])
+    if config.train.profile_steps:
+        from tfpilot.diagnose import ProfileHook
+
+        if not any(isinstance(hook, ProfileHook) for hook in hooks):
+            hooks.append(ProfileHook.from_spec(run.profile_dir, config.train.profile_steps))
+    if not resume and is_chief() and run.findings_path.exists():
+        # A fresh run starts a fresh findings record; a resumed one keeps what came before.
+        run.findings_path.unlink()
     trainer = Trainer(config, pipeline=pipeline, run=run, hooks=hooks)
+
+    def record_findings() -> None:
+        collected = [*trainer.findings, *(f for hook in hooks for f in getattr(hook, "findings", []) or [])]
+        if collected and is_chief():
+            write_findings(run.findings_path, collected, append=True)
+
     try:
         result = trainer.fit(resume=resume)
-    finally:
-        if trainer.findings and is_chief():
-            write_findings(run.findings_path, trainer.findings)
+    except BaseException:
+        record_findings()
+        raise
     import tensorflow as tf
 
     if trainer.chief:
@@ -91,18 +111,22 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         final.save()
         metrics = trainer.final_metrics()
         atomic_write_json(run.metrics_path, metrics)
-        write_findings(run.findings_path, result.findings)
+        record_findings()
+        if not run.findings_path.exists():
+            write_findings(run.findings_path, [])
     return trainer, result
 
 
 def load_trained(run_path: str | Path) -> TrainedRun:
     """Rebuild the pipeline and model of a finished run from its directory."""
+    # Check the directory before importing TensorFlow, so a wrong path fails in a fraction of a second.
+    run = RunDir.existing(run_path)
+
     import tensorflow as tf
 
     from tfpilot.errors import ConfigError
     from tfpilot.models import build_model
 
-    run = RunDir.existing(run_path)
     config = load_config(run.config_path)
     latest = tf.train.latest_checkpoint(str(run.final_checkpoint))
     if latest is None:
@@ -167,8 +191,6 @@ def run(config: RunConfig | str | Path | None = None, *, hooks: list | None = No
     trained = TrainedRun(config=config, run=RunDir.at(config.run_path), pipeline=trainer.pipeline, model=trainer.model)
     summary: dict[str, Any] = {"run": str(trained.run.root), "epochs_run": result.epochs_run}
     summary["metrics"] = {k: v for k, v in trainer.final_metrics().items() if k != "class_names"}
-    findings: list[Finding] = list(result.findings)
     if config.export.enabled:
         summary["export"] = export_run(trained)
-    write_findings(trained.run.findings_path, findings)
     return summary

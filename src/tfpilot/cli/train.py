@@ -24,12 +24,13 @@ def register(app: typer.Typer) -> None:
         config: Optional[Path] = typer.Argument(None, help="YAML run config; omit to run the bundled digits example."),
     ) -> None:
         """Train -> evaluate -> export -> report. No CONFIG runs the bundled example offline."""
+        # Validate the config first: a bad key fails before TensorFlow is imported (progress imports it).
+        resolved = _load(config)
         from tfpilot.cli.progress import ProgressHook
         from tfpilot.cli.render import console, render_findings, render_mapping_table
         from tfpilot.findings import read_findings
         from tfpilot.workflow import run
 
-        resolved = _load(config)
         console.print(f"[bold]tfpilot run[/bold] `{resolved.name}` -> {resolved.run_path}")
         summary = run(resolved, hooks=[ProgressHook()])
         rows = [
@@ -50,12 +51,16 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="Continue from the run's latest checkpoint."),
     ) -> None:
         """Train a model from CONFIG into runs/<name>/ (checkpoints, TensorBoard logs, metrics)."""
+        resolved = _load(config)  # before the imports below, which load TensorFlow
         from tfpilot.cli.progress import ProgressHook
         from tfpilot.cli.render import console, render_findings, render_mapping_table
         from tfpilot.workflow import train_run
 
-        resolved = _load(config)
         trainer, result = train_run(resolved, resume=resume, hooks=[ProgressHook()])
+        if not trainer.chief:
+            # Under `tfpilot launch` only the chief writes metrics.json; other workers just finish.
+            console.print(f"worker finished at step {result.global_step}")
+            return
         metrics = json.loads((Path(resolved.run_path) / "metrics.json").read_text())
         render_mapping_table(
             [{"split": s, **{k: v for k, v in m.items() if k != "confusion_matrix"}} for s, m in metrics.items() if s != "class_names"],

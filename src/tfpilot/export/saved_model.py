@@ -19,15 +19,27 @@ import tensorflow as tf
 from tfpilot.atomic import atomic_directory
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.errors import ExportError
-from tfpilot.export.signatures import make_logits_fn, make_serving_fn
-from tfpilot.export.verify import verify_saved_model
+from tfpilot.export.method_names import set_method_names
+from tfpilot.export.signatures import (
+    CLASSIFY_METHOD,
+    PREDICT_METHOD,
+    REGRESS_METHOD,
+    add_classify_endpoint,
+    add_regress_endpoint,
+    make_logits_fn,
+    make_serving_fn,
+)
+from tfpilot.export.verify import verify_saved_model, verify_serving_methods, verify_warmup_records
 
-__all__ = ["ExportResult", "export_saved_model", "next_version", "EndpointBuilder"]
+__all__ = ["ExportResult", "export_saved_model", "next_version", "EndpointBuilder", "register_endpoint", "register_post_write"]
 
 # Extra signatures (classify, regress, ...) plug in here: name -> builder(archive, model, preprocessor, class_names).
 EndpointBuilder = Callable[[keras.export.ExportArchive, keras.Model, Preprocessor, list[str]], None]
 _EXTRA_ENDPOINTS: dict[str, EndpointBuilder] = {}
+_METHOD_NAMES: dict[str, str] = {}
 # Hooks run on the temporary version directory before verification (warmup records, contract).
+# Each is called as hook(tmp_dir, model=, preprocessor=, class_names=, signatures=, version=,
+# sample_features=, **post_write_context) and must accept **kwargs it does not use.
 _POST_WRITE: list[Callable[..., None]] = []
 
 
@@ -39,12 +51,15 @@ class ExportResult:
     max_abs_difference: float
 
 
-def register_endpoint(name: str, builder: EndpointBuilder) -> None:
+def register_endpoint(name: str, builder: EndpointBuilder, *, method_name: str = PREDICT_METHOD) -> None:
+    """Add a signature builder; ``method_name`` is written into the MetaGraph (classify/regress/predict)."""
     _EXTRA_ENDPOINTS[name] = builder
+    _METHOD_NAMES[name] = method_name
 
 
 def register_post_write(hook: Callable[..., None]) -> None:
-    _POST_WRITE.append(hook)
+    if hook not in _POST_WRITE:
+        _POST_WRITE.append(hook)
 
 
 def next_version(base: Path) -> int:
@@ -71,7 +86,7 @@ def export_saved_model(
     target = base / str(version)
     if target.exists():
         raise ExportError(f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2)
-    wanted = signatures or ["serving_default"]
+    wanted = list(dict.fromkeys(signatures or ["serving_default"]))
     unknown = [s for s in wanted if s not in ("serving_default", "logits", *_EXTRA_ENDPOINTS)]
     if unknown:
         raise ExportError(f"unknown signature(s) {unknown}; expected serving_default, logits or {sorted(_EXTRA_ENDPOINTS)}", exit_code=2)
@@ -85,6 +100,8 @@ def export_saved_model(
     for name in wanted:
         if name in _EXTRA_ENDPOINTS:
             _EXTRA_ENDPOINTS[name](archive, model, preprocessor, class_names)
+    method_names = {n: _METHOD_NAMES[n] for n in wanted if n in _METHOD_NAMES and _METHOD_NAMES[n] != PREDICT_METHOD}
+    written = ["serving_default", *[s for s in wanted if s != "serving_default"]]
 
     expected = make_serving_fn(model, preprocessor, class_names)(
         *[tf.constant(sample_features[n]) for n in preprocessor.feature_spec]
@@ -94,7 +111,19 @@ def export_saved_model(
             archive.write_out(str(tmp), verbose=False)
         except Exception as exc:  # keras raises plain errors for unserialisable layers
             raise ExportError(f"SavedModel export failed: {exc}") from None
+        set_method_names(tmp, method_names)
         for hook in _POST_WRITE:
-            hook(tmp, model=model, preprocessor=preprocessor, class_names=class_names, **(post_write_context or {}))
+            hook(
+                tmp, model=model, preprocessor=preprocessor, class_names=class_names, signatures=written,
+                version=version, sample_features=sample_features, **(post_write_context or {}),
+            )
         max_diff = verify_saved_model(tmp, sample_features=sample_features, expected=expected)
-    return ExportResult(path=target, version=version, signatures=["serving_default", *[s for s in wanted if s != "serving_default"]], max_abs_difference=max_diff)
+        max_diff = max(max_diff, verify_serving_methods(tmp, sample_features=sample_features, expected=expected, method_names=method_names))
+        warmup_file = tmp / "assets.extra" / "tf_serving_warmup_requests"
+        if warmup_file.exists():
+            verify_warmup_records(tmp, warmup_file=warmup_file)
+    return ExportResult(path=target, version=version, signatures=written, max_abs_difference=max_diff)
+
+
+register_endpoint("classify", add_classify_endpoint, method_name=CLASSIFY_METHOD)
+register_endpoint("regress", add_regress_endpoint, method_name=REGRESS_METHOD)

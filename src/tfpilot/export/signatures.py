@@ -2,18 +2,45 @@
 
 serving_default takes raw input (uint8 images, named CSV columns) exactly as a client sends it
 and returns named outputs, so a TF Serving client never re-implements preprocessing.
+
+classify / regress follow TF Serving's method contracts (tensorflow_serving/apis, the
+signature constants of tf.saved_model): one string input `inputs` holding serialized
+tf.Example protos; classify returns `classes` (string labels, one per score) and `scores`,
+regress returns `outputs` (one float per example). Their method_name is set after writing
+(keras' ExportArchive always writes `tensorflow/serving/predict`), see method_names.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from tfpilot.data.preprocessing import Preprocessor
+from tfpilot.errors import ExportError
 
-__all__ = ["serving_outputs", "make_serving_fn", "make_logits_fn"]
+__all__ = [
+    "PREDICT_METHOD",
+    "CLASSIFY_METHOD",
+    "REGRESS_METHOD",
+    "EXAMPLES_INPUT",
+    "serving_outputs",
+    "make_serving_fn",
+    "make_logits_fn",
+    "example_parsing_spec",
+    "make_classify_fn",
+    "make_regress_fn",
+    "add_classify_endpoint",
+    "add_regress_endpoint",
+]
+
+PREDICT_METHOD = "tensorflow/serving/predict"
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+REGRESS_METHOD = "tensorflow/serving/regress"
+# TF Serving looks the serialized examples up under this exact key (kClassifyInputs/kRegressInputs).
+EXAMPLES_INPUT = "inputs"
 
 
 def serving_outputs(logits: tf.Tensor, class_names: list[str]) -> dict[str, tf.Tensor]:
@@ -45,3 +72,80 @@ def make_logits_fn(model: keras.Model, preprocessor: Preprocessor) -> Callable:
         return {"logits": tf.cast(model(preprocessor(features), training=False), tf.float32)}
 
     return logits
+
+
+def example_parsing_spec(preprocessor: Preprocessor) -> dict[str, Any]:
+    """tf.Example feature spec for the raw features.
+
+    tf.Example only stores int64, float and bytes lists, so integer features (uint8 pixels)
+    travel as int64_list and are cast back; a TF Serving REST :classify request with
+    `{"image": [0, 12, ...]}` becomes exactly that. Missing scalar numerics parse as NaN,
+    which the preprocessor already maps to the training mean.
+    """
+    spec: dict[str, Any] = {}
+    for name, feature in preprocessor.feature_spec.items():
+        dtype = tf.as_dtype(feature["dtype"])
+        shape = list(feature["shape"])
+        if None in shape:
+            raise ExportError(
+                f"feature `{name}` has a variable shape {shape}; the classify/regress signatures parse fixed-length "
+                "tf.Example features only; remove `classify`/`regress` from export.signatures for this model",
+                exit_code=2,
+            )
+        if dtype == tf.string:
+            spec[name] = tf.io.FixedLenFeature(shape, tf.string, default_value="" if not shape else None)
+        elif dtype.is_integer or dtype.is_bool:
+            spec[name] = tf.io.FixedLenFeature(shape, tf.int64)
+        else:
+            spec[name] = tf.io.FixedLenFeature(shape, tf.float32, default_value=float("nan") if not shape else None)
+    return spec
+
+
+def _parse(serialized: tf.Tensor, preprocessor: Preprocessor) -> dict[str, tf.Tensor]:
+    parsed = tf.io.parse_example(serialized, example_parsing_spec(preprocessor))
+    return {name: tf.cast(parsed[name], tf.as_dtype(spec["dtype"])) for name, spec in preprocessor.feature_spec.items()}
+
+
+def make_classify_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
+    """fn(serialized tf.Example [batch]) -> {classes [batch, num_classes] string, scores [batch, num_classes]}."""
+
+    def classify(serialized):
+        logits = tf.cast(model(preprocessor(_parse(serialized, preprocessor)), training=False), tf.float32)
+        batch = tf.shape(logits)[0]
+        # Every row lists all labels in class-index order, with its score beside it (TF Serving pairs them up).
+        classes = tf.tile(tf.constant(class_names, tf.string)[None, :], tf.stack([batch, 1]))
+        return {"classes": classes, "scores": tf.nn.softmax(logits, axis=-1)}
+
+    return classify
+
+
+def make_regress_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
+    """Binary classifiers only: fn(serialized tf.Example [batch]) -> {outputs: P(class_names[1]) [batch]}.
+
+    This is what TF Estimator's binary heads exported as their regression signature: the
+    positive-class probability as one float per example.
+    """
+    if len(class_names) != 2:
+        raise ExportError(
+            f"the `regress` signature needs a binary classifier (2 classes, outputs = P(second class)), got "
+            f"{len(class_names)} classes {class_names[:5]}; remove `regress` from export.signatures",
+            exit_code=2,
+        )
+
+    def regress(serialized):
+        logits = tf.cast(model(preprocessor(_parse(serialized, preprocessor)), training=False), tf.float32)
+        return {"outputs": tf.nn.softmax(logits, axis=-1)[:, 1]}
+
+    return regress
+
+
+def _examples_signature() -> list[tf.TensorSpec]:
+    return [tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)]
+
+
+def add_classify_endpoint(archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> None:
+    archive.add_endpoint("classify", make_classify_fn(model, preprocessor, class_names), input_signature=_examples_signature())
+
+
+def add_regress_endpoint(archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> None:
+    archive.add_endpoint("regress", make_regress_fn(model, preprocessor, class_names), input_signature=_examples_signature())

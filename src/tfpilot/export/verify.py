@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tfpilot.errors import ExportError
 
-__all__ = ["verify_saved_model", "run_with_session_loader"]
+__all__ = ["verify_saved_model", "run_with_session_loader", "verify_serving_methods", "verify_warmup_records"]
 
 ATOL = 1e-5
 
@@ -56,3 +56,58 @@ def verify_saved_model(path: str | Path, *, sample_features: dict[str, np.ndarra
     if not np.array_equal(session_out["class_id"], np.asarray(expected["class_id"])):
         raise ExportError("session-loader class_id differs from the in-memory model")
     return max(diff_python, diff_session)
+
+
+def verify_serving_methods(
+    path: str | Path, *, sample_features: dict[str, np.ndarray], expected: dict[str, tf.Tensor], method_names: dict[str, str]
+) -> float:
+    """classify/regress: right method_name in the MetaGraph, same scores as serving_default in both loaders."""
+    from tfpilot.export.method_names import read_signature_defs
+    from tfpilot.export.signatures import EXAMPLES_INPUT
+    from tfpilot.export.tf_example import to_examples
+
+    if not method_names:
+        return 0.0
+    signature_defs = read_signature_defs(path)
+    examples = np.array(to_examples(sample_features), dtype=object)
+    probabilities = np.asarray(expected["probabilities"])
+    loaded = tf.saved_model.load(str(path))
+    worst = 0.0
+    for name, method in method_names.items():
+        if signature_defs[name].method_name != method:
+            raise ExportError(f"signature `{name}` has method_name `{signature_defs[name].method_name}`, expected `{method}`")
+        python_out = {k: v.numpy() for k, v in loaded.signatures[name](**{EXAMPLES_INPUT: tf.constant(examples)}).items()}
+        try:
+            session_out = run_with_session_loader(path, {EXAMPLES_INPUT: examples}, signature=name)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportError(f"signature `{name}` of `{path}` fails in the session loader TF Serving uses ({first})") from None
+        key, want = ("scores", probabilities) if "scores" in python_out else ("outputs", probabilities[:, 1])
+        for loader, out in (("Python", python_out), ("session", session_out)):
+            diff = float(np.max(np.abs(np.asarray(out[key]) - want)))
+            if diff > ATOL:
+                raise ExportError(f"signature `{name}` ({loader} loader) differs from serving_default by {diff:.2e} (> {ATOL}) on the same examples")
+            worst = max(worst, diff)
+    return worst
+
+
+def verify_warmup_records(path: str | Path, *, warmup_file: str | Path) -> int:
+    """Every record parses as a PredictionLog; the first predict request runs in the session loader."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    records = []
+    try:
+        for raw in tf.data.TFRecordDataset(str(warmup_file)):
+            records.append(prediction_log_pb2.PredictionLog.FromString(raw.numpy()))
+    except Exception as exc:
+        raise ExportError(f"warmup file `{warmup_file}` is not a TFRecord of PredictionLog: {exc}") from None
+    predicts = [r for r in records if r.WhichOneof("log_type") == "predict_log"]
+    if predicts:
+        request = predicts[0].predict_log.request
+        feeds = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+        try:
+            run_with_session_loader(path, feeds, signature=request.model_spec.signature_name or "serving_default")
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportError(f"warmup record 0 does not run against `{path}` in the session loader ({first})") from None
+    return len(records)

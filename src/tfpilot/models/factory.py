@@ -52,7 +52,15 @@ def build_model(config: ModelConfig, *, input_shape: tuple[int, ...], num_classe
         offered = {"input_shape": input_shape, "num_classes": num_classes, **config.kwargs}
         accepts_all = any(p.kind == p.VAR_KEYWORD for p in available.values())
         kwargs = offered if accepts_all else {k: v for k, v in offered.items() if k in available}
-        model = factory(**kwargs)
+        try:
+            model = factory(**kwargs)
+        except Exception as exc:
+            # One line for the CLI; `--debug` still shows the user's traceback through the cause.
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            raise ModelError(
+                f"`model.name` `{config.name}` raised {type(exc).__name__}: {first_line}; "
+                "fix the factory (it is called with input_shape, num_classes and model.kwargs)"
+            ) from exc
     if not isinstance(model, keras.Model):
         raise ModelError(f"`model.name` `{config.name}` returned {type(model).__name__}; expected a keras.Model")
     if model.outputs and model.outputs[0].shape[-1] != num_classes:

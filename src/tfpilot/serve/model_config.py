@@ -164,14 +164,17 @@ def parse_model_config(text: str, *, source: str = "<model config>") -> list[Ser
             raise ServeError(
                 f"{source}: model `{entry.name}` has model_platform `{entry.model_platform}`; only `tensorflow` is served"
             )
-        models.append(
-            ServedModel(
-                name=entry.name,
-                base_path=Path(entry.base_path),
-                version_policy=_policy_from_proto(entry.model_version_policy),
-                version_labels=dict(entry.version_labels),
+        try:
+            models.append(
+                ServedModel(
+                    name=entry.name,
+                    base_path=Path(entry.base_path),
+                    version_policy=_policy_from_proto(entry.model_version_policy),
+                    version_labels=dict(entry.version_labels),
+                )
             )
-        )
+        except ServeError as error:
+            raise ServeError(f"{source}: {error}") from None
     if not models:
         raise ServeError(f"{source}: model_config_list lists no models")
     return models

@@ -2,11 +2,26 @@
 
 One tf.function call runs up to `steps_per_execution` steps inside the graph
 (a tf.while_loop over the iterator's get_next_as_optional), as Keras' steps_per_execution does,
-so Python overhead is paid once per call rather than once per step.
+so Python overhead is paid once per call rather than once per step. The call returns one small
+int64 vector (steps run, whether the last step was non-finite, global step), so the outer loop
+pays a single host sync per call.
 
-The NaN guard lives here too: finiteness of the loss and the gradient norm is checked in the
-graph, a non-finite step is not applied (weights stay good), and the step number of the first
-bad step is recorded, all without an extra host sync.
+The NaN guard's in-graph half lives here: finiteness of the loss and of the global gradient norm
+is checked in the graph, a non-finite step is not applied (weights stay good), and the loop stops
+at that step so the host can replay exactly that batch (see guard.py).
+
+Distribution. Each step is two `strategy.run` calls joined by a cross-replica `tf.cond`:
+
+1. forward (replica context): loss, gradients, one all-reduce of [loss, *gradients] so every
+   replica sees the global gradient; its norm is logged and used for clipping and the finiteness
+   check, so all replicas take the same branch;
+2. apply (replica context, only when finite): optimizer.apply on the already-reduced gradients.
+
+Keras 3's optimizer.apply all-reduces (SUM) the gradients it is given when it runs in a replica
+context, so passing it our reduced gradients would count them num_replicas times; the optimizer's
+own aggregation is switched off instead (Keras 2 called this `experimental_aggregate_gradients=
+False`). The cond sits in cross-replica context because optimizer.apply uses merge_call, which
+MirroredStrategy refuses inside a control-flow branch built in replica context.
 """
 
 from __future__ import annotations
@@ -14,10 +29,34 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-__all__ = ["StepFunctions"]
+__all__ = ["StepFunctions", "disable_optimizer_aggregation", "is_default_strategy"]
 
 # Bookkeeping variables hold the same value on every replica (computed from all-reduced values).
 _SAME = tf.VariableAggregation.ONLY_FIRST_REPLICA
+
+
+def is_default_strategy(strategy: tf.distribute.Strategy) -> bool:
+    """True for the no-op strategy TF uses when none is set (one device, no merge_call)."""
+    return type(strategy).__name__ == "_DefaultDistributionStrategy"
+
+
+def _inner_optimizer(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    # LossScaleOptimizer delegates the update to the optimizer it wraps.
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def disable_optimizer_aggregation(optimizer: keras.optimizers.Optimizer) -> bool:
+    """Make optimizer.apply use the gradients it is given as the global gradient.
+
+    Returns False when this Keras version has no such hook, in which case callers must pass
+    per-replica (unreduced) gradients and let the optimizer sum them.
+    """
+    changed = False
+    for target in {id(optimizer): optimizer, id(_inner_optimizer(optimizer)): _inner_optimizer(optimizer)}.values():
+        if hasattr(target, "_all_reduce_sum_gradients"):
+            target._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+            changed = True
+    return changed
 
 
 class StepFunctions:
@@ -43,6 +82,7 @@ class StepFunctions:
         self.num_classes = num_classes
         self.steps_per_execution = steps_per_execution
         self.jit_compile = jit_compile
+        self.distributed = not is_default_strategy(strategy)
         with strategy.scope():
             # Metrics are updated inside the step and reset by the outer loop every epoch.
             self.train_loss = keras.metrics.Mean(name="loss")
@@ -54,6 +94,7 @@ class StepFunctions:
             self.nonfinite_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_steps", aggregation=_SAME)
             self.first_nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False, name="first_nonfinite_step", aggregation=_SAME)
             optimizer.build(model.trainable_variables)
+        self.reduced_gradients = disable_optimizer_aggregation(optimizer) if self.distributed else True
         self._train_function = None
         self._eval_function = None
         self._gradient_function = None
@@ -78,76 +119,138 @@ class StepFunctions:
         # Regularisation is added once per global step, so each replica contributes its share.
         return penalty / tf.cast(self.strategy.num_replicas_in_sync, tf.float32)
 
+    def _scaled_loss(self, loss: tf.Tensor) -> tf.Tensor:
+        # Under mixed precision the optimizer is a LossScaleOptimizer: scale before differentiating
+        # so float16 gradients do not underflow; optimizer.apply unscales them.
+        scale = getattr(self.optimizer, "scale_loss", None)
+        return scale(loss) if scale is not None and isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer) else loss
+
     def loss_and_gradients(self, features, labels, *, training: bool = True):
         with tf.GradientTape() as tape:
             logits = self.model(features, training=training)
             per_example = self._per_example_loss(labels, logits)
             loss = tf.nn.compute_average_loss(per_example) + self._regularization()
-        gradients = tape.gradient(loss, self.model.trainable_variables)
+            scaled = self._scaled_loss(loss)
+        gradients = tape.gradient(scaled, self.model.trainable_variables)
+        gradients = [
+            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+            for g, v in zip(gradients, self.model.trainable_variables)
+        ]
         return loss, logits, per_example, gradients
 
-    # ------------------------------------------------------------------ one replica step
-    def _replica_step(self, features, labels):
-        loss, logits, per_example, gradients = self.loss_and_gradients(features, labels)
-        gradients = [g if g is not None else tf.zeros_like(v) for g, v in zip(gradients, self.model.trainable_variables)]
-        replica = tf.distribute.get_replica_context()
-        if self.strategy.num_replicas_in_sync > 1:
-            # Sum the per-replica gradients ourselves so the logged norm and the clipping see the
-            # true global gradient (losses are already scaled by the global batch size).
-            gradients = replica.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        norm = tf.linalg.global_norm(gradients)
-        loss_total = replica.all_reduce(tf.distribute.ReduceOp.SUM, loss) if self.strategy.num_replicas_in_sync > 1 else loss
-        finite = tf.logical_and(tf.math.is_finite(loss_total), tf.math.is_finite(norm))
-        if self.clip_norm:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm, use_norm=norm)
+    def _forward(self, features, labels):
+        if self.jit_compile:
+            if not hasattr(self, "_jit_forward"):
+                self._jit_forward = tf.function(self.loss_and_gradients, jit_compile=True, reduce_retracing=True)
+            return self._jit_forward(features, labels)
+        return self.loss_and_gradients(features, labels)
+
+    def _unscaled_norm(self, gradients) -> tf.Tensor:
+        norm = tf.linalg.global_norm([tf.cast(g, tf.float32) for g in gradients])
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            norm = norm / tf.cast(self.optimizer.dynamic_scale, tf.float32)
+        return norm
+
+    def _clip(self, gradients, norm):
+        if not self.clip_norm:
+            return gradients
+        # Same factor as tf.clip_by_global_norm, computed from the (unscaled) global norm.
+        factor = tf.minimum(1.0, self.clip_norm / tf.maximum(norm, 1e-12))
+        return [g * tf.cast(factor, g.dtype) for g in gradients]
+
+    def _update_metrics(self, labels, logits, per_example) -> None:
+        # Metrics see the per-example loss so the epoch mean is exact even with a short last batch.
+        self.train_loss.update_state(per_example)
+        self.train_accuracy.update_state(labels, logits)
+
+    # ------------------------------------------------------------------ one step, no distribution
+    def _single_step(self, features, labels):
+        """The whole step in one replica function (default strategy: no merge_call, cond is fine)."""
+        loss, logits, per_example, gradients = self._forward(features, labels)
+        norm = self._unscaled_norm(gradients)
+        finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
 
         def apply():
-            self.optimizer.apply(gradients, self.model.trainable_variables)
+            self.optimizer.apply(self._clip(gradients, norm), self.model.trainable_variables)
+            self._update_metrics(labels, logits, per_example)
             return tf.constant(True)
 
-        def skip():
-            return tf.constant(False)
+        tf.cond(finite, apply, lambda: tf.constant(False))
+        return norm, finite
 
-        tf.cond(finite, apply, skip)
+    # ------------------------------------------------------------------ one step, distributed
+    def _replica_forward(self, features, labels):
+        loss, logits, per_example, gradients = self._forward(features, labels)
+        replica = tf.distribute.get_replica_context()
+        reduced = replica.all_reduce(tf.distribute.ReduceOp.SUM, [loss, *gradients])
+        loss_total, global_gradients = reduced[0], reduced[1:]
+        norm = self._unscaled_norm(global_gradients)
+        finite = tf.logical_and(tf.math.is_finite(loss_total), tf.math.is_finite(norm))
+        # Without the aggregation hook the optimizer sums what it gets: hand it the local share.
+        to_apply = global_gradients if self.reduced_gradients else gradients
+        return self._clip(to_apply, norm), norm, finite, logits, per_example
+
+    def _replica_apply(self, gradients, labels, logits, per_example):
+        self.optimizer.apply(gradients, self.model.trainable_variables)
+        self._update_metrics(labels, logits, per_example)
+
+    def _local(self, value):
+        # Every replica holds the same value (it was computed from all-reduced tensors).
+        return self.strategy.experimental_local_results(value)[0]
+
+    def _distributed_step(self, features, labels):
+        gradients, norm, finite, logits, per_example = self.strategy.run(self._replica_forward, args=(features, labels))
+        norm, finite = self._local(norm), self._local(finite)
+
+        def apply():
+            self.strategy.run(self._replica_apply, args=(gradients, labels, logits, per_example))
+            return tf.constant(True)
+
+        tf.cond(finite, apply, lambda: tf.constant(False))
+        return norm, finite
+
+    def _record(self, norm, finite):
+        """Bookkeeping after a step (cross-replica context): step counter, norm, first bad step."""
         self.grad_norm.assign(norm)
         step = self.global_step.assign_add(1)
         first_bad = tf.logical_and(tf.logical_not(finite), self.first_nonfinite_step < 0)
         self.first_nonfinite_step.assign(tf.where(first_bad, step, self.first_nonfinite_step))
         self.nonfinite_steps.assign_add(tf.cast(tf.logical_not(finite), tf.int64))
-        # Metrics see the per-example loss so the epoch mean is exact even with a short last batch.
-        self.train_loss.update_state(per_example)
-        self.train_accuracy.update_state(labels, logits)
-
-    def _replica_gradients(self, features, labels):
-        _, _, _, gradients = self.loss_and_gradients(features, labels)
-        return gradients
-
-    def _replica_eval(self, features, labels):
-        logits = self.model(features, training=False)
-        self.eval_loss.update_state(self._per_example_loss(labels, logits))
-        self.eval_accuracy.update_state(labels, logits)
+        return step
 
     # ------------------------------------------------------------------ compiled functions
     @property
     def train_function(self):
-        """Compiled: run up to steps_per_execution steps from the iterator; return steps run."""
+        """Compiled: run up to `max_steps` (<= steps_per_execution) steps; return int64 [steps_run, last_step_nonfinite, global_step].
+
+        `max_steps` is a tensor so that the last call of an epoch does not retrace.
+
+        The loop breaks right after a non-finite step, so the host learns which batch it was.
+        """
         if self._train_function is None:
-            step = self._replica_step
-            if self.jit_compile:
-                step = tf.function(step, jit_compile=True, reduce_retracing=True)
-            strategy, steps = self.strategy, self.steps_per_execution
+            steps = self.steps_per_execution
+            if self.distributed:
+                step_fn = self._distributed_step
+            else:
+                step_fn = self._single_step
 
             @tf.function(reduce_retracing=True)
-            def train_function(iterator):
+            def train_function(iterator, max_steps=None):
                 executed = tf.constant(0, tf.int64)
-                for _ in tf.range(steps):
+                bad = tf.constant(False)
+                limit = tf.constant(steps, tf.int64) if max_steps is None else tf.cast(max_steps, tf.int64)
+                for _ in tf.range(limit):
                     optional = iterator.get_next_as_optional()
                     if not optional.has_value():
                         break
                     features, labels = optional.get_value()
-                    strategy.run(step, args=(features, labels))
+                    norm, finite = step_fn(features, labels)
+                    self._record(norm, finite)
                     executed += 1
-                return executed
+                    if not finite:
+                        bad = tf.constant(True)
+                        break
+                return tf.stack([executed, tf.cast(bad, tf.int64), self.global_step.read_value()])
 
             self._train_function = train_function
         return self._train_function
@@ -164,6 +267,15 @@ class StepFunctions:
 
             self._eval_function = eval_function
         return self._eval_function
+
+    def _replica_eval(self, features, labels):
+        logits = self.model(features, training=False)
+        self.eval_loss.update_state(self._per_example_loss(labels, logits))
+        self.eval_accuracy.update_state(labels, logits)
+
+    def _replica_gradients(self, features, labels):
+        _, _, _, gradients = self.loss_and_gradients(features, labels)
+        return gradients
 
     @property
     def gradient_function(self):

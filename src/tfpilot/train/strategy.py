@@ -24,7 +24,11 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
     if kind == Strategy.DEFAULT:
         return tf.distribute.get_strategy()
     if kind == Strategy.MIRRORED:
-        return tf.distribute.MirroredStrategy()
+        # MirroredStrategy() alone uses only CPU:0 when there is no GPU; use every logical device so
+        # logical CPU devices stand in for several accelerators (tests, dry runs).
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+        return tf.distribute.MirroredStrategy(devices=devices)
     if kind == Strategy.MULTI_WORKER:
         if not os.environ.get("TF_CONFIG"):
             raise TrainError(
@@ -32,10 +36,19 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
                 "`tfpilot launch --workers N -- tfpilot train CONFIG`",
                 exit_code=2,
             )
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        # `tfpilot launch --timeout S` bounds every collective, so a dead peer fails the step
+        # instead of hanging it.
+        timeout = os.environ.get("TFPILOT_COLLECTIVE_TIMEOUT_S")
+        options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=float(timeout) if timeout else None)
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     if kind == Strategy.PARAMETER_SERVER:
-        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        return tf.distribute.experimental.ParameterServerStrategy(resolver)
+        # The compiled loop drives replicas with strategy.run inside one tf.function; under
+        # ParameterServerStrategy steps must instead be scheduled through a ClusterCoordinator.
+        raise TrainError(
+            "`train.strategy: parameter_server` is not supported by the tfpilot trainer; use multi_worker "
+            "(synchronous, `tfpilot launch --workers N`) or mirrored",
+            exit_code=2,
+        )
     raise TrainError(f"unknown strategy `{kind}`", exit_code=2)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -28,7 +29,9 @@ from tfpilot.rundir import RunDir
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
+from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.optim import build_optimizer
+from tfpilot.train.preemption import PreemptionWatcher
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy
 from tfpilot.train.summaries import SummaryWriters
@@ -69,13 +72,16 @@ class Trainer:
         self.chief = is_chief()
         run = run or RunDir.at(config.run_path)
         # Non-chief workers write to a throwaway directory so they never race the chief's files.
-        self.run = run if self.chief else RunDir.at(tempfile.mkdtemp(prefix="tfpilot-worker-"))
+        # `tfpilot launch --worker-dir` names the directory so its checkpoints can be inspected.
+        worker_dir = os.environ.get("TFPILOT_WORKER_DIR")
+        self.run = run if self.chief else RunDir.at(worker_dir or tempfile.mkdtemp(prefix="tfpilot-worker-"))
         self.hooks = HookList(hooks)
         self.findings: list[Finding] = []
         train = config.train
         seed_everything(train.seed, deterministic=train.deterministic)
         self.strategy = make_strategy(train.strategy)
         self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
+        self.steps_per_execution = train.steps_per_execution
         with self.strategy.scope():
             self.model = model or build_model(
                 config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes
@@ -105,19 +111,23 @@ class Trainer:
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
+        self.guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root))
         self.history: list[dict[str, float]] = []
 
     # ------------------------------------------------------------------ datasets
     def _distribute(self, make):
-        if self.strategy.num_replicas_in_sync > 1 or self.strategy.cluster_resolver is not None:
+        if self.steps.distributed:
             return self.strategy.distribute_datasets_from_function(lambda ctx: make(ctx))
         return make(None)
 
     def _train_dataset(self, epoch: int, skip_batches: int):
         drop = self.strategy.num_replicas_in_sync > 1
-        return self._distribute(
-            lambda ctx: self.pipeline.train(epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop)
-        )
+        if self.steps.distributed:
+            return self._distribute(
+                lambda ctx: self.pipeline.train(epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop)
+            )
+        dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
+        return dataset.skip(skip_batches) if skip_batches else dataset
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, split: str) -> dict[str, float]:
@@ -133,17 +143,41 @@ class Trainer:
         self.steps.eval_function(self._distribute(make))
         return self.steps.eval_logs()
 
+    def _local_logits(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """Logits of a split computed in this process only: no collective, so the chief of a
+        multi-worker run can evaluate after the other workers have exited."""
+        if not hasattr(self, "_local_call"):
+            self._local_call = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
+        logits, labels = [], []
+        for features, batch_labels in self.pipeline.evaluation(split, batch_size=512):
+            logits.append(self._local_call(features).numpy())
+            labels.append(batch_labels.numpy())
+        return np.concatenate(logits), np.concatenate(labels)
+
+    def _multi_worker(self) -> bool:
+        return self.strategy.cluster_resolver is not None
+
     def predict_classes(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        if self._multi_worker():
+            logits, labels = self._local_logits(split)
+            return np.argmax(logits, axis=-1), labels
         features, labels = self.pipeline.arrays(split)
         logits = self.model.predict(features, batch_size=512, verbose=0)
         return np.argmax(logits, axis=-1), labels
+
+    def _split_metrics(self, split: str) -> dict[str, float]:
+        if not self._multi_worker():
+            return self.evaluate(split)
+        logits, labels = self._local_logits(split)
+        per_example = self.steps._per_example_loss(tf.constant(labels), tf.constant(logits)).numpy()
+        return {"loss": float(np.mean(per_example)), "accuracy": float(np.mean(np.argmax(logits, axis=-1) == labels))}
 
     def final_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
         for split in ("train", "validation", "test"):
             if self.pipeline.num_examples(split) == 0:
                 continue
-            metrics[split] = {**self.evaluate(split), "examples": self.pipeline.num_examples(split)}
+            metrics[split] = {**self._split_metrics(split), "examples": self.pipeline.num_examples(split)}
         if "test" in metrics:
             predicted, labels = self.predict_classes("test")
             num_classes = self.pipeline.num_classes
@@ -166,25 +200,37 @@ class Trainer:
             # chief's directory is real.
             self.checkpoints.save(step=int(self.steps.global_step.numpy()), trainer_state=self._trainer_state())
 
-    def _check_finite(self) -> None:
-        bad = int(self.steps.nonfinite_steps.numpy())
-        if bad == 0:
-            return
-        first = int(self.steps.first_nonfinite_step.numpy())
-        policy = self.config.train.nan_policy.value
-        if policy == "stop" or bad > self.config.train.nan_max_retries:
-            finding = Finding(
-                code="TRAIN-NONFINITE",
-                severity=Severity.ERROR,
-                title="Non-finite loss or gradient",
-                message=f"step {first} produced a NaN/Inf loss or gradient; the update was not applied and training stopped",
-                location=str(self.run.root),
-                evidence={"first_step": first, "nonfinite_steps": bad, "policy": policy},
-                fix="lower the learning rate, enable gradient clipping (train.clip_norm), check inputs for NaN, "
-                "or set train.nan_policy: skip_batch",
-            )
-            self.findings.append(finding)
-            raise TrainError(f"training stopped: non-finite loss or gradient at step {first} (train.nan_policy={policy})")
+    def _skip_filter(self, dataset, epoch: int):
+        """Leave out batches that a rollback already found non-finite (single-process runs only)."""
+        skipped = sorted(index for e, index in self.guard.skipped if e == epoch)
+        if not skipped or self.steps.distributed:
+            return dataset
+        bad = tf.constant(skipped, tf.int64)
+        return (
+            dataset.enumerate()
+            .filter(lambda index, batch: tf.logical_not(tf.reduce_any(tf.equal(index, bad))))
+            .map(lambda index, batch: batch)
+        )
+
+    def _handle_nonfinite(self, *, epoch: int, batch_index: int, global_step: int) -> str:
+        """Replay the bad batch (first time only), then apply the policy. Returns the action."""
+        evidence = None
+        if self.guard.evidence is None:
+            features, labels = next(iter(self.pipeline.train(epoch=epoch, skip_batches=batch_index).take(1)))
+            evidence = replay_with_check_numerics(self.steps, features, labels)
+        try:
+            action = self.guard.on_nonfinite(epoch=epoch, batch_index=batch_index, global_step=global_step, evidence=evidence)
+        except TrainError:
+            self.findings.extend(self.guard.findings)
+            raise
+        if action == "rolled_back":
+            path, state = self.checkpoints.restore_latest()
+            if path is None:
+                raise TrainError("train.nan_policy=rollback found no checkpoint to roll back to; this is a bug in tfpilot")
+            self.early_stopping.load(state.get("early_stopping", {}))
+            restored_epoch = int(self.state.epoch.numpy())
+            self.history = [h for h in state.get("history", []) if h["epoch"] < restored_epoch]
+        return action
 
     def fit(self, *, resume: bool = False) -> TrainResult:
         train = self.config.train
@@ -205,30 +251,50 @@ class Trainer:
             self.checkpoints.manager = tf.train.CheckpointManager(
                 self.checkpoints.checkpoint, str(self.run.checkpoints), max_to_keep=train.max_checkpoints
             )
+        if train.nan_policy.value == "rollback" and self.checkpoints.latest is None:
+            self._save_checkpoint()  # something to roll back to before the first epoch ends
+        self.preemption = PreemptionWatcher(
+            strategy=self.strategy, manager=self.checkpoints.manager, multi_worker=self.strategy.cluster_resolver is not None
+        )
+        try:
+            return self._fit_epochs(initial_epoch=initial_epoch, skip=skip)
+        finally:
+            self.preemption.close()
+
+    def _fit_epochs(self, *, initial_epoch: int, skip: int) -> TrainResult:
+        train = self.config.train
         self.hooks.on_train_begin(
             epochs=train.epochs, steps_per_epoch=self.steps_per_epoch, initial_epoch=initial_epoch, initial_step=skip
         )
         stopped_early = False
         epoch = initial_epoch
-        for epoch in range(initial_epoch, train.epochs):
+        step_in_epoch = skip
+        global_step = int(self.steps.global_step.numpy())
+        while epoch < train.epochs:
             self.state.epoch.assign(epoch)
             self.steps.reset_train_metrics()
             self.hooks.on_epoch_begin(epoch=epoch)
-            step_in_epoch = skip if epoch == initial_epoch else 0
             iterator = iter(self._train_dataset(epoch, step_in_epoch))
-            last_log_step = int(self.steps.global_step.numpy())
-            last_log_time = time.perf_counter()
+            last_log_step, last_log_time = global_step, time.perf_counter()
+            rolled_back = False
             while step_in_epoch < self.steps_per_epoch:
-                global_step = int(self.steps.global_step.numpy())
                 self.hooks.before_execution(step=global_step)
-                ran = int(self.steps.train_function(iterator))
+                limit = tf.constant(min(self.steps_per_execution, self.steps_per_epoch - step_in_epoch), tf.int64)
+                # The only host sync per compiled call: [steps run, last step non-finite, global step].
+                ran, bad, global_step = (int(v) for v in self.steps.train_function(iterator, limit).numpy())
                 if ran == 0:
                     break
                 step_in_epoch += ran
-                global_step += ran
                 self.state.step_in_epoch.assign(step_in_epoch)
                 self.hooks.after_execution(step=global_step, steps_run=ran)
-                self._check_finite()
+                if bad:
+                    action = self._handle_nonfinite(epoch=epoch, batch_index=step_in_epoch - 1, global_step=global_step)
+                    if action == "rolled_back":
+                        epoch, step_in_epoch = int(self.state.epoch.numpy()), int(self.state.step_in_epoch.numpy())
+                        global_step = int(self.steps.global_step.numpy())
+                        rolled_back = True
+                        break
+                self.preemption.check(self._save_checkpoint)
                 if global_step - last_log_step >= train.summary_every_steps:
                     now = time.perf_counter()
                     logs = {
@@ -242,44 +308,17 @@ class Trainer:
                     last_log_step, last_log_time = global_step, now
                 if train.checkpoint_every_steps and global_step % train.checkpoint_every_steps < ran:
                     self._save_checkpoint()
-            global_step = int(self.steps.global_step.numpy())
-            logs = {f"{k}": v for k, v in self.steps.train_logs().items()}
-            if self.pipeline.num_examples("validation"):
-                logs.update({f"val_{k}": v for k, v in self.evaluate("validation").items()})
-                self.summaries.scalars(
-                    self.summaries.validation, {k[4:]: v for k, v in logs.items() if k.startswith("val_")}, step=global_step
-                )
-            logs["learning_rate"] = self._learning_rate()
-            logs["grad_norm"] = float(self.steps.grad_norm.numpy())
-            self.summaries.scalars(self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step)
-            if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0:
-                features, labels = next(iter(self.pipeline.train(epoch=epoch)))
-                gradients = self.steps.gradient_function(features, labels)
-                self.summaries.histograms(self.model, gradients, step=global_step)
-            self.summaries.flush()
-            self.history.append({"epoch": epoch, "step": global_step, **logs})
-            improved, should_stop = False, False
-            if self.early_stopping.config is not None:
-                monitor = self.early_stopping.config.monitor
-                if monitor not in logs:
-                    raise TrainError(
-                        f"`train.early_stopping.monitor` is `{monitor}`, which is not logged; expected one of {sorted(logs)}",
-                        exit_code=2,
-                    )
-                improved, should_stop = self.early_stopping.update(epoch=epoch, logs=logs)
-                if improved and self.early_stopping.config.restore_best:
-                    self.checkpoints.save_best(step=global_step)
-            # The epoch is complete: the next resume starts at the following epoch.
-            self.state.epoch.assign(epoch + 1)
-            self.state.step_in_epoch.assign(0)
-            self._save_checkpoint()
-            self._write_history()
-            self.hooks.on_epoch_end(epoch=epoch, logs=logs)
+            if rolled_back:
+                continue
+            should_stop = self._end_epoch(epoch=epoch, global_step=global_step)
+            epoch += 1
+            step_in_epoch = 0
             if should_stop:
                 stopped_early = True
                 break
         if self.early_stopping.config is not None and self.early_stopping.config.restore_best:
             self.checkpoints.restore_best()
+        self.findings.extend(self.guard.summary_findings())
         self.findings.extend(self._overfitting_findings())
         result = TrainResult(
             history=self.history,
@@ -292,6 +331,43 @@ class Trainer:
         self.summaries.close()
         self.hooks.on_train_end(logs={"epochs_run": result.epochs_run, "stopped_early": stopped_early})
         return result
+
+    def _end_epoch(self, *, epoch: int, global_step: int) -> bool:
+        """Validation, summaries, early stopping and the epoch checkpoint. Returns should_stop."""
+        train = self.config.train
+        logs = {f"{k}": v for k, v in self.steps.train_logs().items()}
+        if self.pipeline.num_examples("validation"):
+            logs.update({f"val_{k}": v for k, v in self.evaluate("validation").items()})
+            self.summaries.scalars(
+                self.summaries.validation, {k[4:]: v for k, v in logs.items() if k.startswith("val_")}, step=global_step
+            )
+        logs["learning_rate"] = self._learning_rate()
+        logs["grad_norm"] = float(self.steps.grad_norm.numpy())
+        self.summaries.scalars(self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step)
+        if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0 and self.chief:
+            features, labels = next(iter(self.pipeline.train(epoch=epoch)))
+            gradients = self.steps.gradient_function(features, labels)
+            self.summaries.histograms(self.model, gradients, step=global_step)
+        self.summaries.flush()
+        self.history.append({"epoch": epoch, "step": global_step, **logs})
+        should_stop = False
+        if self.early_stopping.config is not None:
+            monitor = self.early_stopping.config.monitor
+            if monitor not in logs:
+                raise TrainError(
+                    f"`train.early_stopping.monitor` is `{monitor}`, which is not logged; expected one of {sorted(logs)}",
+                    exit_code=2,
+                )
+            improved, should_stop = self.early_stopping.update(epoch=epoch, logs=logs)
+            if improved and self.early_stopping.config.restore_best:
+                self.checkpoints.save_best(step=global_step)
+        # The epoch is complete: the next resume starts at the following epoch.
+        self.state.epoch.assign(epoch + 1)
+        self.state.step_in_epoch.assign(0)
+        self._save_checkpoint()
+        self._write_history()
+        self.hooks.on_epoch_end(epoch=epoch, logs=logs)
+        return should_stop
 
     def _write_history(self) -> None:
         if self.chief:

@@ -1,0 +1,210 @@
+"""Training throughput: tfpilot's trainer vs Keras model.fit, a hand-written tf.function loop and
+eager execution, for an MLP (784-256-256-10) and a small CNN, on synthetic in-memory data.
+
+Every number is printed as a ratio against an anchor measured in the same process:
+  * steps/s ratios against the hand-written tf.function loop (and tfpilot / fit);
+  * achieved GFLOP/s as a fraction of a large float32 matmul's GFLOP/s (the machine's practical
+    peak for this process).
+
+Steady state only: each approach's first call (tracing) is excluded. tfpilot is timed through
+Trainer.fit with a hook that stamps every compiled call, so the number includes everything the
+outer loop does per call (host sync, hooks, NaN flags, preemption check).
+
+    .venv/bin/python benchmarks/bench_train.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+BATCH = 128
+
+
+def model_flops_per_example(model: keras.Model) -> float:
+    """Forward FLOPs per example from Dense and Conv2D shapes (2 per multiply-add)."""
+    flops = 0.0
+    for layer in model._flatten_layers(include_self=False):  # noqa: SLF001
+        if isinstance(layer, keras.layers.Dense):
+            flops += 2.0 * layer.kernel.shape[0] * layer.kernel.shape[1]
+        elif isinstance(layer, keras.layers.Conv2D):
+            height, width, out_channels = layer.output.shape[1:]
+            kh, kw, in_channels, _ = layer.kernel.shape
+            flops += 2.0 * height * width * out_channels * kh * kw * in_channels
+    return flops
+
+
+def matmul_gflops(size: int = 2048, repeats: int = 10) -> float:
+    a = tf.random.normal([size, size])
+    b = tf.random.normal([size, size])
+
+    @tf.function
+    def chain(a, b):
+        out = tf.zeros([size, size])
+        for _ in range(repeats):
+            out += tf.matmul(a, b)
+        return tf.reduce_sum(out)
+
+    chain(a, b).numpy()
+    start = time.perf_counter()
+    chain(a, b).numpy()
+    return 2.0 * size**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def make_config(kind: str, runs: str, *, steps_per_execution: int):
+    from tfpilot.config import config_from_dict
+
+    model = (
+        {"name": "mlp", "hidden_units": [256, 256], "dropout": 0.0}
+        if kind == "mlp"
+        else {"name": "cnn", "filters": [16, 32], "hidden_units": [], "dropout": 0.0}
+    )
+    return config_from_dict(
+        {
+            "name": f"bench-{kind}",
+            "runs_dir": runs,
+            "data": {"kind": "arrays", "shuffle_buffer": 0, "split": {"validation": 0.0, "test": 0.0}},
+            "model": model,
+            "train": {
+                "epochs": 1, "batch_size": BATCH, "clip_norm": None, "early_stopping": None, "histogram_every_epochs": 0,
+                "summary_every_steps": 10_000, "steps_per_execution": steps_per_execution, "strategy": "default",
+            },
+            "export": {"enabled": False},
+        },
+        source="<bench>",
+    )
+
+
+def synthetic(kind: str, num_examples: int):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, num_examples).astype(np.int32)
+    if kind == "mlp":
+        return rng.normal(size=(num_examples, 784)).astype(np.float32), labels
+    return rng.integers(0, 256, (num_examples, 28, 28, 1)).astype(np.uint8), labels
+
+
+def fresh_model(config, pipeline) -> keras.Model:
+    from tfpilot.models import build_model
+
+    keras.utils.set_random_seed(0)
+    return build_model(config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=10)
+
+
+def dataset(pipeline) -> tf.data.Dataset:
+    return pipeline.train(epoch=0)
+
+
+def loss_fn(labels, logits):
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+
+
+def bench_tfpilot(config, pipeline, steps: int) -> float:
+    from tfpilot.train import Trainer, TrainHook
+
+    class Stamps(TrainHook):
+        def __init__(self):
+            self.stamps: list[tuple[int, float]] = []
+
+        def after_execution(self, *, step, steps_run):
+            self.stamps.append((step, time.perf_counter()))
+
+    stamps = Stamps()
+    trainer = Trainer(config, pipeline=pipeline, hooks=[stamps])
+    trainer.fit()
+    (first_step, first_time), (last_step, last_time) = stamps.stamps[0], stamps.stamps[-1]
+    return (last_step - first_step) / (last_time - first_time)
+
+
+def bench_fit(model, pipeline, steps: int) -> float:
+    class Stamps(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.times: list[float] = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.times.append(time.perf_counter())
+
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    stamps = Stamps()
+    model.fit(dataset(pipeline), epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[stamps])
+    return (len(stamps.times) - 1) / (stamps.times[-1] - stamps.times[0])
+
+
+def _train_step(model, optimizer):
+    def step(features, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(features, training=True))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(gradients, model.trainable_variables)
+        return loss
+
+    return step
+
+
+def bench_function(model, pipeline, steps: int) -> float:
+    optimizer = keras.optimizers.Adam(1e-3)
+    step = tf.function(_train_step(model, optimizer))
+    iterator = iter(dataset(pipeline).repeat())
+    step(*next(iterator)).numpy()
+    start = time.perf_counter()
+    for _ in range(steps):
+        loss = step(*next(iterator))
+    loss.numpy()
+    return steps / (time.perf_counter() - start)
+
+
+def bench_eager(model, pipeline, steps: int) -> float:
+    optimizer = keras.optimizers.Adam(1e-3)
+    step = _train_step(model, optimizer)
+    iterator = iter(dataset(pipeline).repeat())
+    step(*next(iterator))
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(*next(iterator))
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps (< 2 minutes)")
+    parser.add_argument("--steps-per-execution", type=int, default=16)
+    args = parser.parse_args()
+    from tfpilot.data import build_pipeline
+
+    peak = matmul_gflops()
+    print(f"anchor: 2048x2048 float32 matmul = {peak:.1f} GFLOP/s in this process")
+    with tempfile.TemporaryDirectory() as runs:
+        for kind, steps in (("mlp", 300 if args.quick else 1500), ("cnn", 120 if args.quick else 500)):
+            config = make_config(kind, runs, steps_per_execution=args.steps_per_execution)
+            features, labels = synthetic(kind, steps * BATCH)
+            pipeline = build_pipeline(config.data, batch_size=BATCH, features=features, labels=labels)
+            for _ in pipeline.train(epoch=0):
+                pass  # warm the in-memory cache so no approach pays for the first pass
+            rates = {
+                "tfpilot": bench_tfpilot(config, pipeline, steps),
+                "fit": bench_fit(fresh_model(config, pipeline), pipeline, steps),
+                "tf.function": bench_function(fresh_model(config, pipeline), pipeline, steps),
+                "eager": bench_eager(fresh_model(config, pipeline), pipeline, max(10, steps // 20)),
+            }
+            flops_per_step = 3.0 * model_flops_per_example(fresh_model(config, pipeline)) * BATCH
+            print(f"\n{kind} (batch {BATCH}, tfpilot steps_per_execution={args.steps_per_execution}):")
+            for name, rate in rates.items():
+                gflops = rate * flops_per_step / 1e9
+                print(f"  {name:12s} {rate:8.1f} steps/s  x{rate / rates['tf.function']:.2f} vs tf.function  "
+                      f"{gflops:6.1f} GFLOP/s = {gflops / peak:.1%} of matmul")
+            print(f"  tfpilot / fit = {rates['tfpilot'] / rates['fit']:.2f}x (aim >= 1.3)   "
+                  f"tfpilot / tf.function = {rates['tfpilot'] / rates['tf.function']:.2f}x (aim >= 0.95)   "
+                  f"tfpilot / eager = {rates['tfpilot'] / rates['eager']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""`tfpilot serve`: a TF-Serving-compatible REST + gRPC model server, with its flag names.
+
+    tfpilot serve --model_name half --model_base_path /models/half --rest_api_port 8501 --port 8500
+
+Flags follow tensorflow_model_server (underscores, `--flag=value`, `--enable_batching=true`
+and `--noenable_batching` all work), so existing launch scripts keep working.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperCommand
+
+__all__ = ["register"]
+
+_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup")
+_TRUE = {"true", "1", "yes", "t", "y"}
+_FALSE = {"false", "0", "no", "f", "n"}
+
+
+class _AbslStyleCommand(TyperCommand):
+    """Accepts absl's ``--flag=true|false`` spelling of boolean flags, as TF Serving does."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rewritten = []
+        for arg in args:
+            name, _, value = arg.partition("=")
+            if value and name.lstrip("-") in _BOOLEAN_FLAGS and name.startswith("--"):
+                lowered = value.lower()
+                if lowered in _TRUE:
+                    arg = name
+                elif lowered in _FALSE:
+                    arg = "--no" + name[2:]
+            rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve", cls=_AbslStyleCommand)
+    def serve(
+        port: int = typer.Option(8500, "--port", help="gRPC port (0 picks a free port, -1 disables gRPC)."),
+        rest_api_port: int = typer.Option(8501, "--rest_api_port", help="REST port (0 picks a free port, -1 disables REST)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; 0.0.0.0 exposes the server to the network."),
+        model_name: str = typer.Option("default", "--model_name", help="Name of the model (with --model_base_path)."),
+        model_base_path: Path = typer.Option(
+            None, "--model_base_path", help="Directory of numeric version subdirectories, e.g. runs/<name>/model."
+        ),
+        model_config_file: Path = typer.Option(
+            None, "--model_config_file", help="Text-proto model_config_list: several models, version policies, labels."
+        ),
+        model_config_file_poll_wait_seconds: float = typer.Option(
+            0.0, "--model_config_file_poll_wait_seconds", help="Re-read --model_config_file this often (0 = never)."
+        ),
+        file_system_poll_wait_seconds: float = typer.Option(
+            1.0, "--file_system_poll_wait_seconds", help="Poll base paths for new versions this often (0 = load once)."
+        ),
+        enable_batching: bool = typer.Option(
+            False, "--enable_batching/--noenable_batching", help="Merge concurrent requests into one model call."
+        ),
+        batching_parameters_file: Path = typer.Option(
+            None, "--batching_parameters_file", help="Text-proto BatchingParameters (implies --enable_batching)."
+        ),
+        rest_api_timeout_in_ms: int = typer.Option(
+            30000, "--rest_api_timeout_in_ms", help="Per-request deadline for REST calls; later answers are 504."
+        ),
+        enable_model_warmup: bool = typer.Option(
+            True,
+            "--enable_model_warmup/--noenable_model_warmup",
+            help="Replay assets.extra/tf_serving_warmup_requests before a version takes traffic.",
+        ),
+        max_request_bytes: int = typer.Option(
+            64 * 1024 * 1024, "--max_request_bytes", help="Largest request body accepted (REST 413 / gRPC beyond)."
+        ),
+        request_log: Path = typer.Option(
+            None, "--request_log", help="SQLite file for sampled requests and responses (drift monitoring)."
+        ),
+        request_log_sample_rate: float = typer.Option(
+            1.0, "--request_log_sample_rate", help="Fraction of requests written to --request_log."
+        ),
+        request_log_max_rows: int = typer.Option(
+            100_000, "--request_log_max_rows", help="Rows kept in --request_log; the oldest rotate out."
+        ),
+    ) -> None:
+        """Serve SavedModels over TF Serving's REST and gRPC APIs, with hot reload and batching."""
+        import logging
+        import signal
+        import threading
+
+        from tfpilot.cli.render import console
+        from tfpilot.errors import ServeError
+        from tfpilot.serve import (
+            BatchingParameters,
+            ModelServer,
+            ServedModel,
+            ServerOptions,
+            load_batching_parameters_file,
+            load_model_config_file,
+        )
+
+        if model_config_file is not None and model_base_path is not None:
+            raise ServeError("pass either --model_config_file or --model_base_path, not both")
+        if model_config_file is not None:
+            models = load_model_config_file(model_config_file)
+        elif model_base_path is not None:
+            models = [ServedModel(name=model_name, base_path=model_base_path)]
+        else:
+            raise ServeError(
+                "no model to serve; pass --model_base_path DIR (with --model_name NAME) or --model_config_file FILE"
+            )
+        batching = None
+        if batching_parameters_file is not None:
+            batching = load_batching_parameters_file(batching_parameters_file)
+        elif enable_batching:
+            batching = BatchingParameters()
+        if not 0.0 <= request_log_sample_rate <= 1.0:
+            raise ServeError(f"--request_log_sample_rate must be within [0, 1], got {request_log_sample_rate}")
+        options = ServerOptions(
+            models=models,
+            host=host,
+            grpc_port=None if port < 0 else port,
+            rest_port=None if rest_api_port < 0 else rest_api_port,
+            file_system_poll_wait_seconds=file_system_poll_wait_seconds,
+            model_config_file=model_config_file,
+            model_config_file_poll_wait_seconds=model_config_file_poll_wait_seconds,
+            batching=batching,
+            rest_api_timeout_in_ms=rest_api_timeout_in_ms,
+            enable_model_warmup=enable_model_warmup,
+            max_request_bytes=max_request_bytes,
+            request_log_path=request_log,
+            request_log_sample_rate=request_log_sample_rate,
+            request_log_max_rows=request_log_max_rows,
+        )
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        server = ModelServer(options).start()
+        try:
+            for name, statuses in server.registry.all_status().items():
+                states = ", ".join(f"v{s.version} {s.state.name}" for s in statuses) or "no versions yet"
+                console.print(f"model [bold]{name}[/bold]: {states}", highlight=False)
+            if server.rest_port is not None:
+                console.print(f"REST  {server.rest_url}/v1/models/{models[0].name}", highlight=False)
+            if server.grpc_port is not None:
+                console.print(f"gRPC  {server.grpc_target}", highlight=False)
+            if batching is not None:
+                console.print(
+                    f"batching: max_batch_size={batching.max_batch_size} "
+                    f"batch_timeout_micros={batching.batch_timeout_micros} "
+                    f"num_batch_threads={batching.num_batch_threads}",
+                    highlight=False,
+                )
+            console.print("serving; Ctrl-C stops", highlight=False)
+            while not stop.wait(0.5):
+                pass
+        finally:
+            server.stop()

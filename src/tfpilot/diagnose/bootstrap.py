@@ -1,0 +1,52 @@
+"""``python -m tfpilot.diagnose.bootstrap --output DIR -- SCRIPT.py ARGS``: run a script under a Watcher.
+
+The script runs as ``__main__`` (runpy) with its own argv, after the Watcher's patches are in
+place, so every tf.function it creates is counted. The watch report is written even when the
+script fails, so the doctor can still explain a crash or a NaN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tfpilot-doctor-bootstrap")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--profile-start", type=int, default=5)
+    parser.add_argument("--profile-steps", type=int, default=5)
+    parser.add_argument("script")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    options = parser.parse_args(argv)
+    output = Path(options.output)
+    output.mkdir(parents=True, exist_ok=True)
+
+    from tfpilot.atomic import atomic_write_json
+    from tfpilot.diagnose.analysis import WATCH_FILE
+    from tfpilot.diagnose.watchers import Watcher
+
+    watcher = Watcher(profile_dir=output / "profile", profile_start=options.profile_start, profile_steps=options.profile_steps)
+    script_args = [a for a in options.args if a != "--"] if options.args[:1] == ["--"] else options.args
+    sys.argv = [options.script, *script_args]
+    sys.path.insert(0, str(Path(options.script).resolve().parent))
+    status = 0
+    watcher.start()
+    try:
+        runpy.run_path(options.script, run_name="__main__")
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:  # the user's script failed: keep what was observed up to the failure
+        traceback.print_exc()
+        status = 1
+    finally:
+        watcher.stop()
+        atomic_write_json(output / WATCH_FILE, watcher.report().to_dict())
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""DOC-INPUT-BOUND: steps wait for tf.data (TF Profiler thresholds: >=5% moderate, >=20% high).
+
+The share comes from the profile's step breakdown (input time inside the step markers); for
+scripts that iterate in Python it falls back to the watcher's time in ``next()``. The dominant
+tf.data stage is the iterator with the most self time, skipping Root and Prefetch, whose self
+time is only the wait for the stages below them.
+"""
+
+from __future__ import annotations
+
+from tfpilot.diagnose.rules.base import Observations
+from tfpilot.findings import Finding, Severity
+
+CODE = "DOC-INPUT-BOUND"
+MODERATE_PERCENT = 5.0
+HIGH_PERCENT = 20.0
+# An iterator next() on prefetched data costs ~0.3 ms from Python: below this floor a tiny step only
+# looks input-bound.
+MIN_INPUT_MS = 1.0
+_WAITING_STAGES = {"Root", "Prefetch", "Iterator", "ForeverRepeat", "Repeat", "Take", "Skip"}
+
+_FIXES = {
+    "Map": "the map runs sequentially: pass num_parallel_calls=tf.data.AUTOTUNE, cache() after deterministic work, "
+    "and end the pipeline with .prefetch(tf.data.AUTOTUNE)",
+    "MapAndBatch": "the map (fused with batch) runs sequentially: pass num_parallel_calls=tf.data.AUTOTUNE to map(), "
+    "or batch first and map a vectorised function; end with .prefetch(tf.data.AUTOTUNE)",
+    "ParallelMap": "the map is already parallel: cache() its output if it is deterministic, vectorise it (batch before map), "
+    "or move the work offline",
+    "ParallelMapV2": "the map is already parallel: cache() its output if it is deterministic, vectorise it (batch before map), "
+    "or move the work offline",
+    "TFRecord": "reading files is the bottleneck: interleave files with num_parallel_calls=tf.data.AUTOTUNE, cache, prefetch",
+    "FlatMap": "reading files is the bottleneck: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) instead of flat_map",
+    "Interleave": "pass num_parallel_calls=tf.data.AUTOTUNE to interleave and raise cycle_length",
+    "Generator": "a Python generator feeds the pipeline (single-threaded, holds the GIL): write TFRecords or use from_tensor_slices",
+    "Batch": "batching dominates: use a larger map granularity or batch(..., num_parallel_calls=tf.data.AUTOTUNE)",
+}
+
+
+def _dominant_stage(observations: Observations):
+    summary = observations.summary
+    if summary is None:
+        return None
+    busy = [s for s in summary.input_stages if s.stage not in _WAITING_STAGES and s.self_time_ms > 0]
+    return max(busy, key=lambda s: s.self_time_ms) if busy else None
+
+
+def check(observations: Observations) -> list[Finding]:
+    summary, watch = observations.summary, observations.watch
+    source = None
+    if summary is not None and summary.steps.steps:
+        percent, input_ms, step_ms, source = summary.steps.input_percent, summary.steps.input_ms, summary.steps.step_ms, "profile"
+    if watch is not None and watch.timing is not None and source is None:
+        # Without a profile, the watcher's time in Python-side next() is the measure.
+        percent, input_ms, step_ms, source = watch.timing.input_percent, watch.timing.input_ms, watch.timing.step_ms, "watcher"
+    if source is None or percent < MODERATE_PERCENT or input_ms < MIN_INPUT_MS:
+        return []
+    stage = _dominant_stage(observations)
+    python_ops = bool(summary and summary.host_python_ops)
+    severity = Severity.ERROR if percent >= HIGH_PERCENT else Severity.WARNING
+    level = "highly" if percent >= HIGH_PERCENT else "moderately"
+    evidence = {"input_percent": round(percent, 1), "input_ms_per_step": round(input_ms, 2), "step_ms": round(step_ms, 2),
+                "measured_by": source}
+    message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
+    fix = "parallelise the pipeline: map(..., num_parallel_calls=tf.data.AUTOTUNE), cache(), prefetch(tf.data.AUTOTUNE)"
+    location = observations.location
+    if stage is not None:
+        total = sum(s.self_time_ms for s in summary.input_stages if s.stage not in _WAITING_STAGES) or 1.0
+        evidence.update({"dominant_stage": stage.stage, "stage_iterator": stage.name,
+                         "stage_share_percent": round(100.0 * stage.self_time_ms / total, 1)})
+        message += f"; the dominant tf.data stage is {stage.stage} ({stage.name})"
+        fix = _FIXES.get(stage.stage, fix)
+        location = stage.name
+    if summary is not None and summary.input_stages and not any(s.stage == "Prefetch" for s in summary.input_stages):
+        evidence["prefetch"] = False
+        message += "; the pipeline has no prefetch"
+        fix += "; end the pipeline with .prefetch(tf.data.AUTOTUNE) so input overlaps the step"
+    if python_ops:
+        fix = "replace the py_function/numpy_function in the pipeline with TF ops (it holds the GIL and cannot run in parallel); then " + fix
+    return [Finding(code=CODE, severity=severity, title="Input-bound training steps", message=message,
+                    location=location, evidence=evidence, fix=fix)]

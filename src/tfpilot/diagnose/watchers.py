@@ -1,0 +1,386 @@
+"""Runtime watchers for code not written for tfpilot: retraces, host syncs, step gaps, eager steps.
+
+A Watcher patches a few Python-level entry points of TensorFlow (never the kernels):
+
+- ``Function.__call__``: top-level calls of every tf.function (timing, tracing count, and the
+  argument signature of each new trace, so the retracing rule can say what changed);
+- ``EagerTensor.numpy`` / ``__float__`` / ``__int__`` / ``__bool__`` / ``__array__``: host syncs
+  from user code (with the user's file:line), and non-finite values that trigger a numerics replay;
+- ``OwnedIterator.__next__``: time spent waiting for tf.data in the Python loop;
+- ``GradientTape.gradient`` called eagerly: an uncompiled training step.
+
+Step boundaries are the ends of calls to the most-called tf.function (or of eager gradient calls);
+the time between them is split into input wait, host-sync time and unexplained idle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
+
+EAGER_DRIVER = "<eager GradientTape.gradient>"
+_MAX_EVENTS = 200_000
+_SKIP_WARMUP_STEPS = 2
+_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "tfpilot" + os.sep + "diagnose" + os.sep)
+
+
+@dataclasses.dataclass
+class FunctionRecord:
+    key: str
+    name: str
+    location: str
+    calls: int
+    tracing_count: int
+    traces: list[list[dict[str, Any]]]
+
+
+@dataclasses.dataclass
+class StepTiming:
+    driver: str
+    steps: int
+    step_ms: float
+    call_ms: float
+    gap_ms: float
+    input_ms: float
+    sync_ms: float
+    idle_ms: float
+    syncs_per_step: float
+    idle_percent: float
+    input_percent: float
+    sync_locations: dict[str, int]
+
+
+@dataclasses.dataclass
+class WatchReport:
+    functions: list[FunctionRecord]
+    timing: StepTiming | None
+    eager_gradient_calls: int
+    compiled_calls: int
+    sync_count: int
+    nonfinite: dict[str, Any] | None
+    wall_seconds: float
+    profile_dir: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "WatchReport":
+        data = dict(data)
+        data["functions"] = [FunctionRecord(**f) for f in data["functions"]]
+        data["timing"] = StepTiming(**data["timing"]) if data.get("timing") else None
+        return cls(**data)
+
+
+def _is_library(filename: str) -> bool:
+    return any(marker in filename for marker in _LIBRARY_MARKERS) or filename.startswith("<frozen")
+
+
+def _user_location(frame) -> str | None:
+    """The first caller frame outside TensorFlow, Keras and tfpilot's own instrumentation."""
+    depth = 0
+    while frame is not None and depth < 40:
+        filename = frame.f_code.co_filename
+        if not _is_library(filename) and "tensorflow" not in filename and "keras" not in filename:
+            return f"{filename}:{frame.f_lineno}"
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+def _describe_argument(name: str, value: Any) -> dict[str, Any]:
+    import tensorflow as tf
+
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        return {"name": name, "kind": "tensor", "dtype": value.dtype.name, "shape": value.shape.as_list() if value.shape.rank is not None else None}
+    if isinstance(value, (bool, int, float, complex, str)):
+        return {"name": name, "kind": "python", "type": type(value).__name__, "value": repr(value)[:40]}
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return {"name": name, "kind": "array", "dtype": str(value.dtype), "shape": list(value.shape)}
+    return {"name": name, "kind": "other", "type": type(value).__name__}
+
+
+def _function_identity(function) -> tuple[str, str, str]:
+    python_function = getattr(function, "python_function", None) or getattr(function, "_python_function", None)
+    name = getattr(python_function, "__qualname__", None) or getattr(function, "__name__", None) or "tf.function"
+    code = getattr(python_function, "__code__", None)
+    location = f"{code.co_filename}:{code.co_firstlineno}" if code else ""
+    return f"{name}@{location}", name, location
+
+
+def _argument_names(function, count: int) -> list[str]:
+    import inspect
+
+    python_function = getattr(function, "python_function", None)
+    try:
+        names = [p for p in inspect.signature(python_function).parameters]
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
+
+
+class Watcher:
+    """Install with ``start()``, remove with ``stop()``; ``report()`` summarises what was seen."""
+
+    def __init__(self, *, profile_dir: str | Path | None = None, profile_start: int = 5, profile_steps: int = 5,
+                 replay_numerics: bool = True) -> None:
+        self.profile_dir = Path(profile_dir) if profile_dir else None
+        self.profile_start = profile_start
+        self.profile_steps = profile_steps
+        self.replay_numerics = replay_numerics
+        self.events: list[tuple[str, float, float, str]] = []
+        self.functions: dict[str, dict[str, Any]] = {}
+        self.boundaries: Counter[str] = Counter()
+        self.eager_gradient_calls = 0
+        self.compiled_calls = 0
+        self.sync_count = 0
+        self.nonfinite: dict[str, Any] | None = None
+        self.window = None
+        self.window_driver: str | None = None
+        self._depth = 0
+        self._in_sync = False
+        self._main_thread = threading.get_ident()
+        self._last_call: tuple[Any, tuple, dict] | None = None
+        self._originals: list[tuple[Any, str, Any]] = []
+        self._started = 0.0
+        self._stopped = 0.0
+
+    # ------------------------------------------------------------------ install / remove
+    def start(self) -> "Watcher":
+        from tensorflow.python.data.ops import iterator_ops
+        from tensorflow.python.eager import backprop
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function
+        from tensorflow.python.framework import ops
+
+        watcher = self
+        self._started = time.perf_counter()
+        original_call = polymorphic_function.Function.__call__
+
+        def call(function, *args, **kwargs):
+            import tensorflow as tf
+
+            if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
+                return original_call(function, *args, **kwargs)
+            watcher._depth += 1
+            before = function.experimental_get_tracing_count()
+            start = time.perf_counter()
+            try:
+                return original_call(function, *args, **kwargs)
+            finally:
+                end = time.perf_counter()
+                watcher._depth -= 1
+                watcher._on_call(function, args, kwargs, before=before, start=start, end=end)
+
+        self._patch(polymorphic_function.Function, "__call__", call)
+
+        def make_sync(name: str):
+            original = getattr(ops._EagerTensorBase, name)
+
+            def sync(tensor, *args, **kwargs):
+                if watcher._in_sync or watcher._depth or threading.get_ident() != watcher._main_thread:
+                    return original(tensor, *args, **kwargs)
+                watcher._in_sync = True
+                start = time.perf_counter()
+                try:
+                    value = original(tensor, *args, **kwargs)
+                finally:
+                    watcher._in_sync = False
+                watcher._on_sync(tensor, value, start=start, end=time.perf_counter(), frame=sys._getframe(1))
+                return value
+
+            return sync
+
+        for name in ("numpy", "__float__", "__int__", "__bool__", "__array__", "__index__"):
+            self._patch(ops._EagerTensorBase, name, make_sync(name))
+
+        original_next = iterator_ops.OwnedIterator.__next__
+
+        def next_(iterator):
+            if watcher._depth or threading.get_ident() != watcher._main_thread:
+                return original_next(iterator)
+            start = time.perf_counter()
+            try:
+                return original_next(iterator)
+            finally:
+                watcher._record("next", start, time.perf_counter(), "")
+
+        self._patch(iterator_ops.OwnedIterator, "__next__", next_)
+
+        original_gradient = backprop.GradientTape.gradient
+
+        def gradient(tape, *args, **kwargs):
+            import tensorflow as tf
+
+            if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
+                return original_gradient(tape, *args, **kwargs)
+            start = time.perf_counter()
+            result = original_gradient(tape, *args, **kwargs)
+            end = time.perf_counter()
+            watcher.eager_gradient_calls += 1
+            watcher._record("grad", start, end, EAGER_DRIVER)
+            watcher._boundary(EAGER_DRIVER)
+            return result
+
+        self._patch(backprop.GradientTape, "gradient", gradient)
+        return self
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._originals.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, replacement)
+
+    def stop(self) -> None:
+        if self.window is not None:
+            self.window.stop()
+        for owner, name, original in reversed(self._originals):
+            setattr(owner, name, original)
+        self._originals.clear()
+        self._stopped = time.perf_counter()
+
+    def __enter__(self) -> "Watcher":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ recording
+    def _record(self, kind: str, start: float, end: float, key: str) -> None:
+        if len(self.events) < _MAX_EVENTS:
+            self.events.append((kind, start, end, key))
+
+    def _on_call(self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float) -> None:
+        key, name, location = _function_identity(function)
+        record = self.functions.setdefault(key, {"name": name, "location": location, "calls": 0, "traces": [], "function": function})
+        record["calls"] += 1
+        record["function"] = function
+        self.compiled_calls += 1
+        after = function.experimental_get_tracing_count()
+        if after > before:
+            names = _argument_names(function, len(args))
+            signature = [_describe_argument(n, a) for n, a in zip(names, args)]
+            signature += [_describe_argument(k, v) for k, v in sorted(kwargs.items())]
+            record["traces"].append(signature)
+        self._last_call = (function, args, kwargs)
+        self._record("call", start, end, key)
+        self._boundary(key)
+
+    def _boundary(self, key: str) -> None:
+        """A step ended: move the profile window (the first driver to reach the start step owns it)."""
+        self.boundaries[key] += 1
+        if self.profile_dir is None or (self.window is not None and self.window.finished):
+            return
+        count = self.boundaries[key]
+        if self.window_driver is None:
+            if count < self.profile_start:
+                return
+            from tfpilot.diagnose.capture import ProfileWindow
+
+            self.window_driver = key
+            self.window = ProfileWindow(self.profile_dir, start_step=count, stop_step=count + self.profile_steps)
+        if key != self.window_driver:
+            return
+        start = time.perf_counter()
+        self.window.end_step(last_step=count - 1)
+        self.window.begin_step(count)
+        # Starting/stopping the profiler is the doctor's own cost: keep it out of the step gaps.
+        self._record("overhead", start, time.perf_counter(), "")
+
+    def _on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
+        location = _user_location(frame)
+        if location is None:
+            return
+        self.sync_count += 1
+        self._record("sync", start, end, location)
+        if self.nonfinite is None and self.replay_numerics:
+            self._check_finite(value, location)
+
+    def _check_finite(self, value: Any, location: str) -> None:
+        import numpy as np
+
+        try:
+            array = np.asarray(value)
+            if array.dtype.kind != "f" or array.size > 1_000_000 or bool(np.all(np.isfinite(array))):
+                return
+        except (TypeError, ValueError):
+            return
+        from tfpilot.diagnose.numerics import replay_nonfinite
+
+        driver = self._last_call
+        self.nonfinite = {"seen_at": location, "step": int(sum(self.boundaries.values())), "value": float(array.flat[0])}
+        if driver is not None:
+            function, args, kwargs = driver
+            self.nonfinite.update(replay_nonfinite(function, args, kwargs))
+
+    # ------------------------------------------------------------------ report
+    def _driver(self) -> str | None:
+        calls = {key: record["calls"] for key, record in self.functions.items()}
+        if self.eager_gradient_calls:
+            calls[EAGER_DRIVER] = self.eager_gradient_calls
+        if not calls:
+            return None
+        driver, count = max(calls.items(), key=lambda item: item[1])
+        return driver if count >= _SKIP_WARMUP_STEPS + 3 else None
+
+    def _timing(self) -> StepTiming | None:
+        driver = self._driver()
+        if driver is None:
+            return None
+        kind = "grad" if driver == EAGER_DRIVER else "call"
+        boundaries = [(s, e) for k, s, e, key in self.events if k == kind and key == driver]
+        boundaries = boundaries[_SKIP_WARMUP_STEPS:]
+        if len(boundaries) < 3:
+            return None
+        # Only whole steps between the first and last boundary; events are in time order.
+        waits = [(k, s, e, key) for k, s, e, key in self.events if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1]]
+        steps = len(boundaries) - 1
+        total_input = sum(e - s for k, s, e, _ in waits if k == "next")
+        total_sync = sum(e - s for k, s, e, _ in waits if k == "sync")
+        syncs = Counter(key for k, _, _, key in waits if k == "sync")
+        total = boundaries[-1][1] - boundaries[0][1]
+        gaps = sum(boundaries[i + 1][0] - boundaries[i][1] for i in range(steps))
+        calls = sum(e - s for s, e in boundaries[1:])
+        overhead = sum(e - s for k, s, e, _ in waits if k == "overhead")
+        total -= overhead
+        gaps -= overhead
+        idle = max(gaps - total_input - total_sync, 0.0)
+        per = 1e3 / steps
+        return StepTiming(
+            driver=driver if driver == EAGER_DRIVER else self.functions[driver]["name"],
+            steps=steps,
+            step_ms=total * per,
+            call_ms=calls * per,
+            gap_ms=gaps * per,
+            input_ms=total_input * per,
+            sync_ms=total_sync * per,
+            idle_ms=idle * per,
+            syncs_per_step=sum(syncs.values()) / steps,
+            idle_percent=100.0 * idle / total if total else 0.0,
+            input_percent=100.0 * total_input / total if total else 0.0,
+            sync_locations=dict(syncs.most_common(5)),
+        )
+
+    def report(self) -> WatchReport:
+        functions = []
+        for key, record in self.functions.items():
+            function = record["function"]
+            functions.append(
+                FunctionRecord(key=key, name=record["name"], location=record["location"], calls=record["calls"],
+                               tracing_count=int(function.experimental_get_tracing_count()), traces=record["traces"])
+            )
+        end = self._stopped or time.perf_counter()
+        return WatchReport(
+            functions=functions,
+            timing=self._timing(),
+            eager_gradient_calls=self.eager_gradient_calls,
+            compiled_calls=self.compiled_calls,
+            sync_count=self.sync_count,
+            nonfinite=self.nonfinite,
+            wall_seconds=end - self._started,
+            profile_dir=str(self.profile_dir) if self.window is not None and self.window.finished else None,
+        )

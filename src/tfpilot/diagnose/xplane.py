@@ -1,0 +1,317 @@
+"""Turn a profiler session (.xplane.pb) into a ProfileSummary with xprof, without a server.
+
+xprof's ``xspace_to_tool_data`` gives the same tables TensorBoard's profile plugin shows:
+overview_page and input_pipeline_analyzer (step-time breakdown, tf.data stages) and
+framework_op_stats (per-op self time, host vs device), as gviz JSON; trace_viewer gives a Chrome
+trace. The summary keeps only what the rules and the HTML report need (schema in docs/doctor.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tfpilot.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tfpilot.errors import TfpilotError
+
+__all__ = [
+    "ProfileSummary",
+    "StepBreakdown",
+    "OpStat",
+    "InputStage",
+    "summarize_profile",
+    "load_summary",
+    "find_xplane_files",
+    "HOST_PYTHON_OP_TYPES",
+    "SUMMARY_FILE",
+    "TRACE_FILE",
+    "OP_STATS_FILE",
+    "SCHEMA_VERSION",
+]
+
+SUMMARY_FILE = "summary.json"
+TRACE_FILE = "trace.json.gz"
+OP_STATS_FILE = "op_stats.csv"
+SCHEMA_VERSION = 1
+# Ops that call back into the Python interpreter (py_function, numpy_function, from_generator).
+HOST_PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+
+
+class ProfileError(TfpilotError):
+    exit_code = 2
+
+
+@dataclasses.dataclass
+class StepBreakdown:
+    """Mean per-step time (ms) split the way TF Profiler splits it: input / compute / other."""
+
+    steps: int
+    step_ms: float
+    input_ms: float
+    compute_ms: float
+    other_ms: float
+    input_percent: float
+    compute_percent: float
+    other_percent: float
+    per_step: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class OpStat:
+    operation: str
+    type: str
+    host_or_device: str
+    occurrences: int
+    total_self_time_ms: float
+    avg_self_time_us: float
+    self_time_percent: float
+    eager: bool
+
+
+@dataclasses.dataclass
+class InputStage:
+    """One tf.data iterator (e.g. ``Iterator::Root::Prefetch::Map``) and its self time."""
+
+    name: str
+    stage: str
+    count: int
+    self_time_ms: float
+    self_time_percent: float
+
+
+@dataclasses.dataclass
+class ProfileSummary:
+    profile_dir: str
+    session: str
+    hardware_type: str
+    steps: StepBreakdown
+    top_ops: list[OpStat]
+    host_python_ops: list[OpStat]
+    input_stages: list[InputStage]
+    op_occurrences_per_step: float
+    host_op_self_time_ms_per_step: float
+    input_conclusion: str
+    capture: dict[str, Any]
+    files: dict[str, Any]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProfileSummary":
+        data = dict(data)
+        data["steps"] = StepBreakdown(**data["steps"])
+        data["top_ops"] = [OpStat(**op) for op in data["top_ops"]]
+        data["host_python_ops"] = [OpStat(**op) for op in data["host_python_ops"]]
+        data["input_stages"] = [InputStage(**stage) for stage in data["input_stages"]]
+        return cls(**data)
+
+    @property
+    def captured_steps(self) -> int:
+        """Steps inside the session (op stats cover all of them; the breakdown drops the edges)."""
+        return int(self.capture.get("steps_captured") or self.steps.steps or 1)
+
+
+# ------------------------------------------------------------------------------ xprof access
+@contextlib.contextmanager
+def _quiet_native_logs():
+    """xprof's C++ side logs every conversion at INFO to fd 2; keep the terminal readable."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def find_xplane_files(profile_dir: str | Path) -> list[Path]:
+    """The .xplane.pb files of the newest session under ``profile_dir/plugins/profile``."""
+    root = Path(profile_dir) / "plugins" / "profile"
+    sessions = sorted(p for p in root.glob("*") if p.is_dir() and any(p.glob("*.xplane.pb"))) if root.is_dir() else []
+    if not sessions:
+        raise ProfileError(
+            f"no profile found under `{root}` (expected plugins/profile/<session>/*.xplane.pb); "
+            "capture one with `tfpilot profile CONFIG --steps A:B` or train.profile_steps"
+        )
+    return sorted(sessions[-1].glob("*.xplane.pb"))
+
+
+def _tool(files: list[Path], tool: str) -> Any:
+    from xprof.convert import raw_to_tool_data
+
+    with _quiet_native_logs():
+        data, _ = raw_to_tool_data.xspace_to_tool_data([str(f) for f in files], tool, {})
+    if data is None:
+        raise ProfileError(f"xprof could not convert `{files[0]}` with tool `{tool}`; the profile may be empty or truncated")
+    return data
+
+
+def _table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    ids = [col["id"] for col in table.get("cols") or []]
+    return [{key: cell.get("v") if cell else None for key, cell in zip(ids, row["c"])} for row in table.get("rows") or []]
+
+
+def _find_table(tables: list[dict[str, Any]], column: str) -> dict[str, Any]:
+    for table in tables:
+        if any(col["id"] == column for col in table.get("cols") or []):
+            return table
+    return {"cols": [], "rows": [], "p": {}}
+
+
+def _as_json(data: Any) -> Any:
+    return json.loads(data.decode() if isinstance(data, bytes) else data)
+
+
+# ------------------------------------------------------------------------------ summary pieces
+def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, str, str]:
+    table = _find_table(input_tables, "stepnum")
+    properties = table.get("p") or {}
+    per_step = []
+    for row in _table_rows(table):
+        compute = sum(float(row.get(k) or 0.0) for k in ("deviceComputeTimeMs", "hostComputeTimeMs", "deviceToDeviceTimeMs", "deviceCollectivesTimeMs"))
+        input_ms = float(row.get("infeedTimeMs") or 0.0)
+        other = sum(float(row.get(k) or 0.0) for k in ("kernelLaunchTimeMs", "outfeedTimeMs", "compileTimeMs", "otherTimeMs"))
+        per_step.append({"step": str(row.get("stepnum")), "step_ms": float(row.get("stepTimeMs") or 0.0),
+                         "input_ms": input_ms, "compute_ms": compute, "other_ms": other})
+    count = len(per_step)
+
+    def mean(key: str) -> float:
+        return sum(s[key] for s in per_step) / count if count else 0.0
+
+    step_ms = mean("step_ms")
+
+    def percent(value: float) -> float:
+        return 100.0 * value / step_ms if step_ms else 0.0
+
+    breakdown = StepBreakdown(
+        steps=count, step_ms=step_ms, input_ms=mean("input_ms"), compute_ms=mean("compute_ms"), other_ms=mean("other_ms"),
+        input_percent=percent(mean("input_ms")), compute_percent=percent(mean("compute_ms")), other_percent=percent(mean("other_ms")),
+        per_step=per_step,
+    )
+    return breakdown, str(properties.get("hardware_type", "")), str(properties.get("input_conclusion", ""))
+
+
+def _input_stages(input_tables: list[dict[str, Any]]) -> list[InputStage]:
+    rows = _table_rows(_find_table(input_tables, "opName"))
+    stages = [
+        InputStage(
+            name=str(row["opName"]),
+            stage=str(row["opName"]).split("::")[-1].split("[")[0],
+            count=int(row.get("count") or 0),
+            self_time_ms=float(row.get("selfTimeInMs") or 0.0),
+            self_time_percent=100.0 * float(row.get("selfTimeInPercent") or 0.0),
+        )
+        for row in rows
+    ]
+    return sorted(stages, key=lambda s: s.self_time_ms, reverse=True)
+
+
+def _op_stats(op_tables: list[dict[str, Any]]) -> tuple[list[OpStat], list[dict[str, Any]]]:
+    # The second table excludes IDLE, so percentages are of busy time.
+    table = op_tables[-1] if op_tables else {"cols": [], "rows": []}
+    raw = [r for r in _table_rows(table) if r.get("type") != "IDLE"]
+    ops = []
+    for row in raw:
+        device = row.get("host_or_device") == "Device"
+        percent = row.get("device_total_self_time_percent" if device else "host_total_self_time_percent") or 0.0
+        ops.append(
+            OpStat(
+                operation=str(row.get("operation")),
+                type=str(row.get("type")),
+                host_or_device=str(row.get("host_or_device")),
+                occurrences=int(row.get("occurrences") or 0),
+                total_self_time_ms=float(row.get("total_self_time") or 0.0) / 1e3,
+                avg_self_time_us=float(row.get("avg_self_time") or 0.0),
+                self_time_percent=100.0 * float(percent),
+                eager=str(row.get("eager")).lower() in ("eager", "true", "1"),
+            )
+        )
+    return sorted(ops, key=lambda op: op.total_self_time_ms, reverse=True), raw
+
+
+_GET_NEXT_OPS = {"IteratorGetNext", "IteratorGetNextAsOptional", "IteratorGetNextSync", "MultiDeviceIteratorGetNextFromShard"}
+
+
+def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepBreakdown:
+    """xprof finds no steps for in-graph get_next_as_optional loops: use wall-clock step times
+    and the get_next ops' self time (the wait for tf.data) instead."""
+    times = capture["step_times_ms"]
+    step_ms = sum(times) / len(times)
+    input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(times), step_ms)
+    compute_ms = min(sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(times), step_ms - input_ms)
+    other_ms = max(step_ms - input_ms - compute_ms, 0.0)
+    percent = (lambda v: 100.0 * v / step_ms if step_ms else 0.0)
+    return StepBreakdown(steps=len(times), step_ms=step_ms, input_ms=input_ms, compute_ms=compute_ms, other_ms=other_ms,
+                         input_percent=percent(input_ms), compute_percent=percent(compute_ms), other_percent=percent(other_ms),
+                         per_step=[{"step": str(s), "step_ms": t, "source": "capture"} for s, t in zip(capture.get("steps", []), times)])
+
+
+def _write_op_stats_csv(path: Path, ops: list[OpStat]) -> None:
+    buffer = io.StringIO()
+    fields = [f.name for f in dataclasses.fields(OpStat)]
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    for op in ops:
+        writer.writerow(dataclasses.asdict(op))
+    atomic_write_text(path, buffer.getvalue())
+
+
+# ------------------------------------------------------------------------------ entry point
+def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSummary:
+    """Convert the newest session under ``profile_dir`` and write summary.json, trace.json.gz, op_stats.csv."""
+    from tfpilot.diagnose.capture import read_capture
+
+    profile_dir = Path(profile_dir)
+    files = find_xplane_files(profile_dir)
+    input_tables = _as_json(_tool(files, "input_pipeline_analyzer"))
+    op_tables = _as_json(_tool(files, "framework_op_stats"))
+    trace = _tool(files, "trace_viewer")
+    steps, hardware, conclusion = _step_breakdown(input_tables)
+    ops, _ = _op_stats(op_tables)
+    stages = _input_stages(input_tables)
+    capture = read_capture(profile_dir)
+    captured = int(capture.get("steps_captured") or steps.steps or 1)
+    host_ops = [op for op in ops if op.host_or_device == "Host" and op.type != "Dataset"]
+    if not steps.steps and capture.get("step_times_ms"):
+        steps = _breakdown_from_capture(capture, ops)
+
+    trace_path, csv_path, summary_path = profile_dir / TRACE_FILE, profile_dir / OP_STATS_FILE, profile_dir / SUMMARY_FILE
+    atomic_write_bytes(trace_path, gzip.compress(trace.encode() if isinstance(trace, str) else trace, compresslevel=5))
+    _write_op_stats_csv(csv_path, ops)
+    summary = ProfileSummary(
+        profile_dir=str(profile_dir),
+        session=str(files[0].parent.name),
+        hardware_type=hardware,
+        steps=steps,
+        top_ops=[op for op in ops if op.type != "Dataset"][:top_n],
+        host_python_ops=[op for op in ops if op.type in HOST_PYTHON_OP_TYPES],
+        input_stages=stages,
+        op_occurrences_per_step=sum(op.occurrences for op in host_ops) / captured,
+        host_op_self_time_ms_per_step=sum(op.total_self_time_ms for op in host_ops) / captured,
+        input_conclusion=conclusion,
+        capture=capture,
+        files={"trace": TRACE_FILE, "op_stats": OP_STATS_FILE, "summary": SUMMARY_FILE,
+               "xplane": [str(f.relative_to(profile_dir)) for f in files]},
+    )
+    atomic_write_json(summary_path, summary.to_dict())
+    return summary
+
+
+def load_summary(profile_dir: str | Path) -> ProfileSummary | None:
+    path = Path(profile_dir) / SUMMARY_FILE
+    return ProfileSummary.from_dict(json.loads(path.read_text())) if path.exists() else None

@@ -1,0 +1,338 @@
+"""Tables of TensorFlow and Keras API names that the rules key on, and name normalisation.
+
+Names are written relative to their namespace (``"train.Saver"`` for ``tf.train.Saver``) so one
+entry covers ``tf.X``, ``tf.compat.v1.X`` and ``from tensorflow.compat.v1 import X``. The
+integration tests check every TF1 entry against the installed TensorFlow (present in
+``tf.compat.v1``, absent from TF2's ``tf``) and every Keras entry against the installed Keras 3,
+so these tables cannot silently drift from the real libraries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = [
+    "tf1_name",
+    "keras_name",
+    "TF1_SESSION",
+    "TF1_PLACEHOLDER",
+    "TF1_VARIABLE_SCOPE",
+    "TF1_BATCH_NORM",
+    "TF1_CHECK_NUMERICS",
+    "TF1_QUEUES",
+    "TF1_TRAINING",
+    "TF1_SAVER_SUMMARY",
+    "TF1_MODE_SWITCHES",
+    "TF1_COVERED",
+    "KerasRemoval",
+    "KERAS_REMOVED",
+    "KERAS_REMOVED_METHODS",
+    "find_keras_removal",
+    "DATASET_CONSTRUCTORS",
+    "is_dataset_constructor",
+    "TF_FUNCTION_QUALNAMES",
+    "tf1_match",
+    "is_keras_path",
+]
+
+# What `@tf.function` resolves to through the file's imports.
+TF_FUNCTION_QUALNAMES = frozenset(
+    {"tensorflow.function", "tensorflow.compat.v2.function", "tensorflow.compat.v1.function"}
+)
+
+_TF_PREFIXES = ("tensorflow.compat.v1.", "tensorflow.compat.v2.", "tensorflow.")
+_KERAS_PREFIXES = (
+    ("tensorflow.keras.", "tensorflow.keras"),
+    ("tensorflow.python.keras.", "tensorflow.keras"),
+    ("keras.", "keras"),
+)
+
+
+def tf1_name(qualname: str | None) -> str | None:
+    """``tensorflow.compat.v1.train.Saver`` and ``tensorflow.train.Saver`` -> ``train.Saver``."""
+    if not qualname:
+        return None
+    for prefix in _TF_PREFIXES:
+        if qualname.startswith(prefix):
+            return qualname[len(prefix) :]
+    return None
+
+
+def tf1_match(qualname: str | None, table: frozenset[str]) -> str | None:
+    """The entry of ``table`` that ``qualname`` is (or is inside): ``GraphKeys.UPDATE_OPS`` -> ``GraphKeys``."""
+    name = tf1_name(qualname)
+    if name is None:
+        return None
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in table:
+            return candidate
+    return None
+
+
+def is_keras_path(qualname: str | None, *paths: str) -> bool:
+    """``is_keras_path(q, "layers.Lambda")``: q is that Keras name in keras or tf.keras."""
+    found = keras_name(qualname)
+    return found is not None and found[1] in paths
+
+
+def keras_name(qualname: str | None) -> tuple[str, str] | None:
+    """``tensorflow.keras.layers.Dense`` -> ("tensorflow.keras", "layers.Dense"); keras.* alike."""
+    if not qualname:
+        return None
+    for prefix, namespace in _KERAS_PREFIXES:
+        if qualname.startswith(prefix):
+            return namespace, qualname[len(prefix) :]
+    return None
+
+
+# --- TF1 graph-mode APIs (all live on in tf.compat.v1, none exist in TF2's tf namespace) ---------
+
+TF1_SESSION = frozenset({"Session", "InteractiveSession"})
+TF1_PLACEHOLDER = frozenset({"placeholder", "placeholder_with_default", "sparse_placeholder"})
+TF1_VARIABLE_SCOPE = frozenset(
+    {"variable_scope", "get_variable", "get_variable_scope", "AUTO_REUSE", "get_local_variable"}
+)
+TF1_BATCH_NORM = frozenset({"layers.batch_normalization", "contrib.layers.batch_norm"})
+TF1_CHECK_NUMERICS = frozenset({"add_check_numerics_ops"})
+TF1_QUEUES = frozenset(
+    {
+        "train.start_queue_runners",
+        "train.QueueRunner",
+        "train.add_queue_runner",
+        "train.string_input_producer",
+        "train.input_producer",
+        "train.slice_input_producer",
+        "train.range_input_producer",
+        "train.shuffle_batch",
+        "train.batch",
+        "train.batch_join",
+        "train.shuffle_batch_join",
+        "train.maybe_batch",
+        "train.maybe_shuffle_batch",
+        "FIFOQueue",
+        "RandomShuffleQueue",
+        "PaddingFIFOQueue",
+        "PriorityQueue",
+        "TFRecordReader",
+        "WholeFileReader",
+        "TextLineReader",
+        "FixedLengthRecordReader",
+        "IdentityReader",
+    }
+)
+TF1_TRAINING = frozenset(
+    {
+        "train.AdamOptimizer",
+        "train.GradientDescentOptimizer",
+        "train.MomentumOptimizer",
+        "train.RMSPropOptimizer",
+        "train.AdagradOptimizer",
+        "train.AdadeltaOptimizer",
+        "train.FtrlOptimizer",
+        "train.ProximalGradientDescentOptimizer",
+        "train.ProximalAdagradOptimizer",
+        "train.Optimizer",
+        "train.get_or_create_global_step",
+        "train.get_global_step",
+        "train.exponential_decay",
+        "global_variables_initializer",
+        "initialize_all_variables",
+        "local_variables_initializer",
+        "tables_initializer",
+        "variables_initializer",
+        "trainable_variables",
+        "global_variables",
+        "get_collection",
+        "add_to_collection",
+        "GraphKeys",
+        "reset_default_graph",
+    }
+)
+TF1_SAVER_SUMMARY = frozenset(
+    {
+        "train.Saver",
+        "train.import_meta_graph",
+        "summary.FileWriter",
+        "summary.merge_all",
+        "summary.merge",
+        "saved_model.simple_save",
+        "saved_model.Builder",
+        "saved_model.builder.SavedModelBuilder",
+        "saved_model.loader.load",
+    }
+)
+TF1_MODE_SWITCHES = frozenset(
+    {
+        "disable_v2_behavior",
+        "disable_eager_execution",
+        "enable_eager_execution",
+        "disable_resource_variables",
+    }
+)
+# Names with their own, more specific rule; the generic compat.v1 rule (TFP607) skips them.
+TF1_COVERED = (
+    TF1_SESSION
+    | TF1_PLACEHOLDER
+    | TF1_VARIABLE_SCOPE
+    | TF1_BATCH_NORM
+    | TF1_CHECK_NUMERICS
+    | TF1_QUEUES
+    | TF1_TRAINING
+    | TF1_SAVER_SUMMARY
+    | TF1_MODE_SWITCHES
+)
+
+
+# --- Keras 2 APIs that Keras 3 removed -----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KerasRemoval:
+    """``path`` (relative to the keras namespace; a prefix when ``prefix``) is gone in Keras 3.
+
+    ``rename_to`` replaces ``path`` mechanically (``--fix``); otherwise ``hint`` says what to do.
+    ``namespaces`` lists where it is gone: ``tf.keras`` in TF 2.16+ keeps a few legacy aliases.
+    """
+
+    path: str
+    hint: str
+    rename_to: str | None = None
+    prefix: bool = False
+    namespaces: tuple[str, ...] = ("keras", "tensorflow.keras")
+
+
+KERAS_REMOVED: tuple[KerasRemoval, ...] = (
+    KerasRemoval(
+        "layers.experimental.preprocessing",
+        "preprocessing layers moved to `keras.layers` (keras.layers.Rescaling, ...)",
+        rename_to="layers",
+        prefix=True,
+    ),
+    KerasRemoval(
+        "layers.experimental.EinsumDense",
+        "use `keras.layers.EinsumDense`",
+        rename_to="layers.EinsumDense",
+    ),
+    KerasRemoval(
+        "layers.experimental.SyncBatchNormalization",
+        "use `keras.layers.BatchNormalization(synchronized=True)`",
+    ),
+    KerasRemoval("layers.CuDNNLSTM", "use `keras.layers.LSTM` (it picks cuDNN itself)", "layers.LSTM"),
+    KerasRemoval("layers.CuDNNGRU", "use `keras.layers.GRU` (it picks cuDNN itself)", "layers.GRU"),
+    KerasRemoval("layers.DenseFeatures", "use `keras.utils.FeatureSpace` or preprocessing layers"),
+    KerasRemoval("layers.LocallyConnected1D", "use `keras.layers.Conv1D` or a custom layer"),
+    KerasRemoval("layers.LocallyConnected2D", "use `keras.layers.Conv2D` or a custom layer"),
+    KerasRemoval(
+        "layers.ThresholdedReLU",
+        "use `keras.layers.ReLU(threshold=...)`",
+        namespaces=("keras",),
+    ),
+    KerasRemoval("experimental", "`keras.experimental` is gone; see the Keras 3 migration guide", prefix=True),
+    KerasRemoval(
+        "wrappers.scikit_learn",
+        "use `keras.wrappers.SKLearnClassifier` / `SKLearnRegressor`",
+        prefix=True,
+    ),
+    KerasRemoval("engine", "import public names: `keras.Model`, `keras.layers.Layer`", prefix=True),
+    KerasRemoval("utils.multi_gpu_model", "use `tf.distribute.MirroredStrategy().scope()`"),
+    KerasRemoval("utils.generic_utils", "import from `keras.utils` directly", prefix=True),
+    KerasRemoval("utils.np_utils", "use `keras.utils.to_categorical`", prefix=True),
+    KerasRemoval("utils.vis_utils", "use `keras.utils.plot_model`", prefix=True),
+    KerasRemoval("layers.merge", "import merge layers from `keras.layers`", prefix=True),
+    KerasRemoval("layers.core", "import core layers from `keras.layers`", prefix=True),
+    KerasRemoval("backend.get_session", "TF2 has no sessions; run eagerly or in a tf.function"),
+    KerasRemoval("backend.set_session", "TF2 has no sessions; configure with tf.config"),
+    KerasRemoval("backend.learning_phase", "pass `training=` to the model call instead"),
+    KerasRemoval("backend.set_learning_phase", "pass `training=` to the model call instead"),
+    KerasRemoval("backend.placeholder", "use `keras.Input(shape=...)`"),
+    KerasRemoval("backend.function", "call the model, or wrap the computation in tf.function"),
+    KerasRemoval(
+        "backend.get_value",
+        "use `keras.ops.convert_to_numpy(x)` or `variable.numpy()`",
+        namespaces=("keras",),
+    ),
+    KerasRemoval("backend.set_value", "use `variable.assign(value)`", namespaces=("keras",)),
+    KerasRemoval(
+        "backend.batch_get_value",
+        "use `keras.ops.convert_to_numpy` per value",
+        namespaces=("keras",),
+    ),
+    KerasRemoval("backend.eval", "use `keras.ops.convert_to_numpy(x)`", namespaces=("keras",)),
+    KerasRemoval("backend.variable", "use `keras.Variable(...)`", namespaces=("keras",)),
+    KerasRemoval("backend.gradients", "use `tf.GradientTape`", namespaces=("keras",)),
+    KerasRemoval("backend.int_shape", "use `x.shape` or `keras.ops.shape(x)`", namespaces=("keras",)),
+    KerasRemoval(
+        "optimizers.legacy",
+        "Keras 3 has no legacy optimizers (it raises ImportError); use `keras.optimizers.*`",
+        rename_to="optimizers",
+        prefix=True,
+    ),
+    KerasRemoval(
+        "mixed_precision.experimental",
+        "use `keras.mixed_precision.set_global_policy('mixed_float16')`",
+        prefix=True,
+    ),
+    KerasRemoval("callbacks.experimental", "`keras.callbacks.experimental` is gone", prefix=True),
+    KerasRemoval(
+        "losses.Reduction",
+        "pass reduction as a string: `reduction='sum_over_batch_size'`",
+        namespaces=("keras",),
+    ),
+    KerasRemoval(
+        "preprocessing.image.ImageDataGenerator",
+        "use `keras.utils.image_dataset_from_directory` with augmentation layers",
+        namespaces=("keras",),
+    ),
+    KerasRemoval(
+        "preprocessing.text.Tokenizer",
+        "use `keras.layers.TextVectorization`",
+        namespaces=("keras",),
+    ),
+)
+
+# Model methods that Keras 3 removed; ``model.fit`` and friends take generators and datasets.
+KERAS_REMOVED_METHODS: dict[str, str] = {
+    "fit_generator": "fit",
+    "evaluate_generator": "evaluate",
+    "predict_generator": "predict",
+}
+
+
+def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
+    """The removal entry matching ``path`` (``layers.CuDNNLSTM``) in ``namespace``, if any."""
+    for entry in KERAS_REMOVED:
+        if namespace not in entry.namespaces:
+            continue
+        if path == entry.path or (entry.prefix and path.startswith(entry.path + ".")):
+            return entry
+    return None
+
+
+# --- tf.data ---------------------------------------------------------------------------------------
+
+# Qualified names whose call returns a tf.data.Dataset (the root of a pipeline chain).
+DATASET_CONSTRUCTORS = frozenset(
+    {
+        "tensorflow.data.TFRecordDataset",
+        "tensorflow.data.TextLineDataset",
+        "tensorflow.data.FixedLengthRecordDataset",
+        "keras.utils.image_dataset_from_directory",
+        "keras.utils.text_dataset_from_directory",
+        "keras.utils.audio_dataset_from_directory",
+        "keras.utils.timeseries_dataset_from_array",
+        "keras.preprocessing.image_dataset_from_directory",
+        "tensorflow_datasets.load",
+    }
+)
+
+
+def is_dataset_constructor(qualname: str | None) -> bool:
+    if not qualname:
+        return False
+    if qualname.startswith(("tensorflow.data.Dataset.", "tensorflow.data.experimental.")):
+        return True
+    if qualname.startswith("tensorflow.keras."):
+        qualname = "keras." + qualname[len("tensorflow.keras.") :]
+    return qualname in DATASET_CONSTRUCTORS

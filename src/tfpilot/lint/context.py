@@ -1,0 +1,531 @@
+"""FileContext: one parsed file, its imports, and the state of the single walk over its tree.
+
+The engine walks each tree once. While it walks, the context keeps what rules need to know
+about the position of the current node: the enclosing function (and whether TensorFlow traces
+it as a graph), the enclosing loops, GradientTape blocks and classes. Rules read this state in
+their visit_* handlers instead of walking the tree again.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES
+from tfpilot.lint.chains import Pipeline, resolve_pipeline
+from tfpilot.lint.naming import is_dataset_name, is_model_name
+
+__all__ = ["FileContext", "Scope", "TapeBlock"]
+
+# Keras compiles these Model methods with tf.function inside fit/evaluate/predict.
+_KERAS_GRAPH_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+_WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
+_DATASET_FN_RE = re.compile(
+    r"([\w)\]]+)\s*\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]"
+)
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_AST = ast.AST
+_NAME = ast.Name
+_ATTRIBUTE = ast.Attribute
+_CONSTANT = ast.Constant
+_LOAD = ast.Load
+# Child fields per node type, minus those that never hold nodes worth visiting.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+@dataclasses.dataclass
+class Scope:
+    """A function body (or the module). ``is_graph``: TensorFlow traces it (tf.function & co)."""
+
+    node: ast.AST
+    is_graph: bool = False
+    graph_reason: str = ""
+    has_input_signature: bool = False
+    params: frozenset[str] = frozenset()
+    pipelines: dict[str, Pipeline] = dataclasses.field(default_factory=dict)
+    # Names assigned from TensorFlow ops inside this scope (used by the host-conversion rule).
+    tensor_names: set[str] = dataclasses.field(default_factory=set)
+    loop_depth: int = 0
+    _local_names: set[str] | None = None
+
+    def local_names(self) -> set[str]:
+        """Parameters and every name bound in the body (nested functions excluded)."""
+        if self._local_names is None:
+            names = set(self.params)
+            body = getattr(self.node, "body", [])
+            stack: list[ast.AST] = list(body) if isinstance(body, list) else [body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+                elif isinstance(node, (*_FUNCTION_TYPES, ast.ClassDef)):
+                    names.add(node.name)
+                    continue
+                elif isinstance(node, ast.Lambda):
+                    continue
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:
+                        names.add((alias.asname or alias.name).split(".")[0])
+                stack.extend(ast.iter_child_nodes(node))
+            self._local_names = names
+        return self._local_names
+
+
+@dataclasses.dataclass(frozen=True)
+class TapeBlock:
+    """A ``with tf.GradientTape() as tape:`` block."""
+
+    node: ast.With
+    name: str | None
+    scope: Scope
+
+
+class FileContext:
+    """Everything about one file that rules share; built once per file by the engine."""
+
+    def __init__(self, *, path: str, source: str, tree: ast.Module) -> None:
+        self.path = path
+        self.source = source
+        self.tree = tree
+        self.imports: dict[str, str] = {}
+        self.import_nodes: list[ast.Import | ast.ImportFrom] = []
+        # "model" / "self.acc" -> qualified name of the call it was last assigned from.
+        self.assigned_calls: dict[str, str] = {}
+        # tf.function names seen (wrapped or decorated) -> has input_signature.
+        self.graph_functions: dict[str, bool] = {}
+        self.stack: list[ast.AST] = []
+        self.scopes: list[Scope] = [Scope(tree)]
+        self.loops: list[ast.AST] = []
+        self.tapes: list[TapeBlock] = []
+        self.classes: list[ast.ClassDef] = []
+        self._lines: list[str] | None = None
+        self._qualname_cache: dict[int, str | None] = {}
+        self._function_defs: dict[str, list[ast.AST]] | None = None
+        self._collect_imports(tree.body)
+        self.uses_tensorflow = any(
+            value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
+        )
+        self._wrapped_names, self._dataset_fn_names = self._scan_graph_function_names()
+
+    # --- source positions ---------------------------------------------------------------------
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        return self._lines
+
+    def line_text(self, line: int) -> str:
+        lines = self.lines
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def char_span(self, node: ast.AST) -> tuple[int, int, int, int]:
+        """(line, column, end_line, end_column) with character (not UTF-8 byte) columns."""
+        line = getattr(node, "lineno", 1)
+        column = getattr(node, "col_offset", 0)
+        end_line = getattr(node, "end_lineno", None) or line
+        end_column = getattr(node, "end_col_offset", None)
+        if end_column is None:
+            end_column = column
+        return line, self._char_column(line, column), end_line, self._char_column(end_line, end_column)
+
+    def _char_column(self, line: int, byte_column: int) -> int:
+        text = self.line_text(line)
+        if text.isascii():
+            return byte_column
+        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="replace"))
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.source, node) or ""
+
+    # --- names ----------------------------------------------------------------------------------
+
+    def _collect_imports(self, statements: list[ast.stmt]) -> None:
+        """Every import in the file, including function-local ones (TF code imports lazily)."""
+        for statement in statements:
+            if isinstance(statement, ast.Import):
+                self.import_nodes.append(statement)
+                for alias in statement.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.imports.setdefault(top, top)
+            elif isinstance(statement, ast.ImportFrom):
+                self.import_nodes.append(statement)
+                if statement.level or not statement.module:
+                    continue
+                for alias in statement.names:
+                    if alias.name != "*":
+                        self.imports[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    block = getattr(statement, field, None)
+                    if block:
+                        self._collect_imports(block)
+
+    def qualname(self, node: ast.AST | None) -> str | None:
+        """``tf.compat.v1.Session`` -> ``tensorflow.compat.v1.Session`` through the imports."""
+        if node is None:
+            return None
+        key = id(node)
+        cache = self._qualname_cache
+        if key in cache:
+            return cache[key]
+        parts: list[str] = []
+        current = node
+        while isinstance(current, ast.Attribute):
+            parts.append(current.attr)
+            current = current.value
+        result = None
+        if isinstance(current, ast.Name):
+            base = self.imports.get(current.id)
+            if base is not None:
+                parts.append(base)
+                result = ".".join(reversed(parts))
+        cache[key] = result
+        return result
+
+    def root_binding(self, node: ast.AST) -> str | None:
+        """What the leftmost name of a dotted expression was imported as."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if isinstance(node, ast.Name):
+            return self.imports.get(node.id)
+        return None
+
+    @staticmethod
+    def dotted(node: ast.AST | None) -> str | None:
+        """Plain dotted text of a Name/Attribute chain (``self.model``), no import resolution."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        return None
+
+    def local_alias(self, module: str) -> str | None:
+        """The local name bound to ``module`` (``tf`` for tensorflow), if the file imports it."""
+        for local, qualified in self.imports.items():
+            if qualified == module:
+                return local
+        return None
+
+    def function_defs(self, name: str) -> list[ast.AST]:
+        """All functions and methods called ``name`` anywhere in the file."""
+        if self._function_defs is None:
+            found: dict[str, list[ast.AST]] = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, _FUNCTION_TYPES):
+                    found.setdefault(node.name, []).append(node)
+            self._function_defs = found
+        return self._function_defs.get(name, [])
+
+    def is_graph_function_name(self, name: str) -> bool:
+        return name in self.graph_functions or (self.uses_tensorflow and name in self._wrapped_names)
+
+    # --- walk state -----------------------------------------------------------------------------
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    @property
+    def parent(self) -> ast.AST | None:
+        """Parent of the node being visited (the node itself is ``stack[-1]``)."""
+        return self.stack[-2] if len(self.stack) > 1 else None
+
+    def ancestors(self) -> Iterator[ast.AST]:
+        """Ancestors of the current node, innermost first (the node itself excluded)."""
+        return reversed(self.stack[:-1])
+
+    def function_loops(self) -> list[ast.AST]:
+        """Loops enclosing the current node inside the current function."""
+        depth = self.scope.loop_depth
+        return self.loops[len(self.loops) - depth :] if depth else []
+
+    def current_class(self) -> ast.ClassDef | None:
+        return self.classes[-1] if self.classes else None
+
+    def pipeline(self, expr: ast.expr) -> Pipeline:
+        return resolve_pipeline(expr, self)
+
+    # --- the walk -------------------------------------------------------------------------------
+
+    def walk(
+        self,
+        *,
+        enter: dict[type, list[Callable[[Any], None]]],
+        leave: dict[type, list[Callable[[Any], None]]],
+        references: list[Callable[[ast.AST, str], None]],
+    ) -> None:
+        self._enter = enter
+        self._leave = leave
+        self._references = references
+        self._visit(self.tree)
+
+    def _visit(self, node: ast.AST) -> None:
+        # The hot loop of the linter: kept flat (no helper calls for ordinary nodes), with fast
+        # paths for the most common leaves. Every node is pushed on ``stack`` so handlers can
+        # look at their ancestors.
+        kind = node.__class__
+        stack = self.stack
+        stack.append(node)
+        handlers = self._enter.get(kind)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+        if kind is _NAME:
+            if self._references and node.id in self.imports and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
+                self._emit_reference(node)
+        elif kind is _ATTRIBUTE:
+            if self._references and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
+                self._emit_reference(node)
+            self._visit(node.value)  # type: ignore[attr-defined]
+        elif kind is not _CONSTANT:
+            structural = _STRUCTURAL.get(kind)
+            if structural is not None:
+                structural(self, node)
+            else:
+                fields = _FIELDS.get(kind)
+                if fields is None:
+                    fields = _FIELDS[kind] = tuple(n for n in kind._fields if n not in _SKIP_FIELDS)
+                visit = self._visit
+                for name in fields:
+                    value = getattr(node, name, None)
+                    if value.__class__ is list:
+                        for item in value:
+                            if isinstance(item, _AST):
+                                visit(item)
+                    elif isinstance(value, _AST):
+                        visit(value)
+        handlers = self._leave.get(kind)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+        stack.pop()
+
+    def _visit_list(self, nodes: list[Any]) -> None:
+        for item in nodes:
+            if isinstance(item, _AST):
+                self._visit(item)
+
+    def _emit_reference(self, node: ast.AST) -> None:
+        stack = self.stack
+        parent = stack[-2] if len(stack) > 1 else None
+        if parent.__class__ is _ATTRIBUTE and parent.value is node:  # type: ignore[attr-defined]
+            return  # only the longest dotted name is a reference
+        qualname = self.qualname(node)
+        if qualname is not None:
+            for handler in self._references:
+                handler(node, qualname)
+
+    def _scan_graph_function_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Names wrapped by ``tf.function(f)`` or passed to ``dataset.map(f)`` (traced as graphs).
+
+        A text scan, because the def usually comes before the wrap and its body is visited first.
+        """
+        if not self.uses_tensorflow:
+            return frozenset(), frozenset()
+        source = self.source
+        wrapped = frozenset(m.group(1) for m in _WRAPPED_RE.finditer(source)) if "function(" in source else frozenset()
+        dataset_fns: set[str] = set()
+        for match in _DATASET_FN_RE.finditer(source):
+            receiver = match.group(1)
+            if receiver.endswith((")", "]")) or is_dataset_name(receiver):
+                dataset_fns.add(match.group(2))
+        return wrapped, frozenset(dataset_fns)
+
+    def _graph_status(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool, str, bool]:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self.qualname(target) in TF_FUNCTION_QUALNAMES:
+                signature = isinstance(decorator, ast.Call) and any(
+                    keyword.arg == "input_signature" for keyword in decorator.keywords
+                )
+                self.graph_functions[node.name] = signature
+                return True, "tf.function", signature
+        if self.scope.is_graph and not isinstance(self.scope.node, ast.Module):
+            return True, self.scope.graph_reason, False
+        if self.uses_tensorflow and node.name in self._wrapped_names:
+            return True, "tf.function", self.graph_functions.get(node.name, False)
+        klass = self.current_class()
+        if (
+            klass is not None
+            and klass.bases
+            and node.name in _KERAS_GRAPH_METHODS
+            and self.stack[-2] is klass
+        ):
+            return True, f"Keras {node.name}", False
+        if node.name in self._dataset_fn_names:
+            return True, "tf.data map function", False
+        return False, "", False
+
+
+def _parameters(arguments: ast.arguments) -> frozenset[str]:
+    names = [arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    if arguments.vararg:
+        names.append(arguments.vararg.arg)
+    if arguments.kwarg:
+        names.append(arguments.kwarg.arg)
+    return frozenset(names)
+
+
+def _visit_function(context: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    context._visit_list(node.decorator_list)
+    context._visit(node.args)
+    if node.returns is not None:
+        context._visit(node.returns)
+    is_graph, reason, signature = context._graph_status(node)
+    context.scopes.append(
+        Scope(
+            node,
+            is_graph=is_graph,
+            graph_reason=reason,
+            has_input_signature=signature,
+            params=_parameters(node.args),
+        )
+    )
+    context._visit_list(node.body)
+    context.scopes.pop()
+
+
+def _visit_lambda(context: FileContext, node: ast.Lambda) -> None:
+    context._visit(node.args)
+    context.scopes.append(Scope(node, params=_parameters(node.args)))
+    context._visit(node.body)
+    context.scopes.pop()
+
+
+def _visit_class(context: FileContext, node: ast.ClassDef) -> None:
+    context._visit_list(node.decorator_list)
+    context._visit_list(node.bases)
+    context._visit_list(node.keywords)
+    context.classes.append(node)
+    context._visit_list(node.body)
+    context.classes.pop()
+
+
+def _visit_loop(context: FileContext, node: ast.For | ast.AsyncFor | ast.While) -> None:
+    if isinstance(node, ast.While):
+        context._visit(node.test)
+    else:
+        context._visit(node.iter)
+        context._visit(node.target)
+    context.loops.append(node)
+    context.scope.loop_depth += 1
+    context._visit_list(node.body)
+    context.scope.loop_depth -= 1
+    context.loops.pop()
+    context._visit_list(node.orelse)
+
+
+def _visit_with(context: FileContext, node: ast.With | ast.AsyncWith) -> None:
+    tapes = 0
+    for item in node.items:
+        context._visit(item)
+        call = item.context_expr
+        if isinstance(call, ast.Call) and context.qualname(call.func) in (
+            "tensorflow.GradientTape",
+            "tensorflow.compat.v1.GradientTape",
+            "tensorflow.autodiff.GradientTape",
+        ):
+            name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
+            context.tapes.append(TapeBlock(node, name, context.scope))  # type: ignore[arg-type]
+            tapes += 1
+    context._visit_list(node.body)
+    for _ in range(tapes):
+        context.tapes.pop()
+
+
+_TENSOR_EXEMPT_PREFIXES = (
+    "tensorflow.config.",
+    "tensorflow.distribute.",
+    "tensorflow.TensorSpec",
+    "tensorflow.TensorShape",
+    "tensorflow.function",
+    "tensorflow.GradientTape",
+    "tensorflow.keras.",
+    "tensorflow.data.",
+    "tensorflow.io.gfile.",
+    "tensorflow.summary.",
+    "tensorflow.executing_eagerly",
+    "tensorflow.is_tensor",
+    "tensorflow.dtypes.",
+)
+
+
+def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> None:
+    value = node.value
+    if value is not None:
+        context._visit(value)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    context._visit_list(targets)
+    if value is None:
+        return
+    scope = context.scope
+    if isinstance(value, ast.Call):
+        qualname = context.qualname(value.func)
+        for target in targets:
+            key = context.dotted(target)
+            if key is None:
+                continue
+            if qualname is not None:
+                context.assigned_calls[key] = qualname
+                if qualname in TF_FUNCTION_QUALNAMES and value.args:
+                    context.graph_functions[key.split(".")[-1]] = any(
+                        keyword.arg == "input_signature" for keyword in value.keywords
+                    )
+            if isinstance(target, ast.Name):
+                pipeline = context.pipeline(value)
+                if pipeline.is_dataset:
+                    scope.pipelines[target.id] = dataclasses.replace(pipeline, origin=value)
+                else:
+                    scope.pipelines.pop(target.id, None)
+        if scope.is_graph and _makes_tensor(context, value, qualname):
+            for target in targets:
+                for name_node in ast.walk(target):
+                    if isinstance(name_node, ast.Name):
+                        scope.tensor_names.add(name_node.id)
+    elif isinstance(value, ast.Name) and value.id in scope.pipelines:
+        for target in targets:
+            if isinstance(target, ast.Name):
+                scope.pipelines[target.id] = scope.pipelines[value.id]
+    elif scope.is_graph and isinstance(value, ast.BinOp):
+        operands = [value.left, value.right]
+        if any(isinstance(o, ast.Name) and o.id in scope.tensor_names for o in operands):
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    scope.tensor_names.add(target.id)
+
+
+def _makes_tensor(context: FileContext, call: ast.Call, qualname: str | None) -> bool:
+    if qualname is not None:
+        if qualname.startswith(_TENSOR_EXEMPT_PREFIXES):
+            return False
+        return qualname.startswith(("tensorflow.", "keras.ops."))
+    callee = context.dotted(call.func)
+    if callee is None:
+        return False
+    return is_model_name(callee.split(".")[-1])
+
+
+_STRUCTURAL: dict[type, Callable[[FileContext, Any], None]] = {
+    ast.FunctionDef: _visit_function,
+    ast.AsyncFunctionDef: _visit_function,
+    ast.Lambda: _visit_lambda,
+    ast.ClassDef: _visit_class,
+    ast.For: _visit_loop,
+    ast.AsyncFor: _visit_loop,
+    ast.While: _visit_loop,
+    ast.With: _visit_with,
+    ast.AsyncWith: _visit_with,
+    ast.Assign: _visit_assign,
+    ast.AnnAssign: _visit_assign,
+}

@@ -1,0 +1,70 @@
+"""Which files ``tfpilot lint PATH...`` reads: Python files under the paths, minus exclusions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from tfpilot.errors import LintError
+from tfpilot.lint.config import LintConfig
+
+__all__ = ["discover_files", "DEFAULT_EXCLUDED_DIRS"]
+
+# Directories nobody wants linted: environments, caches, build output, VCS metadata.
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "build",
+        "dist",
+        "node_modules",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "site-packages",
+        ".eggs",
+    }
+)
+
+
+def _skip_directory(name: str) -> bool:
+    return name in DEFAULT_EXCLUDED_DIRS or name.startswith(".") or name.endswith(".egg-info")
+
+
+def discover_files(paths: Iterable[str | Path], config: LintConfig) -> list[Path]:
+    """Files to lint, sorted and de-duplicated. A path that does not exist is a usage error.
+
+    Files named explicitly are always linted; directories are walked for ``*.py`` files,
+    skipping hidden and environment directories and the config's ``exclude`` globs.
+    """
+    found: dict[Path, None] = {}
+    paths = list(paths)
+    if not paths:
+        raise LintError("no path given; expected one or more files or directories, e.g. `tfpilot lint src`")
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise LintError(f"path `{raw}` does not exist; pass existing files or directories to lint")
+        if path.is_file():
+            found.setdefault(path, None)
+            continue
+        for directory, subdirectories, filenames in os.walk(path):
+            base = Path(directory)
+            subdirectories[:] = sorted(
+                name
+                for name in subdirectories
+                if not _skip_directory(name) and not config.is_excluded(base / name)
+            )
+            for filename in sorted(filenames):
+                if filename.endswith(".py"):
+                    candidate = base / filename
+                    if not config.is_excluded(candidate):
+                        found.setdefault(candidate, None)
+    return list(found)

@@ -1,0 +1,284 @@
+"""The lint engine: parse each file once, walk it once, dispatch nodes to the selected rules.
+
+``lint_source`` lints one string; ``lint_paths`` lints files and directories, in parallel
+worker processes when there is enough code to pay for starting them. Engines return data
+(Findings and a LintReport); only ``tfpilot.cli`` prints.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import os
+import time
+import tokenize
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from tfpilot.errors import LintError
+from tfpilot.findings import Finding, Severity
+from tfpilot.lint.config import LintConfig
+from tfpilot.lint.context import FileContext
+from tfpilot.lint.discovery import discover_files
+from tfpilot.lint.noqa import file_suppresses, line_suppresses, parse_file_suppressions
+from tfpilot.lint.rule import Rule, Violation
+from tfpilot.lint.rules import RULES
+
+__all__ = [
+    "LintReport",
+    "FileResult",
+    "SYNTAX_ERROR_CODE",
+    "lint_source",
+    "lint_paths",
+    "check_source",
+    "select_rules",
+    "violation_to_finding",
+    "default_jobs",
+]
+
+SYNTAX_ERROR_CODE = "TFP000"
+# Below this much source, starting worker processes costs more than it saves.
+_PARALLEL_MIN_BYTES = 400_000
+
+
+@dataclasses.dataclass(frozen=True)
+class FileResult:
+    path: str
+    lines: int
+    violations: tuple[Violation, ...]
+    syntax_error: Violation | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LintReport:
+    findings: list[Finding]
+    files: int
+    lines: int
+    seconds: float
+
+    @property
+    def lines_per_second(self) -> float:
+        return self.lines / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def fixable(self) -> int:
+        return sum(1 for finding in self.findings if finding.evidence.get("fixable"))
+
+    def failing(self, threshold: Severity) -> list[Finding]:
+        return [f for f in self.findings if f.severity.rank >= threshold.rank]
+
+
+def select_rules(config: LintConfig | None = None) -> list[type[Rule]]:
+    config = config or LintConfig()
+    return [rule for rule in RULES if config.is_enabled(rule.code)]
+
+
+_RULE_BY_CODE = {rule.code: rule for rule in RULES}
+_HANDLER_CACHE: dict[type[Rule], tuple[list[tuple[type, str]], list[tuple[type, str]], bool]] = {}
+
+
+def _handlers(rule: type[Rule]) -> tuple[list[tuple[type, str]], list[tuple[type, str]], bool]:
+    cached = _HANDLER_CACHE.get(rule)
+    if cached is None:
+        enter = [(getattr(ast, n[6:]), n) for n in dir(rule) if n.startswith("visit_")]
+        leave = [(getattr(ast, n[6:]), n) for n in dir(rule) if n.startswith("leave_")]
+        cached = (enter, leave, hasattr(rule, "on_reference"))
+        _HANDLER_CACHE[rule] = cached
+    return cached
+
+
+def check_source(
+    source: str,
+    path: str,
+    rules: Sequence[type[Rule]],
+    *,
+    ignored_prefixes: tuple[str, ...] = (),
+) -> FileResult:
+    """Run ``rules`` over ``source``; suppressions applied, results sorted by position."""
+    lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError) as error:
+        line = getattr(error, "lineno", None) or 1
+        column = max((getattr(error, "offset", None) or 1) - 1, 0)
+        detail = getattr(error, "msg", None) or str(error)
+        violation = Violation(SYNTAX_ERROR_CODE, f"cannot parse: {detail}", line, column, line, column, "Module")
+        return FileResult(path, lines, (), violation)
+    context = FileContext(path=path, source=source, tree=tree)
+    active: list[Rule] = []
+    enter: dict[type, list[Callable[[Any], None]]] = {}
+    leave: dict[type, list[Callable[[Any], None]]] = {}
+    references: list[Callable[[ast.AST, str], None]] = []
+    for rule_class in rules:
+        if ignored_prefixes and rule_class.code.startswith(ignored_prefixes):
+            continue
+        if rule_class.tokens and not any(token in source for token in rule_class.tokens):
+            continue
+        rule = rule_class(context)
+        active.append(rule)
+        enter_names, leave_names, wants_references = _handlers(rule_class)
+        for node_type, name in enter_names:
+            enter.setdefault(node_type, []).append(getattr(rule, name))
+        for node_type, name in leave_names:
+            leave.setdefault(node_type, []).append(getattr(rule, name))
+        if wants_references:
+            references.append(rule.on_reference)  # type: ignore[attr-defined]
+    if not active:
+        return FileResult(path, lines, ())
+    context.walk(enter=enter, leave=leave, references=references)
+    for rule in active:
+        rule.finish()
+    file_suppressions = parse_file_suppressions(source)
+    seen: set[tuple[str, int, int]] = set()
+    kept: list[Violation] = []
+    for rule in active:
+        for violation in rule.violations:
+            key = (violation.code, violation.line, violation.column)
+            if key in seen:
+                continue
+            seen.add(key)
+            if file_suppressions and file_suppresses(file_suppressions, violation.code):
+                continue
+            if line_suppresses(context.line_text(violation.line), violation.code):
+                continue
+            if violation.end_line != violation.line and line_suppresses(
+                context.line_text(violation.end_line), violation.code
+            ):
+                continue
+            kept.append(violation)
+    kept.sort(key=lambda v: (v.line, v.column, v.code))
+    return FileResult(path, lines, tuple(kept))
+
+
+def violation_to_finding(violation: Violation, path: str) -> Finding:
+    location = f"{path}:{violation.line}:{violation.column + 1}"
+    if violation.code == SYNTAX_ERROR_CODE:
+        return Finding(
+            code=SYNTAX_ERROR_CODE,
+            severity=Severity.ERROR,
+            title="syntax-error",
+            message=violation.message,
+            location=location,
+            fix="fix the syntax error; no other rule can check this file until it parses",
+        )
+    rule = _RULE_BY_CODE[violation.code]
+    return Finding(
+        code=violation.code,
+        severity=rule.severity,
+        title=rule.name,
+        message=violation.message,
+        location=location,
+        evidence={
+            "end": f"{violation.end_line}:{violation.end_column + 1}",
+            "fixable": violation.fix_data is not None,
+            "category": rule.category,
+        },
+        fix=rule.fix_hint,
+    )
+
+
+def _findings(result: FileResult) -> list[Finding]:
+    violations = result.violations if result.syntax_error is None else (result.syntax_error,)
+    return [violation_to_finding(violation, result.path) for violation in violations]
+
+
+def lint_source(source: str, *, path: str = "<string>", config: LintConfig | None = None) -> list[Finding]:
+    """Lint one module's source text with the rules ``config`` selects (default: all)."""
+    config = config or LintConfig()
+    rules = select_rules(config)
+    return _findings(check_source(source, path, rules, ignored_prefixes=config.ignored_in(Path(path))))
+
+
+def read_source(path: Path) -> str:
+    """Decode like Python does (PEP 263 coding cookie, UTF-8 by default)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding, errors="replace")
+
+
+def lint_file(path: Path, *, config: LintConfig, rules: Sequence[type[Rule]]) -> FileResult:
+    try:
+        source = read_source(path)
+    except OSError as error:
+        raise LintError(f"cannot read `{path}`: {error.strerror or error}; check its permissions") from error
+    if config.select or config.ignore or config.per_file_ignores:
+        ignored = config.ignored_in(path)
+    else:
+        ignored = ()
+    if source.startswith("\ufeff"):
+        source = source[1:]
+    return check_source(source, str(path), rules, ignored_prefixes=ignored)
+
+
+def _lint_chunk(paths: list[str], config: LintConfig) -> list[FileResult]:
+    """Worker entry point (module level so that spawned processes can import it)."""
+    rules = select_rules(config)
+    return [lint_file(Path(path), config=config, rules=rules) for path in paths]
+
+
+def default_jobs() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:
+        return max(os.cpu_count() or 1, 1)
+
+
+def _chunks(files: list[Path], sizes: list[int], count: int) -> list[list[str]]:
+    """Split files into ``count`` groups of similar total size (largest files first)."""
+    order = sorted(range(len(files)), key=lambda i: -sizes[i])
+    groups: list[list[str]] = [[] for _ in range(count)]
+    totals = [0] * count
+    for index in order:
+        target = totals.index(min(totals))
+        groups[target].append(str(files[index]))
+        totals[target] += sizes[index]
+    return [group for group in groups if group]
+
+
+def lint_paths(
+    paths: Iterable[str | Path],
+    *,
+    config: LintConfig | None = None,
+    jobs: int | None = None,
+) -> LintReport:
+    """Lint files and directories. ``jobs``: worker processes (None or 0 = one per CPU)."""
+    config = config or LintConfig()
+    started = time.perf_counter()
+    files = discover_files(paths, config)
+    jobs = default_jobs() if not jobs else jobs
+    if jobs < 1:
+        raise LintError(f"--jobs must be >= 1 (or 0 for one per CPU), got {jobs}")
+    sizes = [_size(path) for path in files]
+    results: list[FileResult]
+    if jobs == 1 or len(files) < 2 or sum(sizes) < _PARALLEL_MIN_BYTES:
+        rules = select_rules(config)
+        results = [lint_file(path, config=config, rules=rules) for path in files]
+    else:
+        groups = _chunks(files, sizes, min(jobs * 4, len(files)))
+        workers = min(jobs, len(groups))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_lint_chunk, group, config) for group in groups]
+            results = [result for future in futures for result in future.result()]
+        order = {str(path): index for index, path in enumerate(files)}
+        results.sort(key=lambda result: order[result.path])
+    findings = [finding for result in results for finding in _findings(result)]
+    return LintReport(
+        findings=findings,
+        files=len(files),
+        lines=sum(result.lines for result in results),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

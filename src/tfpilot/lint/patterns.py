@@ -1,0 +1,139 @@
+"""AST predicates several rules share (keyword lookup, literal values, model-like callees)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from tfpilot.lint.naming import is_model_name
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
+
+__all__ = [
+    "keyword",
+    "has_keyword",
+    "has_star_kwargs",
+    "string_value",
+    "path_literal",
+    "is_constant",
+    "callee_name",
+    "is_model_call",
+    "is_keras_model_expr",
+    "names_in",
+    "walk_body",
+]
+
+_KERAS_MODEL_FACTORIES = ("Sequential", "Model", "load_model", "clone_model", "Functional")
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for item in call.keywords:
+        if item.arg == name:
+            return item
+    return None
+
+
+def has_keyword(call: ast.Call, name: str) -> bool:
+    return any(item.arg == name for item in call.keywords)
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(item.arg is None for item in call.keywords)
+
+
+def is_constant(node: ast.AST | None, value: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def string_value(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def path_literal(node: ast.AST | None) -> str | None:
+    """The known tail of a path expression: ``"m.keras"``, ``f"{d}/m.h5"``, ``os.path.join(d, "m")``."""
+    if node is None:
+        return None
+    text = string_value(node)
+    if text is not None:
+        return text
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return string_value(node.values[-1])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+        return path_literal(node.right)
+    if isinstance(node, ast.Call) and node.args:
+        name = callee_name(node)
+        if name in ("join", "Path", "PurePath", "fspath", "str"):
+            return path_literal(node.args[-1])
+    return None
+
+
+def callee_name(call: ast.Call) -> str | None:
+    """Last identifier of the called expression: ``self.model.fit`` -> ``fit``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def is_model_call(call: ast.Call, context: FileContext) -> bool:
+    """``model(x)``, ``self.encoder(x)`` or ``self(x)`` inside a Keras Model subclass."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id == "self":
+            klass = context.current_class()
+            return klass is not None and any(
+                "model" in (context.dotted(base) or "").lower() for base in klass.bases
+            )
+        return is_model_name(func.id) or _assigned_model(func.id, context)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return is_model_name(func.attr) or _assigned_model(f"self.{func.attr}", context)
+    return False
+
+
+def _assigned_model(key: str, context: FileContext) -> bool:
+    qualname = context.assigned_calls.get(key)
+    return qualname is not None and qualname.split(".")[-1] in _KERAS_MODEL_FACTORIES and (
+        qualname.startswith(("keras.", "tensorflow.keras."))
+    )
+
+
+def is_keras_model_expr(node: ast.AST, context: FileContext) -> bool:
+    """A name assigned from a Keras model factory, or a model-like name in a Keras-using file."""
+    key = context.dotted(node)
+    if key is None:
+        return False
+    if _assigned_model(key, context):
+        return True
+    last = key.split(".")[-1].lower()
+    if any(word in last for word in ("checkpoint", "ckpt", "manager", "module", "saver")):
+        return False
+    return is_model_name(last) and _uses_keras(context)
+
+
+def _uses_keras(context: FileContext) -> bool:
+    return any(
+        value == "keras" or value.startswith(("keras.", "tensorflow.keras")) or value == "tensorflow"
+        for value in context.imports.values()
+    )
+
+
+def names_in(node: ast.AST) -> set[str]:
+    return {item.id for item in ast.walk(node) if isinstance(item, ast.Name)}
+
+
+def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:
+    """All nodes under ``statements`` except inside nested function and class definitions."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found

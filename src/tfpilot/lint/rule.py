@@ -1,0 +1,111 @@
+"""The Rule base class: one rule per file, each with a CODE, a one-line MESSAGE and examples.
+
+A rule subscribes to AST node types by defining ``visit_<NodeType>`` (and ``leave_<NodeType>``)
+methods; the engine walks each file once and dispatches every node to the rules that asked for
+its type, so adding a rule does not add a tree walk. ``on_reference`` receives every dotted name
+(``tf.compat.v1.Session``) already resolved through the file's imports. ``finish`` runs after the
+walk for rules that judge the whole module (for example "uses Lambda and saves to HDF5").
+
+The VALID and INVALID examples are code: the test suite turns each one into a test (Fixit's
+convention), and ``tfpilot lint --explain CODE`` prints them.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tfpilot.findings import Severity
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
+
+__all__ = ["Rule", "Invalid", "Violation"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: ``code`` must raise the rule at ``line`` (1-based, when given).
+
+    ``fixed`` is what ``--fix`` must turn ``code`` into (fixable rules only).
+    """
+
+    code: str
+    line: int | None = None
+    fixed: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Violation:
+    """One raw hit, before it becomes a Finding. Columns are character-based, 0-based."""
+
+    code: str
+    message: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    node_type: str
+    # Data the rule's ``fix`` needs; None means "not mechanically fixable here".
+    fix_data: dict[str, Any] | None = None
+
+
+class Rule:
+    """Base class. Subclasses set the class attributes and define visit_* handlers."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    message: ClassVar[str] = ""
+    fix_hint: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    category: ClassVar[str] = ""
+    # The rule only runs on files whose text contains at least one of these strings; it keeps
+    # the linter fast on files that cannot match (most rules key on an API name).
+    tokens: ClassVar[tuple[str, ...]] = ()
+    fixable: ClassVar[bool] = False
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[Invalid | str]] = []
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.violations: list[Violation] = []
+
+    # Called by the engine after the walk; rules that judge the whole module override it.
+    def finish(self) -> None:
+        return None
+
+    def report(
+        self,
+        node: ast.AST,
+        message: str | None = None,
+        *,
+        fix_data: dict[str, Any] | None = None,
+    ) -> None:
+        line, column, end_line, end_column = self.context.char_span(node)
+        self.violations.append(
+            Violation(
+                code=self.code,
+                message=message or self.message,
+                line=line,
+                column=column,
+                end_line=end_line,
+                end_column=end_column,
+                node_type=type(node).__name__,
+                fix_data=fix_data if self.fixable else None,
+            )
+        )
+
+    def fix(self, node: Any, data: dict[str, Any]) -> Any:
+        """Return the libcst replacement for ``node`` (fixable rules override this)."""
+        return None
+
+    @classmethod
+    def summary(cls) -> str:
+        """First paragraph of the docstring: why the rule matters, in one or two sentences."""
+        doc = (cls.__doc__ or "").strip()
+        return " ".join(doc.split("\n\n", 1)[0].split())
+
+    @classmethod
+    def invalid_examples(cls) -> list[Invalid]:
+        return [item if isinstance(item, Invalid) else Invalid(item) for item in cls.INVALID]

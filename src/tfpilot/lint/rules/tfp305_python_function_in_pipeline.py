@@ -1,0 +1,100 @@
+"""TFP305: tf.py_function / numpy_function in a tf.data map, and Dataset.from_generator."""
+
+from __future__ import annotations
+
+import ast
+
+from tfpilot.lint.rule import Invalid, Rule
+
+_PY_FUNCTIONS = frozenset(
+    {
+        "tensorflow.py_function",
+        "tensorflow.numpy_function",
+        "tensorflow.compat.v1.py_func",
+        "tensorflow.compat.v1.py_function",
+        "tensorflow.compat.v1.numpy_function",
+    }
+)
+_GENERATOR = frozenset({"tensorflow.data.Dataset.from_generator"})
+_MAP_METHODS = frozenset({"map", "flat_map", "filter", "interleave"})
+
+
+class PythonFunctionInPipeline(Rule):
+    """Python code inside tf.data runs under the GIL, one element at a time.
+
+    ``tf.py_function`` in a map and ``Dataset.from_generator`` call back into Python for every
+    element: num_parallel_calls cannot parallelise them, the pipeline cannot be saved or
+    served, and the data cannot be sharded across workers. TF ops (tf.io, tf.image,
+    tf.strings) or a source such as from_tensor_slices / TFRecordDataset usually do the job.
+    """
+
+    code = "TFP305"
+    name = "python-function-in-pipeline"
+    message = "Python callback in a tf.data pipeline: serialised under the GIL"
+    fix_hint = (
+        "Express the transform with TF ops (tf.io, tf.image, tf.strings); for in-memory data use "
+        "Dataset.from_tensor_slices, for files TFRecordDataset / TextLineDataset"
+    )
+    category = "tf.data"
+    tokens = ("py_function", "numpy_function", "py_func", "from_generator")
+    VALID = [
+        """
+import tensorflow as tf
+
+ds = tf.data.Dataset.from_tensor_slices(["a.png"]).map(
+    lambda path: tf.io.decode_png(tf.io.read_file(path)), num_parallel_calls=tf.data.AUTOTUNE
+)
+""",
+        """
+import tensorflow as tf
+
+def debug(x):
+    return tf.py_function(print, [x], [])
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import tensorflow as tf
+from PIL import Image
+
+def load(path):
+    return tf.py_function(lambda p: Image.open(p.numpy()), [path], tf.uint8)
+
+ds = tf.data.Dataset.from_tensor_slices(["a.png"]).map(load)
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
+
+def rows():
+    for i in range(10):
+        yield i
+
+ds = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec([], tf.int32))
+""",
+            line=8,
+        ),
+    ]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        qualname = self.context.qualname(node.func)
+        if qualname in _GENERATOR:
+            self.report(node, "Dataset.from_generator runs a Python generator under the GIL for every element")
+        elif qualname in _PY_FUNCTIONS and self._in_pipeline():
+            self.report(node, f"{qualname.rsplit('.', 1)[-1]} in a tf.data map runs Python under the GIL per element")
+
+    def _in_pipeline(self) -> bool:
+        if self.context.scope.graph_reason == "tf.data map function":
+            return True
+        for ancestor in self.context.ancestors():
+            if (
+                isinstance(ancestor, ast.Call)
+                and isinstance(ancestor.func, ast.Attribute)
+                and ancestor.func.attr in _MAP_METHODS
+                and self.context.pipeline(ancestor.func.value).is_dataset
+            ):
+                return True
+        return False

@@ -1,0 +1,82 @@
+"""TFP403: `model.save(path)` without a .keras / .h5 extension."""
+
+from __future__ import annotations
+
+import ast
+
+from tfpilot.findings import Severity
+from tfpilot.lint.apis import is_keras_path
+from tfpilot.lint.patterns import has_keyword, is_keras_model_expr, path_literal
+from tfpilot.lint.rule import Invalid, Rule
+
+_KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+class KerasSaveExtension(Rule):
+    """Keras 3 ``model.save`` needs a ``.keras`` (or legacy ``.h5``) file name.
+
+    Keras 2 wrote a SavedModel directory for any other path; Keras 3 raises ValueError
+    ("Invalid filepath extension for saving"). Code written for Keras 2 that saved
+    ``model.save("exported_model")`` stops at the end of training, after the expensive part.
+    """
+
+    code = "TFP403"
+    name = "keras-save-extension"
+    message = "model.save() path without .keras/.h5 extension raises ValueError in Keras 3"
+    fix_hint = "Save to 'name.keras' for the Keras format, or call model.export(dir) for a SavedModel"
+    severity = Severity.ERROR
+    category = "saving"
+    tokens = ("save",)
+    VALID = [
+        """
+import keras
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.save("model.keras")
+model.export("serving/1")
+""",
+        """
+import tensorflow as tf
+
+checkpoint = tf.train.Checkpoint(step=tf.Variable(1))
+checkpoint.save("ckpt/prefix")
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import keras
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.save("saved_model_dir")
+""",
+            line=5,
+        ),
+        Invalid(
+            """
+import os
+import tensorflow as tf
+
+def save(model, root):
+    tf.keras.models.save_model(model, os.path.join(root, "model"))
+""",
+            line=6,
+        ),
+    ]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if has_keyword(node, "save_format"):
+            return  # TFP402 reports it
+        if isinstance(func, ast.Attribute) and func.attr == "save" and node.args:
+            if not is_keras_model_expr(func.value, self.context):
+                return
+            target = node.args[0]
+        elif is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model") and len(node.args) > 1:
+            target = node.args[1]
+        else:
+            return
+        path = path_literal(target)
+        if path is None or path.endswith(_KERAS_SUFFIXES):
+            return
+        self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")

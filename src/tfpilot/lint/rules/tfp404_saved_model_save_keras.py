@@ -1,0 +1,66 @@
+"""TFP404: tf.saved_model.save on a Keras 3 model."""
+
+from __future__ import annotations
+
+import ast
+
+from tfpilot.findings import Severity
+from tfpilot.lint.patterns import is_keras_model_expr
+from tfpilot.lint.rule import Invalid, Rule
+
+_SAVED_MODEL_SAVE = frozenset({"tensorflow.saved_model.save", "tensorflow.compat.v2.saved_model.save"})
+
+
+class SavedModelSaveOnKeras(Rule):
+    """``tf.saved_model.save`` on a Keras 3 model writes a SavedModel that does not serve.
+
+    It loads back in Python, but TF Serving's C++ loader (and ``saved_model_cli run``) fail on
+    it, and a TFLite conversion of it outputs NaN without any error. ``model.export(path)`` or
+    ``keras.export.ExportArchive`` (with an explicit input_signature) write a serving
+    signature that the C++ loader and the TFLite converter handle.
+    """
+
+    code = "TFP404"
+    name = "saved-model-save-on-keras"
+    message = "tf.saved_model.save on a Keras 3 model fails in TF Serving and converts to a NaN TFLite model"
+    fix_hint = "Use model.export(path), or keras.export.ExportArchive with add_endpoint(input_signature=...)"
+    severity = Severity.ERROR
+    category = "saving"
+    tokens = ("saved_model",)
+    VALID = [
+        """
+import keras
+
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.export("serving/1")
+""",
+        """
+import tensorflow as tf
+
+class Adder(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def __call__(self, x):
+        return x + 1
+
+module = Adder()
+tf.saved_model.save(module, "adder/1")
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+tf.saved_model.save(model, "serving/1")
+""",
+            line=6,
+        ),
+    ]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.context.qualname(node.func) not in _SAVED_MODEL_SAVE or not node.args:
+            return
+        if is_keras_model_expr(node.args[0], self.context):
+            self.report(node)

@@ -1,0 +1,75 @@
+"""TFP503: tf_keras and TF_USE_LEGACY_KERAS (Keras 2)."""
+
+from __future__ import annotations
+
+import ast
+
+from tfpilot.lint.rule import Invalid, Rule
+
+_ENVIRONMENT_METHODS = frozenset({"setdefault", "get", "getenv", "putenv", "setenv", "pop", "delenv"})
+_FLAG = "TF_USE_LEGACY_KERAS"
+
+
+class LegacyKeras(Rule):
+    """``tf_keras`` and ``TF_USE_LEGACY_KERAS=1`` pin the code to Keras 2.
+
+    Keras 2 receives only critical fixes, its SavedModel and optimizer behaviour differ from
+    Keras 3, and the flag silently changes what ``tf.keras`` means for every other module in
+    the process. It is a migration crutch; the TFP5xx findings list what to change to drop it.
+    """
+
+    code = "TFP503"
+    name = "legacy-keras"
+    message = "tf_keras / TF_USE_LEGACY_KERAS pins the code to Keras 2"
+    fix_hint = "Migrate to Keras 3 (`import keras`) and remove tf_keras / TF_USE_LEGACY_KERAS"
+    category = "keras 3"
+    tokens = ("tf_keras", _FLAG)
+    VALID = [
+        """
+import os
+import keras
+
+os.environ["KERAS_BACKEND"] = "tensorflow"
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import tf_keras as keras
+""",
+            line=2,
+        ),
+        Invalid(
+            """
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+""",
+            line=4,
+        ),
+    ]
+
+    def visit_Import(self, node: ast.Import) -> None:
+        if any(alias.name == "tf_keras" or alias.name.startswith("tf_keras.") for alias in node.names):
+            self.report(node, "imports tf_keras (Keras 2)")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if not node.level and (module == "tf_keras" or module.startswith("tf_keras.")):
+            self.report(node, "imports from tf_keras (Keras 2)")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value != _FLAG:
+            return
+        parent = self.context.parent
+        in_environment = (
+            isinstance(parent, ast.Subscript)
+            and parent.slice is node
+            or isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr in _ENVIRONMENT_METHODS
+            or isinstance(parent, ast.Dict)
+            and any(key is node for key in parent.keys)
+        )
+        if in_environment:
+            self.report(node, f"{_FLAG} switches tf.keras to Keras 2 for the whole process")

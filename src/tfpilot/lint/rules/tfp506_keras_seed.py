@@ -1,0 +1,98 @@
+"""TFP506: tf.random.set_seed without keras.utils.set_random_seed in Keras code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tfpilot.lint.apis import is_keras_path
+from tfpilot.lint.rule import Invalid, Rule
+
+
+class KerasSeed(Rule):
+    """``tf.random.set_seed`` alone does not make Keras 3 reproducible.
+
+    Keras 3 layers draw their initializer and dropout seeds from Keras' own seed generator,
+    which falls back to Python's ``random`` module; only ``keras.utils.set_random_seed(seed)``
+    seeds Python, NumPy and the backend together. With just the TF seed, two runs start from
+    different weights.
+    """
+
+    code = "TFP506"
+    name = "keras-seed"
+    message = "tf.random.set_seed alone does not seed Keras 3 initializers and dropout"
+    fix_hint = "Call keras.utils.set_random_seed(seed): it seeds Python, NumPy and TensorFlow together"
+    category = "keras 3"
+    tokens = ("set_seed",)
+    fixable = True
+    VALID = [
+        """
+import keras
+
+keras.utils.set_random_seed(42)
+model = keras.Sequential([keras.layers.Dense(1)])
+""",
+        """
+import tensorflow as tf
+
+tf.random.set_seed(0)
+noise = tf.random.normal([3])
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+tf.random.set_seed(42)
+model = keras.Sequential([keras.layers.Dense(1)])
+""",
+            line=5,
+            fixed="""
+import keras
+import tensorflow as tf
+
+keras.utils.set_random_seed(42)
+model = keras.Sequential([keras.layers.Dense(1)])
+""",
+        ),
+    ]
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._tf_seeds: list[ast.Call] = []
+        self._keras_seeded = False
+        self._uses_keras = False
+
+    def visit_Call(self, node: ast.Call) -> None:
+        qualname = self.context.qualname(node.func)
+        if qualname == "tensorflow.random.set_seed":
+            self._tf_seeds.append(node)
+        elif is_keras_path(qualname, "utils.set_random_seed"):
+            self._keras_seeded = True
+
+    def on_reference(self, node: ast.AST, qualname: str) -> None:
+        if qualname.startswith(("keras.", "tensorflow.keras.")) or qualname in ("keras", "tensorflow.keras"):
+            self._uses_keras = True
+
+    def finish(self) -> None:
+        if self._keras_seeded or not self._uses_keras:
+            return
+        keras_alias = self.context.local_alias("keras") or self.context.local_alias("tensorflow.keras")
+        if keras_alias is None:
+            tf_alias = self.context.local_alias("tensorflow")
+            keras_alias = f"{tf_alias}.keras" if tf_alias else None
+        for call in self._tf_seeds:
+            self.report(
+                call,
+                fix_data={"keras": keras_alias, "description": "tf.random.set_seed -> keras.utils.set_random_seed"}
+                if keras_alias and len(call.args) == 1 and not call.keywords
+                else None,
+            )
+
+    @classmethod
+    def fix(cls, node: Any, data: dict[str, Any]) -> Any:
+        from tfpilot.lint.cst_edits import expression
+
+        return node.with_changes(func=expression(f"{data['keras']}.utils.set_random_seed"))

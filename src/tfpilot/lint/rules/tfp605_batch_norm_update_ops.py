@@ -1,0 +1,88 @@
+"""TFP605: TF1 batch normalization without the UPDATE_OPS control dependency."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tfpilot.findings import Severity
+from tfpilot.lint.apis import TF1_BATCH_NORM, tf1_match
+from tfpilot.lint.patterns import keyword
+from tfpilot.lint.rule import Invalid, Rule
+
+
+class BatchNormUpdateOps(Rule):
+    """TF1 batch norm only updates its moving statistics if the train op depends on UPDATE_OPS.
+
+    ``tf.layers.batch_normalization(training=True)`` puts the moving-mean/variance updates in
+    the ``tf.GraphKeys.UPDATE_OPS`` collection. Unless the train op runs under
+    ``tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS))``, the updates never
+    run: training looks fine and inference uses the initial statistics (garbage predictions).
+    Multi-GPU tower code is where this bites most often: each tower's batch norm adds its own
+    update ops, and the train op built from the averaged gradients depends on none of them
+    (TF-Slim's trainer gathers the first tower's UPDATE_OPS explicitly for this reason).
+    """
+
+    code = "TFP605"
+    name = "tf1-batch-norm-update-ops"
+    message = "TF1 batch normalization without the UPDATE_OPS control dependency"
+    fix_hint = (
+        "Wrap the train op: `with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)): "
+        "train_op = optimizer.minimize(loss)`; in TF2 use keras.layers.BatchNormalization, which "
+        "updates itself"
+    )
+    severity = Severity.ERROR
+    category = "tf1 -> tf2"
+    tokens = ("batch_norm",)
+    VALID = [
+        """
+import tensorflow.compat.v1 as tf
+
+def build(x, labels):
+    y = tf.layers.batch_normalization(x, training=True)
+    loss = tf.reduce_mean(tf.square(y - labels))
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        return tf.train.AdamOptimizer().minimize(loss)
+""",
+        """
+import keras
+
+layer = keras.layers.BatchNormalization()
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import tensorflow.compat.v1 as tf
+
+def build(x, labels):
+    y = tf.layers.batch_normalization(x, training=True)
+    loss = tf.reduce_mean(tf.square(y - labels))
+    return tf.train.AdamOptimizer().minimize(loss)
+""",
+            line=5,
+        ),
+    ]
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._calls: list[tuple[ast.Call, str]] = []
+
+    def on_reference(self, node: ast.AST, qualname: str) -> None:
+        match = tf1_match(qualname, TF1_BATCH_NORM)
+        parent = self.context.parent
+        if match is not None and isinstance(parent, ast.Call) and parent.func is node:
+            updates = keyword(parent, "updates_collections")
+            if updates is not None and isinstance(updates.value, ast.Constant) and updates.value.value is None:
+                return  # contrib batch_norm applying its updates in place
+            self._calls.append((parent, match))
+
+    def finish(self) -> None:
+        if "UPDATE_OPS" in self.context.source:
+            return
+        for call, name in self._calls:
+            self.report(
+                call,
+                f"tf.{name} without a control dependency on UPDATE_OPS: its moving mean/variance "
+                "never update, so inference uses the initial statistics",
+            )

@@ -1,0 +1,190 @@
+"""TF Serving's gRPC API (PredictionService, ModelService) on grpc.aio.
+
+Uses the servicer base classes generated in tensorflow-serving-api, so the standard
+``prediction_service_pb2_grpc.PredictionServiceStub`` client works unchanged. Runs on the
+same event loop and batcher as the REST API.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    model_service_pb2_grpc,
+    predict_pb2,
+    prediction_service_pb2_grpc,
+    regression_pb2,
+)
+
+from tfpilot.serve.service import InferenceService
+from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.tensors import array_to_tensor_proto, check_inputs, serialized_examples, tensor_proto_to_array
+
+__all__ = ["PredictionServicer", "ModelServicer", "add_servicers"]
+
+_log = logging.getLogger("tfpilot.serve")
+
+
+def _spec(model_spec: Any) -> tuple[str, int | None, str | None]:
+    version = model_spec.version.value if model_spec.HasField("version") else None
+    label = model_spec.version_label or None
+    if version is not None and label is not None:
+        raise RequestError.invalid("ModelSpec sets both version and version_label; set one")
+    return model_spec.name, version, label
+
+
+def _timeout(context: grpc.aio.ServicerContext) -> float | None:
+    remaining = context.time_remaining()
+    return None if remaining is None else max(0.0, remaining)
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: RequestError) -> None:
+    await context.abort(grpc.StatusCode[error.code.name], error.message)
+
+
+class _Call:
+    """Times one RPC and turns RequestErrors into gRPC statuses."""
+
+    def __init__(self, service: InferenceService, context: Any, *, api: str, model: str) -> None:
+        self.context = context
+        self.timer = service.timer(api=api, protocol="grpc", model=model)
+
+    async def __aenter__(self) -> _Call:
+        return self
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
+        try:
+            if isinstance(error, RequestError):
+                self.timer.status = error.code
+                await _abort(self.context, error)
+            elif error is not None and not isinstance(error, (grpc.aio.AbortError, GeneratorExit)):
+                if isinstance(error, Exception):
+                    self.timer.status = Code.INTERNAL
+                    _log.exception("unexpected gRPC error", exc_info=error)
+                    await self.context.abort(grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}: {error}")
+                else:
+                    self.timer.status = Code.CANCELLED
+        finally:
+            self.timer.finish()
+        return False
+
+
+class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
+    def __init__(self, service: InferenceService) -> None:
+        self.service = service
+
+    async def Predict(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        async with _Call(self.service, context, api="predict", model=request.model_spec.name):
+            name, version, label = _spec(request.model_spec)
+            servable = self.service.resolve(name, version=version, label=label)
+            signature = servable.signature(request.model_spec.signature_name)
+            inputs = {key: tensor_proto_to_array(proto, name=key) for key, proto in request.inputs.items()}
+            inputs = check_inputs(signature, inputs)
+            wanted = list(request.output_filter)
+            unknown = [key for key in wanted if key not in signature.outputs]
+            if unknown:
+                raise RequestError.invalid(
+                    f"output tensor alias not found in signature: {unknown[0]} Outputs expected to be in the set "
+                    f"{{{','.join(sorted(signature.outputs))}}}."
+                )
+            outputs = await self.service.predict(servable, signature, inputs, timeout=_timeout(context))
+            response = predict_pb2.PredictResponse()
+            response.model_spec.name = servable.name
+            response.model_spec.version.value = servable.version
+            response.model_spec.signature_name = signature.name
+            for key in wanted or sorted(outputs):
+                response.outputs[key].CopyFrom(array_to_tensor_proto(outputs[key]))
+            return response
+
+    async def Classify(self, request: Any, context: Any) -> Any:  # noqa: N802
+        async with _Call(self.service, context, api="classify", model=request.model_spec.name):
+            name, version, label = _spec(request.model_spec)
+            servable = self.service.resolve(name, version=version, label=label)
+            examples = serialized_examples(request.input)
+            signature, results = await self.service.classify(
+                servable, request.model_spec.signature_name, examples, timeout=_timeout(context)
+            )
+            response = classification_pb2.ClassificationResponse()
+            response.model_spec.name = servable.name
+            response.model_spec.version.value = servable.version
+            response.model_spec.signature_name = signature.name
+            for row in results:
+                classifications = response.result.classifications.add()
+                for class_label, score in row:
+                    classifications.classes.add(label=class_label, score=score)
+            return response
+
+    async def Regress(self, request: Any, context: Any) -> Any:  # noqa: N802
+        async with _Call(self.service, context, api="regress", model=request.model_spec.name):
+            name, version, label = _spec(request.model_spec)
+            servable = self.service.resolve(name, version=version, label=label)
+            examples = serialized_examples(request.input)
+            signature, values = await self.service.regress(
+                servable, request.model_spec.signature_name, examples, timeout=_timeout(context)
+            )
+            response = regression_pb2.RegressionResponse()
+            response.model_spec.name = servable.name
+            response.model_spec.version.value = servable.version
+            response.model_spec.signature_name = signature.name
+            for value in values:
+                response.result.regressions.add(value=value)
+            return response
+
+    async def GetModelMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
+        async with _Call(self.service, context, api="metadata", model=request.model_spec.name):
+            name, version, label = _spec(request.model_spec)
+            fields = list(request.metadata_field)
+            if not fields:
+                raise RequestError.invalid("GetModelMetadataRequest must specify at least one metadata_field")
+            unsupported = [field for field in fields if field != "signature_def"]
+            if unsupported:
+                raise RequestError.invalid(f"Metadata field {unsupported[0]} is not supported")
+            servable = self.service.resolve(name, version=version, label=label)
+            response = get_model_metadata_pb2.GetModelMetadataResponse()
+            response.model_spec.name = servable.name
+            response.model_spec.version.value = servable.version
+            response.metadata["signature_def"].Pack(servable.signature_defs)
+            return response
+
+    async def MultiInference(self, request: Any, context: Any) -> Any:  # noqa: N802
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED, "MultiInference is not supported; call Classify or Regress per signature"
+        )
+
+
+class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
+    def __init__(self, service: InferenceService) -> None:
+        self.service = service
+
+    async def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+        async with _Call(self.service, context, api="status", model=request.model_spec.name):
+            name, version, label = _spec(request.model_spec)
+            statuses = self.service.registry.status(name, version=version, label=label)
+            response = get_model_status_pb2.GetModelStatusResponse()
+            for status in statuses:
+                entry = response.model_version_status.add()
+                entry.version = status.version
+                entry.state = status.state.value
+                entry.status.error_code = status.error_code.number
+                entry.status.error_message = status.error_message
+            return response
+
+    async def HandleReloadConfigRequest(self, request: Any, context: Any) -> Any:  # noqa: N802
+        # Reconfiguring over the network would let any client point the server at arbitrary
+        # directories; the config file (re-read every --model_config_file_poll_wait_seconds)
+        # is the operator-controlled way to change what is served.
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "HandleReloadConfigRequest is disabled; edit --model_config_file and set "
+            "--model_config_file_poll_wait_seconds instead",
+        )
+
+
+def add_servicers(server: grpc.aio.Server, service: InferenceService) -> None:
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(PredictionServicer(service), server)
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelServicer(service), server)

@@ -1,0 +1,489 @@
+"""TF Serving's REST JSON codec: requests to arrays and tf.Examples, results back to JSON.
+
+Follows TF Serving's handler code (json_tensor.cc): row ("instances") and columnar ("inputs")
+formats, {"b64": ...} binary strings, NaN/Infinity tokens, "results" for classify/regress,
+outputs named ``*_bytes`` written as b64. Errors are INVALID_ARGUMENT RequestErrors whose
+message names the input and quotes what the signature expects.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+import numpy as np
+
+from tfpilot.serve.servable import SignatureInfo, TensorSpecInfo
+from tfpilot.serve.status import RequestError
+
+__all__ = [
+    "ROW",
+    "COLUMNAR",
+    "parse_json_body",
+    "signature_name_of",
+    "decode_predict_request",
+    "encode_predict_response",
+    "decode_examples",
+    "encode_tensor",
+    "dumps",
+]
+
+ROW = "row"
+COLUMNAR = "columnar"
+
+# TF's DataTypeString names, used in messages so they read like TF Serving's.
+_TF_TYPE_NAME = {"float32": "float", "float64": "double", "float16": "half"}
+_FLOAT_TYPES = {"float16", "float32", "float64", "bfloat16", "half"}
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+# Largest integer each float type holds exactly (TF Serving rejects lossy conversions).
+_EXACT_INT = {"float32": 2**24, "float64": 2**53}
+# float32 outputs are printed in their shortest round-trip form (as TF Serving does) up to this
+# many elements; beyond it the exact double value is printed, which is lossless and 30x cheaper.
+_SHORTEST_FLOAT_LIMIT = 16384
+
+
+def dumps(document: Any) -> bytes:
+    # allow_nan (the default) writes NaN / Infinity / -Infinity, TF Serving's tokens.
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "Null"
+    if value is True:
+        return "True"
+    if value is False:
+        return "False"
+    if isinstance(value, dict):
+        return "Object"
+    if isinstance(value, list):
+        return "Array"
+    if isinstance(value, str):
+        return "String"
+    return "Number"
+
+
+def _quote(value: Any, limit: int = 80) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_b64(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("b64"), str)
+
+
+def _decode_b64(value: dict[str, str]) -> bytes:
+    text = value["b64"]
+    try:
+        # URL-safe alphabet too: TF Serving's absl::Base64Unescape accepts both via WebSafe.
+        if "-" in text or "_" in text:
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise RequestError.invalid(f"Unable to base64 decode: {_quote(value)}") from None
+
+
+# --------------------------------------------------------------------------------- requests
+
+
+def parse_json_body(body: bytes) -> dict[str, Any]:
+    if not body or not body.strip():
+        raise RequestError.invalid("JSON Parse error: The document is empty")
+    try:
+        document = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise RequestError.invalid(f"JSON Parse error: {error.msg} at offset: {error.pos}") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise RequestError.invalid(f"JSON Parse error: {error}") from None
+    except RecursionError:
+        raise RequestError.invalid("JSON Parse error: document nested too deeply") from None
+    if not isinstance(document, dict):
+        raise RequestError.invalid(f"JSON Value: {_quote(document)} Is not object")
+    return document
+
+
+def signature_name_of(document: dict[str, Any]) -> str:
+    name = document.get("signature_name", "")
+    if not isinstance(name, str):
+        raise RequestError.invalid(
+            f"JSON Value: {_quote(name)} not formatted correctly. 'signature_name' key must be a string value."
+        )
+    return name or "serving_default"
+
+
+def decode_predict_request(
+    document: dict[str, Any], signature: SignatureInfo, *, may_contain_booleans: bool = True
+) -> tuple[dict[str, np.ndarray], str]:
+    """Arrays for each signature input, and the request format (ROW or COLUMNAR).
+
+    ``may_contain_booleans`` False lets numeric inputs skip the per-value check (numpy would
+    otherwise silently read ``true`` as 1); the REST handler derives it from the raw body.
+    """
+    if not signature.inputs:
+        raise RequestError.invalid(f"Failed to get input map for signature: {signature.name}")
+    has_instances, has_inputs = "instances" in document, "inputs" in document
+    if has_instances and has_inputs:
+        raise RequestError.invalid(
+            "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist"
+        )
+    if has_instances:
+        return _decode_rows(document["instances"], signature, may_contain_booleans), ROW
+    if has_inputs:
+        return _decode_columns(document["inputs"], signature, may_contain_booleans), COLUMNAR
+    raise RequestError.invalid(
+        f"Missing 'inputs' or 'instances' key; signature `{signature.name}` expects {signature.describe_inputs()}"
+    )
+
+
+def _decode_rows(instances: Any, signature: SignatureInfo, booleans: bool) -> dict[str, np.ndarray]:
+    if not isinstance(instances, list):
+        raise RequestError.invalid("Excepting 'instances' to be an list/array")
+    if not instances:
+        raise RequestError.invalid("No values in 'instances' array")
+    names = sorted(signature.inputs)
+    named = isinstance(instances[0], dict) and not _is_b64(instances[0])
+    if not named and len(names) > 1:
+        raise RequestError.invalid(
+            "instances is a plain list, but expecting list of objects as multiple input tensors required as per "
+            f"tensorinfo_map; signature `{signature.name}` expects {signature.describe_inputs()}"
+        )
+    if named:
+        columns: dict[str, list[Any]] = {name: [] for name in names}
+        for index, item in enumerate(instances):
+            if not isinstance(item, dict) or _is_b64(item):
+                raise RequestError.invalid(f"Expecting object but got list at item {index} of input list")
+            if set(item) != set(names):
+                raise RequestError.invalid(
+                    f"Failed to process element: {index} of 'instances' list. JSON object: {_quote(item)} keys "
+                    f"must be equal to: {','.join(names)}"
+                )
+            for name in names:
+                columns[name].append(item[name])
+    else:
+        for index, item in enumerate(instances):
+            if isinstance(item, dict) and not _is_b64(item):
+                raise RequestError.invalid(f"Expecting value/list but got object at item {index} of input list")
+        columns = {names[0]: instances}
+    return {name: to_array(column, signature.inputs[name], booleans) for name, column in columns.items()}
+
+
+def _decode_columns(value: Any, signature: SignatureInfo, booleans: bool) -> dict[str, np.ndarray]:
+    names = sorted(signature.inputs)
+    if not isinstance(value, dict) or _is_b64(value):
+        if len(names) > 1:
+            raise RequestError.invalid(
+                "inputs is a plain value/list, but expecting an object as multiple input tensors required as per "
+                f"tensorinfo_map; signature `{signature.name}` expects {signature.describe_inputs()}"
+            )
+        return {names[0]: to_array(value, signature.inputs[names[0]], booleans)}
+    arrays = {}
+    for name in names:
+        if name not in value:
+            raise RequestError.invalid(
+                f"Missing named input: {name} in 'inputs' object; signature `{signature.name}` expects "
+                f"{signature.describe_inputs()}"
+            )
+        arrays[name] = to_array(value[name], signature.inputs[name], booleans)
+    return arrays
+
+
+def _expects(spec: TensorSpecInfo) -> str:
+    return f"input `{spec.key}` expects {spec.describe()}"
+
+
+def to_array(value: Any, spec: TensorSpecInfo, may_contain_booleans: bool = True) -> np.ndarray:
+    """Convert one JSON tensor (scalar or nested lists) to an array of the spec's dtype."""
+    array = None
+    if spec.dtype in _FLOAT_TYPES or spec.dtype in _INT_TYPES:
+        array = _numeric_fast_path(value, spec, may_contain_booleans)
+    elif spec.dtype == "bool" and not isinstance(value, dict):
+        try:
+            candidate = np.asarray(value)
+        except (ValueError, TypeError, OverflowError):
+            candidate = None
+        if candidate is not None and candidate.dtype.kind == "b":
+            array = candidate
+    if array is None:
+        array = _slow_path(value, spec)
+    if not spec.accepts_shape(array.shape):
+        got = "[" + ",".join(str(d) for d in array.shape) + "]"
+        raise RequestError.invalid(f"{_expects(spec)}, got shape {got}")
+    return array
+
+
+def _numeric_fast_path(value: Any, spec: TensorSpecInfo, may_contain_booleans: bool) -> np.ndarray | None:
+    if may_contain_booleans or isinstance(value, dict):
+        return None
+    try:
+        candidate = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        return None  # ragged or mixed: the slow path names the offending value
+    kind = candidate.dtype.kind
+    if spec.dtype in _FLOAT_TYPES:
+        if kind not in "fiu":
+            return None
+        if kind in "iu" and spec.dtype in _EXACT_INT and candidate.size:
+            if np.abs(candidate).max() > _EXACT_INT[spec.dtype]:
+                return None
+        if kind == "f" and spec.dtype == "float32" and candidate.size:
+            finite = candidate[np.isfinite(candidate)]
+            if finite.size and np.abs(finite).max() > np.finfo(np.float32).max:
+                return None
+        return candidate.astype(spec.numpy_dtype, copy=False)
+    if kind not in "iu":
+        return None
+    info = np.iinfo(spec.numpy_dtype)
+    if candidate.size and (candidate.min() < info.min or candidate.max() > info.max):
+        return None
+    return candidate.astype(spec.numpy_dtype, copy=False)
+
+
+def _infer_shape(value: Any) -> list[int]:
+    # As TF Serving: the shape follows the first element at every level; the fill pass then
+    # rejects any list whose length differs.
+    shape = []
+    while isinstance(value, list):
+        shape.append(len(value))
+        if not value:
+            break
+        value = value[0]
+    return shape
+
+
+def _slow_path(value: Any, spec: TensorSpecInfo) -> np.ndarray:
+    shape = _infer_shape(value)
+    flat: list[Any] = []
+    convert = _leaf_converter(spec)
+    _fill(value, 0, shape, flat, convert, spec)
+    if spec.dtype == "string":
+        array = np.empty(len(flat), dtype=object)
+        array[:] = flat
+        return array.reshape(shape)
+    return np.asarray(flat, dtype=spec.numpy_dtype).reshape(shape)
+
+
+def _fill(value: Any, level: int, shape: list[int], flat: list[Any], convert: Any, spec: TensorSpecInfo) -> None:
+    rank = len(shape)
+    if not isinstance(value, list):
+        if level != rank:
+            raise RequestError.invalid(
+                f"{_expects(spec)}, got a ragged list: JSON Value: {_quote(value)} found at incorrect level: "
+                f"{level + 1} in the JSON DOM. Expected at level: {rank}"
+            )
+        flat.append(convert(value))
+        return
+    if level >= rank:
+        raise RequestError.invalid(
+            f"{_expects(spec)}, got a ragged list: Encountered list at unexpected level: {level} expected < {rank}"
+        )
+    if len(value) != shape[level]:
+        raise RequestError.invalid(
+            f"{_expects(spec)}, got a ragged list: Encountered list at unexpected size: {len(value)} at level: "
+            f"{level} expected size: {shape[level]}"
+        )
+    for item in value:
+        _fill(item, level + 1, shape, flat, convert, spec)
+
+
+def _leaf_converter(spec: TensorSpecInfo) -> Any:
+    dtype = spec.dtype
+    type_name = _TF_TYPE_NAME.get(dtype, dtype)
+
+    def type_error(value: Any) -> RequestError:
+        return RequestError.invalid(
+            f"{_expects(spec)}, got {_json_type(value).lower()}: JSON Value: {_quote(value)} Type: "
+            f"{_json_type(value)} is not of expected type: {type_name}"
+        )
+
+    if dtype == "string":
+
+        def convert_string(value: Any) -> bytes:
+            if isinstance(value, str):
+                return value.encode("utf-8")
+            if _is_b64(value):
+                return _decode_b64(value)
+            if isinstance(value, dict):
+                raise RequestError.invalid(
+                    f"{_expects(spec)}: JSON Value: {_quote(value)} not formatted correctly for base64 data"
+                )
+            raise type_error(value)
+
+        return convert_string
+    if dtype == "bool":
+
+        def convert_bool(value: Any) -> bool:
+            if isinstance(value, bool):
+                return value
+            raise type_error(value)
+
+        return convert_bool
+    if dtype in _INT_TYPES:
+        info = np.iinfo(np.dtype(dtype))
+
+        def convert_int(value: Any) -> int:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise type_error(value)
+            if not info.min <= value <= info.max:
+                raise RequestError.invalid(f"{_expects(spec)}, got {value}, which is out of range for {type_name}")
+            return value
+
+        return convert_int
+    if dtype in _FLOAT_TYPES:
+        exact = _EXACT_INT.get(dtype)
+        largest = float(np.finfo(np.float32).max) if dtype == "float32" else None
+
+        def convert_float(value: Any) -> float:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise type_error(value)
+            lossy = (isinstance(value, int) and exact is not None and abs(value) > exact) or (
+                isinstance(value, float) and largest is not None and np.isfinite(value) and abs(value) > largest
+            )
+            if lossy:
+                raise RequestError.invalid(
+                    f"{_expects(spec)}: Cannot convert JSON value: {_quote(value)} to {type_name} without loss of precision."
+                )
+            return float(value)
+
+        return convert_float
+
+    def unsupported(value: Any) -> Any:
+        raise RequestError.invalid(f"{_expects(spec)}: conversion of JSON values to {dtype} is not supported")
+
+    return unsupported
+
+
+# -------------------------------------------------------------------------------- responses
+
+
+def encode_tensor(array: np.ndarray, *, as_bytes: bool = False) -> Any:
+    """A JSON-able value for one tensor (nested lists; bytes as text or {"b64": ...})."""
+    kind = array.dtype.kind
+    if kind == "f" or array.dtype.name == "bfloat16":
+        if array.dtype.itemsize < 8 and array.size <= _SHORTEST_FLOAT_LIMIT:
+            # str() of a float32 is its shortest round-trip text; read back as a double, it
+            # prints the same way (0.1 rather than 0.10000000149011612).
+            return array.astype(str).astype(np.float64).tolist()
+        return array.astype(np.float64, copy=False).tolist()
+    if kind in "iub":
+        return array.tolist()
+    if kind in "OSU":
+        flat = [_encode_bytes(item, as_bytes) for item in array.reshape(-1).tolist()]
+        if array.ndim == 0:
+            return flat[0]
+        holder = np.empty(len(flat), dtype=object)
+        holder[:] = flat
+        return holder.reshape(array.shape).tolist()
+    return array.tolist()
+
+
+def _encode_bytes(item: Any, as_bytes: bool) -> Any:
+    if isinstance(item, str):
+        item = item.encode("utf-8")
+    if not as_bytes:
+        try:
+            return item.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # not text: fall back to b64 so the response stays valid JSON
+    return {"b64": base64.b64encode(item).decode("ascii")}
+
+
+def encode_predict_response(outputs: dict[str, np.ndarray], request_format: str) -> dict[str, Any]:
+    if not outputs:
+        raise RequestError.invalid("Cannot convert empty tensor map to JSON")
+    names = sorted(outputs)
+    if request_format == COLUMNAR:
+        encoded = {name: encode_tensor(outputs[name], as_bytes=name.endswith("_bytes")) for name in names}
+        return {"outputs": encoded[names[0]] if len(names) == 1 else encoded}
+    batch_size = None
+    for name in names:
+        array = outputs[name]
+        if array.ndim == 0:
+            raise RequestError.invalid(f"Tensor name: {name} has no shape information ")
+        if batch_size is not None and array.shape[0] != batch_size:
+            raise RequestError.invalid(
+                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} expecting: {batch_size}"
+            )
+        batch_size = array.shape[0]
+    encoded = {name: encode_tensor(outputs[name], as_bytes=name.endswith("_bytes")) for name in names}
+    if len(names) == 1:
+        return {"predictions": encoded[names[0]]}
+    return {"predictions": [{name: encoded[name][index] for name in names} for index in range(batch_size or 0)]}
+
+
+# --------------------------------------------------------------------- classify / regress
+
+
+def decode_examples(document: dict[str, Any], *, method: str) -> list[bytes]:
+    """Serialized tf.Examples from {"context"?, "examples": [...]}, context merged into each."""
+    from tensorflow.core.example import example_pb2
+
+    context = None
+    if "context" in document:
+        context = _make_example(document["context"], example_pb2)
+    if "examples" not in document:
+        raise RequestError.invalid(f"When method is {method}, key 'examples' is expected and was not found")
+    examples = document["examples"]
+    if not isinstance(examples, list):
+        raise RequestError.invalid("Expecting 'examples' value to be an list/array")
+    if not examples:
+        raise RequestError.invalid("'examples' value is an empty array")
+    serialized = []
+    for item in examples:
+        example = _make_example(item, example_pb2)
+        if context is not None:
+            shared = set(context.features.feature) & set(example.features.feature)
+            if shared:
+                raise RequestError.invalid(
+                    f"feature(s) {', '.join(sorted(shared))} appear in both 'context' and 'examples'; keep each in one"
+                )
+            for name, feature in context.features.feature.items():
+                example.features.feature[name].CopyFrom(feature)
+        serialized.append(example.SerializeToString())
+    return serialized
+
+
+def _make_example(value: Any, example_pb2: Any) -> Any:
+    if not isinstance(value, dict):
+        raise RequestError.invalid(f"Example must be JSON object but got JSON {_json_type(value)}")
+    example = example_pb2.Example()
+    for name, content in value.items():
+        items = content if isinstance(content, list) else [content]
+        kind = None
+        values: list[Any] = []
+        for item in items:
+            item_kind, converted = _feature_value(name, item)
+            if kind is not None and item_kind != kind:
+                raise RequestError.invalid(f"Unexpected element type in feature: {name} expecting type: {kind}")
+            kind = item_kind
+            values.append(converted)
+        feature = example.features.feature[name]
+        if kind == "float":
+            feature.float_list.value.extend(values)
+        elif kind == "int64":
+            feature.int64_list.value.extend(values)
+        elif kind == "bytes":
+            feature.bytes_list.value.extend(values)
+    return example
+
+
+def _feature_value(name: str, item: Any) -> tuple[str, Any]:
+    if isinstance(item, bool):
+        return "int64", int(item)
+    if isinstance(item, int):
+        if not -(2**63) <= item < 2**63:
+            raise RequestError.invalid(f"Feature: {name} has an element out of int64 range: {item}")
+        return "int64", item
+    if isinstance(item, float):
+        if np.isfinite(item) and abs(item) > float(np.finfo(np.float32).max):
+            raise RequestError.invalid(f"Cannot convert JSON value: {item} to float without loss of precision.")
+        return "float", item
+    if isinstance(item, str):
+        return "bytes", item.encode("utf-8")
+    if _is_b64(item):
+        return "bytes", _decode_b64(item)
+    raise RequestError.invalid(f"Feature: {name} has element with unexpected JSON type: {_json_type(item)}")

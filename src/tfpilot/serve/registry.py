@@ -1,0 +1,344 @@
+"""Model versions: discover them on disk, load and unload by policy, resolve requests.
+
+A base path holds numeric version subdirectories (anything else is ignored). A version is
+tried only once it is complete (saved_model.pb and variables/ present), and served only once
+it has loaded and warmed up. Transitions preserve availability: a new version becomes
+AVAILABLE before an old one unloads, and a version that fails to load is reported in status
+(END with its error) while the versions already serving keep serving. A failed version is
+retried only when its files change, so a half-copied version recovers once the copy ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gc
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tfpilot.serve.model_config import ServedModel, VersionPolicy, check_base_path
+from tfpilot.serve.servable import Servable, load_servable
+from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.warmup import warmup_servable
+
+__all__ = ["ModelState", "VersionStatus", "ModelRegistry", "scan_versions", "is_complete_version"]
+
+_log = logging.getLogger("tfpilot.serve")
+_VERSION_DIR = re.compile(r"[0-9]+")
+_MAX_INT64 = 2**63 - 1
+
+
+class ModelState(enum.Enum):
+    """TF Serving's ModelVersionStatus.State, with its proto numbers."""
+
+    UNKNOWN = 0
+    START = 10
+    LOADING = 20
+    AVAILABLE = 30
+    UNLOADING = 40
+    END = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionStatus:
+    version: int
+    state: ModelState
+    error_code: Code = Code.OK
+    error_message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        # TF Serving's REST shape: int64 version as a string, enum names, status always present.
+        return {
+            "version": str(self.version),
+            "state": self.state.name,
+            "status": {"error_code": self.error_code.name, "error_message": self.error_message},
+        }
+
+
+@dataclasses.dataclass
+class _Version:
+    version: int
+    path: Path
+    state: ModelState
+    servable: Servable | None = None
+    error_code: Code = Code.OK
+    error_message: str = ""
+    fingerprint: tuple[Any, ...] | None = None
+
+    def status(self) -> VersionStatus:
+        return VersionStatus(self.version, self.state, self.error_code, self.error_message)
+
+
+@dataclasses.dataclass
+class _Model:
+    config: ServedModel
+    versions: dict[int, _Version] = dataclasses.field(default_factory=dict)
+
+
+def scan_versions(base_path: Path) -> dict[int, Path]:
+    """Numeric subdirectories of ``base_path`` (hidden temp dirs and other names ignored)."""
+    found: dict[int, Path] = {}
+    try:
+        entries = list(os.scandir(base_path))
+    except OSError:
+        return found
+    for entry in entries:
+        if _VERSION_DIR.fullmatch(entry.name) and entry.is_dir():
+            number = int(entry.name)
+            if number <= _MAX_INT64:
+                found[number] = Path(entry.path)
+    return found
+
+
+def is_complete_version(path: Path) -> bool:
+    has_graph = (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
+    return has_graph and (path / "variables").is_dir()
+
+
+def _fingerprint(path: Path) -> tuple[Any, ...]:
+    items = []
+    for root, _, files in os.walk(path):
+        for name in files:
+            full = os.path.join(root, name)
+            try:
+                info = os.stat(full)
+            except OSError:
+                continue
+            items.append((os.path.relpath(full, path), info.st_size, info.st_mtime_ns))
+    return tuple(sorted(items))
+
+
+def _describe(version: int | None, name: str) -> str:
+    return f"Specific({name}, {version})" if version is not None else f"Latest({name})"
+
+
+class ModelRegistry:
+    """Thread-safe: ``poll`` runs in a background thread, ``resolve`` on the request path."""
+
+    def __init__(
+        self,
+        models: list[ServedModel],
+        *,
+        enable_warmup: bool = True,
+        loader: Callable[..., Servable] = load_servable,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._poll_lock = threading.Lock()
+        self._enable_warmup = enable_warmup
+        self._loader = loader
+        self._models: dict[str, _Model] = {}
+        self.set_models(models)
+
+    # ----------------------------------------------------------------------- config
+
+    def set_models(self, models: list[ServedModel]) -> None:
+        """Serve exactly these models (the ModelService.HandleReloadConfigRequest semantics)."""
+        checked = []
+        for model in models:
+            path = check_base_path(model.base_path, model_name=model.name)
+            checked.append(dataclasses.replace(model, base_path=path))
+        names = [model.name for model in checked]
+        if len(set(names)) != len(names):
+            raise RequestError.invalid(f"model names must be unique, got {names}")
+        removed: list[_Model] = []
+        with self._lock:
+            for name in list(self._models):
+                if name not in names:
+                    removed.append(self._models.pop(name))
+            for model in checked:
+                existing = self._models.get(model.name)
+                if existing is None or existing.config.base_path != model.base_path:
+                    if existing is not None:
+                        removed.append(existing)
+                    self._models[model.name] = _Model(model)
+                else:
+                    existing.config = model
+        for model in removed:
+            for record in list(model.versions.values()):
+                self._unload(model, record)
+
+    @property
+    def models(self) -> list[ServedModel]:
+        with self._lock:
+            return [model.config for model in self._models.values()]
+
+    def model_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._models)
+
+    # ------------------------------------------------------------------------ polling
+
+    def poll(self) -> None:
+        """One pass over every base path: load what the policy wants, then unload the rest."""
+        with self._poll_lock:
+            with self._lock:
+                models = list(self._models.values())
+            for model in models:
+                try:
+                    self._poll_model(model)
+                except Exception:  # one model's surprise must not stop the others reloading
+                    _log.exception("polling model %s failed", model.config.name)
+
+    def _poll_model(self, model: _Model) -> None:
+        config = model.config
+        on_disk = scan_versions(config.base_path)
+        complete = {version: path for version, path in on_disk.items() if is_complete_version(path)}
+        candidates = []
+        for version, path in complete.items():
+            record = model.versions.get(version)
+            if record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path):
+                continue  # failed before and unchanged since: do not hammer the loader
+            candidates.append(version)
+        aspired = config.version_policy.select(candidates)
+        for version in sorted(aspired, reverse=True):
+            record = model.versions.get(version)
+            if record is None or record.state != ModelState.AVAILABLE:
+                self._load(model, version, complete[version])
+        with self._lock:
+            serving = [r for v, r in model.versions.items() if v in aspired and r.state == ModelState.AVAILABLE]
+            retire = [
+                record
+                for version, record in model.versions.items()
+                if record.state == ModelState.AVAILABLE and version not in aspired and (serving or version not in on_disk)
+            ]
+        for record in retire:
+            self._unload(model, record)
+        if retire:
+            gc.collect()  # free the retired graphs now, not at some later collection
+        with self._lock:
+            for version in [v for v, r in model.versions.items() if r.state == ModelState.END and v not in on_disk]:
+                del model.versions[version]
+
+    def _load(self, model: _Model, version: int, path: Path) -> None:
+        name = model.config.name
+        record = _Version(version=version, path=path, state=ModelState.LOADING)
+        with self._lock:
+            model.versions[version] = record
+        _log.info("loading model %s version %d from %s", name, version, path)
+        try:
+            servable = self._loader(name=name, version=version, path=path)
+            if self._enable_warmup:
+                warmup_servable(servable)
+        except Exception as error:
+            message = str(error) or type(error).__name__
+            with self._lock:
+                record.state = ModelState.END
+                record.error_code = Code.UNKNOWN
+                record.error_message = message
+                record.fingerprint = _fingerprint(path)
+            _log.warning("model %s version %d failed to load and is not served: %s", name, version, message)
+            return
+        with self._lock:
+            if model.versions.get(version) is record:
+                record.servable = servable
+                record.state = ModelState.AVAILABLE
+        _log.info("model %s version %d is AVAILABLE", name, version)
+
+    def _unload(self, model: _Model, record: _Version) -> None:
+        with self._lock:
+            if record.state != ModelState.AVAILABLE:
+                if record.state == ModelState.LOADING:
+                    record.state = ModelState.END
+                return
+            record.state = ModelState.UNLOADING
+            servable, record.servable = record.servable, None
+        if servable is not None:
+            servable.unload()
+        with self._lock:
+            record.state = ModelState.END
+        _log.info("model %s version %d unloaded", model.config.name, record.version)
+
+    def unload_all(self) -> None:
+        with self._lock:
+            models = list(self._models.values())
+        for model in models:
+            for record in list(model.versions.values()):
+                self._unload(model, record)
+        gc.collect()
+
+    # ----------------------------------------------------------------------- requests
+
+    def _model(self, name: str, version: int | None) -> _Model:
+        model = self._models.get(name)
+        if model is None:
+            served = ", ".join(sorted(self._models)) or "none"
+            raise RequestError.not_found(
+                f"Servable not found for request: {_describe(version, name)}; served models: {served}"
+            )
+        return model
+
+    def _label_version(self, model: _Model, label: str) -> int:
+        version = model.config.version_labels.get(label)
+        if version is None:
+            known = ", ".join(sorted(model.config.version_labels)) or "none"
+            raise RequestError.not_found(f"Unrecognized servable version label: {label}; labels: {known}")
+        return version
+
+    def resolve(self, name: str, *, version: int | None = None, label: str | None = None) -> Servable:
+        """The servable that should answer a request, or a NOT_FOUND / UNAVAILABLE error."""
+        with self._lock:
+            model = self._model(name, version)
+            if label is not None:
+                version = self._label_version(model, label)
+            if version is not None:
+                record = model.versions.get(version)
+                if record is None or record.state != ModelState.AVAILABLE or record.servable is None:
+                    raise RequestError.not_found(f"Servable not found for request: {_describe(version, name)}")
+                return record.servable
+            available = [r for r in model.versions.values() if r.state == ModelState.AVAILABLE and r.servable]
+            if not available:
+                states = ", ".join(f"{r.version}: {r.state.name}" for r in model.versions.values()) or "no versions"
+                raise RequestError(
+                    Code.UNAVAILABLE,
+                    f"Servable not found for request: {_describe(None, name)}; no version is AVAILABLE yet "
+                    f"({states}) under {model.config.base_path}",
+                )
+            servable = max(available, key=lambda r: r.version).servable
+            assert servable is not None
+            return servable
+
+    def status(self, name: str, *, version: int | None = None, label: str | None = None) -> list[VersionStatus]:
+        with self._lock:
+            model = self._models.get(name)
+            if model is None:
+                raise RequestError.not_found(f"Could not find any versions of model {name}")
+            if label is not None:
+                version = self._label_version(model, label)
+            if version is not None:
+                record = model.versions.get(version)
+                if record is None:
+                    raise RequestError.not_found(f"Could not find version {version} of model {name}")
+                return [record.status()]
+            if not model.versions:
+                raise RequestError.not_found(f"Could not find any versions of model {name}")
+            return [model.versions[v].status() for v in sorted(model.versions, reverse=True)]
+
+    def all_status(self) -> dict[str, list[VersionStatus]]:
+        with self._lock:
+            return {
+                name: [model.versions[v].status() for v in sorted(model.versions, reverse=True)]
+                for name, model in sorted(self._models.items())
+            }
+
+    def labels(self, name: str) -> dict[str, int]:
+        with self._lock:
+            model = self._models.get(name)
+            return dict(model.config.version_labels) if model else {}
+
+    def policy(self, name: str) -> VersionPolicy | None:
+        with self._lock:
+            model = self._models.get(name)
+            return model.config.version_policy if model else None
+
+    def readiness(self) -> dict[str, bool]:
+        """Whether each configured model has at least one AVAILABLE version."""
+        with self._lock:
+            return {
+                name: any(r.state == ModelState.AVAILABLE for r in model.versions.values())
+                for name, model in sorted(self._models.items())
+            }

@@ -1,0 +1,223 @@
+"""TF Serving's REST API on aiohttp, plus the endpoints its users ask for.
+
+    POST /v1/models/{name}[/versions/{v} | /labels/{l}]:(predict|classify|regress)
+    GET  /v1/models/{name}[/versions/{v} | /labels/{l}][/metadata]
+    GET  /v1/models                          (list; TF Serving answers 400 here)
+    GET  /healthz   GET /readyz   GET /monitoring/prometheus/metrics
+
+Every error is ``{"error": "..."}`` with TF Serving's status mapping (400, 404, 413, 429, 503,
+504). The handler never runs the model itself: arrays go through the shared batcher, which
+runs TF in worker threads, so the event loop keeps accepting requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import urllib.parse
+from typing import Any
+
+from aiohttp import web
+
+from tfpilot.serve.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from tfpilot.serve.metrics import MetricsRegistry
+from tfpilot.serve.protocol import (
+    decode_examples,
+    decode_predict_request,
+    dumps,
+    encode_predict_response,
+    parse_json_body,
+    signature_name_of,
+)
+from tfpilot.serve.servable import Servable
+from tfpilot.serve.service import InferenceService
+from tfpilot.serve.status import Code, RequestError
+
+__all__ = ["build_rest_app", "metadata_json", "PREDICT_PATH", "STATUS_PATH"]
+
+_log = logging.getLogger("tfpilot.serve")
+
+# TF Serving's own patterns (http_rest_api_handler.cc), matched on the raw path.
+PREDICT_PATH = re.compile(
+    r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?:(classify|regress|predict)", re.IGNORECASE
+)
+STATUS_PATH = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?(/metadata)?", re.IGNORECASE)
+_MAX_INT64 = 2**63 - 1
+
+
+def _json_response(document: Any, status: int = 200) -> web.Response:
+    return web.Response(body=dumps(document), status=status, content_type="application/json")
+
+
+def _error_response(error: RequestError) -> web.Response:
+    return _json_response({"error": error.message}, status=error.code.http_status)
+
+
+def _version(text: str | None) -> int | None:
+    if not text:
+        return None
+    value = int(text)
+    if value > _MAX_INT64:
+        raise RequestError.invalid(f"Failed to convert version: {text} to numeric.")
+    return value
+
+
+def metadata_json(servable: Servable) -> dict[str, Any]:
+    """GetModelMetadataResponse as TF Serving's REST handler prints it (snake_case, int64 as str)."""
+    cached = getattr(servable, "_metadata_json", None)
+    if cached is None:
+        from google.protobuf import json_format
+
+        cached = json_format.MessageToDict(
+            servable.signature_defs, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        servable._metadata_json = cached  # type: ignore[attr-defined]  # computed once per version
+    return {
+        "model_spec": {"name": servable.name, "signature_name": "", "version": str(servable.version)},
+        "metadata": {"signature_def": cached},
+    }
+
+
+class _RestHandler:
+    def __init__(
+        self, service: InferenceService, *, metrics: MetricsRegistry, max_request_bytes: int, timeout_seconds: float
+    ) -> None:
+        self.service = service
+        self.registry = service.registry
+        self.metrics = metrics
+        self.max_request_bytes = max_request_bytes
+        self.timeout = timeout_seconds
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.rel_url.raw_path
+        lowered = path.lower()
+        try:
+            if lowered.startswith("/v1/"):
+                return await self._api(request, path)
+            if lowered == "/v1":
+                raise RequestError.invalid(f"Malformed request: {request.method} {path}")
+            if request.method == "GET" and path == "/healthz":
+                return _json_response({"status": "ok"})
+            if request.method == "GET" and path == "/readyz":
+                readiness = self.registry.readiness()
+                ready = bool(readiness) and all(readiness.values())
+                return _json_response({"ready": ready, "models": readiness}, status=200 if ready else 503)
+            if request.method == "GET" and path == "/monitoring/prometheus/metrics":
+                return web.Response(
+                    body=self.metrics.render().encode("utf-8"), headers={"Content-Type": METRICS_CONTENT_TYPE}
+                )
+            raise RequestError.not_found(f"Not found: {request.method} {path}")
+        except RequestError as error:
+            return _error_response(error)
+        except Exception as error:  # a bug must answer 500 JSON, not drop the connection
+            _log.exception("unexpected error handling %s %s", request.method, path)
+            return _error_response(RequestError(Code.INTERNAL, f"Internal error: {type(error).__name__}: {error}"))
+
+    async def _api(self, request: web.Request, path: str) -> web.StreamResponse:
+        match = PREDICT_PATH.fullmatch(path)
+        if request.method == "POST" and match:
+            name, version, label, method = match.groups()
+            return await self._inference(request, urllib.parse.unquote(name), version, label, method.lower())
+        match = STATUS_PATH.fullmatch(path)
+        if request.method == "GET" and match:
+            name, version_text, label, metadata = match.groups()
+            if name is None:
+                if version_text or label or metadata:
+                    raise RequestError.invalid(f"Malformed request: {request.method} {path}")
+                return self._list_models()
+            name = urllib.parse.unquote(name)
+            label = urllib.parse.unquote(label) if label else None
+            timer = self.service.timer(api="metadata" if metadata else "status", protocol="rest", model=name)
+            try:
+                version = _version(version_text)
+                if metadata:
+                    servable = self.registry.resolve(name, version=version, label=label)
+                    return _json_response(metadata_json(servable))
+                statuses = self.registry.status(name, version=version, label=label)
+                return _json_response({"model_version_status": [s.to_json() for s in statuses]})
+            except RequestError as error:
+                timer.status = error.code
+                raise
+            finally:
+                timer.finish()
+        raise RequestError.invalid(f"Malformed request: {request.method} {path}")
+
+    def _list_models(self) -> web.Response:
+        models = []
+        for name, statuses in self.registry.all_status().items():
+            models.append(
+                {
+                    "name": name,
+                    "model_version_status": [s.to_json() for s in statuses],
+                    "version_labels": {label: str(v) for label, v in sorted(self.registry.labels(name).items())},
+                }
+            )
+        return _json_response({"models": models})
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        too_large = RequestError(
+            Code.RESOURCE_EXHAUSTED,
+            f"Request body exceeds --max_request_bytes {self.max_request_bytes}; send fewer instances per request",
+        )
+        if request.content_length is not None and request.content_length > self.max_request_bytes:
+            raise too_large
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise too_large from None
+
+    async def _inference(
+        self, request: web.Request, name: str, version_text: str | None, label: str | None, method: str
+    ) -> web.Response:
+        timer = self.service.timer(api=method, protocol="rest", model=name)
+        try:
+            try:
+                body = await self._read_body(request)
+            except RequestError as error:
+                timer.status = error.code
+                # 413 is what an HTTP client expects for an oversized body (TF Serving has none).
+                return _json_response({"error": error.message}, status=413)
+            version = _version(version_text)
+            label = urllib.parse.unquote(label) if label else None
+            document = parse_json_body(body)
+            signature_name = signature_name_of(document)
+            servable = self.service.resolve(name, version=version, label=label)
+            if method == "predict":
+                signature = servable.signature(signature_name)
+                booleans = b"true" in body or b"false" in body
+                inputs, request_format = decode_predict_request(document, signature, may_contain_booleans=booleans)
+                outputs = await self.service.predict(servable, signature, inputs, timeout=self.timeout)
+                return _json_response(encode_predict_response(outputs, request_format))
+            examples = decode_examples(document, method=method)
+            if method == "classify":
+                _, classes = await self.service.classify(servable, signature_name, examples, timeout=self.timeout)
+                return _json_response({"results": [[[label_, score] for label_, score in row] for row in classes]})
+            _, values = await self.service.regress(servable, signature_name, examples, timeout=self.timeout)
+            return _json_response({"results": values})
+        except RequestError as error:
+            timer.status = error.code
+            return _error_response(error)
+        except asyncio.CancelledError:
+            timer.status = Code.CANCELLED  # the client went away
+            raise
+        except Exception as error:
+            timer.status = Code.INTERNAL
+            _log.exception("unexpected error in %s for model %s", method, name)
+            return _error_response(RequestError(Code.INTERNAL, f"Internal error: {type(error).__name__}: {error}"))
+        finally:
+            timer.finish()
+
+
+def build_rest_app(
+    service: InferenceService, *, metrics: MetricsRegistry, max_request_bytes: int, timeout_seconds: float
+) -> web.Application:
+    handler = _RestHandler(
+        service, metrics=metrics, max_request_bytes=max_request_bytes, timeout_seconds=timeout_seconds
+    )
+    # aiohttp enforces client_max_size while reading a chunked body too; +1 so the explicit
+    # Content-Length check above is the one that answers for exact-size bodies.
+    app = web.Application(client_max_size=max_request_bytes + 1)
+    app.router.add_route("*", "/{tail:.*}", handler.dispatch)
+    return app
+

@@ -1,0 +1,300 @@
+"""Wiring: registry + batcher + request log + metrics behind REST and gRPC on one event loop.
+
+``ModelServer.start()`` loads every model once (so the server answers as soon as it is up),
+then runs the event loop in a background thread and polls the base paths in another. It is
+what ``tfpilot serve`` runs and what tests and benchmarks start on port 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from tfpilot.errors import ServeError
+from tfpilot.serve.batching import Batcher
+from tfpilot.serve.metrics import MetricsRegistry, ServerMetrics
+from tfpilot.serve.model_config import BatchingParameters, ServedModel, load_model_config_file
+from tfpilot.serve.registry import ModelRegistry
+from tfpilot.serve.request_log import RequestLog
+
+__all__ = ["ServerOptions", "ModelServer", "DEFAULT_MAX_REQUEST_BYTES"]
+
+_log = logging.getLogger("tfpilot.serve")
+DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    """Everything `tfpilot serve` accepts; port None disables that API, 0 picks a free port."""
+
+    models: list[ServedModel]
+    host: str = "127.0.0.1"
+    grpc_port: int | None = 8500
+    rest_port: int | None = 8501
+    file_system_poll_wait_seconds: float = 1.0
+    model_config_file: Path | None = None
+    model_config_file_poll_wait_seconds: float = 0.0
+    batching: BatchingParameters | None = None
+    rest_api_timeout_in_ms: int = 30_000
+    enable_model_warmup: bool = True
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    request_log_path: Path | None = None
+    request_log_sample_rate: float = 1.0
+    request_log_max_rows: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes < 1:
+            raise ServeError(f"--max_request_bytes must be >= 1, got {self.max_request_bytes}")
+        if self.rest_api_timeout_in_ms < 1:
+            raise ServeError(f"--rest_api_timeout_in_ms must be >= 1, got {self.rest_api_timeout_in_ms}")
+        for name, port in (("--port", self.grpc_port), ("--rest_api_port", self.rest_port)):
+            if port is not None and not 0 <= port <= 65535:
+                raise ServeError(f"{name} must be within 0..65535 (0 picks a free port), got {port}")
+        if self.grpc_port is None and self.rest_port is None:
+            raise ServeError("both the REST and the gRPC API are disabled; enable at least one port")
+
+
+def _bind(host: str, port: int, *, what: str) -> socket.socket:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError as error:
+        raise ServeError(f"cannot bind the {what} port {port} on {host}: {error.strerror}; choose another port") from None
+    return sock
+
+
+class ModelServer:
+    def __init__(self, options: ServerOptions, *, metrics: MetricsRegistry | None = None) -> None:
+        self.options = options
+        self.metrics = metrics or MetricsRegistry()
+        self.server_metrics = ServerMetrics(self.metrics)
+        self.registry = ModelRegistry(options.models, enable_warmup=options.enable_model_warmup)
+        self.request_log: RequestLog | None = None
+        self.rest_port: int | None = None
+        self.grpc_port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._poll_thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._started = False
+        self._batcher: Batcher | None = None
+        self._shutdown: Any = None
+        self._config_mtime: float | None = None
+
+    # ------------------------------------------------------------------------- public
+
+    @property
+    def rest_url(self) -> str:
+        host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
+        return f"http://{host}:{self.rest_port}"
+
+    @property
+    def grpc_target(self) -> str:
+        host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
+        return f"{host}:{self.grpc_port}"
+
+    def start(self) -> ModelServer:
+        if self._started:
+            return self
+        options = self.options
+        if options.model_config_file is not None and options.model_config_file.exists():
+            self._config_mtime = options.model_config_file.stat().st_mtime
+        self.registry.poll()  # initial load: requests are answered from the first moment
+        if options.request_log_path is not None:
+            self.request_log = RequestLog(
+                options.request_log_path,
+                sample_rate=options.request_log_sample_rate,
+                max_rows=options.request_log_max_rows,
+            )
+        self._register_gauges()
+        rest_socket = _bind(options.host, options.rest_port, what="REST") if options.rest_port is not None else None
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run_loop() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self._shutdown = loop.run_until_complete(self._start_async(rest_socket))
+            except BaseException as error:
+                failure.append(error)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(self._shutdown())
+                loop.close()
+                self._stopped.set()
+
+        self._loop_thread = threading.Thread(target=run_loop, name="tfpilot-serve-loop", daemon=True)
+        self._loop_thread.start()
+        ready.wait()
+        if failure:
+            if rest_socket is not None:
+                rest_socket.close()
+            if self.request_log is not None:
+                self.request_log.close()
+            error = failure[0]
+            raise error if isinstance(error, ServeError) else ServeError(f"server failed to start: {error}")
+        if options.file_system_poll_wait_seconds > 0 or options.model_config_file_poll_wait_seconds > 0:
+            self._poll_thread = threading.Thread(target=self._poll_loop, name="tfpilot-serve-poll", daemon=True)
+            self._poll_thread.start()
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        if not self._started or self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout=30)
+        if self._poll_thread is not None:
+            self._poll_thread.join(timeout=30)
+        if self._batcher is not None:
+            self._batcher.close()
+        if self.request_log is not None:
+            self.request_log.close()
+        self.registry.unload_all()
+
+    def wait(self) -> None:
+        """Block until ``stop()`` is called (from a signal handler, say)."""
+        while not self._stopped.wait(0.5):
+            pass
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------------- internals
+
+    def _register_gauges(self) -> None:
+        def queue_depth() -> dict[tuple[str, ...], float]:
+            depth = self._batcher.queue_depth() if self._batcher else {}
+            return {(name,): float(depth.get(name, 0)) for name in self.registry.model_names()}
+
+        def version_states() -> dict[tuple[str, ...], float]:
+            counts: dict[tuple[str, ...], float] = {}
+            for name, statuses in self.registry.all_status().items():
+                for status in statuses:
+                    key = (name, status.state.name)
+                    counts[key] = counts.get(key, 0.0) + 1
+            return counts
+
+        def log_dropped() -> float:
+            return float(self.request_log.dropped) if self.request_log else 0.0
+
+        self.metrics.register_gauge(
+            "tfpilot_serve_queue_depth", "Rows waiting for a model call.", queue_depth, labelnames=("model",)
+        )
+        self.metrics.register_gauge(
+            "tfpilot_serve_model_versions", "Model versions by state.", version_states, labelnames=("model", "state")
+        )
+        self.metrics.register_gauge(
+            "tfpilot_serve_request_log_dropped", "Request-log records dropped (queue full or unwritable).", log_dropped
+        )
+
+    async def _start_async(self, rest_socket: socket.socket | None) -> Any:
+        from aiohttp import web
+
+        from tfpilot.serve.rest import build_rest_app
+        from tfpilot.serve.service import InferenceService
+
+        options = self.options
+        self._batcher = Batcher(options.batching, on_batch=self.server_metrics.observe_batch)
+        service = InferenceService(
+            registry=self.registry, batcher=self._batcher, metrics=self.server_metrics, request_log=self.request_log
+        )
+        runner = None
+        grpc_server = None
+        if rest_socket is not None:
+            app = build_rest_app(
+                service,
+                metrics=self.metrics,
+                max_request_bytes=options.max_request_bytes,
+                timeout_seconds=options.rest_api_timeout_in_ms / 1000.0,
+            )
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            await web.SockSite(runner, rest_socket).start()
+            self.rest_port = rest_socket.getsockname()[1]
+        if options.grpc_port is not None:
+            import grpc
+
+            from tfpilot.serve.grpc import add_servicers
+
+            grpc_server = grpc.aio.server(
+                options=[
+                    ("grpc.max_receive_message_length", options.max_request_bytes),
+                    ("grpc.max_send_message_length", -1),
+                    ("grpc.so_reuseport", 0),
+                ]
+            )
+            add_servicers(grpc_server, service)
+            host = options.host if ":" not in options.host else f"[{options.host}]"
+            try:
+                port = grpc_server.add_insecure_port(f"{host}:{options.grpc_port}")
+            except RuntimeError:
+                port = 0
+            if port == 0:
+                if runner is not None:
+                    await runner.cleanup()
+                raise ServeError(
+                    f"cannot bind the gRPC port {options.grpc_port} on {options.host}; choose another --port"
+                )
+            await grpc_server.start()
+            self.grpc_port = port
+
+        async def shutdown() -> None:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=2.0)
+            if runner is not None:
+                await runner.cleanup()
+
+        return shutdown
+
+    def _poll_loop(self) -> None:
+        options = self.options
+        intervals = [
+            s for s in (options.file_system_poll_wait_seconds, options.model_config_file_poll_wait_seconds) if s > 0
+        ]
+        wait = min(intervals)
+        config_wait = options.model_config_file_poll_wait_seconds
+        since_config = 0.0
+        while not self._stopping.wait(wait):
+            if options.model_config_file is not None and config_wait > 0:
+                since_config += wait
+                if since_config >= config_wait:
+                    since_config = 0.0
+                    self._reload_config_file(options.model_config_file)
+            if options.file_system_poll_wait_seconds > 0 or since_config == 0.0:
+                self.registry.poll()
+
+    def _reload_config_file(self, path: Path) -> None:
+        try:
+            mtime = path.stat().st_mtime
+            if mtime == self._config_mtime:
+                return
+            models = load_model_config_file(path)
+            self.registry.set_models(models)
+            self._config_mtime = mtime
+            _log.info("reloaded model config %s: %s", path, ", ".join(m.name for m in models))
+        except Exception as error:  # a bad edit keeps the current config serving
+            _log.warning("model config %s not reloaded: %s", path, error)

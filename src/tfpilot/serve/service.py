@@ -1,0 +1,186 @@
+"""What REST and gRPC share: resolve a servable, check the signature, batch, run, log.
+
+The front ends only translate their wire format to arrays (and back); every rule about
+signatures, classification/regression outputs and request logging lives here once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from tfpilot.serve.batching import Batcher
+from tfpilot.serve.metrics import ServerMetrics
+from tfpilot.serve.protocol import encode_tensor
+from tfpilot.serve.registry import ModelRegistry
+from tfpilot.serve.request_log import RequestLog
+from tfpilot.serve.servable import CLASSIFY_METHOD, REGRESS_METHOD, Servable, SignatureInfo
+from tfpilot.serve.status import Code, RequestError
+
+__all__ = ["InferenceService", "RequestTimer"]
+
+_UNKNOWN_MODEL = "_unknown"
+
+
+class RequestTimer:
+    """Times one request and records it in the metrics with its final status code."""
+
+    def __init__(self, service: InferenceService, *, api: str, protocol: str, model: str) -> None:
+        self._service = service
+        self.api = api
+        self.protocol = protocol
+        # Only configured names become label values: clients choose URLs, and unbounded label
+        # values would grow the metrics without limit.
+        self.model = model if model in service.registry.model_names() else _UNKNOWN_MODEL
+        self.status = Code.OK
+        self._start = time.perf_counter()
+
+    def finish(self) -> None:
+        self._service.metrics.observe_request(
+            model=self.model, api=self.api, protocol=self.protocol, status=self.status.name,
+            seconds=time.perf_counter() - self._start,
+        )
+
+
+class InferenceService:
+    def __init__(
+        self,
+        *,
+        registry: ModelRegistry,
+        batcher: Batcher,
+        metrics: ServerMetrics,
+        request_log: RequestLog | None = None,
+    ) -> None:
+        self.registry = registry
+        self.batcher = batcher
+        self.metrics = metrics
+        self.request_log = request_log
+
+    def timer(self, *, api: str, protocol: str, model: str) -> RequestTimer:
+        return RequestTimer(self, api=api, protocol=protocol, model=model)
+
+    def resolve(self, model: str, *, version: int | None = None, label: str | None = None) -> Servable:
+        return self.registry.resolve(model, version=version, label=label)
+
+    async def predict(
+        self,
+        servable: Servable,
+        signature: SignatureInfo,
+        inputs: dict[str, np.ndarray],
+        *,
+        timeout: float | None,
+        examples: bool = False,
+    ) -> dict[str, np.ndarray]:
+        outputs = await self.batcher.run(servable, signature.name, inputs, timeout=timeout)
+        if self.request_log is not None:
+            self.request_log.record(
+                model=servable.name,
+                version=servable.version,
+                signature=signature.name,
+                inputs=inputs,
+                outputs=outputs,
+                examples=examples,
+            )
+        return outputs
+
+    # ------------------------------------------------------------------ classification
+
+    async def classify(
+        self, servable: Servable, signature_name: str, examples: list[bytes], *, timeout: float | None
+    ) -> tuple[SignatureInfo, list[list[tuple[str, float]]]]:
+        signature = _example_signature(servable, signature_name, CLASSIFY_METHOD, "classification")
+        if "classes" not in signature.outputs and "scores" not in signature.outputs:
+            raise RequestError.invalid(
+                f"Expected classification signature `{signature.name}` outputs to contain at least one of "
+                f"classes or scores, got {', '.join(sorted(signature.outputs))}"
+            )
+        inputs = {"inputs": _string_batch(examples)}
+        outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
+        return signature, classification_results(outputs, len(examples))
+
+    async def regress(
+        self, servable: Servable, signature_name: str, examples: list[bytes], *, timeout: float | None
+    ) -> tuple[SignatureInfo, list[float]]:
+        signature = _example_signature(servable, signature_name, REGRESS_METHOD, "regression")
+        if "outputs" not in signature.outputs:
+            raise RequestError.invalid(
+                f"No regression outputs found in signature `{signature.name}`: expected output `outputs`, got "
+                f"{', '.join(sorted(signature.outputs))}"
+            )
+        inputs = {"inputs": _string_batch(examples)}
+        outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
+        return signature, regression_results(outputs, len(examples))
+
+
+def _string_batch(examples: list[bytes]) -> np.ndarray:
+    array = np.empty(len(examples), dtype=object)
+    array[:] = examples
+    return array
+
+
+def _example_signature(servable: Servable, name: str, method: str, kind: str) -> SignatureInfo:
+    signature = servable.signature(name)
+    if signature.method_name != method:
+        raise RequestError.invalid(
+            f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name} "
+            f"(signature `{signature.name}`; call :predict for predict signatures)"
+        )
+    spec = signature.inputs.get("inputs")
+    if len(signature.inputs) != 1 or spec is None:
+        raise RequestError.invalid(
+            f"Expected one input Tensor named `inputs` in {kind} signature `{signature.name}`, got "
+            f"{signature.describe_inputs()}"
+        )
+    if spec.dtype != "string":
+        raise RequestError.invalid(
+            f"{kind} signature `{signature.name}` input `inputs` must be string (serialized tf.Example), "
+            f"got {spec.describe()}"
+        )
+    return signature
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def classification_results(outputs: dict[str, np.ndarray], batch_size: int) -> list[list[tuple[str, float]]]:
+    classes, scores = outputs.get("classes"), outputs.get("scores")
+    num_classes = None
+    for name, array in (("classes", classes), ("scores", scores)):
+        if array is None:
+            continue
+        if array.ndim != 2 or array.shape[0] != batch_size:
+            shape = "[" + ",".join(str(d) for d in array.shape) + "]"
+            raise RequestError(
+                Code.INVALID_ARGUMENT,
+                f"Expected Tensor shape: [batch_size num_classes] = [{batch_size} ?] for output `{name}` but got {shape}",
+            )
+        if num_classes is not None and array.shape[1] != num_classes:
+            raise RequestError.invalid(
+                f"Tensors class and score should match in num_classes: {num_classes} vs. {array.shape[1]}"
+            )
+        num_classes = array.shape[1]
+    results = []
+    score_values = encode_tensor(scores) if scores is not None else None
+    for row in range(batch_size):
+        entries = []
+        for column in range(num_classes or 0):
+            label = _text(classes[row, column]) if classes is not None else ""
+            score = float(score_values[row][column]) if score_values is not None else 0.0
+            entries.append((label, score))
+        results.append(entries)
+    return results
+
+
+def regression_results(outputs: dict[str, np.ndarray], batch_size: int) -> list[float]:
+    values = outputs["outputs"]
+    if values.shape not in ((batch_size,), (batch_size, 1)):
+        shape = "[" + ",".join(str(d) for d in values.shape) + "]"
+        raise RequestError.invalid(
+            f"Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got {shape}"
+        )
+    return [float(v) for v in encode_tensor(values.reshape(-1))]

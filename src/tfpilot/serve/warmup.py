@@ -1,0 +1,90 @@
+"""Warm a freshly loaded version before it takes traffic.
+
+TF Serving replays ``assets.extra/tf_serving_warmup_requests`` (a TFRecord file of
+PredictionLog protos, at most 1000) so the first real requests are not slow; a version whose
+warmup fails does not load. When that file is absent, tfpilot makes one best-effort call per
+numeric predict signature with a zero batch of size 1, which pays the first-call cost too.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfpilot.errors import ServeError
+from tfpilot.serve.servable import PREDICT_METHOD, Servable
+from tfpilot.serve.tensors import check_inputs, serialized_examples, tensor_proto_to_array
+
+__all__ = ["WARMUP_FILE", "MAX_WARMUP_RECORDS", "warmup_servable", "read_warmup_records"]
+
+WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
+MAX_WARMUP_RECORDS = 1000
+_log = logging.getLogger("tfpilot.serve")
+
+
+def read_warmup_records(path: Path) -> list[Any]:
+    """PredictionLog protos from a warmup TFRecord file (first MAX_WARMUP_RECORDS)."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    records = []
+    try:
+        for raw in tf.data.TFRecordDataset(str(path)).take(MAX_WARMUP_RECORDS + 1):
+            records.append(prediction_log_pb2.PredictionLog.FromString(raw.numpy()))
+    except Exception as error:
+        raise ServeError(f"warmup file {path} is not a TFRecord of PredictionLog: {error}") from None
+    if len(records) > MAX_WARMUP_RECORDS:
+        raise ServeError(f"warmup file {path} holds more than {MAX_WARMUP_RECORDS} records, TF Serving's limit")
+    return records
+
+
+def _replay(servable: Servable, record: Any) -> None:
+    kind = record.WhichOneof("log_type")
+    if kind == "predict_log":
+        request = record.predict_log.request
+        signature = servable.signature(request.model_spec.signature_name)
+        inputs = {name: tensor_proto_to_array(proto, name=name) for name, proto in request.inputs.items()}
+        servable.run(signature.name, check_inputs(signature, inputs))
+    elif kind in ("classify_log", "regress_log"):
+        request = getattr(record, kind).request
+        signature = servable.signature(request.model_spec.signature_name)
+        examples = np.array(serialized_examples(request.input), dtype=object)
+        servable.run(signature.name, {next(iter(signature.inputs)): examples})
+    else:
+        raise ServeError(f"warmup record of type `{kind}` is not supported; use predict, classify or regress logs")
+
+
+def _synthetic(servable: Servable) -> int:
+    calls = 0
+    for signature in servable.signatures.values():
+        if signature.method_name != PREDICT_METHOD:
+            continue
+        inputs = {}
+        for name, spec in signature.inputs.items():
+            if spec.shape is None or spec.dtype == "string":
+                break
+            inputs[name] = np.zeros([1 if d < 0 else d for d in spec.shape], dtype=spec.numpy_dtype)
+        else:
+            try:
+                servable.run(signature.name, inputs)
+                calls += 1
+            except Exception as error:  # best effort only: the model may reject zeros
+                _log.debug("synthetic warmup of %s/%s skipped: %s", servable.name, signature.name, error)
+    return calls
+
+
+def warmup_servable(servable: Servable) -> int:
+    """Warm ``servable``; returns the number of calls made. Raises ServeError if a record fails."""
+    path = servable.path / WARMUP_FILE
+    if not path.exists():
+        return _synthetic(servable)
+    records = read_warmup_records(path)
+    for index, record in enumerate(records):
+        try:
+            _replay(servable, record)
+        except Exception as error:
+            raise ServeError(f"warmup record {index} of {path} failed: {error}") from None
+    return len(records)

@@ -1,0 +1,60 @@
+"""Shared, area-neutral fixtures. Area-specific fixtures live next to the area's tests."""
+
+from __future__ import annotations
+
+import os
+
+# Set before anything imports TensorFlow so its C++ logging stays quiet in every test process.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import dataclasses
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def digits_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled 8x8 digits as PNG class folders (0..9), written once per test session.
+
+    Read-only for tests: copy it if a test needs to change files.
+    """
+    from tfpilot.data.digits import prepare_digits
+
+    return prepare_digits(tmp_path_factory.mktemp("digits") / "digits")
+
+
+@dataclasses.dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    args: list[str]
+
+    def __str__(self) -> str:  # shown by pytest when an assertion on the result fails
+        return f"tfpilot {' '.join(self.args)} -> {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+
+
+def run_tfpilot(
+    args: Sequence[str | os.PathLike],
+    *,
+    cwd: str | os.PathLike,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> CliResult:
+    """Run `python -m tfpilot.cli.main ARGS` in a fresh process (the same code path as `tfpilot`)."""
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200", **(env or {})}
+    command = [sys.executable, "-m", "tfpilot.cli.main", *map(str, args)]
+    completed = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    return CliResult(completed.returncode, completed.stdout, completed.stderr, [str(a) for a in args])
+
+
+@pytest.fixture
+def tfpilot_cli() -> Callable[..., CliResult]:
+    """`tfpilot_cli(["config", "schema"], cwd=tmp_path)` -> CliResult(returncode, stdout, stderr)."""
+    return run_tfpilot

@@ -1,0 +1,190 @@
+"""Live gRPC server with tensorflow-serving-api's own stubs (the standard Python client)."""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+
+from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, VersionPolicy
+from tfpilot.serve import demo_models
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    demo_models.write_half_plus_two(root / "half", 1)
+    demo_models.write_half_plus_two(root / "half", 2, offset=3.0)
+    demo_models.write_classifier_model(root / "classifier", 1)
+    demo_models.write_string_model(root / "strings", 1)
+    options = ServerOptions(
+        models=[
+            ServedModel(
+                name="half", base_path=root / "half", version_policy=VersionPolicy("all"), version_labels={"stable": 1}
+            ),
+            ServedModel(name="classifier", base_path=root / "classifier"),
+            ServedModel(name="strings", base_path=root / "strings"),
+        ],
+        rest_port=None,
+        grpc_port=0,
+        batching=BatchingParameters(max_batch_size=16),
+        file_system_poll_wait_seconds=0,
+    )
+    with ModelServer(options) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def channel(server):
+    with grpc.insecure_channel(server.grpc_target) as opened:
+        yield opened
+
+
+def predict_request(name: str, values, *, version: int | None = None, label: str = "", signature: str = ""):
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = name
+    request.model_spec.signature_name = signature
+    if version is not None:
+        request.model_spec.version.value = version
+    if label:
+        request.model_spec.version_label = label
+    for key, value in values.items():
+        request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+    return request
+
+
+def test_predict_with_versions_labels_and_output_filter(channel):
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    x = {"x": np.array([1.0, 2.0, 5.0], np.float32)}
+    response = stub.Predict(predict_request("half", x), timeout=10)
+    assert response.model_spec.name == "half" and response.model_spec.version.value == 2
+    assert response.model_spec.signature_name == "serving_default"
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"]), [3.5, 4.0, 5.5])
+    for spec in ({"version": 1}, {"label": "stable"}):
+        response = stub.Predict(predict_request("half", x, **spec), timeout=10)
+        np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"]), [2.5, 3.0, 4.5])
+    request = predict_request("strings", {"text": np.array([b"abc", b"\x00"], dtype=object)})
+    request.output_filter.append("length")
+    response = stub.Predict(request, timeout=10)
+    assert list(response.outputs) == ["length"]
+    assert tf.make_ndarray(response.outputs["length"]).tolist() == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "kwargs", "code", "fragment"),
+    [
+        ("nope", {"x": np.ones(1, np.float32)}, {}, grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(nope)"),
+        ("half", {"x": np.ones(1, np.float32)}, {"version": 9}, grpc.StatusCode.NOT_FOUND, "Specific(half, 9)"),
+        ("half", {"x": np.ones(1, np.float64)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "input `x` expects float32 [-1], got float64"),
+        ("half", {"x": np.ones((1, 2), np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "got shape [1,2]"),
+        ("half", {"z": np.ones(1, np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "missing x; unknown z"),
+        ("half", {"x": np.ones(1, np.float32)}, {"signature": "nope"}, grpc.StatusCode.INVALID_ARGUMENT, "not found in signature def"),
+    ],
+)
+def test_predict_errors_map_to_grpc_status_codes(channel, name, values, kwargs, code, fragment):
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Predict(predict_request(name, values, **kwargs), timeout=10)
+    assert caught.value.code() == code
+    assert fragment in caught.value.details()
+
+
+def test_classify_and_regress(channel):
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc, regression_pb2
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+    def example(x: float):
+        proto = example_pb2.Example()
+        proto.features.feature["x"].float_list.value.append(x)
+        return proto
+
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name = "classifier"
+    request.input.example_list.examples.extend([example(2.0), example(-1.0)])
+    response = stub.Classify(request, timeout=10)
+    first, second = response.result.classifications
+    assert [c.label for c in first.classes] == ["neg", "pos"]
+    assert first.classes[1].score == pytest.approx(np.exp(2) / (np.exp(2) + np.exp(-2)), rel=1e-6)
+    assert second.classes[0].score > second.classes[1].score
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.name = "half"
+    request.model_spec.signature_name = "regress_x_to_y"
+    context = request.input.example_list_with_context
+    context.context.features.feature["x"].float_list.value.append(4.0)
+    context.examples.add()
+    response = stub.Regress(request, timeout=10)
+    assert [r.value for r in response.result.regressions] == [pytest.approx(5.0)]  # version 2: 0.5 * 4 + 3
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.name = "half"
+    request.input.example_list.examples.add()
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Regress(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "method_name to be tensorflow/serving/regress" in caught.value.details()
+
+
+def test_model_status_and_metadata(channel):
+    from tensorflow_serving.apis import (
+        get_model_metadata_pb2,
+        get_model_status_pb2,
+        model_service_pb2_grpc,
+        prediction_service_pb2_grpc,
+    )
+
+    status_stub = model_service_pb2_grpc.ModelServiceStub(channel)
+    request = get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.name = "half"
+    response = status_stub.GetModelStatus(request, timeout=10)
+    assert [(s.version, s.state) for s in response.model_version_status] == [
+        (2, get_model_status_pb2.ModelVersionStatus.AVAILABLE),
+        (1, get_model_status_pb2.ModelVersionStatus.AVAILABLE),
+    ]
+    assert response.model_version_status[0].status.error_code == 0
+    request.model_spec.name = "missing"
+    with pytest.raises(grpc.RpcError) as caught:
+        status_stub.GetModelStatus(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    metadata_request = get_model_metadata_pb2.GetModelMetadataRequest()
+    metadata_request.model_spec.name = "half"
+    metadata_request.metadata_field.append("signature_def")
+    response = stub.GetModelMetadata(metadata_request, timeout=10)
+    assert response.model_spec.version.value == 2
+    signatures = get_model_metadata_pb2.SignatureDefMap()
+    response.metadata["signature_def"].Unpack(signatures)
+    assert signatures.signature_def["classify_x_to_y"].method_name == "tensorflow/serving/classify"
+    assert signatures.signature_def["serving_default"].inputs["x"].name == "serving_default_x:0"
+
+
+def test_deadlines_and_unsupported_methods(server, tmp_path):
+    from tensorflow_serving.apis import inference_pb2, model_management_pb2, model_service_pb2_grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    demo_models.write_sleep_model(tmp_path / "sleepy", 1)
+    options = ServerOptions(
+        models=[ServedModel(name="sleepy", base_path=tmp_path / "sleepy")], rest_port=None, grpc_port=0
+    )
+    with ModelServer(options) as slow_server, grpc.insecure_channel(slow_server.grpc_target) as slow_channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(slow_channel)
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Predict(predict_request("sleepy", {"x": np.array([1500.0], np.float32)}), timeout=0.3)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.MultiInference(inference_pb2.MultiInferenceRequest(), timeout=5)
+        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        with pytest.raises(grpc.RpcError) as caught:
+            model_service_pb2_grpc.ModelServiceStub(slow_channel).HandleReloadConfigRequest(
+                model_management_pb2.ReloadConfigRequest(), timeout=5
+            )
+        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "--model_config_file" in caught.value.details()

@@ -1,0 +1,73 @@
+"""Real in-process profile of a tiny input-bound loop, summarised by xprof, then the rules."""
+
+import time
+
+import pytest
+import tensorflow as tf
+
+from tfpilot.diagnose import ProfileWindow, analyze_profile, parse_step_window, summarize_profile, watch
+from tfpilot.diagnose.numerics import parse_check_numerics_message
+from tfpilot.errors import ConfigError
+
+
+def test_parse_step_window_accepts_and_rejects():
+    assert parse_step_window("3:8") == (3, 8)
+    for bad in ("8:3", "3", "a:b", "5:5"):
+        with pytest.raises(ConfigError):
+            parse_step_window(bad)
+
+
+def test_profile_window_summary_and_input_bound_finding(tmp_path):
+    def slow(x):
+        time.sleep(0.01)
+        return x
+
+    dataset = tf.data.Dataset.range(200).map(lambda i: tf.py_function(slow, [tf.cast(i, tf.float32)], tf.float32)).batch(2)
+    weights = tf.Variable(1.0)
+
+    @tf.function
+    def step(iterator):
+        weights.assign_add(tf.reduce_sum(next(iterator)) * 0.0)
+
+    iterator = iter(dataset)
+    step(iterator)
+    window = ProfileWindow(tmp_path, start_step=1, stop_step=5)
+    for number in range(7):
+        with window.step(number):
+            step(iterator)
+    window.close()
+    summary = summarize_profile(tmp_path)
+    assert (tmp_path / "trace.json.gz").stat().st_size > 100
+    assert (tmp_path / "op_stats.csv").read_text().startswith("operation,")
+    assert summary.capture["steps_captured"] == 4
+    # 2 elements x 10 ms of Python sleep per step: >= 90% of the step waits for input.
+    assert summary.steps.input_percent > 80
+    python_ms = sum(op.total_self_time_ms for op in summary.host_python_ops) / 4
+    assert 15 < python_ms < 40
+    codes = {f.code: f for f in analyze_profile(summary)}
+    assert codes["DOC-INPUT-BOUND"].severity.value == "error"
+    assert 10 <= codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"] < 20
+
+
+def test_watch_counts_python_scalar_retraces_in_process():
+    @tf.function
+    def scaled(x, factor):
+        return x * factor
+
+    with watch(profile=False) as session:
+        for factor in (1.0, 2.0, 3.0):
+            scaled(tf.constant(1.0), factor)
+    finding = next(f for f in session.findings if f.code == "DOC-RETRACING")
+    assert finding.evidence["tracing_count"] == 3
+    assert finding.evidence["changed"][0] == {"argument": "factor", "kind": "python scalar", "values": ["1.0", "2.0", "3.0"]}
+
+
+def test_check_numerics_message_is_parsed():
+    tf.debugging.enable_check_numerics()
+    try:
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            tf.math.log(tf.constant([-1.0]))
+    finally:
+        tf.debugging.disable_check_numerics()
+    parsed = parse_check_numerics_message(error.value.message)
+    assert parsed["op"] == "Log"

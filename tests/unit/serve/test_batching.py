@@ -1,0 +1,165 @@
+"""The batcher: merging, splitting, isolation of bad requests, deadlines and a bounded queue.
+
+The batcher is generic over any object with ``name`` and ``run(signature, inputs)``; these
+tests drive it with a plain numpy model so timings are deterministic. Live-server tests
+exercise it with real SavedModels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tfpilot.serve.batching import Batcher
+from tfpilot.serve.model_config import BatchingParameters
+from tfpilot.serve.status import Code, RequestError
+
+
+class NumpyModel:
+    """y = 2x + 1 per row; records the batch size of every call; optional delay and gate."""
+
+    name = "numpy"
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls: list[int] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self._lock = threading.Lock()
+
+    def run(self, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.gate.wait(10)
+        x = inputs["x"]
+        if np.any(x < 0):
+            raise RequestError.invalid("negative input")
+        with self._lock:
+            self.calls.append(x.shape[0] if x.ndim else 0)
+        if self.delay:
+            time.sleep(self.delay)
+        return {"y": 2 * x + 1, "total": np.sum(x, axis=tuple(range(1, x.ndim))) if x.ndim > 1 else 2 * x}
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_concurrent_requests_merge_into_batches_and_split_back():
+    model = NumpyModel(delay=0.02)
+    batcher = Batcher(BatchingParameters(max_batch_size=16, num_batch_threads=1))
+
+    async def main():
+        requests = [np.full((1 + i % 3, 4), float(i), np.float32) for i in range(40)]
+        results = await asyncio.gather(*(batcher.run(model, "serving_default", {"x": x}) for x in requests))
+        for x, result in zip(requests, results):
+            np.testing.assert_array_equal(result["y"], 2 * x + 1)
+            assert result["y"].shape == x.shape
+        return requests
+
+    requests = run(main())
+    batcher.close()
+    assert sum(model.calls) == sum(x.shape[0] for x in requests)
+    assert len(model.calls) < len(requests) / 3, model.calls  # merged while the model was busy
+    assert max(model.calls) <= 16
+
+
+def test_incompatible_shapes_are_not_merged():
+    model = NumpyModel(delay=0.01)
+    batcher = Batcher(BatchingParameters(max_batch_size=64, num_batch_threads=1))
+
+    async def main():
+        shapes = [(1, 2), (1, 3), (1, 2), (1, 3)] * 5
+        results = await asyncio.gather(
+            *(batcher.run(model, "s", {"x": np.ones(shape, np.float32)}) for shape in shapes)
+        )
+        assert [r["y"].shape for r in results] == shapes
+
+    run(main())
+    batcher.close()
+
+
+def test_a_bad_request_fails_alone():
+    model = NumpyModel(delay=0.01)
+    model.gate.clear()
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1))
+
+    async def main():
+        values = [1.0, -1.0, 2.0, 3.0]
+        tasks = [asyncio.ensure_future(batcher.run(model, "s", {"x": np.array([v], np.float32)})) for v in values]
+        await asyncio.sleep(0.05)
+        model.gate.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    results = run(main())
+    batcher.close()
+    assert isinstance(results[1], RequestError) and results[1].message == "negative input"
+    for value, result in zip([1.0, 2.0, 3.0], [results[0], results[2], results[3]]):
+        np.testing.assert_array_equal(result["y"], [2 * value + 1])
+
+
+def test_full_queue_answers_resource_exhausted_and_deadline_answers_504():
+    model = NumpyModel()
+    model.gate.clear()  # the model blocks: requests pile up
+    batcher = Batcher(BatchingParameters(max_batch_size=2, max_enqueued_batches=2, num_batch_threads=1))
+
+    async def main():
+        running = asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(2, np.float32)}))
+        await asyncio.sleep(0.02)  # first batch now occupies the only worker
+        waiting = [asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)})) for _ in range(4)]
+        await asyncio.sleep(0.01)
+        with pytest.raises(RequestError) as full:
+            await batcher.run(model, "s", {"x": np.ones(1, np.float32)})
+        assert full.value.code == Code.RESOURCE_EXHAUSTED
+        assert batcher.queue_depth() == {"numpy": 4}
+        with pytest.raises(RequestError) as late:
+            await batcher.run(model, "other", {"x": np.ones(1, np.float32)}, timeout=0.05)
+        assert late.value.code == Code.DEADLINE_EXCEEDED
+        model.gate.set()
+        await asyncio.gather(running, *waiting)
+        assert batcher.queue_depth() == {}
+
+    run(main())
+    batcher.close()
+
+
+def test_batch_timeout_waits_to_fill_a_batch():
+    model = NumpyModel()
+    batcher = Batcher(BatchingParameters(max_batch_size=4, batch_timeout_micros=200_000, num_batch_threads=1))
+
+    async def main():
+        started = time.monotonic()
+        first = asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)}))
+        await asyncio.sleep(0.02)
+        others = [asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)})) for _ in range(3)]
+        await asyncio.gather(first, *others)
+        full_batch_elapsed = time.monotonic() - started
+        started = time.monotonic()
+        await batcher.run(model, "s", {"x": np.ones(1, np.float32)})
+        return full_batch_elapsed, time.monotonic() - started
+
+    full_batch_elapsed, lone_elapsed = run(main())
+    batcher.close()
+    assert model.calls == [4, 1]
+    assert full_batch_elapsed < 0.15  # dispatched as soon as the batch was full
+    assert lone_elapsed >= 0.19  # a lone request waits for the timeout
+
+
+def test_allowed_batch_sizes_pad_and_unbatched_runs_one_request_per_call():
+    model = NumpyModel(delay=0.01)
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1, allowed_batch_sizes=(4, 8)))
+
+    async def main(b):
+        results = await asyncio.gather(*(b.run(model, "s", {"x": np.array([float(i)], np.float32)}) for i in range(6)))
+        assert [r["y"].tolist() for r in results] == [[2.0 * i + 1] for i in range(6)]
+
+    run(main(batcher))
+    batcher.close()
+    assert set(model.calls) <= {4, 8}
+    model.calls.clear()
+    unbatched = Batcher(None, num_threads=2)
+    run(main(unbatched))
+    unbatched.close()
+    assert model.calls == [1] * 6

@@ -1,0 +1,54 @@
+"""Prometheus text exposition and extension gauges."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfpilot.serve.metrics import MetricsRegistry, ServerMetrics
+
+
+def test_counters_histograms_and_gauges_render_in_text_format():
+    registry = MetricsRegistry()
+    metrics = ServerMetrics(registry)
+    metrics.observe_request(model="half", api="predict", protocol="rest", status="OK", seconds=0.003)
+    metrics.observe_request(model="half", api="predict", protocol="rest", status="NOT_FOUND", seconds=0.2)
+    metrics.observe_batch("half", 8)
+    text = registry.render()
+    assert '# TYPE tfpilot_serve_requests_total counter' in text
+    assert 'tfpilot_serve_requests_total{model="half",api="predict",protocol="rest",status="OK"} 1' in text
+    assert 'tfpilot_serve_request_errors_total{model="half",api="predict",protocol="rest",status="NOT_FOUND"} 1' in text
+    assert 'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="0.005"} 1' in text
+    assert 'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="+Inf"} 2' in text
+    assert 'tfpilot_serve_request_latency_seconds_count{model="half",api="predict",protocol="rest"} 2' in text
+    assert 'tfpilot_serve_batch_size_bucket{model="half",le="4"} 0' in text
+    assert 'tfpilot_serve_batch_size_bucket{model="half",le="8"} 1' in text
+    assert text.endswith("\n")
+
+
+def test_extension_gauges_are_computed_at_scrape_time_and_isolated():
+    registry = MetricsRegistry()
+    scores = {("age",): 0.1}
+    registry.register_gauge("tfpilot_drift_score", "Drift per feature.", lambda: scores, labelnames=("feature",))
+    registry.register_gauge("tfpilot_constant", "A plain number.", lambda: 3.5)
+    registry.register_gauge("tfpilot_broken", "Raises.", lambda: 1 / 0)
+    assert 'tfpilot_drift_score{feature="age"} 0.1' in registry.render()
+    scores[("income",)] = 0.25
+    text = registry.render()
+    assert 'tfpilot_drift_score{feature="income"} 0.25' in text
+    assert "tfpilot_constant 3.5" in text
+    assert "tfpilot_broken" not in text  # a failing callback drops its metric, not the scrape
+    registry.unregister("tfpilot_drift_score")
+    assert "tfpilot_drift_score" not in registry.render()
+
+
+def test_label_values_are_escaped_and_names_validated():
+    registry = MetricsRegistry()
+    counter = registry.counter("tfpilot_test_total", "Test.", ("model",))
+    counter.inc(model='we"ird\\name\n')
+    assert 'tfpilot_test_total{model="we\\"ird\\\\name\\n"} 1' in registry.render()
+    with pytest.raises(ValueError, match="already registered"):
+        registry.counter("tfpilot_test_total", "Again.")
+    with pytest.raises(ValueError, match="invalid Prometheus metric name"):
+        registry.gauge("bad-name", "x")
+    with pytest.raises(ValueError, match="takes labels"):
+        counter.inc(other="x")

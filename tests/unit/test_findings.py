@@ -1,0 +1,58 @@
+"""Finding: the shared result type, its JSON round-trip and severity ordering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tfpilot.findings import Finding, Severity, max_severity, read_findings, write_findings
+
+
+def finding(code: str, severity: Severity, **extra) -> Finding:
+    return Finding(code=code, severity=severity, title=f"title {code}", message=f"message {code}", **extra)
+
+
+def test_round_trip_through_json(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "findings.json"
+    items = [
+        finding("TFP101", Severity.WARNING, location="train.py:3:5", evidence={"steps": 10, "ratio": 0.25}, fix="use tf.function"),
+        finding("DOC-INPUT-BOUND", Severity.ERROR),
+    ]
+    write_findings(path, items)
+    assert read_findings(path) == items
+    raw = json.loads(path.read_text())
+    assert raw[0]["severity"] == "warning" and raw[0]["evidence"] == {"steps": 10, "ratio": 0.25}
+    assert set(raw[1]) == {"code", "severity", "title", "message", "location", "evidence", "fix"}
+
+
+def test_append_keeps_existing(tmp_path: Path) -> None:
+    path = tmp_path / "findings.json"
+    write_findings(path, [finding("A", Severity.INFO)])
+    write_findings(path, [finding("B", Severity.ERROR)], append=True)
+    assert [f.code for f in read_findings(path)] == ["A", "B"]
+    write_findings(path, [finding("C", Severity.INFO)])
+    assert [f.code for f in read_findings(path)] == ["C"]
+
+
+def test_read_missing_file_is_empty(tmp_path: Path) -> None:
+    assert read_findings(tmp_path / "none.json") == []
+
+
+def test_from_dict_ignores_unknown_keys_and_defaults_severity() -> None:
+    parsed = Finding.from_dict({"code": "X", "title": "t", "message": "m", "future_field": 1})
+    assert parsed == Finding(code="X", severity=Severity.INFO, title="t", message="m")
+
+
+def test_severity_order() -> None:
+    assert max_severity([]) is None
+    assert max_severity([finding("a", Severity.INFO), finding("b", Severity.ERROR), finding("c", Severity.WARNING)]) is Severity.ERROR
+    assert [s.rank for s in (Severity.INFO, Severity.WARNING, Severity.ERROR)] == [0, 1, 2]
+    assert Severity("warning") is Severity.WARNING
+
+
+def test_findings_are_immutable() -> None:
+    item = finding("A", Severity.INFO)
+    with pytest.raises(AttributeError):
+        item.code = "B"  # type: ignore[misc]

@@ -1,0 +1,94 @@
+"""NaN guard: a model whose loss becomes NaN at a known step; the finding names op, layer, line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from _train_helpers import blobs, tiny_config
+from tfpilot.errors import TrainError
+
+POISONED_EXAMPLE = 57  # raw index of the example whose feature 0 is negative
+BATCH_SIZE = 16
+
+
+class LogFeatures(keras.layers.Layer):
+    """log(x + 1): finite for the (non-negative) data, NaN for the poisoned example."""
+
+    def call(self, inputs):
+        return tf.math.log(inputs + 1.0)  # NAN-SOURCE-LINE
+
+
+SOURCE_LINE = next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if line.endswith("# NAN-SOURCE-LINE"))
+
+
+def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10):
+    from tfpilot.data import Preprocessor, build_pipeline
+    from tfpilot.train import Trainer
+
+    config = tiny_config(tmp_path, name=policy, nan_policy=policy, nan_max_retries=max_retries, batch_size=BATCH_SIZE)
+    features, labels = blobs(200)
+    features = np.abs(features)
+    features[POISONED_EXAMPLE, 0] = -5.0
+    # Identity preprocessing, so the poisoned value reaches the model unchanged.
+    preprocessor = Preprocessor(kind="tabular", feature_spec={"x": {"shape": [6], "dtype": "float32"}},
+                                numeric_columns=["x"], mean=[0.0], std=[1.0])
+    pipeline = build_pipeline(config.data, batch_size=BATCH_SIZE, preprocessor=preprocessor, features=features, labels=labels)
+    inputs = keras.Input((6,))
+    hidden = keras.layers.Dense(8, activation="relu")(LogFeatures(name="log_features")(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(3)(hidden))
+    trainer = Trainer(config, pipeline=pipeline, model=model)
+    position = int(np.searchsorted(pipeline.indices["train"], POISONED_EXAMPLE))
+    assert pipeline.indices["train"][position] == POISONED_EXAMPLE
+    return trainer, position // BATCH_SIZE
+
+
+def test_stop_names_op_layer_and_source_line(tmp_path: Path) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "stop")
+    before = [v.numpy().copy() for v in trainer.model.trainable_variables]
+    with pytest.raises(TrainError, match="non-finite"):
+        trainer.fit()
+    (finding,) = [f for f in trainer.findings if f.code == "TRAIN-NONFINITE"]
+    evidence = finding.evidence
+    assert evidence["op"] == "Log"
+    assert evidence["layer"] == "log_features"
+    assert evidence["source"] == f"{Path(__file__)}:{SOURCE_LINE}"
+    assert evidence["global_step"] == bad_batch + 1 and evidence["batch_index"] == bad_batch and evidence["epoch"] == 0
+    assert "Log" in finding.message and str(SOURCE_LINE) in finding.message
+    # The non-finite update was never applied: weights are finite and the steps before it trained.
+    after = [v.numpy() for v in trainer.model.trainable_variables]
+    assert all(np.isfinite(w).all() for w in after)
+    assert bad_batch == 0 or any(not np.array_equal(a, b) for a, b in zip(after, before))
+
+
+def test_skip_batch_completes_and_records_skipped_batches(tmp_path: Path) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "skip_batch")
+    result = trainer.fit()
+    assert result.epochs_run == 2
+    assert all(np.isfinite(v.numpy()).all() for v in trainer.model.trainable_variables)
+    (finding,) = [f for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES"]
+    skipped = finding.evidence["skipped_batches"]
+    assert [(s["epoch"], s["batch_index"]) for s in skipped] == [(0, bad_batch), (1, bad_batch)]
+    assert finding.evidence["op"] == "Log"
+    assert np.isfinite(result.history[-1]["loss"])
+
+
+def test_skip_batch_retry_limit_stops(tmp_path: Path) -> None:
+    trainer, _ = make_trainer(tmp_path, "skip_batch", max_retries=1)
+    with pytest.raises(TrainError, match="non-finite"):
+        trainer.fit()
+    (finding,) = [f for f in trainer.findings if f.code == "TRAIN-NONFINITE"]
+    assert "nan_max_retries=1" in finding.message
+
+
+def test_rollback_restores_checkpoint_and_leaves_batch_out(tmp_path: Path) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "rollback", max_retries=2)
+    result = trainer.fit()
+    assert [e.action for e in trainer.guard.events] == ["rolled_back", "rolled_back"]
+    assert [e.epoch for e in trainer.guard.events] == [0, 1]
+    assert [h["epoch"] for h in result.history] == [0, 1]
+    assert all(np.isfinite(v.numpy()).all() for v in trainer.model.trainable_variables)
