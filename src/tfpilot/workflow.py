@@ -111,6 +111,10 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         final.save()
         metrics = trainer.final_metrics()
         atomic_write_json(run.metrics_path, metrics)
+        from tfpilot.monitor import compute_reference_stats, write_reference_stats
+
+        # Training-data statistics are the reference that served traffic is compared with.
+        write_reference_stats(compute_reference_stats(pipeline), run.reference_stats_path)
         record_findings()
         if not run.findings_path.exists():
             write_findings(run.findings_path, [])
@@ -193,4 +197,7 @@ def run(config: RunConfig | str | Path | None = None, *, hooks: list | None = No
     summary["metrics"] = {k: v for k, v in trainer.final_metrics().items() if k != "class_names"}
     if config.export.enabled:
         summary["export"] = export_run(trained)
+    from tfpilot.report import write_report
+
+    summary["report"] = str(write_report(trained.run.root))
     return summary

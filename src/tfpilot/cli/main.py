@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     if debug:
         args.remove("--debug")
     try:
-        app(args=args, prog_name="tfpilot", standalone_mode=False)
+        # With standalone_mode=False click returns a command's `typer.Exit(code)` instead of raising it.
+        code = app(args=args, prog_name="tfpilot", standalone_mode=False)
     except TfpilotError as error:
         if debug:
             raise
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
             error.show()
             sys.exit(error.exit_code)
         raise
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

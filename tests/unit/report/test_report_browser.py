@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     if CHROMIUM is None:
+        # In CI `make test` installs chromium first, so its absence there is a failure, not a skip.
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is missing although `make test` installs it; check the `browser` target")
         pytest.skip("Debian's chromium is not installed (`make test` installs it)")
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
