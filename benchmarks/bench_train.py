@@ -183,7 +183,7 @@ def main() -> None:
     peak = matmul_gflops()
     print(f"anchor: 2048x2048 float32 matmul = {peak:.1f} GFLOP/s in this process")
     with tempfile.TemporaryDirectory() as runs:
-        for kind, steps in (("mlp", 300 if args.quick else 1500), ("cnn", 120 if args.quick else 500)):
+        for kind, steps in (("mlp", 200 if args.quick else 1500), ("cnn", 40 if args.quick else 300)):
             config = make_config(kind, runs, steps_per_execution=args.steps_per_execution)
             features, labels = synthetic(kind, steps * BATCH)
             pipeline = build_pipeline(config.data, batch_size=BATCH, features=features, labels=labels)

@@ -17,6 +17,16 @@ from typing import Any
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_directory"]
 
 
+def _read_umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# Read once at import: os.umask() can only be read by setting it, which is not thread-safe later.
+_UMASK = _read_umask()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -26,6 +36,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp creates 0600; give the file the mode a plain open() would (a server running
+        # as another user must be able to read models and logs).
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -53,6 +66,7 @@ def atomic_directory(final: str | Path, *, overwrite: bool = False) -> Iterator[
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_UMASK)
         if final.exists():
             if not overwrite:
                 raise FileExistsError(f"{final} already exists")

@@ -103,7 +103,20 @@ def register(app: typer.Typer) -> None:
                 ExportConfig(formats=formats)
             except Exception as exc:
                 raise ConfigError(f"--format: {str(exc).splitlines()[-1].strip()}") from None
-        summary = export_run(load_trained(run), version=version, formats=formats)
+        from tfpilot.cli.render import render_findings, render_mapping_table
+        from tfpilot.export.formats import ExportParityError
+
+        _PARITY_COLUMNS = ("format", "size_bytes", "accuracy", "accuracy_drop", "argmax_agreement", "max_abs_diff", "latency_ms_p50")
+        try:
+            summary = export_run(load_trained(run), version=version, formats=formats)
+        except ExportParityError as error:
+            # The artifacts are written; show the table that explains the failure, then exit 1.
+            render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in error.rows], title="TFLite parity")
+            render_findings(error.findings)
+            raise
         console.print(f"SavedModel version {summary['version']} -> {summary['saved_model']} (verified with both loaders)")
-        if "formats" in summary:
+        rows = (summary.get("formats") or {}).get("parity") if isinstance(summary.get("formats"), dict) else None
+        if rows:
+            render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in rows], title="TFLite parity")
+        elif "formats" in summary:
             console.print_json(json.dumps(summary["formats"], default=str))

@@ -260,7 +260,7 @@ class ExportConfig(_Section):
         description="saved_model, tflite, tflite-dynamic, tflite-int8, tflite-fp16 (and tfjs where available).",
     )
     signatures: list[str] = Field(
-        default_factory=lambda: ["serving_default", "logits"],
+        default_factory=lambda: ["serving_default", "classify", "logits"],
         description="Signatures written: serving_default, classify, regress, logits.",
     )
     representative_batches: Annotated[int, Field(gt=0, description="Batches of training data used to calibrate int8.")] = 20

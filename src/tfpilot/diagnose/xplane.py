@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,48 @@ def find_xplane_files(profile_dir: str | Path) -> list[Path]:
     return sorted(sessions[-1].glob("*.xplane.pb"))
 
 
+def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[Path], bool]:
+    """Copies of ``files`` in which xprof groups events by our step markers rather than by loop iterations.
+
+    xprof (EventForest::ProcessTensorFlowLoop) treats every executor event that carries an
+    ``iter_num`` stat as one iteration of a TF while loop, and when it finds any loop it groups
+    events by loop iteration *instead of* by the ``Trace(..., _r=1)`` step markers
+    (CreateEventGroups returns early). tfpilot's compiled step runs a ``tf.range`` loop over
+    ``get_next_as_optional`` inside every call, so the markers get no group and the input-pipeline
+    analyzer finds no steps. Zeroing ``iter_num`` (only when the session has step markers) turns
+    the loop back into one group per marked call; the iterator ops stay connected because both
+    sides of that (step_id, iter_num) link are zeroed alike. Returns (files, rewritten).
+    """
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    rewritten, changed_any = [], False
+    for path in files:
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        has_markers, changed = False, False
+        for plane in space.planes:
+            stat_ids = {metadata.name: key for key, metadata in plane.stat_metadata.items()}
+            iteration_id, step_num_id = stat_ids.get("iter_num"), stat_ids.get("step_num")
+            for line in plane.lines:
+                for event in line.events:
+                    for stat in event.stats:
+                        if stat.metadata_id == step_num_id and step_num_id is not None:
+                            has_markers = True
+                        elif stat.metadata_id == iteration_id and iteration_id is not None and stat.WhichOneof("value") in ("int64_value", "uint64_value"):
+                            if stat.int64_value or stat.uint64_value:
+                                stat.int64_value = 0
+                                changed = True
+        if has_markers and changed:
+            # xprof names the host after the file, so the copy keeps the file name.
+            target = workdir / path.name
+            target.write_bytes(space.SerializeToString())
+            rewritten.append(target)
+            changed_any = True
+        else:
+            rewritten.append(path)
+    return rewritten, changed_any
+
+
 def _tool(files: list[Path], tool: str) -> Any:
     from xprof.convert import raw_to_tool_data
 
@@ -278,9 +321,11 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
 
     profile_dir = Path(profile_dir)
     files = find_xplane_files(profile_dir)
-    input_tables = _as_json(_tool(files, "input_pipeline_analyzer"))
-    op_tables = _as_json(_tool(files, "framework_op_stats"))
-    trace = _tool(files, "trace_viewer")
+    with tempfile.TemporaryDirectory(prefix="tfpilot-xplane-") as workdir:
+        converted, _ = _normalise_loop_iterations(files, Path(workdir))
+        input_tables = _as_json(_tool(converted, "input_pipeline_analyzer"))
+        op_tables = _as_json(_tool(converted, "framework_op_stats"))
+        trace = _tool(converted, "trace_viewer")
     steps, hardware, conclusion = _step_breakdown(input_tables)
     ops, _ = _op_stats(op_tables)
     stages = _input_stages(input_tables)

@@ -145,8 +145,9 @@ def check_source(
                 continue
             if line_suppresses(context.line_text(violation.line), violation.code):
                 continue
-            if violation.end_line != violation.line and line_suppresses(
-                context.line_text(violation.end_line), violation.code
+            if any(
+                line != violation.line and line_suppresses(context.line_text(line), violation.code)
+                for line in {violation.end_line, violation.statement_end_line}
             ):
                 continue
             kept.append(violation)

@@ -33,6 +33,19 @@ __all__ = ["MigrationItem", "MigrationReport", "migrate", "render_markdown", "de
 _LOG_RE = re.compile(r"^(\d+):(\d+): (INFO|WARNING|ERROR): (.*)$")
 
 
+_UPGRADER_WHY = "tf_upgrade_v2 changed or kept this call but cannot prove the behaviour is unchanged"
+
+
+def _upgrader_fix(message: str) -> str:
+    # tf_upgrade_v2 predates Keras 3; its advice about model.save is wrong there.
+    if message.startswith("*.save requires manual check"):
+        return (
+            "Keras 3: ignore the save_format advice (save_format is gone); save to a .keras path, "
+            "or call model.export(dir) for a SavedModel (tfpilot TFP402/TFP403)"
+        )
+    return "read tf_upgrade_v2's note and check the call by hand"
+
+
 @dataclasses.dataclass(frozen=True)
 class MigrationItem:
     path: str  # relative to DEST (or the DEST file name)
@@ -108,9 +121,7 @@ def _upgrade_file(upgrader, source: Path, target: Path, relative: str) -> tuple[
         if level == "INFO":
             rewritten.append(item)
         else:
-            attention.append(
-                dataclasses.replace(item, why=message, fix="check this call by hand (tf_upgrade_v2 warning)")
-            )
+            attention.append(dataclasses.replace(item, why=_UPGRADER_WHY, fix=_upgrader_fix(message)))
     return rewritten, attention
 
 

@@ -49,6 +49,8 @@ class Violation:
     node_type: str
     # Data the rule's ``fix`` needs; None means "not mechanically fixable here".
     fix_data: dict[str, Any] | None = None
+    # Last line of the enclosing statement: a noqa comment there also counts.
+    statement_end_line: int = 0
 
 
 class Rule:
@@ -83,6 +85,11 @@ class Rule:
         fix_data: dict[str, Any] | None = None,
     ) -> None:
         line, column, end_line, end_column = self.context.char_span(node)
+        statement_end = end_line
+        for ancestor in reversed(self.context.stack):
+            if isinstance(ancestor, ast.stmt) and ancestor.lineno <= line <= (ancestor.end_lineno or line):
+                statement_end = ancestor.end_lineno or end_line
+                break
         self.violations.append(
             Violation(
                 code=self.code,
@@ -93,6 +100,7 @@ class Rule:
                 end_column=end_column,
                 node_type=type(node).__name__,
                 fix_data=fix_data if self.fixable else None,
+                statement_end_line=statement_end,
             )
         )
 

@@ -9,7 +9,6 @@ TF2 SavedModel and for TF1 SavedModels too.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +138,7 @@ class Servable:
         self.signatures = signatures
         self._loaded = loaded
         self._functions = {key: loaded.signatures[key] for key in signatures}
-        self._lock = threading.Lock()
+        self.unloaded = False
 
     def signature(self, name: str) -> SignatureInfo:
         name = name or "serving_default"
@@ -155,9 +154,7 @@ class Servable:
         """Call one signature with already-validated arrays; TF errors become RequestErrors."""
         import tensorflow as tf
 
-        function = self._functions.get(signature_name)
-        if function is None:
-            raise RequestError(Code.UNAVAILABLE, f"version {self.version} of model {self.name} was unloaded")
+        function = self._functions[signature_name]
         signature = self.signatures[signature_name]
         tensors = {}
         for key, value in inputs.items():
@@ -174,11 +171,13 @@ class Servable:
         return {key: value.numpy() for key, value in result.items()}
 
     def unload(self) -> None:
-        # Requests already running hold their own reference to the function, so dropping the
-        # servable's references never breaks an in-flight call. The registry runs gc once
-        # after a round of unloads (TF graphs hold reference cycles).
-        self._functions = {}
-        self._loaded = None
+        """Mark this version retired. Its graph is freed once nothing references it.
+
+        Requests that resolved this version before it was retired (running, or queued in the
+        batcher) still hold the servable and finish on it, so retiring never fails a request;
+        the registry drops its own reference and runs gc once after a round of unloads.
+        """
+        self.unloaded = True
 
 
 def load_servable(*, name: str, version: int, path: Path) -> Servable:
