@@ -1,4 +1,8 @@
-"""`tfpilot lint` end to end in a fresh process: formats, exit codes, --fix, pyproject config."""
+"""`tfpilot lint` end to end: formats, exit codes, --fix, pyproject config.
+
+The main paths run in a fresh process (the installed entry point's code path); the quick
+checks call the same `main()` in-process to keep the suite fast.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,21 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
+from tfpilot.cli.main import main
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
 LINE_RE = re.compile(r"^.+\.py:\d+:\d+: TFP\d{3} \S.*$")
+
+
+def run_main(args, capsys, monkeypatch, cwd):
+    """`tfpilot ARGS` in this process -> (exit code, stdout, stderr)."""
+    monkeypatch.chdir(cwd)
+    with pytest.raises(SystemExit) as exited:
+        main([str(arg) for arg in args])
+    captured = capsys.readouterr()
+    return exited.value.code, captured.out, captured.err
 
 
 def test_text_output_and_exit_code_1_on_tf1_scripts(tfpilot_cli, tmp_path):
@@ -41,19 +58,19 @@ def test_json_and_sarif_outputs(tfpilot_cli, tmp_path):
     assert len(log["runs"][0]["results"]) > len(findings)
 
 
-def test_usage_errors_exit_2_with_one_line(tfpilot_cli, tmp_path):
+def test_usage_errors_exit_2_with_one_line(capsys, monkeypatch, tmp_path):
     for args, message in [
         (["lint", tmp_path / "missing.py"], "does not exist"),
         (["lint", FIXTURES, "--format", "yaml"], "--format must be one of"),
         (["lint", FIXTURES, "--select", "TFP999"], "unknown rule code"),
         (["lint"], "no path given"),
     ]:
-        result = tfpilot_cli(args, cwd=tmp_path)
-        assert result.returncode == 2, result
-        assert result.stderr.strip().count("\n") == 0 and message in result.stderr, result
+        code, _, err = run_main(args, capsys, monkeypatch, tmp_path)
+        assert code == 2, (args, err)
+        assert err.strip().count("\n") == 0 and message in err, err
 
 
-def test_fix_rewrites_files_then_reports_what_is_left(tfpilot_cli, tmp_path):
+def test_fix_rewrites_files_then_reports_what_is_left(tfpilot_cli, capsys, monkeypatch, tmp_path):
     target = tmp_path / "train.py"
     shutil.copy(FIXTURES / "tf2" / "keras2_leftovers.py", target)
     result = tfpilot_cli(["lint", target, "--fix"], cwd=tmp_path)
@@ -62,23 +79,23 @@ def test_fix_rewrites_files_then_reports_what_is_left(tfpilot_cli, tmp_path):
     fixed = target.read_text()
     assert "fit_generator" not in fixed and "learning_rate=1e-3" in fixed
     assert " TFP505 " in result.stdout and "decay" in result.stdout
-    again = tfpilot_cli(["lint", target, "--fix", "--select", "TFP504,TFP501"], cwd=tmp_path)
-    assert again.returncode == 0, again
+    code, _, _ = run_main(["lint", target, "--fix", "--select", "TFP504,TFP501"], capsys, monkeypatch, tmp_path)
+    assert code == 0
 
 
-def test_pyproject_settings_and_fail_on(tfpilot_cli, tmp_path):
+
+def test_pyproject_settings_and_fail_on(capsys, monkeypatch, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tfpilot.lint]\nignore = ["TFP6"]\n')
     script = tmp_path / "legacy.py"
     script.write_text("import tensorflow as tf\nsess = tf.Session()\nds = tf.data.Dataset.range(3).repeat().shuffle(3)\n")
-    result = tfpilot_cli(["lint", script], cwd=tmp_path)
-    assert result.returncode == 1 and " TFP306 " in result.stdout and "TFP601" not in result.stdout, result
-    relaxed = tfpilot_cli(["lint", script, "--fail-on", "warning"], cwd=tmp_path)
-    assert relaxed.returncode == 0 and " TFP306 " in relaxed.stdout, relaxed
+    code, out, _ = run_main(["lint", script], capsys, monkeypatch, tmp_path)
+    assert code == 1 and " TFP306 " in out and "TFP601" not in out, out
+    code, out, _ = run_main(["lint", script, "--fail-on", "warning"], capsys, monkeypatch, tmp_path)
+    assert code == 0 and " TFP306 " in out, out
 
 
-def test_list_rules_and_explain(tfpilot_cli, tmp_path):
-    listing = tfpilot_cli(["lint", "--list-rules"], cwd=tmp_path)
-    assert listing.returncode == 0 and len(listing.stdout.splitlines()) >= 25
-    explained = tfpilot_cli(["lint", "--explain", "tfp404"], cwd=tmp_path)
-    assert explained.returncode == 0
-    assert "TF Serving" in explained.stdout and "model.export" in explained.stdout
+def test_list_rules_and_explain(capsys, monkeypatch, tmp_path):
+    code, out, _ = run_main(["lint", "--list-rules"], capsys, monkeypatch, tmp_path)
+    assert code == 0 and len(out.splitlines()) >= 25
+    code, out, _ = run_main(["lint", "--explain", "tfp404"], capsys, monkeypatch, tmp_path)
+    assert code == 0 and "TF Serving" in out and "model.export" in out

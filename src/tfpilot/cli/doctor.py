@@ -56,7 +56,7 @@ def _profile_config(config_path: Path, steps: str):
     from tfpilot.cli.progress import ProgressHook
     from tfpilot.config import load_config
     from tfpilot.diagnose import ProfileHook
-    from tfpilot.findings import write_findings
+    from tfpilot.findings import read_findings, write_findings
     from tfpilot.rundir import RunDir
     from tfpilot.workflow import train_run
 
@@ -64,8 +64,11 @@ def _profile_config(config_path: Path, steps: str):
     run = RunDir.at(config.run_path)
     hook = ProfileHook.from_spec(run.profile_dir, steps)
     train_run(config, hooks=[ProgressHook(), hook])
-    # train_run rewrites findings.json at its end, so the profile's findings are appended afterwards.
-    write_findings(run.findings_path, hook.findings, append=True)
+    # train_run records every hook's findings itself; append only what it did not (never twice).
+    recorded = [f.to_dict() for f in read_findings(run.findings_path)]
+    missing = [f for f in hook.findings if f.to_dict() not in recorded]
+    if missing or not run.findings_path.exists():
+        write_findings(run.findings_path, missing, append=True)
     return hook, run
 
 

@@ -63,10 +63,10 @@ def main(argv: list[str] | None = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as error:  # click's usage errors
-        import click
-
-        if isinstance(error, click.ClickException):
+    except Exception as error:
+        # Usage errors from click (vendored inside newer typer, a separate package in older ones):
+        # matched by shape so either layout works.
+        if callable(getattr(error, "show", None)) and isinstance(getattr(error, "exit_code", None), int):
             error.show()
             sys.exit(error.exit_code)
         raise

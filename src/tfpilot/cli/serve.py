@@ -141,19 +141,20 @@ def register(app: typer.Typer) -> None:
         try:
             for name, statuses in server.registry.all_status().items():
                 states = ", ".join(f"v{s.version} {s.state.name}" for s in statuses) or "no versions yet"
-                console.print(f"model [bold]{name}[/bold]: {states}", highlight=False)
+                console.print(f"model [bold]{name}[/bold]: {states}", highlight=False, soft_wrap=True)
             if server.rest_port is not None:
-                console.print(f"REST  {server.rest_url}/v1/models/{models[0].name}", highlight=False)
+                console.print(f"REST  {server.rest_url}/v1/models/{models[0].name}", highlight=False, soft_wrap=True)
             if server.grpc_port is not None:
-                console.print(f"gRPC  {server.grpc_target}", highlight=False)
+                console.print(f"gRPC  {server.grpc_target}", highlight=False, soft_wrap=True)
             if batching is not None:
                 console.print(
                     f"batching: max_batch_size={batching.max_batch_size} "
                     f"batch_timeout_micros={batching.batch_timeout_micros} "
                     f"num_batch_threads={batching.num_batch_threads}",
                     highlight=False,
+                    soft_wrap=True,
                 )
-            console.print("serving; Ctrl-C stops", highlight=False)
+            console.print("serving; Ctrl-C stops", highlight=False, soft_wrap=True)
             while not stop.wait(0.5):
                 pass
         finally:

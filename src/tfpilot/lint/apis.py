@@ -10,6 +10,7 @@ so these tables cannot silently drift from the real libraries.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 __all__ = [
     "tf1_name",
@@ -48,6 +49,7 @@ _KERAS_PREFIXES = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def tf1_name(qualname: str | None) -> str | None:
     """``tensorflow.compat.v1.train.Saver`` and ``tensorflow.train.Saver`` -> ``train.Saver``."""
     if not qualname:
@@ -58,6 +60,7 @@ def tf1_name(qualname: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def tf1_match(qualname: str | None, table: frozenset[str]) -> str | None:
     """The entry of ``table`` that ``qualname`` is (or is inside): ``GraphKeys.UPDATE_OPS`` -> ``GraphKeys``."""
     name = tf1_name(qualname)
@@ -77,6 +80,7 @@ def is_keras_path(qualname: str | None, *paths: str) -> bool:
     return found is not None and found[1] in paths
 
 
+@functools.lru_cache(maxsize=4096)
 def keras_name(qualname: str | None) -> tuple[str, str] | None:
     """``tensorflow.keras.layers.Dense`` -> ("tensorflow.keras", "layers.Dense"); keras.* alike."""
     if not qualname:
@@ -194,6 +198,7 @@ class KerasRemoval:
 
     ``rename_to`` replaces ``path`` mechanically (``--fix``); otherwise ``hint`` says what to do.
     ``namespaces`` lists where it is gone: ``tf.keras`` in TF 2.16+ keeps a few legacy aliases.
+    ``stub``: the name still imports but raises when used (Keras 3's legacy optimizers).
     """
 
     path: str
@@ -201,6 +206,7 @@ class KerasRemoval:
     rename_to: str | None = None
     prefix: bool = False
     namespaces: tuple[str, ...] = ("keras", "tensorflow.keras")
+    stub: bool = False
 
 
 KERAS_REMOVED: tuple[KerasRemoval, ...] = (
@@ -268,6 +274,7 @@ KERAS_REMOVED: tuple[KerasRemoval, ...] = (
         "Keras 3 has no legacy optimizers (it raises ImportError); use `keras.optimizers.*`",
         rename_to="optimizers",
         prefix=True,
+        stub=True,
     ),
     KerasRemoval(
         "mixed_precision.experimental",
@@ -300,6 +307,7 @@ KERAS_REMOVED_METHODS: dict[str, str] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
     """The removal entry matching ``path`` (``layers.CuDNNLSTM``) in ``namespace``, if any."""
     for entry in KERAS_REMOVED:

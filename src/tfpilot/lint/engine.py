@@ -11,6 +11,8 @@ import ast
 import dataclasses
 import io
 import os
+import sys
+import threading
 import time
 import tokenize
 from collections.abc import Callable, Iterable, Sequence
@@ -113,11 +115,21 @@ def check_source(
     enter: dict[type, list[Callable[[Any], None]]] = {}
     leave: dict[type, list[Callable[[Any], None]]] = {}
     references: list[Callable[[ast.AST, str], None]] = []
+    present: dict[str, bool] = {}
     for rule_class in rules:
         if ignored_prefixes and rule_class.code.startswith(ignored_prefixes):
             continue
-        if rule_class.tokens and not any(token in source for token in rule_class.tokens):
-            continue
+        if rule_class.tokens:
+            found = False
+            for token in rule_class.tokens:
+                hit = present.get(token)
+                if hit is None:
+                    hit = present[token] = token in source
+                if hit:
+                    found = True
+                    break
+            if not found:
+                continue
         rule = rule_class(context)
         active.append(rule)
         enter_names, leave_names, wants_references = _handlers(rule_class)
@@ -264,7 +276,7 @@ def lint_paths(
     else:
         groups = _chunks(files, sizes, min(jobs * 4, len(files)))
         workers = min(jobs, len(groups))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context(_start_method())) as pool:
             futures = [pool.submit(_lint_chunk, group, config) for group in groups]
             results = [result for future in futures for result in future.result()]
         order = {str(path): index for index, path in enumerate(files)}
@@ -276,6 +288,14 @@ def lint_paths(
         lines=sum(result.lines for result in results),
         seconds=time.perf_counter() - started,
     )
+
+
+def _start_method() -> str:
+    """fork starts workers in milliseconds, but is only safe from a single-threaded process
+    (TensorFlow starts threads); otherwise spawn fresh interpreters."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and "tensorflow" not in sys.modules:
+        return "fork"
+    return "spawn"
 
 
 def _size(path: Path) -> int:

@@ -116,19 +116,27 @@ class Batcher:
         queue.tasks.append(task)
         queue.pending_rows += task.weight
         self._dispatch()
+
+        def expire() -> None:
+            if not task.future.done():
+                self._abandon(queue, task)
+                task.future.set_exception(
+                    RequestError(
+                        Code.DEADLINE_EXCEEDED,
+                        f"Deadline exceeded: no result within {timeout * 1000:.0f} ms (--rest_api_timeout_in_ms)",
+                    )
+                )
+
+        # A timer handle rather than asyncio.wait_for: wait_for costs a task per request.
+        deadline = loop.call_later(timeout, expire) if timeout is not None else None
         try:
-            if timeout is None:
-                return await task.future
-            return await asyncio.wait_for(asyncio.shield(task.future), timeout)
-        except asyncio.TimeoutError:
-            self._abandon(queue, task)
-            raise RequestError(
-                Code.DEADLINE_EXCEEDED,
-                f"Deadline exceeded: no result within {timeout * 1000:.0f} ms (--rest_api_timeout_in_ms)",
-            ) from None
+            return await task.future
         except asyncio.CancelledError:
-            self._abandon(queue, task)
+            self._abandon(queue, task)  # the client went away
             raise
+        finally:
+            if deadline is not None:
+                deadline.cancel()
 
     def queue_depth(self) -> dict[str, int]:
         """Rows waiting (not yet running), by model name."""

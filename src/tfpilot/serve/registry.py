@@ -167,6 +167,9 @@ class ModelRegistry:
         with self._lock:
             return [model.config for model in self._models.values()]
 
+    def has_model(self, name: str) -> bool:
+        return name in self._models
+
     def model_names(self) -> list[str]:
         with self._lock:
             return sorted(self._models)

@@ -34,7 +34,7 @@ from tfpilot.serve.servable import Servable
 from tfpilot.serve.service import InferenceService
 from tfpilot.serve.status import Code, RequestError
 
-__all__ = ["build_rest_app", "metadata_json", "PREDICT_PATH", "STATUS_PATH"]
+__all__ = ["build_rest_server", "metadata_json", "PREDICT_PATH", "STATUS_PATH"]
 
 _log = logging.getLogger("tfpilot.serve")
 
@@ -89,7 +89,7 @@ class _RestHandler:
         self.max_request_bytes = max_request_bytes
         self.timeout = timeout_seconds
 
-    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.rel_url.raw_path
         lowered = path.lower()
         try:
@@ -114,7 +114,7 @@ class _RestHandler:
             _log.exception("unexpected error handling %s %s", request.method, path)
             return _error_response(RequestError(Code.INTERNAL, f"Internal error: {type(error).__name__}: {error}"))
 
-    async def _api(self, request: web.Request, path: str) -> web.StreamResponse:
+    async def _api(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         match = PREDICT_PATH.fullmatch(path)
         if request.method == "POST" and match:
             name, version, label, method = match.groups()
@@ -155,7 +155,7 @@ class _RestHandler:
             )
         return _json_response({"models": models})
 
-    async def _read_body(self, request: web.Request) -> bytes:
+    async def _read_body(self, request: web.BaseRequest) -> bytes:
         too_large = RequestError(
             Code.RESOURCE_EXHAUSTED,
             f"Request body exceeds --max_request_bytes {self.max_request_bytes}; send fewer instances per request",
@@ -168,7 +168,7 @@ class _RestHandler:
             raise too_large from None
 
     async def _inference(
-        self, request: web.Request, name: str, version_text: str | None, label: str | None, method: str
+        self, request: web.BaseRequest, name: str, version_text: str | None, label: str | None, method: str
     ) -> web.Response:
         timer = self.service.timer(api=method, protocol="rest", model=name)
         try:
@@ -209,15 +209,20 @@ class _RestHandler:
             timer.finish()
 
 
-def build_rest_app(
+def build_rest_server(
     service: InferenceService, *, metrics: MetricsRegistry, max_request_bytes: int, timeout_seconds: float
-) -> web.Application:
+) -> web.Server:
+    """aiohttp's low-level server: TF Serving's routes are matched by the handler's own regexes,
+    which avoids the per-request cost of aiohttp's router."""
     handler = _RestHandler(
         service, metrics=metrics, max_request_bytes=max_request_bytes, timeout_seconds=timeout_seconds
     )
-    # aiohttp enforces client_max_size while reading a chunked body too; +1 so the explicit
-    # Content-Length check above is the one that answers for exact-size bodies.
-    app = web.Application(client_max_size=max_request_bytes + 1)
-    app.router.add_route("*", "/{tail:.*}", handler.dispatch)
-    return app
 
+    def request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+        # aiohttp enforces client_max_size while reading a chunked body too; +1 so the explicit
+        # Content-Length check in the handler answers for bodies of exactly the limit.
+        return web.BaseRequest(
+            message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=max_request_bytes + 1
+        )
+
+    return web.Server(handler.dispatch, request_factory=request_factory, access_log=None)

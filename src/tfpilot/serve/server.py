@@ -214,7 +214,7 @@ class ModelServer:
     async def _start_async(self, rest_socket: socket.socket | None) -> Any:
         from aiohttp import web
 
-        from tfpilot.serve.rest import build_rest_app
+        from tfpilot.serve.rest import build_rest_server
         from tfpilot.serve.service import InferenceService
 
         options = self.options
@@ -225,13 +225,13 @@ class ModelServer:
         runner = None
         grpc_server = None
         if rest_socket is not None:
-            app = build_rest_app(
+            rest_server = build_rest_server(
                 service,
                 metrics=self.metrics,
                 max_request_bytes=options.max_request_bytes,
                 timeout_seconds=options.rest_api_timeout_in_ms / 1000.0,
             )
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            runner = web.ServerRunner(rest_server, handle_signals=False)
             await runner.setup()
             await web.SockSite(runner, rest_socket).start()
             self.rest_port = rest_socket.getsockname()[1]

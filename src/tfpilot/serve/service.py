@@ -33,7 +33,7 @@ class RequestTimer:
         self.protocol = protocol
         # Only configured names become label values: clients choose URLs, and unbounded label
         # values would grow the metrics without limit.
-        self.model = model if model in service.registry.model_names() else _UNKNOWN_MODEL
+        self.model = model if service.registry.has_model(model) else _UNKNOWN_MODEL
         self.status = Code.OK
         self._start = time.perf_counter()
 

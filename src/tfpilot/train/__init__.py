@@ -3,6 +3,10 @@
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
+from tfpilot.train.guard import NanGuard, replay_with_check_numerics
+from tfpilot.train.jit import choose_jit_compile
+from tfpilot.train.launch import launch_workers
+from tfpilot.train.preemption import Preempted, PreemptionWatcher
 from tfpilot.train.optim import build_optimizer, build_schedule
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy
@@ -21,6 +25,12 @@ __all__ = [
     "build_schedule",
     "make_strategy",
     "is_chief",
+    "NanGuard",
+    "replay_with_check_numerics",
+    "choose_jit_compile",
+    "launch_workers",
+    "Preempted",
+    "PreemptionWatcher",
     "seed_everything",
     "load_history",
 ]

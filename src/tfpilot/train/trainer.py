@@ -30,6 +30,7 @@ from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
+from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.preemption import PreemptionWatcher
 from tfpilot.train.step import StepFunctions
@@ -101,6 +102,10 @@ class Trainer:
                 jit_compile=train.jit_compile == JitCompile.TRUE,
             )
             self.state = TrainingState()
+        self.jit_timings: dict[str, float] = {}
+        if train.jit_compile == JitCompile.AUTO and not self.steps.distributed:
+            features, labels = next(iter(pipeline.train(epoch=0)))
+            self.steps.jit_compile, self.jit_timings = choose_jit_compile(self.steps, features, labels)
         self.checkpoints = CheckpointStore(
             self.run.checkpoints,
             model=self.model,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _RESETS = frozenset({"reset_state", "reset_states"})
 
 
@@ -81,48 +81,104 @@ def fit(dataset, epochs):
         ),
     ]
 
-    def visit_For(self, node: ast.For) -> None:
-        self._check(node)
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        # Per outermost ("epoch") loop: updates seen in nested loops, resets seen anywhere in it.
+        self._updates: dict[int, dict[str, ast.Call]] = {}
+        self._helper_calls: dict[int, list[ast.Call]] = {}
+        self._step_loop_calls: set[int] = set()
+        self._resets: dict[int, set[str]] = {}
+        self._reset_all: set[int] = set()
+        self._body_cache: dict[int, tuple[set[str], set[str], bool]] = {}
 
-    def visit_While(self, node: ast.While) -> None:
-        self._check(node)
+    def visit_Call(self, node: ast.Call) -> None:
+        loops = self.context.function_loops()
+        if not loops:
+            return
+        outer = id(loops[0])
+        func = node.func
+        method = func.attr if isinstance(func, ast.Attribute) else None
+        if method == "update_state":
+            if len(loops) >= 2:
+                key = self.context.dotted(func.value)  # type: ignore[union-attr]
+                if key:
+                    self._updates.setdefault(outer, {}).setdefault(key, node)
+            return
+        if method in _RESETS:
+            key = self.context.dotted(func.value)  # type: ignore[union-attr]
+            loop_targets = {
+                loop.target.id for loop in loops if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+            }
+            if key in loop_targets:
+                self._reset_all.add(outer)  # `for metric in metrics: metric.reset_state()`
+            elif key:
+                self._resets.setdefault(outer, set()).add(key)
+            return
+        if method == "reset_metrics":
+            self._reset_all.add(outer)
+            return
+        if self._callee_definitions(node):
+            self._helper_calls.setdefault(outer, []).append(node)
+            if len(loops) >= 2:
+                # Called from the step loop: its metric updates count as per-step updates.
+                self._updates.setdefault(outer, {})
+                self._step_loop_calls.add(id(node))
 
-    def _check(self, outer: ast.For | ast.While) -> None:
-        if self.context.function_loops():
-            return  # only the outermost loop of a function is an "epoch" loop
-        outer_nodes = walk_body(outer.body)
-        inner_loops = [n for n in outer_nodes if isinstance(n, _LOOPS)]
-        if not inner_loops:
+    def visit_Assign(self, node: ast.Assign) -> None:
+        loops = self.context.function_loops()
+        if not loops or not isinstance(node.value, ast.Call):
             return
-        updates: dict[str, ast.Call] = {}
-        for loop in inner_loops:
-            for node in walk_body(loop.body):
-                if isinstance(node, ast.Call):
-                    for key in self._updated_metrics(node):
-                        updates.setdefault(key, node)
-        if not updates:
-            return
-        reset, reset_all = self._resets(outer_nodes)
-        if reset_all:
-            return
-        for key, call in updates.items():
-            if key not in reset:
-                self.report(call, f"metric `{key}` is updated every step but never reset per epoch")
+        found = keras_name(self.context.qualname(node.value.func))
+        if found is not None and found[1].startswith("metrics."):
+            keys = {self.context.dotted(target) for target in node.targets} - {None}
+            self._resets.setdefault(id(loops[0]), set()).update(keys)  # type: ignore[arg-type]
 
-    def _updated_metrics(self, call: ast.Call) -> list[str]:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "update_state":
-            key = self.context.dotted(func.value)
-            return [key] if key else []
-        found: list[str] = []
+    def finish(self) -> None:
+        for outer, updates in self._updates.items():
+            if outer in self._reset_all:
+                continue
+            updates = dict(updates)
+            resets = set(self._resets.get(outer, set()))
+            reset_all = False
+            for call in self._helper_calls.get(outer, []):
+                updated, reset, resets_everything = self._helper_effects(call)
+                resets |= reset
+                reset_all = reset_all or resets_everything
+                if id(call) in self._step_loop_calls:
+                    for key in updated:
+                        updates.setdefault(key, call)
+            if reset_all:
+                continue
+            for key, call in updates.items():
+                if key not in resets:
+                    self.report(call, f"metric `{key}` is updated every step but never reset per epoch")
+
+    def _helper_effects(self, call: ast.Call) -> tuple[set[str], set[str], bool]:
+        """Metrics a same-file helper updates and resets (one level deep)."""
+        updated: set[str] = set()
+        reset: set[str] = set()
+        reset_all = False
         for definition in self._callee_definitions(call):
-            for node in walk_body(definition.body):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    if node.func.attr == "update_state":
+            cached = self._body_cache.get(id(definition))
+            if cached is None:
+                body_updates: set[str] = set()
+                body_resets: set[str] = set()
+                body_reset_all = False
+                for node in walk_body(definition.body):  # type: ignore[attr-defined]
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                         key = self.context.dotted(node.func.value)
-                        if key:
-                            found.append(key)
-        return found
+                        if node.func.attr == "update_state" and key:
+                            body_updates.add(key)
+                        elif node.func.attr in _RESETS and key:
+                            body_resets.add(key)
+                        elif node.func.attr == "reset_metrics":
+                            body_reset_all = True
+                cached = (body_updates, body_resets, body_reset_all)
+                self._body_cache[id(definition)] = cached
+            updated |= cached[0]
+            reset |= cached[1]
+            reset_all = reset_all or cached[2]
+        return updated, reset, reset_all
 
     def _callee_definitions(self, call: ast.Call) -> list[ast.AST]:
         func = call.func
@@ -131,35 +187,3 @@ def fit(dataset, epochs):
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             return self.context.function_defs(func.attr)
         return []
-
-    def _resets(self, nodes: list[ast.AST]) -> tuple[set[str], bool]:
-        reset: set[str] = set()
-        loop_targets = {
-            n.target.id for n in nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
-        }
-        pending = list(nodes)
-        expanded: set[int] = set()
-        while pending:
-            node = pending.pop()
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                found = keras_name(self.context.qualname(node.value.func))
-                if found is not None and found[1].startswith("metrics."):
-                    reset.update(self.context.dotted(t) or "" for t in node.targets)
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in _RESETS:
-                    key = self.context.dotted(func.value)
-                    if key in loop_targets:
-                        return reset, True
-                    if key:
-                        reset.add(key)
-                elif func.attr == "reset_metrics":
-                    return reset, True
-            # One level into helpers such as `reset_metrics()` defined in the same file.
-            for definition in self._callee_definitions(node):
-                if id(definition) not in expanded:
-                    expanded.add(id(definition))
-                    pending.extend(walk_body(definition.body))  # type: ignore[attr-defined]
-        return reset, False

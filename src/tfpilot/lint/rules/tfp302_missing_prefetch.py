@@ -101,11 +101,12 @@ for batch in dataset:
             self._check(candidate, node)
 
     def visit_For(self, node: ast.For) -> None:
-        if self._runs_model(node):
-            self._check(node.iter, node)
+        pending = self._unprefetched(node.iter)
+        # Only loops that train or run a model wait on input; a one-off scan of the data doesn't.
+        if pending is not None and self._runs_model(node):
+            self._report(pending, node)
 
     def _runs_model(self, loop: ast.For) -> bool:
-        """Only loops that train or run a model wait on input; a one-off scan of the data doesn't."""
         for item in walk_body(loop.body):
             if not isinstance(item, ast.Call):
                 continue
@@ -117,6 +118,12 @@ for batch in dataset:
         return False
 
     def _check(self, expression: ast.expr, consumer: ast.AST) -> None:
+        pending = self._unprefetched(expression)
+        if pending is not None:
+            self._report(pending, consumer)
+
+    def _unprefetched(self, expression: ast.expr) -> ast.expr | None:
+        """The origin of ``expression``'s pipeline when it does work but never prefetches."""
         pipeline: Pipeline | None
         if isinstance(expression, ast.Name):
             pipeline = self.context.scope.pipelines.get(expression.id)
@@ -127,15 +134,15 @@ for batch in dataset:
         else:
             pipeline = None
         if pipeline is None or not pipeline.is_dataset or pipeline.origin is None:
-            return
+            return None
         methods = pipeline.methods()
         if not methods or "prefetch" in methods or methods[-1] in _INSPECTION:
-            return
-        if not _PIPELINE_WORK.intersection(methods):
-            return
-        origin = pipeline.origin
-        if id(origin) in self._reported:
-            return
+            return None
+        if not _PIPELINE_WORK.intersection(methods) or id(pipeline.origin) in self._reported:
+            return None
+        return pipeline.origin
+
+    def _report(self, origin: ast.expr, consumer: ast.AST) -> None:
         self._reported.add(id(origin))
         alias = self.context.local_alias("tensorflow")
         self.report(

@@ -67,10 +67,17 @@ ds = ds.cache()
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._random_callables: set[str] = set()
+        self._random_definitions: dict[int, bool] = {}
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # `augment = keras.Sequential([layers.RandomFlip(), ...])` is a random callable.
-        if isinstance(node.value, ast.Call) and self._contains_random(node.value):
+        value = node.value
+        if not isinstance(value, ast.Call):
+            return
+        found = keras_name(self.context.qualname(value.func))
+        if found is None or not (found[1].endswith("Sequential") or found[1].startswith("layers.Random")):
+            return
+        if self._contains_random(value):
             for target in node.targets:
                 key = self.context.dotted(target)
                 if key:
@@ -100,7 +107,13 @@ ds = ds.cache()
             return False
         if name in self._random_callables:
             return True
-        return any(self._contains_random(definition) for definition in self.context.function_defs(name))
+        for definition in self.context.function_defs(name):
+            known = self._random_definitions.get(id(definition))
+            if known is None:
+                known = self._random_definitions[id(definition)] = self._contains_random(definition)
+            if known:
+                return True
+        return False
 
     def _contains_random(self, node: ast.AST) -> bool:
         for item in ast.walk(node):

@@ -21,6 +21,8 @@ class BatchNormUpdateOps(Rule):
     Multi-GPU tower code is where this bites most often: each tower's batch norm adds its own
     update ops, and the train op built from the averaged gradients depends on none of them
     (TF-Slim's trainer gathers the first tower's UPDATE_OPS explicitly for this reason).
+    Under TF 2.16+ with Keras 3, ``tf.compat.v1.layers.batch_normalization`` no longer exists
+    at all ("not available with Keras 3"): the port to keras.layers.BatchNormalization is due.
     """
 
     code = "TFP605"

@@ -1,0 +1,336 @@
+"""Benchmark `tfpilot serve`: REST and gRPC, batched and unbatched, against two anchors.
+
+Anchors, measured in the same run on the same machine:
+  * the in-process limit: the loaded SavedModel signature called directly with full batches
+    (max_batch_size examples per call), in examples per second - no server can beat it;
+  * a naive server: one HTTP request -> one json.loads -> one model call (ThreadingHTTPServer),
+    which is what a hand-written Flask/FastAPI wrapper does.
+
+A bounded load generator on 127.0.0.1 (a fixed number of concurrent clients, each waiting for
+its answer before sending again) drives each server at concurrency 1, 8 and 64 with one
+example per request, and reports throughput and p50/p99 latency. The servers run in one
+child process; the clients run in this one.
+
+    python benchmarks/bench_serve.py --quick     # < 90 s
+    python benchmarks/bench_serve.py             # longer windows, plus a tiny model
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+CONCURRENCY = (1, 8, 64)
+MAX_BATCH_SIZE = 64
+FEATURES = 64
+
+
+# ------------------------------------------------------------------------------ models
+
+
+def write_mlp(base_path: Path, *, width: int) -> int:
+    """x float32 [-1, 64] -> probabilities [-1, 10] through three ReLU layers of ``width``.
+    Returns multiply-adds per example."""
+    import tensorflow as tf
+
+    from tfpilot.atomic import atomic_directory
+
+    sizes = [FEATURES, width, width, width, 10]
+
+    class Mlp(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            generator = tf.random.Generator.from_seed(0)
+            self.layers = [
+                (tf.Variable(generator.normal([a, b]) / a**0.5), tf.Variable(tf.zeros([b])))
+                for a, b in zip(sizes[:-1], sizes[1:])
+            ]
+
+        @tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32, name="x")])
+        def serve(self, x):
+            for index, (kernel, bias) in enumerate(self.layers):
+                x = tf.matmul(x, kernel) + bias
+                if index < len(self.layers) - 1:
+                    x = tf.nn.relu(x)
+            return {"probabilities": tf.nn.softmax(x)}
+
+    module = Mlp()
+    with atomic_directory(base_path / "1", overwrite=True) as tmp:
+        tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve})
+    return sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+def in_process_limit(version_dir: Path, example: object, seconds: float) -> tuple[float, float]:
+    """(examples/s with full batches, examples/s with one example per call), same process."""
+    import numpy as np
+    import tensorflow as tf
+
+    function = tf.saved_model.load(str(version_dir)).signatures["serving_default"]
+    output_name = next(iter(function.structured_outputs))
+    results = []
+    for batch_size in (MAX_BATCH_SIZE, 1):
+        batch = tf.constant(np.array([example] * batch_size, np.float32))
+        for _ in range(5):
+            function(x=batch)
+        calls, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            function(x=batch)[output_name].numpy()
+            calls += 1
+        results.append(calls * batch_size / (time.perf_counter() - started))
+    return results[0], results[1]
+
+
+# ------------------------------------------------------------------------ server host
+
+
+def serve_host(base_path: Path) -> None:
+    """Child process: batched and unbatched tfpilot servers plus the naive server."""
+    import http.server
+
+    import numpy as np
+    import tensorflow as tf
+
+    from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions
+
+    def options(batching):
+        return ServerOptions(
+            models=[ServedModel(name="model", base_path=base_path)],
+            rest_port=0,
+            grpc_port=0,
+            batching=batching,
+            file_system_poll_wait_seconds=0,
+        )
+
+    cores = os.cpu_count() or 1
+    batched = ModelServer(
+        options(BatchingParameters(max_batch_size=MAX_BATCH_SIZE, max_enqueued_batches=16, num_batch_threads=cores))
+    ).start()
+    unbatched = ModelServer(options(None)).start()
+
+    function = tf.saved_model.load(str(base_path / "1")).signatures["serving_default"]
+    output_name = next(iter(function.structured_outputs))
+
+    class Naive(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            instances = np.asarray(json.loads(body)["instances"], np.float32)
+            output = function(x=tf.constant(instances))[output_name].numpy()
+            payload = json.dumps({"predictions": output.tolist()}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    naive = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Naive)
+    naive.daemon_threads = True
+    threading.Thread(target=naive.serve_forever, daemon=True).start()
+    print(
+        json.dumps(
+            {
+                "batched_rest": batched.rest_url,
+                "batched_grpc": batched.grpc_target,
+                "unbatched_rest": unbatched.rest_url,
+                "unbatched_grpc": unbatched.grpc_target,
+                "naive_rest": f"http://127.0.0.1:{naive.server_address[1]}",
+            }
+        ),
+        flush=True,
+    )
+    sys.stdin.read()  # the parent closes stdin to stop us
+    naive.shutdown()
+    batched.stop()
+    unbatched.stop()
+
+
+# ------------------------------------------------------------------------ load generator
+
+
+async def _drive(send, concurrency: int, seconds: float, warmup: float) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    measuring = False
+    stop = False
+
+    async def client() -> None:
+        nonlocal errors
+        while not stop:
+            started = time.perf_counter()
+            ok = await send()
+            if measuring:
+                latencies.append(time.perf_counter() - started)
+                errors += 0 if ok else 1
+
+    tasks = [asyncio.ensure_future(client()) for _ in range(concurrency)]
+    await asyncio.sleep(warmup)
+    measuring = True
+    window_start = time.perf_counter()
+    await asyncio.sleep(seconds)
+    measuring = False
+    elapsed = time.perf_counter() - window_start
+    stop = True
+    await asyncio.gather(*tasks)
+    latencies.sort()
+    count = len(latencies)
+    return {
+        "throughput": count / elapsed,
+        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
+        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
+        "errors": errors,
+    }
+
+
+def run_rest(url: str, body: bytes, concurrency: int, seconds: float, warmup: float) -> dict:
+    import aiohttp
+
+    async def main() -> dict:
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def send() -> bool:
+                async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+                    await response.read()
+                    return response.status == 200
+
+            return await _drive(send, concurrency, seconds, warmup)
+
+    return asyncio.run(main())
+
+
+def run_grpc(target: str, example: object, concurrency: int, seconds: float, warmup: float) -> dict:
+    import grpc
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "model"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([example], np.float32)))
+
+    async def main() -> dict:
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+            async def send() -> bool:
+                try:
+                    await stub.Predict(request, timeout=30)
+                    return True
+                except grpc.aio.AioRpcError:
+                    return False
+
+            return await _drive(send, concurrency, seconds, warmup)
+
+    return asyncio.run(main())
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def benchmark_model(name: str, base_path: Path, example: object, *, seconds: float, warmup: float, note: str) -> dict:
+    limit, single = in_process_limit(base_path / "1", example, seconds)
+    host = subprocess.Popen(
+        [sys.executable, __file__, "--serve-host", str(base_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        endpoints = json.loads(host.stdout.readline())
+        body = json.dumps({"instances": [example]}).encode()
+        rows = []
+        for kind in ("batched", "unbatched", "naive"):
+            protocols = ("rest",) if kind == "naive" else ("rest", "grpc")
+            for protocol in protocols:
+                address = endpoints[f"{kind}_{protocol}"]
+                for concurrency in CONCURRENCY:
+                    if protocol == "rest":
+                        url = address if kind == "naive" else f"{address}/v1/models/model:predict"
+                        result = run_rest(url, body, concurrency, seconds, warmup)
+                    else:
+                        result = run_grpc(address, example, concurrency, seconds, warmup)
+                    rows.append({"server": kind, "protocol": protocol, "concurrency": concurrency, **result})
+    finally:
+        host.stdin.close()
+        host.wait(timeout=60)
+    print(f"\n== {name}: {note}")
+    print(f"in-process limit (batch {MAX_BATCH_SIZE} per call): {limit:10.0f} examples/s   [anchor = 1.00]")
+    print(f"in-process, one example per call:      {single:10.0f} examples/s   [{single / limit:5.2f} x limit]")
+    print(f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}")
+    for row in rows:
+        print(
+            f"{row['server']:10} {row['protocol']:5} {row['concurrency']:>4} {row['throughput']:9.0f} "
+            f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6}"
+        )
+
+    def find(server: str, protocol: str, concurrency: int) -> float:
+        return next(
+            r["throughput"] for r in rows if (r["server"], r["protocol"], r["concurrency"]) == (server, protocol, concurrency)
+        )
+
+    batched_rest = find("batched", "rest", 64)
+    summary = {
+        "batched_rest_64_vs_limit": batched_rest / limit,
+        "batched_grpc_64_vs_limit": find("batched", "grpc", 64) / limit,
+        "batched_rest_64_vs_naive_64": batched_rest / find("naive", "rest", 64),
+        "batched_rest_64_vs_unbatched_rest_64": batched_rest / find("unbatched", "rest", 64),
+        "batched_grpc_64_vs_unbatched_grpc_64": find("batched", "grpc", 64) / find("unbatched", "grpc", 64),
+        "errors": sum(r["errors"] for r in rows),
+    }
+    print("ratios:")
+    for key, value in summary.items():
+        print(f"  {key:40} {value:6.2f}" if key != "errors" else f"  {key:40} {value:6d}")
+    verdict = "meets" if summary["batched_rest_64_vs_limit"] >= 0.5 else "misses"
+    print(f"  aim: batched REST at concurrency 64 >= 0.5 x limit -> {verdict} ({summary['batched_rest_64_vs_limit']:.2f})")
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short windows, main model only (< 90 s)")
+    parser.add_argument("--width", type=int, default=1024, help="hidden width of the main MLP")
+    parser.add_argument("--serve-host", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_host:
+        serve_host(args.serve_host)
+        return
+    seconds, warmup = (1.5, 0.4) if args.quick else (4.0, 1.0)
+    cores = os.cpu_count() or 1
+    print(f"bench_serve: {cores} CPU cores, clients and servers share them; one example per request")
+    with tempfile.TemporaryDirectory(prefix="bench_serve_") as tmp:
+        root = Path(tmp)
+        macs = write_mlp(root / "mlp", width=args.width)
+        benchmark_model(
+            "mlp", root / "mlp", [0.1] * FEATURES, seconds=seconds, warmup=warmup,
+            note=f"MLP {FEATURES}-{args.width}x3-10, {2 * macs / 1e6:.1f} MFLOP per example",
+        )
+        if not args.quick:
+            from tfpilot.serve.demo_models import write_half_plus_two
+
+            write_half_plus_two(root / "tiny", 1)
+            _ = benchmark_model_tiny(root / "tiny", seconds=seconds, warmup=warmup)
+
+
+def benchmark_model_tiny(base_path: Path, *, seconds: float, warmup: float) -> dict:
+    """half_plus_two: almost no compute, so this measures pure per-request overhead."""
+    return benchmark_model(
+        "half_plus_two", base_path, 1.0, seconds=seconds, warmup=warmup,
+        note="y = 0.5 x + 2, no compute: per-request overhead dominates",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""`tfpilot migrate` with TensorFlow's real tf_upgrade_v2, and the linter's claims checked
+against the installed TensorFlow and Keras (API tables, errors the rules predict)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tfpilot.cli.main import main
+from tfpilot.errors import LintError
+from tfpilot.lint import apis, migrate
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
+
+
+def resolve(path: str):
+    """Import-or-getattr a dotted path; None when any part is missing."""
+    parts = path.split(".")
+    obj = importlib.import_module(parts[0])
+    for part in parts[1:]:
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            try:
+                obj = importlib.import_module(f"{obj.__name__}.{part}")
+            except (ImportError, AttributeError):
+                return None
+    return obj
+
+
+@pytest.fixture(scope="module")
+def tf1_tree(tmp_path_factory):
+    source = tmp_path_factory.mktemp("migrate") / "legacy"
+    (source / "models").mkdir(parents=True)
+    for script in (FIXTURES / "tf1").glob("*.py"):
+        shutil.copy(script, source / "models" / script.name)
+    shutil.copy(FIXTURES / "tf2" / "keras2_leftovers.py", source / "keras2_leftovers.py")
+    (source / "README.txt").write_text("data notes\n")
+    return source
+
+
+def test_migrate_tree_rewrites_fixes_and_reports(tf1_tree, capsys, monkeypatch):
+    destination = tf1_tree.parent / "migrated"
+    monkeypatch.chdir(tf1_tree.parent)
+    with pytest.raises(SystemExit) as exited:
+        main(["migrate", str(tf1_tree), str(destination)])
+    assert exited.value.code == 1  # TF1 sessions and queues need a person
+    assert "need a person" in capsys.readouterr().out
+    assert (destination / "README.txt").read_text() == "data notes\n"
+    migrated = {path.relative_to(destination).as_posix(): path.read_text() for path in destination.rglob("*.py")}
+    assert set(migrated) == {
+        "keras2_leftovers.py",
+        "models/mnist_session_training.py",
+        "models/tfrecord_queue_input.py",
+        "models/multi_gpu_batch_norm.py",
+    }
+    for text in migrated.values():
+        ast.parse(text)
+    mnist = migrated["models/mnist_session_training.py"]
+    assert "tf.compat.v1.Session()" in mnist and "tf.Session()" not in mnist  # tf_upgrade_v2
+    queues = migrated["models/tfrecord_queue_input.py"]
+    assert "tf.io.parse_single_example" in queues and "tf.image.resize(" in queues  # tf_upgrade_v2
+    keras_code = migrated["keras2_leftovers.py"]
+    assert "model.fit(generator" in keras_code and "accuracy.reset_state()" in keras_code  # tfpilot fixes
+    assert "learning_rate=1e-3" in keras_code
+
+    report = (destination / "MIGRATION_REPORT.md").read_text()
+    assert "## Needs a person" in report and "## Rewritten automatically" in report
+    needs_person = report.split("## Needs a person")[1].split("## Rewritten automatically")[0]
+    rewritten = report.split("## Rewritten automatically")[1]
+    for code in ("TFP601", "TFP602", "TFP605", "TFP608", "TFP505", "TFP403"):
+        assert f"| {code} |" in needs_person, code
+    assert "| tf_upgrade_v2 | WARNING |" in needs_person
+    assert "Renamed 'tf.Session' to 'tf.compat.v1.Session'" in rewritten
+    assert "| tfpilot | TFP504 |" in rewritten and "| tfpilot | TFP501 |" in rewritten
+
+
+def test_migrate_single_file_and_refuses_to_overwrite(tmp_path):
+    source = tmp_path / "queue.py"
+    shutil.copy(FIXTURES / "tf1" / "tfrecord_queue_input.py", source)
+    result = migrate(source, tmp_path / "out" / "queue_v2.py")
+    assert result.files == 1 and (tmp_path / "out" / "queue_v2.py").exists()
+    assert result.report_path == tmp_path / "out" / "queue_v2.py.migration.md" and result.report_path.exists()
+    assert any(item.code == "TFP608" for item in result.needs_person)
+    with pytest.raises(LintError, match="already exists") as raised:
+        migrate(source, tmp_path / "out" / "queue_v2.py")
+    assert raised.value.exit_code == 2
+
+
+def test_tf1_tables_match_installed_tensorflow():
+    tables = [
+        apis.TF1_SESSION, apis.TF1_PLACEHOLDER, apis.TF1_VARIABLE_SCOPE, apis.TF1_CHECK_NUMERICS,
+        apis.TF1_QUEUES, apis.TF1_TRAINING, apis.TF1_SAVER_SUMMARY, apis.TF1_MODE_SWITCHES, apis.TF1_BATCH_NORM,
+    ]
+    names = sorted({name for table in tables for name in table if not name.startswith("contrib.")})
+    # tf.compat.v1.layers needs Keras 2: with Keras 3 its functions raise AttributeError.
+    graph_only = [name for name in names if not name.startswith("layers.")]
+    missing_in_v1 = [name for name in graph_only if resolve(f"tensorflow.compat.v1.{name}") is None]
+    still_in_v2 = [name for name in names if resolve(f"tensorflow.{name}") is not None]
+    assert missing_in_v1 == [] and still_in_v2 == []
+    assert resolve("tensorflow.compat.v1.layers.batch_normalization") is None
+
+
+def test_keras_removals_match_installed_keras():
+    for entry in apis.KERAS_REMOVED:
+        for namespace in entry.namespaces:
+            if entry.stub:  # importable, but unusable
+                with pytest.raises(ImportError):
+                    resolve(f"{namespace}.{entry.path}.Adam")()
+                continue
+            assert resolve(f"{namespace}.{entry.path}") is None, f"{namespace}.{entry.path} still exists"
+        if entry.rename_to is not None:
+            assert resolve(f"keras.{entry.rename_to}") is not None, entry.rename_to
+    import keras
+
+    for old, new in apis.KERAS_REMOVED_METHODS.items():
+        assert not hasattr(keras.Model, old) and hasattr(keras.Model, new)
+    assert resolve("keras.layers.Rescaling") is not None  # what layers.experimental.preprocessing.X becomes
+
+
+def test_the_failures_the_rules_predict_happen(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    # TFP105: every new Python value traces a new graph; a tensor traces once.
+    @tf.function
+    def scaled(x, step):
+        return x * tf.cast(step, tf.float32)
+
+    for step in range(4):
+        scaled(tf.ones(2), step)
+    assert scaled.experimental_get_tracing_count() == 4
+    for step in range(4):
+        scaled(tf.ones(2), tf.constant(step))
+    assert scaled.experimental_get_tracing_count() == 5
+
+    # TFP102: .numpy() inside a tf.function fails while tracing.
+    @tf.function
+    def host(x):
+        return x.numpy()
+
+    with pytest.raises(AttributeError):
+        host(tf.ones(2))
+
+    # TFP307: cache after shuffle replays the first epoch's order.
+    frozen = tf.data.Dataset.range(50).shuffle(50, seed=1).cache()
+    assert len({tuple(frozen.as_numpy_iterator()) for _ in range(3)}) == 1
+    reshuffled = tf.data.Dataset.range(50).cache().shuffle(50, seed=1)
+    assert len({tuple(reshuffled.as_numpy_iterator()) for _ in range(3)}) > 1
+
+    # TFP402 / TFP403 / TFP406 / TFP505 / TFP501: Keras 3 rejects Keras 2 idioms.
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    for call in (
+        lambda: model.save(str(tmp_path / "m"), save_format="tf"),
+        lambda: model.save(str(tmp_path / "saved_model_dir")),
+        lambda: model.save_weights(str(tmp_path / "ckpt")),
+        lambda: keras.optimizers.Adam(lr=0.1),
+    ):
+        with pytest.raises(ValueError):
+            call()
+    assert not hasattr(keras.metrics.Accuracy(), "reset_states") and not hasattr(model, "reset_states")

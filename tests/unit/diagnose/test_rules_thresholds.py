@@ -1,0 +1,107 @@
+"""The profile-based rules on measured-shape summaries: each threshold fires on one side and not the other.
+
+The summaries carry the numbers a real profile produces (the false positive below is the one seen
+on a loaded 2-core CI host); the full capture -> xprof -> rule path is covered by the tests that
+profile real TensorFlow code (test_capture_and_rules, test_profile_hook, the doctor integration tests).
+"""
+
+import pytest
+
+from tfpilot.diagnose import analyze
+from tfpilot.diagnose.rules import input_bound, step_gap, tiny_ops
+from tfpilot.diagnose.rules.base import Observations
+from tfpilot.diagnose.watchers import StepTiming, WatchReport
+from tfpilot.diagnose.xplane import ProfileSummary
+
+
+def summary(*, step_ms=3.7, input_ms=0.0, stages=(), op_occurrences_per_step=10.0, host_op_ms_per_step=0.5,
+            steps=4, gaps_ms=(), step_times_ms=(), top_ops=()) -> ProfileSummary:
+    return ProfileSummary.from_dict({
+        "profile_dir": "profile", "session": "s", "hardware_type": "CPU_ONLY",
+        "steps": {"steps": steps, "step_ms": step_ms, "input_ms": input_ms, "compute_ms": step_ms - input_ms, "other_ms": 0.0,
+                  "input_percent": 100.0 * input_ms / step_ms, "compute_percent": 100.0 * (step_ms - input_ms) / step_ms,
+                  "other_percent": 0.0, "per_step": []},
+        "top_ops": list(top_ops), "host_python_ops": [],
+        "input_stages": [{"name": f"Iterator::Root::{name}", "stage": name, "count": steps, "self_time_ms": ms, "self_time_percent": 0.0}
+                         for name, ms in stages],
+        "op_occurrences_per_step": op_occurrences_per_step, "host_op_self_time_ms_per_step": host_op_ms_per_step,
+        "input_conclusion": "", "files": {},
+        "capture": {"steps_captured": steps, "gaps_ms": list(gaps_ms), "step_times_ms": list(step_times_ms)},
+    })
+
+
+def codes(**kwargs) -> dict:
+    return {f.code: f for f in analyze(**kwargs)}
+
+
+# ------------------------------------------------------------------------------ DOC-INPUT-BOUND
+CACHED_PREFETCHED = (("Prefetch", 4.8), ("ForeverRepeat", 0.05), ("MemoryCache", 0.06), ("MemoryCacheImpl", 0.02))
+
+
+def test_loaded_host_waiting_on_a_cached_prefetched_pipeline_is_not_input_bound():
+    # 1.2 of 3.7 ms waited (32%), but the pipeline's stages did 0.02 ms of work per step: CPU contention.
+    observed = summary(step_ms=3.7, input_ms=1.2, stages=CACHED_PREFETCHED)
+    assert input_bound.pipeline_work_ms_per_step(Observations(summary=observed)) == pytest.approx(0.02)
+    assert "DOC-INPUT-BOUND" not in codes(summary=observed)
+
+
+def test_wait_explained_by_pipeline_work_is_input_bound_with_numbers():
+    # A sequential map doing 3 ms of work per batch and a 4.4 ms step that waits 3 ms of it.
+    observed = summary(step_ms=4.4, input_ms=3.0, stages=(("MapAndBatch", 12.0), ("TensorSlice", 0.06), ("Root", 0.01)))
+    finding = codes(summary=observed)["DOC-INPUT-BOUND"]
+    assert finding.severity.value == "error"
+    assert finding.evidence["input_percent"] == pytest.approx(68.2, abs=0.1)
+    assert finding.evidence["input_ms_per_step"] == 3.0
+    assert finding.evidence["pipeline_work_ms_per_step"] == pytest.approx(3.015, abs=0.01)
+    assert finding.evidence["dominant_stage"] == "MapAndBatch"
+    assert finding.evidence["prefetch"] is False
+
+
+@pytest.mark.parametrize(("input_ms", "step_ms", "expected"), [(0.9, 3.0, None), (1.0, 12.0, "warning"), (1.0, 4.0, "error"), (0.5, 20.0, None)])
+def test_input_bound_needs_both_the_percentage_and_the_absolute_floor(input_ms, step_ms, expected):
+    observed = summary(step_ms=step_ms, input_ms=input_ms, stages=(("ParallelMapV2", 10.0),))
+    found = codes(summary=observed).get("DOC-INPUT-BOUND")
+    assert (found.severity.value if found else None) == expected
+
+
+def watch_report(*, input_ms=0.0, step_ms=5.0, idle_ms=0.0, syncs_per_step=0.0, driver="train_step") -> WatchReport:
+    timing = StepTiming(driver=driver, steps=20, step_ms=step_ms, call_ms=step_ms - input_ms - idle_ms, gap_ms=input_ms + idle_ms,
+                        input_ms=input_ms, sync_ms=0.0, idle_ms=idle_ms, syncs_per_step=syncs_per_step,
+                        idle_percent=100.0 * idle_ms / step_ms, input_percent=100.0 * input_ms / step_ms, sync_locations={})
+    return WatchReport(functions=[], timing=timing, eager_gradient_calls=0, compiled_calls=22, sync_count=0, nonfinite=None,
+                       wall_seconds=1.0, profile_dir=None)
+
+
+def test_watcher_next_timing_has_a_higher_floor():
+    # Python-side next() on a prefetched pipeline costs ~1 ms on a loaded host: not a finding on its own.
+    assert "DOC-INPUT-BOUND" not in codes(watch=watch_report(input_ms=0.9, step_ms=5.6))
+    finding = codes(watch=watch_report(input_ms=4.0, step_ms=6.0))["DOC-INPUT-BOUND"]
+    assert finding.evidence["measured_by"] == "watcher" and finding.evidence["input_percent"] == pytest.approx(66.7, abs=0.1)
+
+
+# ------------------------------------------------------------------------------ DOC-TINY-OPS
+def test_tiny_ops_fires_on_many_short_ops():
+    # 1200 ops per step averaging 5 us: dispatch-bound.
+    finding = codes(summary=summary(op_occurrences_per_step=1200, host_op_ms_per_step=6.0))["DOC-TINY-OPS"]
+    assert finding.evidence == {"ops_per_step": 1200.0, "mean_op_us": 5.0, "eager_op_occurrences_in_top_ops": 0}
+
+
+@pytest.mark.parametrize(("ops", "host_ms"), [(400, 2.0), (1200, 30.0)])  # too few ops; ops long enough (25 us)
+def test_tiny_ops_stays_quiet_below_its_thresholds(ops, host_ms):
+    assert tiny_ops.check(Observations(summary=summary(op_occurrences_per_step=ops, host_op_ms_per_step=host_ms))) == []
+
+
+# ------------------------------------------------------------------------------ DOC-STEP-GAP
+def test_step_gap_from_the_profile_hooks_wall_clock_capture():
+    # 3 ms steps with 1.5 ms between them: 33% of wall time idle.
+    observed = summary(gaps_ms=(1.4, 1.6, 1.5), step_times_ms=(3.0, 3.0, 3.0, 3.0))
+    finding = codes(summary=observed)["DOC-STEP-GAP"]
+    assert finding.evidence == {"idle_ms_per_step": 1.5, "idle_percent": 33.3, "steps": 3, "measured_by": "profile hook"}
+
+
+def test_step_gap_from_the_watcher_and_its_thresholds():
+    finding = codes(watch=watch_report(idle_ms=2.0, step_ms=8.0))["DOC-STEP-GAP"]
+    assert finding.evidence["idle_percent"] == 25.0 and finding.evidence["measured_by"] == "watcher"
+    assert step_gap.check(Observations(watch=watch_report(idle_ms=0.5, step_ms=2.0))) == []  # 25% but under 1 ms
+    assert step_gap.check(Observations(watch=watch_report(idle_ms=1.5, step_ms=30.0))) == []  # 1.5 ms but 5%
+    assert step_gap.check(Observations(summary=summary(gaps_ms=(5.0,), step_times_ms=(1.0, 1.0)))) == []  # one gap is no pattern
