@@ -4,8 +4,11 @@ Anchor: reading and `ast.parse`-ing the same files in one process, measured in t
 Every linter run must parse each file too, so "lint time / parse time" is the linter's own
 overhead, and the lines/s number is comparable across machines only through that ratio.
 
-    .venv/bin/python benchmarks/bench_lint.py            # ~120k lines
-    .venv/bin/python benchmarks/bench_lint.py --quick    # ~25k lines
+    .venv/bin/python benchmarks/bench_lint.py            # ~71k lines, best of 5
+    .venv/bin/python benchmarks/bench_lint.py --quick    # ~21k lines, best of 3
+
+On a machine shared with other jobs, wall-clock rates swing with the load; the CPU column
+(time this process actually ran) and the ratio to the anchor stay comparable.
 """
 
 from __future__ import annotations
@@ -158,13 +161,11 @@ def generate_corpus(root: Path, *, files: int) -> tuple[list[Path], int]:
     return paths, lines
 
 
-def best_of(repeats: int, function) -> float:
-    timings = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        timings.append(time.perf_counter() - started)
-    return min(timings)
+def timed(function) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) for one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    function()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> int:
@@ -172,39 +173,53 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller corpus, fewer repeats")
     parser.add_argument("--files", type=int, default=None, help="number of generated files")
     args = parser.parse_args()
-    files = args.files or (60 if args.quick else 300)
-    repeats = 2 if args.quick else 3
+    files = args.files or (60 if args.quick else 200)
+    repeats = 3 if args.quick else 5
 
     from tfpilot.lint import lint_paths
     from tfpilot.lint.engine import default_jobs
 
+    jobs = default_jobs()
     with tempfile.TemporaryDirectory(prefix="tfpilot-bench-lint-") as directory:
         root = Path(directory)
         paths, lines = generate_corpus(root, files=files)
-        jobs = default_jobs()
 
         def parse_all() -> None:
             for path in paths:
                 ast.parse(path.read_text(), filename=str(path))
 
-        parse_seconds = best_of(repeats, parse_all)
-        serial_seconds = best_of(repeats, lambda: lint_paths([root], jobs=1))
-        parallel_seconds = best_of(repeats, lambda: lint_paths([root], jobs=jobs)) if jobs > 1 else serial_seconds
+        runs = {
+            "anchor: read + ast.parse (1 process)": parse_all,
+            "tfpilot lint --jobs 1": lambda: lint_paths([root], jobs=1),
+        }
+        if jobs > 1:
+            runs[f"tfpilot lint --jobs {jobs}"] = lambda: lint_paths([root], jobs=jobs)
+        best: dict[str, tuple[float, float]] = {}
+        # Interleaved repeats, best of each: on a shared machine the load drifts during a run.
+        for _ in range(repeats):
+            for name, function in runs.items():
+                wall, cpu = timed(function)
+                previous = best.get(name, (float("inf"), float("inf")))
+                best[name] = (min(previous[0], wall), min(previous[1], cpu))
         findings = len(lint_paths([root], jobs=1).findings)
 
-    rows = [
-        ("anchor: read + ast.parse (1 process)", parse_seconds),
-        ("tfpilot lint --jobs 1", serial_seconds),
-        (f"tfpilot lint --jobs {jobs}", parallel_seconds),
-    ]
+    anchor_wall, anchor_cpu = best["anchor: read + ast.parse (1 process)"]
     print(f"corpus: {files} files, {lines:,} lines, {findings:,} findings; {jobs} CPU(s); best of {repeats}")
-    print(f"{'run':<40} {'lines/s':>12} {'time vs anchor':>16}")
-    for name, seconds in rows:
-        print(f"{name:<40} {lines / seconds:>12,.0f} {seconds / parse_seconds:>15.2f}x")
-    best = lines / min(serial_seconds, parallel_seconds)
-    verdict = "PASS" if best >= TARGET_LINES_PER_SECOND else "BELOW TARGET"
-    print(f"best: {best:,.0f} lines/s (target >= {TARGET_LINES_PER_SECOND:,}: {verdict}); "
-          f"linting costs {serial_seconds / parse_seconds:.2f}x a bare ast.parse of the same code")
+    print(f"{'run':<40} {'lines/s (wall)':>15} {'lines/s (CPU)':>14} {'vs anchor':>10}")
+    for name, (wall, cpu) in best.items():
+        single = "--jobs" not in name or name.endswith("--jobs 1")
+        cpu_rate = f"{lines / cpu:,.0f}" if single and cpu > 0 else "-"
+        # One process: compare CPU time (robust to other load); several: wall time.
+        ratio = cpu / anchor_cpu if single else wall / anchor_wall
+        print(f"{name:<40} {lines / wall:>15,.0f} {cpu_rate:>14} {ratio:>9.2f}x")
+    serial_wall, serial_cpu = best["tfpilot lint --jobs 1"]
+    best_wall = lines / min(wall for name, (wall, _) in best.items() if name.startswith("tfpilot"))
+    verdict = "PASS" if best_wall >= TARGET_LINES_PER_SECOND else "BELOW TARGET (see CPU column on a loaded machine)"
+    print(
+        f"best: {best_wall:,.0f} lines/s wall, {lines / serial_cpu:,.0f} lines/s per CPU core "
+        f"(target >= {TARGET_LINES_PER_SECOND:,}: {verdict}); linting costs {serial_cpu / anchor_cpu:.2f}x "
+        "a bare ast.parse of the same code"
+    )
     return 0
 
 

@@ -136,7 +136,14 @@ def load_trained(run_path: str | Path) -> TrainedRun:
     if latest is None:
         raise ConfigError(f"run `{run.root}` has no trained model (checkpoints/final is empty); finish `tfpilot train` first")
     pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
-    model = build_model(config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes)
+    from tfpilot.train.precision import precision_policy
+
+    # Same dtype policy as in training, so evaluate/export in a new process compute as the trainer did.
+    with precision_policy(config.train.mixed_precision):
+        model = build_model(
+            config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
+            vocab_size=pipeline.preprocessor.vocab_size,
+        )
     tf.train.Checkpoint(model=model).restore(latest).expect_partial()
     return TrainedRun(config=config, run=run, pipeline=pipeline, model=model)
 

@@ -80,12 +80,15 @@ def register(app: typer.Typer) -> None:
         fail_on: str = typer.Option("never", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."),
     ) -> None:
         """Train CONFIG while profiling steps START..STOP-1; write profile/ (trace.json.gz, op_stats.csv, summary.json) and findings."""
-        from tfpilot.cli.render import console
-        from tfpilot.diagnose import parse_step_window
+        from tfpilot.diagnose.window_spec import parse_step_window
         from tfpilot.errors import ConfigError
 
         _check_fail_on(fail_on)
         parse_step_window(steps)
+        if not config.is_file():
+            raise ConfigError(f"config `{config}` does not exist; expected a YAML run config")
+        from tfpilot.cli.render import console
+
         hook, run = _profile_config(config, steps)
         if hook.summary is None:
             raise ConfigError(
@@ -107,13 +110,24 @@ def register(app: typer.Typer) -> None:
         fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."),
     ) -> None:
         """Diagnose a run directory, a config (trains with a profile window) or your own script."""
-        from tfpilot.cli.render import console
-        from tfpilot.diagnose import analyze_run, doctor_script
+        from tfpilot.diagnose.window_spec import parse_step_window
         from tfpilot.errors import ConfigError
-        from tfpilot.findings import write_findings
 
         _check_fail_on(fail_on)
         path = Path(target)
+        # Reject bad input before TensorFlow is imported (that import alone takes seconds).
+        if path.suffix == ".py" and not path.is_file():
+            raise ConfigError(f"script `{target}` does not exist; expected an existing SCRIPT.py")
+        if path.suffix in (".yaml", ".yml"):
+            if not path.is_file():
+                raise ConfigError(f"config `{target}` does not exist; expected a YAML run config")
+            parse_step_window(steps)
+        elif path.suffix != ".py" and not path.is_dir():
+            raise ConfigError(f"`{target}` is neither a run directory, a YAML config nor a .py script; pass one of those")
+        from tfpilot.cli.render import console
+        from tfpilot.diagnose import analyze_run, doctor_script
+        from tfpilot.findings import write_findings
+
         if path.suffix == ".py":
             result = doctor_script(path, list(args or []), output_dir=output, profile_start=profile_start, profile_steps=profile_steps)
             if result.summary is not None:
@@ -123,15 +137,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"doctor output -> {result.output_dir}")
             _finish(result.findings, fail_on=fail_on, title=f"Doctor: {path.name}")
         elif path.suffix in (".yaml", ".yml"):
-            if not path.is_file():
-                raise ConfigError(f"config `{target}` does not exist; expected a YAML run config")
             hook, run = _profile_config(path, steps)
             if hook.summary is not None:
                 _render_summary(hook.summary)
             _finish(hook.findings, fail_on=fail_on, title=f"Doctor: {run.root}")
-        elif path.is_dir():
+        else:
             findings = analyze_run(path)
             write_findings(path / "findings.json", findings, append=True)
             _finish(findings, fail_on=fail_on, title=f"Doctor: {path}")
-        else:
-            raise ConfigError(f"`{target}` is neither a run directory, a YAML config nor a .py script; pass one of those")

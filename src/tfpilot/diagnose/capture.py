@@ -10,26 +10,18 @@ measured in Python, which the step-gap rule needs and the profile alone cannot g
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_json
 from tfpilot.errors import ConfigError
+from tfpilot.diagnose.window_spec import parse_step_window
 from tfpilot.train.callbacks import TrainHook
 
 __all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE"]
 
 CAPTURE_FILE = "capture.json"
-
-
-def parse_step_window(text: str) -> tuple[int, int]:
-    """`A:B` -> (A, B): profile steps A..B-1."""
-    match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", text or "")
-    if not match or int(match[1]) >= int(match[2]):
-        raise ConfigError(f"profile steps must look like `START:STOP` with START < STOP (e.g. `10:20`), got `{text}`")
-    return int(match[1]), int(match[2])
 
 
 class ProfileWindow:

@@ -76,6 +76,13 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
         raise ExportError(f"unknown export format(s) {unknown}; expected any of saved_model, {', '.join(SUPPORTED_FORMATS)}", exit_code=2)
     config = trained.config.export
     pipeline = trained.pipeline
+    if pipeline.preprocessor.kind == "text" and any(f in TFLITE_VARIANTS for f in formats):
+        raise ExportError(
+            f"TFLite export of a text model ({', '.join(f for f in formats if f in TFLITE_VARIANTS)}) is not supported: its serving "
+            "input is a string and tokenisation/vocabulary lookup are string ops that TFLite can run only with the Flex delegate, "
+            "which no interpreter here has; export `saved_model` for text models (remove tflite* from export.formats)",
+            exit_code=2,
+        )
     exports = trained.run.exports
     exports.mkdir(parents=True, exist_ok=True)
     split = _evaluation_split(pipeline)

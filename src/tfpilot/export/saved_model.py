@@ -94,6 +94,10 @@ def export_saved_model(
 
     archive = keras.export.ExportArchive()
     archive.track(model)
+    # Lookup tables of the preprocessor (text vocabularies) are resources, not variables: the archive
+    # saves them, and adds their initializer to the init op the session loader runs, only if tracked.
+    if getattr(preprocessor, "trackable", None) is not None:
+        archive.track(preprocessor.trackable)
     archive.add_endpoint("serving_default", make_serving_fn(model, preprocessor, class_names), input_signature=input_signature)
     if "logits" in wanted:
         archive.add_endpoint("logits", make_logits_fn(model, preprocessor), input_signature=input_signature)

@@ -31,6 +31,7 @@ __all__ = [
     "find_keras_removal",
     "DATASET_CONSTRUCTORS",
     "is_dataset_constructor",
+    "DATASET_CALL_NAMES",
     "TF_FUNCTION_QUALNAMES",
     "tf1_match",
     "is_keras_path",
@@ -344,3 +345,17 @@ def is_dataset_constructor(qualname: str | None) -> bool:
     if qualname.startswith("tensorflow.keras."):
         qualname = "keras." + qualname[len("tensorflow.keras.") :]
     return qualname in DATASET_CONSTRUCTORS
+
+
+# Names of tf.data.Dataset methods and constructors: an assignment whose outermost call has one
+# of these names may hold a pipeline (everything else is skipped cheaply).
+DATASET_CALL_NAMES = frozenset(
+    {
+        "map", "batch", "shuffle", "prefetch", "cache", "repeat", "filter", "take", "skip", "interleave",
+        "flat_map", "padded_batch", "unbatch", "zip", "concatenate", "enumerate", "apply", "with_options",
+        "shard", "rebatch", "ragged_batch", "window", "scan", "group_by_window", "bucket_by_sequence_length",
+        "take_while", "unique", "sample_from_datasets", "choose_from_datasets", "from_tensor_slices",
+        "from_tensors", "range", "list_files", "from_generator", "load", "ignore_errors", "snapshot",
+        "save", "assert_cardinality", "map_with_legacy_function", "get_single_element",
+    }
+)

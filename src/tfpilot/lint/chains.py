@@ -49,6 +49,9 @@ class Pipeline:
     is_dataset: bool
     # The expression last assigned to the pipeline's name (where a fix like prefetch goes).
     origin: ast.expr | None = None
+    # Built from a known constructor in this scope, so ``steps`` is the whole pipeline (a
+    # dataset passed in may already have been batched and prefetched upstream).
+    rooted: bool = False
 
     def methods(self) -> list[str]:
         return [step.method for step in self.steps]
@@ -79,21 +82,23 @@ def resolve_pipeline(expr: ast.expr, context: FileContext) -> Pipeline:
     if isinstance(root, ast.Name):
         known = context.scope.pipelines.get(root.id)
         if known is not None:
-            return Pipeline(known.steps + tuple(steps), known.is_dataset, known.origin)
+            return Pipeline(known.steps + tuple(steps), known.is_dataset, known.origin, known.rooted)
         if root.id in context.imports:
             # `tf.data.Dataset.range(3).map(...)`: the first step is the constructor.
             first = steps[0] if steps else None
             if first is not None and is_dataset_constructor(context.qualname(first.call.func)):
-                return Pipeline(tuple(steps[1:]), True)
+                return Pipeline(tuple(steps[1:]), True, rooted=True)
             return Pipeline(tuple(steps), False)
         is_dataset = is_dataset_name(root.id)
     elif isinstance(root, ast.Attribute):
         first = steps[0] if steps else None
         if first is not None and is_dataset_constructor(context.qualname(first.call.func)):
-            return Pipeline(tuple(steps[1:]), True)
+            return Pipeline(tuple(steps[1:]), True, rooted=True)
         is_dataset = is_dataset_name(root.attr)
     elif isinstance(root, ast.Call):
-        is_dataset = is_dataset_constructor(context.qualname(root.func))
+        if is_dataset_constructor(context.qualname(root.func)):
+            return Pipeline(tuple(steps), True, rooted=True)
+        is_dataset = False
     else:
         is_dataset = False
     if not is_dataset:

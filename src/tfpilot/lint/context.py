@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES
+from tfpilot.lint.apis import DATASET_CALL_NAMES, TF_FUNCTION_QUALNAMES
 from tfpilot.lint.chains import Pipeline, resolve_pipeline
 from tfpilot.lint.naming import is_dataset_name, is_model_name
 
@@ -25,7 +25,15 @@ _KERAS_GRAPH_METHODS = frozenset({"train_step", "test_step", "predict_step"})
 _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_EAGER_RE = re.compile(r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)")
+# Fields that never hold a node a rule needs: contexts, operators, and plain strings/ints
+# (identifiers, import aliases) - skipping them saves a getattr and a type check per node.
+_SKIP_FIELDS = frozenset(
+    {
+        "ctx", "op", "ops", "type_comment", "kind", "arg", "id", "attr", "name", "module", "level",
+        "asname", "conversion", "is_async", "simple", "names", "type_ignores",
+    }
+)
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _AST = ast.AST
 _NAME = ast.Name
@@ -91,7 +99,6 @@ class FileContext:
         self.source = source
         self.tree = tree
         self.imports: dict[str, str] = {}
-        self.import_nodes: list[ast.Import | ast.ImportFrom] = []
         # "model" / "self.acc" -> qualified name of the call it was last assigned from.
         self.assigned_calls: dict[str, str] = {}
         # tf.function names seen (wrapped or decorated) -> has input_signature.
@@ -109,6 +116,12 @@ class FileContext:
             value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
         )
         self._wrapped_names, self._dataset_fn_names = self._scan_graph_function_names()
+        # Functions handed to tf.py_function & co. run eagerly even when called from a graph.
+        self._eager_names = (
+            frozenset(m.group(1) for m in _EAGER_RE.finditer(source))
+            if self.uses_tensorflow and "_func" in source
+            else frozenset()
+        )
 
     # --- source positions ---------------------------------------------------------------------
 
@@ -138,9 +151,6 @@ class FileContext:
             return byte_column
         return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="replace"))
 
-    def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source, node) or ""
-
     # --- names ----------------------------------------------------------------------------------
 
     def _collect_statements(self, statements: list[ast.stmt]) -> None:
@@ -151,7 +161,6 @@ class FileContext:
         for statement in statements:
             kind = statement.__class__
             if kind is ast.Import:
-                self.import_nodes.append(statement)  # type: ignore[arg-type]
                 for alias in statement.names:  # type: ignore[attr-defined]
                     if alias.asname:
                         self.imports[alias.asname] = alias.name
@@ -160,7 +169,6 @@ class FileContext:
                         self.imports.setdefault(top, top)
                 continue
             if kind is ast.ImportFrom:
-                self.import_nodes.append(statement)  # type: ignore[arg-type]
                 if statement.level or not statement.module:  # type: ignore[attr-defined]
                     continue
                 for alias in statement.names:  # type: ignore[attr-defined]
@@ -268,12 +276,15 @@ class FileContext:
         self._enter = enter
         self._leave = leave
         self._references = references
+        # Names and constants are half of all nodes; unless a rule subscribes to them directly
+        # they are handled inline by their parent instead of through a recursive _visit.
+        self._fast_names = _NAME not in enter and _NAME not in leave
+        self._fast_constants = _CONSTANT not in enter and _CONSTANT not in leave
         self._visit(self.tree)
 
     def _visit(self, node: ast.AST) -> None:
-        # The hot loop of the linter: kept flat (no helper calls for ordinary nodes), with fast
-        # paths for the most common leaves. Every node is pushed on ``stack`` so handlers can
-        # look at their ancestors.
+        # The hot loop of the linter: kept flat, with the common leaves inlined. Every visited
+        # node is pushed on ``stack`` so that handlers can look at their ancestors.
         kind = node.__class__
         stack = self.stack
         stack.append(node)
@@ -281,13 +292,16 @@ class FileContext:
         if handlers:
             for handler in handlers:
                 handler(node)
-        if kind is _NAME:
-            if self._references and node.id in self.imports and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
-                self._emit_reference(node)
-        elif kind is _ATTRIBUTE:
+        if kind is _ATTRIBUTE:
             if self._references and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
                 self._emit_reference(node)
-            self._visit(node.value)  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            # A Name under an Attribute is never the longest dotted name: nothing to do.
+            if value.__class__ is not _NAME or not self._fast_names:
+                self._visit(value)
+        elif kind is _NAME:
+            if self._references and node.id in self.imports and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
+                self._emit_reference(node)
         elif kind is not _CONSTANT:
             structural = _STRUCTURAL.get(kind)
             if structural is not None:
@@ -297,19 +311,51 @@ class FileContext:
                 if fields is None:
                     fields = _FIELDS[kind] = tuple(n for n in kind._fields if n not in _SKIP_FIELDS)
                 visit = self._visit
+                fast_names = self._fast_names
+                fast_constants = self._fast_constants
                 for name in fields:
                     value = getattr(node, name, None)
+                    if value is None:
+                        continue
                     if value.__class__ is list:
                         for item in value:
-                            if isinstance(item, _AST):
+                            cls = item.__class__
+                            if cls is _NAME and fast_names:
+                                if self._references and item.id in self.imports and item.ctx.__class__ is _LOAD:
+                                    self._emit_name_reference(item)
+                            elif cls is _CONSTANT and fast_constants:
+                                continue
+                            elif isinstance(item, _AST):
                                 visit(item)
-                    elif isinstance(value, _AST):
-                        visit(value)
+                    else:
+                        cls = value.__class__
+                        if cls is _NAME and fast_names:
+                            if self._references and value.id in self.imports and value.ctx.__class__ is _LOAD:
+                                self._emit_name_reference(value)
+                        elif cls is _CONSTANT and fast_constants:
+                            continue
+                        elif isinstance(value, _AST):
+                            visit(value)
         handlers = self._leave.get(kind)
         if handlers:
             for handler in handlers:
                 handler(node)
         stack.pop()
+
+    def release(self) -> None:
+        """Drop the handlers (bound methods of rules that point back here) after the walk."""
+        self._enter = {}
+        self._leave = {}
+        self._references = []
+        self._qualname_cache.clear()
+
+    def _emit_name_reference(self, node: ast.Name) -> None:
+        """A bare imported name used by a non-Attribute parent (that parent is on the stack)."""
+        qualname = self.imports[node.id]
+        self.stack.append(node)
+        for handler in self._references:
+            handler(node, qualname)
+        self.stack.pop()
 
     def _visit_list(self, nodes: list[Any]) -> None:
         for item in nodes:
@@ -344,6 +390,8 @@ class FileContext:
         return wrapped, frozenset(dataset_fns)
 
     def _graph_status(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool, str, bool]:
+        if node.name in self._eager_names:
+            return False, "", False
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if self.qualname(target) in TF_FUNCTION_QUALNAMES:
@@ -445,6 +493,22 @@ def _visit_with(context: FileContext, node: ast.With | ast.AsyncWith) -> None:
         context.tapes.pop()
 
 
+def _visit_if(context: FileContext, node: ast.If) -> None:
+    # Dataset pipelines are followed per branch: `if batch: ds = ds.batch(n) else: ds = ds.shuffle(k)`
+    # must not look like a shuffle after a batch.
+    context._visit(node.test)
+    scope = context.scope
+    before = dict(scope.pipelines)
+    context._visit_list(node.body)
+    after_body = scope.pipelines
+    scope.pipelines = dict(before)
+    context._visit_list(node.orelse)
+    merged = scope.pipelines
+    for name, pipeline in after_body.items():
+        if before.get(name) is not pipeline:
+            merged[name] = pipeline
+
+
 _TENSOR_EXEMPT_PREFIXES = (
     "tensorflow.config.",
     "tensorflow.distribute.",
@@ -484,8 +548,8 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
                         keyword.arg == "input_signature" for keyword in value.keywords
                     )
             if isinstance(target, ast.Name):
-                pipeline = context.pipeline(value)
-                if pipeline.is_dataset:
+                pipeline = context.pipeline(value) if _may_be_pipeline(value) else None
+                if pipeline is not None and pipeline.is_dataset:
                     scope.pipelines[target.id] = dataclasses.replace(pipeline, origin=value)
                 else:
                     scope.pipelines.pop(target.id, None)
@@ -504,6 +568,13 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
             for target in targets:
                 if isinstance(target, ast.Name):
                     scope.tensor_names.add(target.id)
+
+
+def _may_be_pipeline(call: ast.Call) -> bool:
+    """Cheap pre-check: the outermost call is a tf.data method or a dataset constructor name."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in DATASET_CALL_NAMES or name.endswith(("Dataset", "_dataset_from_directory", "dataset_from_array"))
 
 
 def _makes_tensor(context: FileContext, call: ast.Call, qualname: str | None) -> bool:
@@ -527,6 +598,7 @@ _STRUCTURAL: dict[type, Callable[[FileContext, Any], None]] = {
     ast.While: _visit_loop,
     ast.With: _visit_with,
     ast.AsyncWith: _visit_with,
+    ast.If: _visit_if,
     ast.Assign: _visit_assign,
     ast.AnnAssign: _visit_assign,
 }

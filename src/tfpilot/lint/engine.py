@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 import io
 import os
 import sys
@@ -101,6 +102,24 @@ def check_source(
     ignored_prefixes: tuple[str, ...] = (),
 ) -> FileResult:
     """Run ``rules`` over ``source``; suppressions applied, results sorted by position."""
+    # Parsing allocates hundreds of thousands of acyclic AST nodes; pausing the cyclic garbage
+    # collector for the file makes linting about a third faster. The previous state is restored.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_source(source, path, rules, ignored_prefixes=ignored_prefixes)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check_source(
+    source: str,
+    path: str,
+    rules: Sequence[type[Rule]],
+    *,
+    ignored_prefixes: tuple[str, ...],
+) -> FileResult:
     lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
     try:
         tree = ast.parse(source, filename=path)
@@ -115,6 +134,7 @@ def check_source(
     enter: dict[type, list[Callable[[Any], None]]] = {}
     leave: dict[type, list[Callable[[Any], None]]] = {}
     references: list[Callable[[ast.AST, str], None]] = []
+    named_calls: dict[str, list[Callable[[Any], None]]] = {}
     present: dict[str, bool] = {}
     for rule_class in rules:
         if ignored_prefixes and rule_class.code.startswith(ignored_prefixes):
@@ -134,6 +154,10 @@ def check_source(
         active.append(rule)
         enter_names, leave_names, wants_references = _handlers(rule_class)
         for node_type, name in enter_names:
+            if node_type is ast.Call and rule_class.calls is not None:
+                for callee in rule_class.calls:
+                    named_calls.setdefault(callee, []).append(rule.visit_Call)  # type: ignore[attr-defined]
+                continue
             enter.setdefault(node_type, []).append(getattr(rule, name))
         for node_type, name in leave_names:
             leave.setdefault(node_type, []).append(getattr(rule, name))
@@ -141,6 +165,8 @@ def check_source(
             references.append(rule.on_reference)  # type: ignore[attr-defined]
     if not active:
         return FileResult(path, lines, ())
+    if named_calls:
+        enter.setdefault(ast.Call, []).append(_call_dispatcher(named_calls))
     context.walk(enter=enter, leave=leave, references=references)
     for rule in active:
         rule.finish()
@@ -164,7 +190,28 @@ def check_source(
                 continue
             kept.append(violation)
     kept.sort(key=lambda v: (v.line, v.column, v.code))
+    context.release()  # break the context <-> rule handler cycle so reference counting frees it
     return FileResult(path, lines, tuple(kept))
+
+
+def _call_dispatcher(named: dict[str, list[Callable[[Any], None]]]) -> Callable[[ast.Call], None]:
+    """One Call handler that forwards each call only to the rules that asked for its name."""
+    attribute, name_node = ast.Attribute, ast.Name
+
+    def dispatch(node: ast.Call) -> None:
+        func = node.func
+        kind = func.__class__
+        if kind is attribute:
+            handlers = named.get(func.attr)  # type: ignore[attr-defined]
+        elif kind is name_node:
+            handlers = named.get(func.id)  # type: ignore[attr-defined]
+        else:
+            return
+        if handlers:
+            for handler in handlers:
+                handler(node)
+
+    return dispatch
 
 
 def violation_to_finding(violation: Violation, path: str) -> Finding:

@@ -20,7 +20,6 @@ __all__ = [
     "callee_name",
     "is_model_call",
     "is_keras_model_expr",
-    "names_in",
     "walk_body",
 ]
 
@@ -89,10 +88,21 @@ def is_model_call(call: ast.Call, context: FileContext) -> bool:
             return klass is not None and any(
                 "model" in (context.dotted(base) or "").lower() for base in klass.bases
             )
+        if _assigned_non_model(func.id, context):
+            return False
         return is_model_name(func.id) or _assigned_model(func.id, context)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        return is_model_name(func.attr) or _assigned_model(f"self.{func.attr}", context)
+        key = f"self.{func.attr}"
+        if _assigned_non_model(key, context):
+            return False
+        return is_model_name(func.attr) or _assigned_model(key, context)
     return False
+
+
+def _assigned_non_model(key: str, context: FileContext) -> bool:
+    """Assigned from a known call that is not a Keras model factory (tf.saved_model.load, ...)."""
+    qualname = context.assigned_calls.get(key)
+    return qualname is not None and not _assigned_model(key, context)
 
 
 def _assigned_model(key: str, context: FileContext) -> bool:
@@ -120,10 +130,6 @@ def _uses_keras(context: FileContext) -> bool:
         value == "keras" or value.startswith(("keras.", "tensorflow.keras")) or value == "tensorflow"
         for value in context.imports.values()
     )
-
-
-def names_in(node: ast.AST) -> set[str]:
-    return {item.id for item in ast.walk(node) if isinstance(item, ast.Name)}
 
 
 def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:

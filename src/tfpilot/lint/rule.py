@@ -66,6 +66,9 @@ class Rule:
     # the linter fast on files that cannot match (most rules key on an API name).
     tokens: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
+    # When set, ``visit_Call`` only receives calls whose callee's last name is listed
+    # (``ds.map(...)`` -> "map", ``print(...)`` -> "print"): the engine dispatches by name.
+    calls: ClassVar[frozenset[str] | None] = None
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid | str]] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import keras
 
@@ -37,19 +38,23 @@ def _user_factory(spec: str) -> Callable[..., keras.Model]:
     return factory
 
 
-def build_model(config: ModelConfig, *, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
-    """Build the core model (preprocessed input -> logits)."""
+def build_model(config: ModelConfig, *, input_shape: Any, num_classes: int, vocab_size: int | None = None) -> keras.Model:
+    """Build the core model (preprocessed input -> logits).
+
+    ``vocab_size`` (token ids are < vocab_size) comes from a text preprocessor; the text model
+    sizes its embedding with it and user factories may accept it as a keyword."""
     if config.name == "text" and "text" not in _BUILTIN:
         import tfpilot.models.text  # noqa: F401  (registers itself)
     if config.name in _BUILTIN:
         try:
-            model = _BUILTIN[config.name](config, input_shape=input_shape, num_classes=num_classes)
+            extra = {"vocab_size": vocab_size} if config.name == "text" and vocab_size else {}
+            model = _BUILTIN[config.name](config, input_shape=input_shape, num_classes=num_classes, **extra)
         except ValueError as exc:
             raise ModelError(f"`model.name` `{config.name}`: {exc}") from None
     else:
         factory = _user_factory(config.name)
         available = inspect.signature(factory).parameters
-        offered = {"input_shape": input_shape, "num_classes": num_classes, **config.kwargs}
+        offered = {"input_shape": input_shape, "num_classes": num_classes, **({"vocab_size": vocab_size} if vocab_size else {}), **config.kwargs}
         accepts_all = any(p.kind == p.VAR_KEYWORD for p in available.values())
         kwargs = offered if accepts_all else {k: v for k, v in offered.items() if k in available}
         try:

@@ -84,6 +84,7 @@ class Batcher:
         self.batching = parameters is not None
         threads = parameters.num_batch_threads if parameters else (num_threads or os.cpu_count() or 1)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tfpilot-model")
+        self._threads = threads
         self._free_workers = threads
         self._queues: dict[tuple[int, str], _Queue] = {}
         self._on_batch = on_batch
@@ -144,6 +145,12 @@ class Batcher:
         for queue in self._queues.values():
             depth[getattr(queue.servable, "name", "?")] += queue.pending_rows
         return dict(depth)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) until no request is queued or running."""
+        deadline = time.monotonic() + timeout
+        while (self._queues or self._free_workers < self._threads) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     def close(self) -> None:
         if self._timer is not None:
@@ -233,9 +240,10 @@ class Batcher:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self.parameters is None or self._free_workers == 0 or not self._queues:
-            return
-        timeout = self.parameters.batch_timeout_micros / 1e6
+        parameters = self.parameters
+        if parameters is None or parameters.batch_timeout_micros == 0 or self._free_workers == 0 or not self._queues:
+            return  # with no timeout a request is ready at once: nothing to wake up for
+        timeout = parameters.batch_timeout_micros / 1e6
         waits = [q.tasks[0].enqueued_at + timeout - now for q in self._queues.values() if q.tasks]
         if waits:
             self._timer = asyncio.get_running_loop().call_later(max(0.0, min(waits)), self._dispatch)

@@ -128,7 +128,7 @@ class ModelRegistry:
         loader: Callable[..., Servable] = load_servable,
     ) -> None:
         self._lock = threading.RLock()
-        self._poll_lock = threading.Lock()
+        self._poll_lock = threading.RLock()
         self._enable_warmup = enable_warmup
         self._loader = loader
         self._models: dict[str, _Model] = {}
@@ -146,7 +146,7 @@ class ModelRegistry:
         if len(set(names)) != len(names):
             raise RequestError.invalid(f"model names must be unique, got {names}")
         removed: list[_Model] = []
-        with self._lock:
+        with self._poll_lock, self._lock:
             for name in list(self._models):
                 if name not in names:
                     removed.append(self._models.pop(name))
@@ -191,17 +191,24 @@ class ModelRegistry:
         config = model.config
         on_disk = scan_versions(config.base_path)
         complete = {version: path for version, path in on_disk.items() if is_complete_version(path)}
-        candidates = []
-        for version, path in complete.items():
-            record = model.versions.get(version)
-            if record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path):
-                continue  # failed before and unchanged since: do not hammer the loader
-            candidates.append(version)
-        aspired = config.version_policy.select(candidates)
-        for version in sorted(aspired, reverse=True):
-            record = model.versions.get(version)
-            if record is None or record.state != ModelState.AVAILABLE:
-                self._load(model, version, complete[version])
+        aspired: set[int] = set()
+        # When a wanted version fails, the policy picks again among the rest (latest 1 with a
+        # broken newest version falls back to the one before it) within this same poll.
+        for _ in range(len(complete) + 1):
+            candidates = []
+            for version, path in complete.items():
+                record = model.versions.get(version)
+                if record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path):
+                    continue  # failed before and unchanged since: do not hammer the loader
+                candidates.append(version)
+            aspired = config.version_policy.select(candidates)
+            failed = False
+            for version in sorted(aspired, reverse=True):
+                record = model.versions.get(version)
+                if record is None or record.state != ModelState.AVAILABLE:
+                    failed |= not self._load(model, version, complete[version])
+            if not failed:
+                break
         with self._lock:
             serving = [r for v, r in model.versions.items() if v in aspired and r.state == ModelState.AVAILABLE]
             retire = [
@@ -217,7 +224,7 @@ class ModelRegistry:
             for version in [v for v, r in model.versions.items() if r.state == ModelState.END and v not in on_disk]:
                 del model.versions[version]
 
-    def _load(self, model: _Model, version: int, path: Path) -> None:
+    def _load(self, model: _Model, version: int, path: Path) -> bool:
         name = model.config.name
         record = _Version(version=version, path=path, state=ModelState.LOADING)
         with self._lock:
@@ -235,12 +242,13 @@ class ModelRegistry:
                 record.error_message = message
                 record.fingerprint = _fingerprint(path)
             _log.warning("model %s version %d failed to load and is not served: %s", name, version, message)
-            return
+            return False
         with self._lock:
             if model.versions.get(version) is record:
                 record.servable = servable
                 record.state = ModelState.AVAILABLE
         _log.info("model %s version %d is AVAILABLE", name, version)
+        return True
 
     def _unload(self, model: _Model, record: _Version) -> None:
         with self._lock:

@@ -155,17 +155,19 @@ class _RestHandler:
             )
         return _json_response({"models": models})
 
-    async def _read_body(self, request: web.BaseRequest) -> bytes:
-        too_large = RequestError(
+    def _too_large(self) -> RequestError:
+        return RequestError(
             Code.RESOURCE_EXHAUSTED,
             f"Request body exceeds --max_request_bytes {self.max_request_bytes}; send fewer instances per request",
         )
+
+    async def _read_body(self, request: web.BaseRequest) -> bytes:
         if request.content_length is not None and request.content_length > self.max_request_bytes:
-            raise too_large
+            raise self._too_large()
         try:
             return await request.read()
         except web.HTTPRequestEntityTooLarge:
-            raise too_large from None
+            raise self._too_large() from None
 
     async def _inference(
         self, request: web.BaseRequest, name: str, version_text: str | None, label: str | None, method: str

@@ -109,15 +109,21 @@ class ModelServer:
         options = self.options
         if options.model_config_file is not None and options.model_config_file.exists():
             self._config_mtime = options.model_config_file.stat().st_mtime
-        self.registry.poll()  # initial load: requests are answered from the first moment
-        if options.request_log_path is not None:
-            self.request_log = RequestLog(
-                options.request_log_path,
-                sample_rate=options.request_log_sample_rate,
-                max_rows=options.request_log_max_rows,
-            )
-        self._register_gauges()
+        # Bind first so a busy port fails in a second, not after every model has loaded.
         rest_socket = _bind(options.host, options.rest_port, what="REST") if options.rest_port is not None else None
+        try:
+            if options.request_log_path is not None:
+                self.request_log = RequestLog(
+                    options.request_log_path,
+                    sample_rate=options.request_log_sample_rate,
+                    max_rows=options.request_log_max_rows,
+                )
+            self.registry.poll()  # initial load: requests are answered from the first moment
+        except BaseException:
+            if rest_socket is not None:
+                rest_socket.close()
+            raise
+        self._register_gauges()
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -231,7 +237,7 @@ class ModelServer:
                 max_request_bytes=options.max_request_bytes,
                 timeout_seconds=options.rest_api_timeout_in_ms / 1000.0,
             )
-            runner = web.ServerRunner(rest_server, handle_signals=False)
+            runner = web.ServerRunner(rest_server, handle_signals=False, shutdown_timeout=10.0)
             await runner.setup()
             await web.SockSite(runner, rest_socket).start()
             self.rest_port = rest_socket.getsockname()[1]
@@ -263,10 +269,14 @@ class ModelServer:
             self.grpc_port = port
 
         async def shutdown() -> None:
+            # Stop accepting, let requests already accepted finish, then let the model
+            # threads finish while the loop can still deliver their results.
             if grpc_server is not None:
                 await grpc_server.stop(grace=2.0)
             if runner is not None:
                 await runner.cleanup()
+            assert self._batcher is not None
+            await self._batcher.drain(timeout=10.0)
 
         return shutdown
 

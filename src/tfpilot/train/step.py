@@ -151,6 +151,20 @@ class StepFunctions:
             norm = norm / tf.cast(self.optimizer.dynamic_scale, tf.float32)
         return norm
 
+    def _finite(self, loss, norm):
+        """Whether the step is applied (and counts as finite for the NaN guard).
+
+        Under loss scaling an overflowing float16 gradient (finite loss, inf/NaN norm) is routine:
+        LossScaleOptimizer.apply skips the update and halves the scale, so it must still be called
+        and the NaN guard must not fire. Once the scale has dropped below 1, a non-finite gradient
+        is no longer an overflow but a real numerical problem, and the guard takes over."""
+        finite_loss = tf.math.is_finite(loss)
+        finite = tf.logical_and(finite_loss, tf.math.is_finite(norm))
+        if not isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            return finite
+        overflow = tf.logical_and(finite_loss, self.optimizer.dynamic_scale >= 1.0)
+        return tf.logical_or(finite, overflow)
+
     def _clip(self, gradients, norm):
         if not self.clip_norm:
             return gradients
@@ -168,7 +182,7 @@ class StepFunctions:
         """The whole step in one replica function (default strategy: no merge_call, cond is fine)."""
         loss, logits, per_example, gradients = self._forward(features, labels)
         norm = self._unscaled_norm(gradients)
-        finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
+        finite = self._finite(loss, norm)
 
         def apply():
             self.optimizer.apply(self._clip(gradients, norm), self.model.trainable_variables)
@@ -185,7 +199,7 @@ class StepFunctions:
         reduced = replica.all_reduce(tf.distribute.ReduceOp.SUM, [loss, *gradients])
         loss_total, global_gradients = reduced[0], reduced[1:]
         norm = self._unscaled_norm(global_gradients)
-        finite = tf.logical_and(tf.math.is_finite(loss_total), tf.math.is_finite(norm))
+        finite = self._finite(loss_total, norm)
         # Without the aggregation hook the optimizer sums what it gets: hand it the local share.
         to_apply = global_gradients if self.reduced_gradients else gradients
         return self._clip(to_apply, norm), norm, finite, logits, per_example

@@ -32,6 +32,7 @@ from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.optim import build_optimizer
+from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy
@@ -84,11 +85,14 @@ class Trainer:
         self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
         self.steps_per_execution = train.steps_per_execution
         with self.strategy.scope():
-            self.model = model or build_model(
-                config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes
-            )
-            self.optimizer = build_optimizer(
-                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
+            with precision_policy(train.mixed_precision):
+                self.model = model or build_model(
+                    config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
+                    vocab_size=pipeline.preprocessor.vocab_size,
+                )
+            self.optimizer = wrap_for_mixed_precision(
+                build_optimizer(train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs),
+                train.mixed_precision,
             )
             self.steps = StepFunctions(
                 model=self.model,

@@ -17,7 +17,7 @@ def findings():
 def test_text_is_path_line_col_code_message():
     text = format_text(findings())
     assert text.splitlines() == [
-        "src/train.py:2:8: TFP601 tf.Session is TF1 graph mode; TF2 runs eagerly and has no sessions",
+        "src/train.py:2:8: TFP601 `tf.Session` is TF1 graph mode; TF2 runs eagerly and has no sessions",
         "src/train.py:3:1: TFP402 save(..., save_format='tf') raises ValueError in Keras 3; "
         "use model.export(path) for a SavedModel",
     ]

@@ -57,6 +57,7 @@ class PythonSideEffectInTfFunction(Rule):
     )
     category = "tf.function"
     tokens = ("tensorflow", "keras")
+    calls = _MUTATORS | {"print"}
     fixable = True
     VALID = [
         """
@@ -78,6 +79,19 @@ history = []
 def eager_step(x):
     history.append(x)
     print(x)
+""",
+        """
+import tensorflow as tf
+
+@tf.function
+def replicate(fn, x):
+    result = [None]
+
+    def replica_fn(value):
+        result[0] = fn(value)
+        return result[0]
+
+    return replica_fn(x)
 """,
         """
 import tensorflow as tf
@@ -237,7 +251,8 @@ class Trainer:
                     containers = _containers_bound_in(body) if isinstance(body, list) else set()
                     self._scope_containers[id(scope.node)] = containers
                 if node.id in containers:
-                    return True
+                    # A list made by an enclosing traced function is trace-time bookkeeping too.
+                    return not scope.is_graph
             return False
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             klass = context.current_class()

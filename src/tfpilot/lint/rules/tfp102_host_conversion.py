@@ -29,6 +29,7 @@ class HostConversionInTfFunction(Rule):
     severity = Severity.ERROR
     category = "tf.function"
     tokens = ("numpy()", "float(", "int(", "bool(")
+    calls = frozenset({"numpy", "float", "int", "bool"})
     VALID = [
         """
 import tensorflow as tf

@@ -43,6 +43,7 @@ class VariableCreatedInTfFunction(Rule):
     severity = Severity.ERROR
     category = "tf.function"
     tokens = ("Variable(",)
+    calls = frozenset({"Variable"})
     VALID = [
         """
 import tensorflow as tf

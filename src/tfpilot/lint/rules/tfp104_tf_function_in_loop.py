@@ -23,6 +23,7 @@ class TfFunctionInLoop(Rule):
     fix_hint = "Create the tf.function once, before the loop, and only call it inside the loop"
     category = "tf.function"
     tokens = ("function",)
+    calls = frozenset({"function"})
     VALID = [
         """
 import tensorflow as tf

@@ -44,6 +44,13 @@ import tensorflow as tf
 def evaluate(model, x):
     return model(x)
 """,
+        """
+import tensorflow as tf
+
+restored_model = tf.saved_model.load("exported/1")
+with tf.GradientTape() as tape:
+    loss = restored_model(tf.constant(2.0))
+""",
     ]
     INVALID = [
         Invalid(

@@ -12,12 +12,27 @@ from tfpilot.lint.rule import Invalid, Rule
 _RESETS = frozenset({"reset_state", "reset_states"})
 
 
+def _is_epoch_loop(loop: ast.AST) -> bool:
+    """`for epoch in range(...)`, `for epoch in ...`, or a `while` loop: a pass over the data.
+
+    Loops over structures (outputs, metrics, layers) nest too, but are not epochs.
+    """
+    if isinstance(loop, ast.While):
+        return True
+    if not isinstance(loop, ast.For):
+        return False
+    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    names += [n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)]
+    return any("epoch" in name.lower() for name in names)
+
+
 class MetricNotReset(Rule):
     """A metric updated in the step loop and never reset accumulates across epochs.
 
     Keras metrics are running aggregates. ``model.fit`` resets them at each epoch; a custom loop
     must call ``metric.reset_state()`` itself. Without it, the "epoch 5 accuracy" is the average
-    over epochs 1-5, which hides both progress and regressions.
+    over epochs 1-5, which hides both progress and regressions. (An epoch loop is a ``while``
+    loop or a ``for`` loop over epochs; nested loops over outputs or layers are not.)
     """
 
     code = "TFP202"
@@ -90,10 +105,11 @@ def fit(dataset, epochs):
         self._resets: dict[int, set[str]] = {}
         self._reset_all: set[int] = set()
         self._body_cache: dict[int, tuple[set[str], set[str], bool]] = {}
+        self._epoch_loops: dict[int, bool] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
         loops = self.context.function_loops()
-        if not loops:
+        if not loops or not self._is_epoch(loops[0]):
             return
         outer = id(loops[0])
         func = node.func
@@ -126,12 +142,18 @@ def fit(dataset, epochs):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         loops = self.context.function_loops()
-        if not loops or not isinstance(node.value, ast.Call):
+        if not loops or not self._is_epoch(loops[0]) or not isinstance(node.value, ast.Call):
             return
         found = keras_name(self.context.qualname(node.value.func))
         if found is not None and found[1].startswith("metrics."):
             keys = {self.context.dotted(target) for target in node.targets} - {None}
             self._resets.setdefault(id(loops[0]), set()).update(keys)  # type: ignore[arg-type]
+
+    def _is_epoch(self, loop: ast.AST) -> bool:
+        known = self._epoch_loops.get(id(loop))
+        if known is None:
+            known = self._epoch_loops[id(loop)] = _is_epoch_loop(loop)
+        return known
 
     def finish(self) -> None:
         for outer, updates in self._updates.items():

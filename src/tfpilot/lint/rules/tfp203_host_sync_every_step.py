@@ -35,6 +35,7 @@ class HostSyncEveryStep(Rule):
     )
     category = "training loop"
     tokens = ("numpy()", "float(", "int(")
+    calls = frozenset({"numpy", "float", "int"})
     VALID = [
         """
 import tensorflow as tf

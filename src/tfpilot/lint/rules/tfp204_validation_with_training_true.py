@@ -66,9 +66,8 @@ def fit(model, train_ds, val_ds):
         ),
     ]
 
-    def visit_Call(self, node: ast.Call) -> None:
-        keyword = next((k for k in node.keywords if k.arg == "training"), None)
-        if keyword is None or not is_constant(keyword.value, True):
+    def visit_keyword(self, keyword: ast.keyword) -> None:
+        if keyword.arg != "training" or not is_constant(keyword.value, True):
             return
         where = self._evaluation_context()
         if where:

@@ -23,6 +23,7 @@ class GradientInsideTape(Rule):
     fix_hint = "Dedent the tape.gradient(...) call so it runs after the `with tf.GradientTape()` block"
     category = "training loop"
     tokens = ("GradientTape",)
+    calls = _GRADIENT_METHODS
     VALID = [
         """
 import tensorflow as tf

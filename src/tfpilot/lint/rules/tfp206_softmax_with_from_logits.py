@@ -28,6 +28,7 @@ class SoftmaxWithFromLogits(Rule):
     severity = Severity.ERROR
     category = "training loop"
     tokens = ("from_logits",)
+    calls = frozenset({"Sequential", "Model"})
     VALID = [
         """
 import keras
@@ -74,20 +75,26 @@ loss_fn = tf.keras.losses.CategoricalCrossentropy(from_logits=True)
 
     def visit_Call(self, node: ast.Call) -> None:
         found = keras_name(self.context.qualname(node.func))
-        if found is not None:
-            path = found[1]
-            if path in ("Sequential", "models.Sequential") and node.args and isinstance(node.args[0], ast.List):
-                layers = node.args[0].elts
-                if layers and isinstance(layers[-1], ast.Call) and self._is_probability_layer(layers[-1]):
-                    self._probability_outputs.append(layers[-1])
-            elif path in ("Model", "models.Model"):
-                outputs = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "outputs"), "value", None)
-                if isinstance(outputs, ast.Name):
-                    self._model_outputs.add(outputs.id)
-            elif path.startswith("losses."):
-                flag = keyword(node, "from_logits")
-                if flag is not None and is_constant(flag.value, True):
-                    self._logit_losses.append(flag)
+        if found is None:
+            return
+        path = found[1]
+        if path in ("Sequential", "models.Sequential") and node.args and isinstance(node.args[0], ast.List):
+            layers = node.args[0].elts
+            if layers and isinstance(layers[-1], ast.Call) and self._is_probability_layer(layers[-1]):
+                self._probability_outputs.append(layers[-1])
+        elif path in ("Model", "models.Model"):
+            outputs = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "outputs"), "value", None)
+            if isinstance(outputs, ast.Name):
+                self._model_outputs.add(outputs.id)
+
+    def visit_keyword(self, flag: ast.keyword) -> None:
+        if flag.arg != "from_logits" or not is_constant(flag.value, True):
+            return
+        call = self.context.parent
+        if isinstance(call, ast.Call):
+            found = keras_name(self.context.qualname(call.func))
+            if found is not None and found[1].startswith("losses."):
+                self._logit_losses.append(flag)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value

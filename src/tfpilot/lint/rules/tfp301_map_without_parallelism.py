@@ -26,6 +26,7 @@ class MapWithoutParallelism(Rule):
     fix_hint = "Pass num_parallel_calls=tf.data.AUTOTUNE"
     category = "tf.data"
     tokens = (".map(", ".interleave(", "map(")
+    calls = frozenset(_PARALLEL_POSITION)
     fixable = True
     VALID = [
         """

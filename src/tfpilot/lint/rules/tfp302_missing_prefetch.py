@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from tfpilot.lint.chains import Pipeline
@@ -12,6 +13,7 @@ from tfpilot.lint.rule import Invalid, Rule
 _CONSUMING_METHODS = frozenset({"fit", "evaluate", "predict", "experimental_distribute_dataset"})
 _PIPELINE_WORK = frozenset({"batch", "padded_batch", "map", "interleave", "ragged_batch", "bucket_by_sequence_length"})
 _STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "run", "predict_on_batch"})
+_BATCHING = frozenset({"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"})
 _INSPECTION = frozenset({"take", "skip", "as_numpy_iterator"})
 
 
@@ -29,6 +31,7 @@ class MissingPrefetch(Rule):
     fix_hint = "End the pipeline with .prefetch(tf.data.AUTOTUNE)"
     category = "tf.data"
     tokens = ("batch", ".map(")
+    calls = _CONSUMING_METHODS | {"iter"}
     fixable = True
     VALID = [
         """
@@ -96,7 +99,10 @@ for batch in dataset:
                 if item is not None:
                     candidates.append(item.value)
         elif isinstance(node.func, ast.Name) and name == "iter" and node.args:
-            candidates.append(node.args[0])
+            parent = self.context.parent
+            peek = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "next"
+            if not peek:  # `next(iter(ds))` looks at one element; it is not a training input
+                candidates.append(node.args[0])
         for candidate in candidates:
             self._check(candidate, node)
 
@@ -130,7 +136,7 @@ for batch in dataset:
         elif isinstance(expression, ast.Call):
             pipeline = self.context.pipeline(expression)
             if pipeline.origin is None:
-                pipeline = Pipeline(pipeline.steps, pipeline.is_dataset, expression)
+                pipeline = dataclasses.replace(pipeline, origin=expression)
         else:
             pipeline = None
         if pipeline is None or not pipeline.is_dataset or pipeline.origin is None:
@@ -140,6 +146,8 @@ for batch in dataset:
             return None
         if not _PIPELINE_WORK.intersection(methods) or id(pipeline.origin) in self._reported:
             return None
+        if not pipeline.rooted and not _BATCHING.intersection(methods):
+            return None  # a dataset from elsewhere may be prefetched upstream; only judge what is built here
         return pipeline.origin
 
     def _report(self, origin: ast.expr, consumer: ast.AST) -> None:

@@ -21,6 +21,7 @@ class ShuffleAfterBatch(Rule):
     fix_hint = "Shuffle before batching: ds.shuffle(buffer_size).batch(batch_size)"
     category = "tf.data"
     tokens = ("shuffle",)
+    calls = frozenset({"shuffle"})
     VALID = [
         """
 import tensorflow as tf
@@ -32,6 +33,16 @@ import random
 
 items = [1, 2, 3]
 random.shuffle(items)
+""",
+        """
+import tensorflow as tf
+
+def make(dataset, batch_size=None):
+    if batch_size is not None:
+        dataset = dataset.batch(batch_size)
+    else:
+        dataset = dataset.shuffle(1024)
+    return dataset
 """,
     ]
     INVALID = [

@@ -26,6 +26,7 @@ class CacheAfterRandomMap(Rule):
     fix_hint = "Cache the deterministic part, then augment: ds.map(decode).cache().map(augment)"
     category = "tf.data"
     tokens = ("cache",)
+    calls = frozenset({"cache"})
     VALID = [
         """
 import tensorflow as tf

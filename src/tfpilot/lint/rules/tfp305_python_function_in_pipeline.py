@@ -37,6 +37,7 @@ class PythonFunctionInPipeline(Rule):
     )
     category = "tf.data"
     tokens = ("py_function", "numpy_function", "py_func", "from_generator")
+    calls = frozenset({"py_function", "numpy_function", "py_func", "from_generator"})
     VALID = [
         """
 import tensorflow as tf

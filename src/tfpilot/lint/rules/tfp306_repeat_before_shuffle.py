@@ -23,6 +23,7 @@ class RepeatBeforeShuffle(Rule):
     severity = Severity.INFO
     category = "tf.data"
     tokens = ("repeat",)
+    calls = frozenset({"shuffle"})
     VALID = [
         """
 import tensorflow as tf

@@ -21,6 +21,7 @@ class CacheAfterShuffle(Rule):
     fix_hint = "Cache before shuffling: ds.cache().shuffle(buffer_size)"
     category = "tf.data"
     tokens = ("cache",)
+    calls = frozenset({"cache"})
     VALID = [
         """
 import tensorflow as tf

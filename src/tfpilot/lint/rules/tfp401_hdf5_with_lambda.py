@@ -29,6 +29,7 @@ class Hdf5WithLambda(Rule):
     )
     category = "saving"
     tokens = ("Lambda",)
+    calls = frozenset({"Lambda", "save", "save_model"})
     VALID = [
         """
 import keras

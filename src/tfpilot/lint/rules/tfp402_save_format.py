@@ -26,6 +26,7 @@ class SaveFormatArgument(Rule):
     severity = Severity.ERROR
     category = "saving"
     tokens = ("save_format",)
+    calls = frozenset({"save", "save_model", "save_weights"})
     fixable = True
     VALID = [
         """

@@ -27,6 +27,7 @@ class KerasSaveExtension(Rule):
     severity = Severity.ERROR
     category = "saving"
     tokens = ("save",)
+    calls = frozenset({"save", "save_model"})
     VALID = [
         """
 import keras

@@ -27,6 +27,7 @@ class SavedModelSaveOnKeras(Rule):
     severity = Severity.ERROR
     category = "saving"
     tokens = ("saved_model",)
+    calls = frozenset({"save"})
     VALID = [
         """
 import keras

@@ -30,6 +30,7 @@ class LoadModelSavedModel(Rule):
     severity = Severity.ERROR
     category = "saving"
     tokens = ("load_model",)
+    calls = frozenset({"load_model"})
     VALID = [
         """
 import keras

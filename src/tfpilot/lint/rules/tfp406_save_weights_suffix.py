@@ -24,6 +24,7 @@ class SaveWeightsSuffix(Rule):
     severity = Severity.ERROR
     category = "saving"
     tokens = ("save_weights",)
+    calls = frozenset({"save_weights"})
     VALID = [
         """
 model.save_weights("checkpoints/model.weights.h5")

@@ -29,6 +29,7 @@ class ResetStates(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     tokens = ("reset_states",)
+    calls = frozenset({"reset_states"})
     fixable = True
     VALID = [
         """

@@ -6,7 +6,8 @@ import ast
 
 from tfpilot.lint.rule import Invalid, Rule
 
-_ENVIRONMENT_METHODS = frozenset({"setdefault", "get", "getenv", "putenv", "setenv", "pop", "delenv"})
+# Ways of *setting* the flag; reading it (os.environ.get) is how libraries honour it.
+_SETTING_METHODS = frozenset({"setdefault", "putenv", "setenv"})
 _FLAG = "TF_USE_LEGACY_KERAS"
 
 
@@ -30,6 +31,7 @@ import os
 import keras
 
 os.environ["KERAS_BACKEND"] = "tensorflow"
+legacy = os.environ.get("TF_USE_LEGACY_KERAS", "0") == "1"
 """,
     ]
     INVALID = [
@@ -62,14 +64,16 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
         if node.value != _FLAG:
             return
         parent = self.context.parent
-        in_environment = (
-            isinstance(parent, ast.Subscript)
-            and parent.slice is node
-            or isinstance(parent, ast.Call)
-            and isinstance(parent.func, ast.Attribute)
-            and parent.func.attr in _ENVIRONMENT_METHODS
-            or isinstance(parent, ast.Dict)
-            and any(key is node for key in parent.keys)
+        sets_flag = (
+            (isinstance(parent, ast.Subscript) and parent.slice is node and isinstance(parent.ctx, ast.Store))
+            or (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Attribute)
+                and parent.func.attr in _SETTING_METHODS
+                and bool(parent.args)
+                and parent.args[0] is node
+            )
+            or (isinstance(parent, ast.Dict) and any(key is node for key in parent.keys))
         )
-        if in_environment:
+        if sets_flag:
             self.report(node, f"{_FLAG} switches tf.keras to Keras 2 for the whole process")

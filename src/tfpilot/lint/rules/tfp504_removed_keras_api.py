@@ -26,6 +26,7 @@ class RemovedKerasApi(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     tokens = ("keras", "_generator")
+    calls = frozenset(KERAS_REMOVED_METHODS)
     fixable = True
     VALID = [
         """

@@ -60,8 +60,13 @@ optimizer = SGD(learning_rate=0.1, decay=1e-4)
         ),
     ]
 
-    def visit_Call(self, node: ast.Call) -> None:
-        found = keras_name(self.context.qualname(node.func))
+    def visit_keyword(self, keyword: ast.keyword) -> None:
+        if keyword.arg not in ("lr", "decay"):
+            return
+        call = self.context.parent
+        if not isinstance(call, ast.Call):
+            return
+        found = keras_name(self.context.qualname(call.func))
         if found is None:
             return
         path = found[1]
@@ -69,20 +74,17 @@ optimizer = SGD(learning_rate=0.1, decay=1e-4)
             return
         if not path.rsplit(".", 1)[-1][:1].isupper():
             return
-        for keyword in node.keywords:
-            if keyword.arg == "lr":
-                self.report(
-                    keyword,
-                    "`lr=` raises ValueError in Keras 3 optimizers; it is `learning_rate=`",
-                    fix_data=None
-                    if has_keyword(node, "learning_rate")
-                    else {"description": "lr= -> learning_rate="},
-                )
-            elif keyword.arg == "decay":
-                self.report(
-                    keyword,
-                    "`decay=` is ignored by Keras 3 optimizers (only a warning): training runs without decay",
-                )
+        if keyword.arg == "lr":
+            self.report(
+                keyword,
+                "`lr=` raises ValueError in Keras 3 optimizers; it is `learning_rate=`",
+                fix_data=None if has_keyword(call, "learning_rate") else {"description": "lr= -> learning_rate="},
+            )
+        else:
+            self.report(
+                keyword,
+                "`decay=` is ignored by Keras 3 optimizers (only a warning): training runs without decay",
+            )
 
     @classmethod
     def fix(cls, node: Any, data: dict[str, Any]) -> Any:

@@ -24,6 +24,7 @@ class KerasSeed(Rule):
     fix_hint = "Call keras.utils.set_random_seed(seed): it seeds Python, NumPy and TensorFlow together"
     category = "keras 3"
     tokens = ("set_seed",)
+    calls = frozenset({"set_seed", "set_random_seed"})
     fixable = True
     VALID = [
         """

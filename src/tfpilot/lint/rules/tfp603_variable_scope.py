@@ -51,4 +51,4 @@ with tf.variable_scope("encoder", reuse=tf.AUTO_REUSE):
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_VARIABLE_SCOPE)
         if match is not None:
-            self.report(node, f"tf.{match} relies on TF1's global variable store")
+            self.report(node, f"`{self.context.dotted(node) or match}` relies on TF1's global variable store")

@@ -49,4 +49,4 @@ batch = tf.train.shuffle_batch([serialized], batch_size=32, capacity=1000, min_a
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_QUEUES)
         if match is not None:
-            self.report(node, f"tf.{match} is part of TF1 queue-based input; use tf.data")
+            self.report(node, f"`{self.context.dotted(node) or match}` is part of TF1 queue-based input; use tf.data")

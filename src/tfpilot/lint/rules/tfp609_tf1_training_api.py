@@ -48,4 +48,4 @@ init = tf.global_variables_initializer()
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_TRAINING)
         if match is not None:
-            self.report(node, f"tf.{match} is TF1 graph-mode training API")
+            self.report(node, f"`{self.context.dotted(node) or match}` is TF1 graph-mode training API")

@@ -50,4 +50,4 @@ writer = tf.summary.FileWriter("logs")
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_SAVER_SUMMARY)
         if match is not None:
-            self.report(node, f"tf.{match} is a TF1 API")
+            self.report(node, f"`{self.context.dotted(node) or match}` is a TF1 API")

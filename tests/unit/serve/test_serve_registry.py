@@ -114,6 +114,15 @@ def test_broken_version_reports_error_keeps_old_serving_and_recovers(tmp_path, b
     assert predict(registry) == (1, 3.0)
 
 
+def test_a_broken_newest_version_falls_back_to_the_previous_one_in_the_same_poll(tmp_path, built):
+    base = make_base(tmp_path, built, [1])
+    shutil.copytree(built / "corrupt" / "1", base / "2")
+    registry = ModelRegistry([ServedModel(name="half", base_path=base)])
+    registry.poll()  # a single poll, as with --file_system_poll_wait_seconds=0
+    assert predict(registry) == (1, 3.0)
+    assert {s.version: s.state for s in registry.status("half")} == {2: ModelState.END, 1: ModelState.AVAILABLE}
+
+
 def test_no_available_version_is_unavailable_not_found(tmp_path, built):
     base = tmp_path / "empty"
     base.mkdir()

@@ -1,0 +1,197 @@
+"""The tf.data pipeline: split -> parallel decode -> preprocess -> cache -> shuffle -> batch -> prefetch.
+
+Order matters and follows the tf.data performance guide: cache after the deterministic,
+expensive work (file reads, decoding, preprocessing) and before the random work (shuffle,
+augmentation), so every epoch after the first reads from memory and still sees a new order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfpilot.config.schema import Batching, DataConfig
+from tfpilot.data.preprocessing import Preprocessor, fit_preprocessor
+from tfpilot.data.sources import Source, load_source
+from tfpilot.errors import DataError
+
+__all__ = ["Pipeline", "build_pipeline", "split_indices", "SPLITS"]
+
+SPLITS = ("train", "validation", "test")
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+def split_indices(num_examples: int, *, validation: float, test: float, seed: int) -> dict[str, np.ndarray]:
+    """A deterministic shuffled split: the same seed gives the same examples in each split."""
+    order = np.random.default_rng(seed).permutation(num_examples)
+    num_test = int(round(num_examples * test))
+    num_validation = int(round(num_examples * validation))
+    return {
+        "test": np.sort(order[:num_test]),
+        "validation": np.sort(order[num_test : num_test + num_validation]),
+        "train": np.sort(order[num_test + num_validation :]),
+    }
+
+
+@dataclasses.dataclass
+class Pipeline:
+    config: DataConfig
+    source: Source
+    preprocessor: Preprocessor
+    indices: dict[str, np.ndarray]
+    batch_size: int
+    seed: int = 0
+    _cached: dict[str, tf.data.Dataset] = dataclasses.field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def class_names(self) -> list[str]:
+        return self.source.class_names
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.source.class_names)
+
+    @property
+    def feature_spec(self) -> dict[str, tf.TensorSpec]:
+        return self.source.feature_spec
+
+    def num_examples(self, split: str) -> int:
+        return int(self.indices[split].shape[0])
+
+    def steps_per_epoch(self, *, batch_size: int | None = None) -> int:
+        size = batch_size or self.batch_size
+        return max(1, -(-self.num_examples("train") // size))
+
+    @property
+    def _parallel(self) -> int:
+        return self.config.num_parallel_calls or AUTOTUNE
+
+    def _options(self) -> tf.data.Options:
+        options = tf.data.Options()
+        options.deterministic = True
+        options.autotune.enabled = True
+        return options
+
+    # ------------------------------------------------------------------ datasets
+    def _records(self, split: str) -> tf.data.Dataset:
+        if split not in self.indices:
+            raise DataError(f"unknown split `{split}`; expected one of {list(self.indices)}")
+        index = self.indices[split]
+        if index.size == 0:
+            raise DataError(f"the `{split}` split is empty; lower data.split fractions or add data")
+        records = {name: values[index] for name, values in self.source.records.items()}
+        return tf.data.Dataset.from_tensor_slices((records, self.source.labels[index]))
+
+    def raw(self, split: str) -> tf.data.Dataset:
+        """Unbatched (raw features, label): what a client would send to the server."""
+        decode = self.source.decode
+        return self._records(split).map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel).with_options(
+            self._options()
+        )
+
+    def _preprocessed(self, split: str) -> tf.data.Dataset:
+        if split not in self._cached:
+            preprocess = self.preprocessor
+            dataset = self.raw(split).map(lambda f, y: (preprocess(f), y), num_parallel_calls=self._parallel)
+            cache = self.config.cache
+            if cache == "memory":
+                dataset = dataset.cache()
+            elif cache != "none":
+                dataset = dataset.cache(f"{cache}_{split}")
+            self._cached[split] = dataset
+        return self._cached[split]
+
+    def _batch(self, dataset: tf.data.Dataset, batch_size: int, *, drop_remainder: bool) -> tf.data.Dataset:
+        if self.config.batching == Batching.BATCH:
+            return dataset.batch(batch_size, drop_remainder=drop_remainder, num_parallel_calls=self._parallel)
+        return self.variable_length_batch(dataset, batch_size, drop_remainder=drop_remainder)
+
+    def variable_length_batch(self, dataset: tf.data.Dataset, batch_size: int, *, drop_remainder: bool) -> tf.data.Dataset:
+        """Padded or bucketed batching of variable-length features (padding value 0)."""
+        if self.config.batching == Batching.PADDED:
+            return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
+        boundaries = list(self.config.text.bucket_boundaries)
+        return dataset.bucket_by_sequence_length(
+            # Dict features (text + numeric inputs) are bucketed by their token sequence.
+            element_length_func=lambda x, y: tf.shape(x["tokens"] if isinstance(x, dict) else x)[0],
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            drop_remainder=drop_remainder,
+        )
+
+    def train(
+        self,
+        *,
+        epoch: int = 0,
+        skip_batches: int = 0,
+        input_context: tf.distribute.InputContext | None = None,
+        drop_remainder: bool = False,
+    ) -> tf.data.Dataset:
+        """Training batches for one epoch. The shuffle seed is derived from the epoch, so a resumed
+        run sees exactly the order an uninterrupted run would have seen."""
+        dataset = self._preprocessed("train")
+        batch_size = self.batch_size
+        if input_context is not None:
+            batch_size = input_context.get_per_replica_batch_size(self.batch_size)
+            if input_context.num_input_pipelines > 1:
+                dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if self.config.shuffle_buffer > 0:
+            dataset = dataset.shuffle(self.config.shuffle_buffer, seed=self.seed * 100_003 + epoch, reshuffle_each_iteration=False)
+        dataset = self._batch(dataset, batch_size, drop_remainder=drop_remainder)
+        if skip_batches:
+            dataset = dataset.skip(skip_batches)
+        return dataset.prefetch(AUTOTUNE)
+
+    def evaluation(self, split: str, *, batch_size: int | None = None) -> tf.data.Dataset:
+        dataset = self._preprocessed(split)
+        return self._batch(dataset, batch_size or self.batch_size, drop_remainder=False).prefetch(AUTOTUNE)
+
+    def arrays(self, split: str) -> tuple[Any, np.ndarray]:
+        """Preprocessed features and labels of a split as numpy (for parity checks and small evals).
+
+        Variable-length sequences are padded with 0 to the longest in the split (padding is masked
+        by the text model); dict features come back as a dict of arrays."""
+        xs: list[Any] = []
+        ys = []
+        dataset = self._preprocessed(split)
+        # Split order is kept (parity pairs these rows with the raw split): bucketing would reorder.
+        if self.config.batching == Batching.BATCH:
+            dataset = dataset.batch(512)
+        else:
+            dataset = dataset.padded_batch(512)
+        for x, y in dataset:
+            xs.append({k: v.numpy() for k, v in x.items()} if isinstance(x, dict) else x.numpy())
+            ys.append(y.numpy())
+        if xs and isinstance(xs[0], dict):
+            return {k: _concatenate_padded([x[k] for x in xs]) for k in xs[0]}, np.concatenate(ys)
+        return _concatenate_padded(xs), np.concatenate(ys)
+
+
+def _concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:
+    if len({p.shape[1:] for p in parts}) <= 1:
+        return np.concatenate(parts)
+    width = [max(p.shape[axis] for p in parts) for axis in range(1, parts[0].ndim)]
+    padded = [np.pad(p, [(0, 0)] + [(0, w - d) for w, d in zip(width, p.shape[1:])]) for p in parts]
+    return np.concatenate(padded)
+
+
+def build_pipeline(config: DataConfig, *, batch_size: int, seed: int = 0, preprocessor: Preprocessor | None = None, **arrays: Any) -> Pipeline:
+    """Load the source, split it by seed, fit preprocessing on the training split (unless given)."""
+    source = load_source(config, **arrays)
+    if len(source) < 3:
+        raise DataError(f"found {len(source)} example(s) under `{config.path}`; need enough to split into train/validation/test")
+    indices = split_indices(len(source), validation=config.split.validation, test=config.split.test, seed=config.split.seed)
+    if indices["train"].size == 0:
+        raise DataError("the training split is empty; lower data.split.validation/test or add data")
+    if preprocessor is None:
+        if source.kind == "text":
+            from tfpilot.data.text import fit_text_preprocessor
+
+            preprocessor = fit_text_preprocessor(source, indices["train"], config)
+        else:
+            preprocessor = fit_preprocessor(source, indices["train"])
+    return Pipeline(config=config, source=source, preprocessor=preprocessor, indices=indices, batch_size=batch_size, seed=seed)

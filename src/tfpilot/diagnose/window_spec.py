@@ -1,0 +1,17 @@
+"""Parse a profile window `START:STOP` (no TensorFlow import, so the CLI can reject bad input fast)."""
+
+from __future__ import annotations
+
+import re
+
+from tfpilot.errors import ConfigError
+
+__all__ = ["parse_step_window"]
+
+
+def parse_step_window(text: str) -> tuple[int, int]:
+    """`A:B` -> (A, B): profile steps A..B-1."""
+    match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", text or "")
+    if not match or int(match[1]) >= int(match[2]):
+        raise ConfigError(f"profile steps must look like `START:STOP` with START < STOP (e.g. `10:20`), got `{text}`")
+    return int(match[1]), int(match[2])
