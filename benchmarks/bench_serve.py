@@ -324,7 +324,7 @@ def main() -> None:
     if args.serve_host:
         serve_host(args.serve_host, args.batch_threads)
         return
-    seconds, warmup = (1.2, 0.3) if args.quick else (4.0, 1.0)
+    seconds, warmup = (1.2, 0.3) if args.quick else (2.5, 0.5)
     cores = os.cpu_count() or 1
     print(f"bench_serve: {cores} CPU cores, clients and servers share them; one example per request")
     with tempfile.TemporaryDirectory(prefix="bench_serve_") as tmp:

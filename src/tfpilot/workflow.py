@@ -7,6 +7,7 @@ Each step reads and writes the run-directory contract, so `tfpilot evaluate RUN`
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,11 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
 
         if not any(isinstance(hook, ProfileHook) for hook in hooks):
             hooks.append(ProfileHook.from_spec(run.profile_dir, config.train.profile_steps))
-    if not resume and is_chief() and run.findings_path.exists():
-        # A fresh run starts a fresh findings record; a resumed one keeps what came before.
-        run.findings_path.unlink()
+    if not resume and is_chief():
+        # A fresh run starts fresh findings and TensorBoard logs (old curves would overlay the new
+        # ones); a resumed run keeps both. Model versions stay: they are a serving history.
+        run.findings_path.unlink(missing_ok=True)
+        shutil.rmtree(run.logs, ignore_errors=True)
     trainer = Trainer(config, pipeline=pipeline, run=run, hooks=hooks)
 
     def record_findings() -> None:

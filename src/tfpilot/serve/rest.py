@@ -65,14 +65,14 @@ def _version(text: str | None) -> int | None:
 
 def metadata_json(servable: Servable) -> dict[str, Any]:
     """GetModelMetadataResponse as TF Serving's REST handler prints it (snake_case, int64 as str)."""
-    cached = getattr(servable, "_metadata_json", None)
+    cached = servable.metadata_cache
     if cached is None:
         from google.protobuf import json_format
 
         cached = json_format.MessageToDict(
             servable.signature_defs, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
         )
-        servable._metadata_json = cached  # type: ignore[attr-defined]  # computed once per version
+        servable.metadata_cache = cached  # a version's signatures never change: convert once
     return {
         "model_spec": {"name": servable.name, "signature_name": "", "version": str(servable.version)},
         "metadata": {"signature_def": cached},

@@ -139,6 +139,7 @@ class Servable:
         self._loaded = loaded
         self._functions = {key: loaded.signatures[key] for key in signatures}
         self.unloaded = False
+        self.metadata_cache: dict[str, Any] | None = None  # signature_def as JSON, filled on first use
 
     def signature(self, name: str) -> SignatureInfo:
         name = name or "serving_default"
