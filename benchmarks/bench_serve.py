@@ -11,8 +11,9 @@ its answer before sending again) drives each server at concurrency 1, 8 and 64 w
 example per request, and reports throughput and p50/p99 latency. The servers run in one
 child process; the clients run in this one.
 
-    python benchmarks/bench_serve.py --quick     # < 90 s
-    python benchmarks/bench_serve.py             # longer windows, plus a tiny model
+    python benchmarks/bench_serve.py --quick        # < 90 s
+    python benchmarks/bench_serve.py                # longer windows (~80 s)
+    python benchmarks/bench_serve.py --overhead     # adds half_plus_two: per-request overhead alone
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def in_process_limit(version_dir: Path, example: object, seconds: float) -> tupl
 def serve_host(base_path: Path, batch_threads: int) -> None:
     """Child process: batched and unbatched tfpilot servers plus the naive server."""
     import http.server
+    import socket
 
     import numpy as np
     import tensorflow as tf
@@ -128,6 +130,12 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
 
     class Naive(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm and
+            # delayed ACKs would add ~40 ms per request and make this anchor look unfairly slow.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -313,7 +321,10 @@ def benchmark_model(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="short windows, main model only (< 90 s)")
+    parser.add_argument("--quick", action="store_true", help="short measurement windows (< 90 s)")
+    parser.add_argument(
+        "--overhead", action="store_true", help="also run half_plus_two (no compute: per-request overhead alone)"
+    )
     parser.add_argument("--width", type=int, default=4096, help="hidden width of the main MLP")
     parser.add_argument(
         "--batch-threads", type=int, default=1,
@@ -324,7 +335,7 @@ def main() -> None:
     if args.serve_host:
         serve_host(args.serve_host, args.batch_threads)
         return
-    seconds, warmup = (1.2, 0.3) if args.quick else (2.5, 0.5)
+    seconds, warmup = (1.2, 0.3) if args.quick else (2.5, 0.6)
     cores = os.cpu_count() or 1
     print(f"bench_serve: {cores} CPU cores, clients and servers share them; one example per request")
     with tempfile.TemporaryDirectory(prefix="bench_serve_") as tmp:
@@ -334,7 +345,7 @@ def main() -> None:
             "mlp", root / "mlp", [0.1] * FEATURES, seconds=seconds, warmup=warmup, batch_threads=args.batch_threads,
             note=f"MLP {FEATURES}-{args.width}x3-10, {2 * macs / 1e6:.1f} MFLOP per example",
         )
-        if not args.quick:
+        if args.overhead:
             from tfpilot.serve.demo_models import write_half_plus_two
 
             # Almost no compute: this shows the per-request overhead of each server alone.

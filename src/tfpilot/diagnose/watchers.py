@@ -168,6 +168,7 @@ class Watcher:
 
             if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
                 return original_call(function, *args, **kwargs)
+            entered = time.perf_counter()
             watcher._depth += 1
             before = function.experimental_get_tracing_count()
             start = time.perf_counter()
@@ -177,6 +178,9 @@ class Watcher:
                 end = time.perf_counter()
                 watcher._depth -= 1
                 watcher._on_call(function, args, kwargs, before=before, start=start, end=end)
+                # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
+                watcher._record("overhead", entered, start, "")
+                watcher._record("overhead", end, time.perf_counter(), "")
 
         self._patch(polymorphic_function.Function, "__call__", call)
 
@@ -192,7 +196,9 @@ class Watcher:
                     value = original(tensor, *args, **kwargs)
                 finally:
                     watcher._in_sync = False
-                watcher._on_sync(tensor, value, start=start, end=time.perf_counter(), frame=sys._getframe(1))
+                end = time.perf_counter()
+                watcher._on_sync(tensor, value, start=start, end=end, frame=sys._getframe(1))
+                watcher._record("overhead", end, time.perf_counter(), "")
                 return value
 
             return sync
@@ -226,6 +232,7 @@ class Watcher:
             watcher.eager_gradient_calls += 1
             watcher._record("grad", start, end, EAGER_DRIVER)
             watcher._boundary(EAGER_DRIVER)
+            watcher._record("overhead", end, time.perf_counter(), "")
             return result
 
         self._patch(backprop.GradientTape, "gradient", gradient)
@@ -285,11 +292,9 @@ class Watcher:
             self.window = ProfileWindow(self.profile_dir, start_step=count, stop_step=count + self.profile_steps)
         if key != self.window_driver:
             return
-        start = time.perf_counter()
+        # Starting/stopping the profiler is the doctor's own cost: the caller records it as overhead.
         self.window.end_step(last_step=count - 1)
         self.window.begin_step(count)
-        # Starting/stopping the profiler is the doctor's own cost: keep it out of the step gaps.
-        self._record("overhead", start, time.perf_counter(), "")
 
     def _on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
         location = _user_location(frame)

@@ -25,6 +25,7 @@ _KERAS_GRAPH_METHODS = frozenset({"train_step", "test_step", "predict_step"})
 _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
+_LINE_BREAK_RE = re.compile(r"\r\n?|\n")
 _EAGER_RE = re.compile(r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)")
 # Fields that never hold a node a rule needs: contexts, operators, and plain strings/ints
 # (identifiers, import aliases) - skipping them saves a getattr and a type check per node.
@@ -128,7 +129,9 @@ class FileContext:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = self.source.splitlines()
+            # Python's own line breaks only: str.splitlines also splits on form feeds and other
+            # separators, which would shift line numbers against the AST's.
+            self._lines = _LINE_BREAK_RE.split(self.source)
         return self._lines
 
     def line_text(self, line: int) -> str:

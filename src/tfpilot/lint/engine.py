@@ -167,9 +167,14 @@ def _check_source(
         return FileResult(path, lines, ())
     if named_calls:
         enter.setdefault(ast.Call, []).append(_call_dispatcher(named_calls))
-    context.walk(enter=enter, leave=leave, references=references)
-    for rule in active:
-        rule.finish()
+    try:
+        context.walk(enter=enter, leave=leave, references=references)
+        for rule in active:
+            rule.finish()
+    except Exception:  # a rule bug must not stop the run: find the culprit, lint with the rest
+        if len(active) == 1:
+            raise
+        return _isolate_crash(source, path, [type(rule) for rule in active], lines)
     file_suppressions = parse_file_suppressions(source)
     seen: set[tuple[str, int, int]] = set()
     kept: list[Violation] = []
@@ -192,6 +197,29 @@ def _check_source(
     kept.sort(key=lambda v: (v.line, v.column, v.code))
     context.release()  # break the context <-> rule handler cycle so reference counting frees it
     return FileResult(path, lines, tuple(kept))
+
+
+def _isolate_crash(source: str, path: str, rules: list[type[Rule]], lines: int) -> FileResult:
+    """Re-run each rule alone; a crashing rule becomes one TFP000 finding instead of an abort."""
+    violations: list[Violation] = []
+    for rule in rules:
+        try:
+            violations.extend(_check_source(source, path, [rule], ignored_prefixes=()).violations)
+        except Exception as error:
+            violations.append(
+                Violation(
+                    SYNTAX_ERROR_CODE,
+                    f"internal error: rule {rule.code} crashed on this file ({type(error).__name__}: {error}); "
+                    "the other rules ran - please report this",
+                    1,
+                    0,
+                    1,
+                    0,
+                    "Module",
+                )
+            )
+    violations.sort(key=lambda v: (v.line, v.column, v.code))
+    return FileResult(path, lines, tuple(violations))
 
 
 def _call_dispatcher(named: dict[str, list[Callable[[Any], None]]]) -> Callable[[ast.Call], None]:
@@ -217,13 +245,16 @@ def _call_dispatcher(named: dict[str, list[Callable[[Any], None]]]) -> Callable[
 def violation_to_finding(violation: Violation, path: str) -> Finding:
     location = f"{path}:{violation.line}:{violation.column + 1}"
     if violation.code == SYNTAX_ERROR_CODE:
+        internal = violation.message.startswith("internal error")
         return Finding(
             code=SYNTAX_ERROR_CODE,
             severity=Severity.ERROR,
-            title="syntax-error",
+            title="internal-error" if internal else "syntax-error",
             message=violation.message,
             location=location,
-            fix="fix the syntax error; no other rule can check this file until it parses",
+            fix="report the crash; suppress with --ignore for now"
+            if internal
+            else "fix the syntax error; no other rule can check this file until it parses",
         )
     rule = _RULE_BY_CODE[violation.code]
     return Finding(

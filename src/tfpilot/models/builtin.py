@@ -17,7 +17,8 @@ def mlp(config: ModelConfig, *, input_shape: tuple[int, ...], num_classes: int) 
         x = keras.layers.Dense(units, activation=config.activation, name=f"dense_{index}")(x)
         if config.dropout:
             x = keras.layers.Dropout(config.dropout, name=f"dropout_{index}")(x)
-    logits = keras.layers.Dense(num_classes, name="logits")(x)
+    # float32 logits even under mixed_float16, so softmax and the loss stay numerically safe.
+    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(x)
     return keras.Model(inputs, logits, name="mlp")
 
 
@@ -38,5 +39,6 @@ def cnn(config: ModelConfig, *, input_shape: tuple[int, ...], num_classes: int) 
         x = keras.layers.Dense(units, activation=config.activation, name=f"dense_{index}")(x)
         if config.dropout:
             x = keras.layers.Dropout(config.dropout)(x)
-    logits = keras.layers.Dense(num_classes, name="logits")(x)
+    # float32 logits even under mixed_float16, so softmax and the loss stay numerically safe.
+    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(x)
     return keras.Model(inputs, logits, name="cnn")

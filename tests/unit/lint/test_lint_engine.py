@@ -117,3 +117,15 @@ def test_parallel_workers_give_the_same_findings_as_one_process(tmp_path, monkey
     assert parallel.findings == serial.findings
     assert (parallel.files, parallel.lines) == (serial.files, serial.lines)
     assert len(serial.findings) > 50
+
+
+def test_a_crashing_rule_becomes_a_finding_and_the_other_rules_still_run(monkeypatch):
+    from tfpilot.lint.rules import rule_by_code
+
+    def broken(self, node):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(rule_by_code("TFP602"), "on_reference", broken)
+    findings = lint_source(TF1)
+    assert [(f.code, f.title) for f in findings] == [("TFP000", "internal-error"), ("TFP601", "tf1-session")]
+    assert "TFP602 crashed" in findings[0].message

@@ -22,6 +22,7 @@ def test_mixed_precision_trains_and_exports_float32(tmp_path: Path) -> None:
     assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
     assert trainer.model.get_layer("dense_0").compute_dtype == "float16"
     assert trainer.model.get_layer("dense_0").kernel.dtype == "float32"  # master weights stay float32
+    assert trainer.model.get_layer("logits").compute_dtype == "float32"
     result = trainer.fit()
     losses = [epoch["loss"] for epoch in result.history]
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0] * 0.8, losses
