@@ -15,8 +15,10 @@ the time between them is split into input wait, host-sync time and unexplained i
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
+import statistics
 import sys
 import threading
 import time
@@ -56,6 +58,9 @@ class StepTiming:
     idle_percent: float
     input_percent: float
     sync_locations: dict[str, int]
+    # Medians over steps: a few steps stretched by the CPU scheduler (busy host) or GC do not move them.
+    idle_median_ms: float = 0.0
+    step_median_ms: float = 0.0
 
 
 @dataclasses.dataclass
@@ -341,19 +346,27 @@ class Watcher:
         boundaries = boundaries[_SKIP_WARMUP_STEPS:]
         if len(boundaries) < 3:
             return None
-        # Only whole steps between the first and last boundary; events are in time order.
-        waits = [(k, s, e, key) for k, s, e, key in self.events if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1]]
+        # Only whole steps between the first and last boundary; boundaries are in time order.
+        waits = sorted((s, e, k, key) for k, s, e, key in self.events
+                       if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1])
         steps = len(boundaries) - 1
-        total_input = sum(e - s for k, s, e, _ in waits if k == "next")
-        total_sync = sum(e - s for k, s, e, _ in waits if k == "sync")
-        syncs = Counter(key for k, _, _, key in waits if k == "sync")
-        total = boundaries[-1][1] - boundaries[0][1]
-        gaps = sum(boundaries[i + 1][0] - boundaries[i][1] for i in range(steps))
+        step_times, idle_times = [], []
+        starts = [w[0] for w in waits]
+        for (_, previous_end), (next_start, next_end) in zip(boundaries, boundaries[1:]):
+            # Everything between two driver calls that is neither input, sync nor the watcher's own work is idle.
+            inside = waits[bisect.bisect_left(starts, previous_end):bisect.bisect_right(starts, next_start)]
+            explained = sum(e - s for s, e, k, _ in inside if k in ("next", "sync"))
+            overhead = sum(e - s for s, e, k, _ in inside if k == "overhead")
+            idle_times.append(max(next_start - previous_end - explained - overhead, 0.0))
+            step_times.append(next_end - previous_end - overhead)
+        total_input = sum(e - s for s, e, k, _ in waits if k == "next")
+        total_sync = sum(e - s for s, e, k, _ in waits if k == "sync")
+        syncs = Counter(key for _, _, k, key in waits if k == "sync")
+        overhead = sum(e - s for s, e, k, _ in waits if k == "overhead")
+        total = boundaries[-1][1] - boundaries[0][1] - overhead
+        gaps = sum(boundaries[i + 1][0] - boundaries[i][1] for i in range(steps)) - overhead
         calls = sum(e - s for s, e in boundaries[1:])
-        overhead = sum(e - s for k, s, e, _ in waits if k == "overhead")
-        total -= overhead
-        gaps -= overhead
-        idle = max(gaps - total_input - total_sync, 0.0)
+        idle = sum(idle_times)
         per = 1e3 / steps
         return StepTiming(
             driver=driver if driver == EAGER_DRIVER else self.functions[driver]["name"],
@@ -368,6 +381,8 @@ class Watcher:
             idle_percent=100.0 * idle / total if total else 0.0,
             input_percent=100.0 * total_input / total if total else 0.0,
             sync_locations=dict(syncs.most_common(5)),
+            idle_median_ms=1e3 * statistics.median(idle_times),
+            step_median_ms=1e3 * statistics.median(step_times),
         )
 
     def report(self) -> WatchReport:

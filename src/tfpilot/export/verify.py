@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+# The TF1 session loader is used on purpose: it is the loader TF Serving's C++ path mirrors.
+# tfpilot: noqa-file[TFP601,TFP602,TFP610]
+
 from pathlib import Path
 
 import numpy as np
