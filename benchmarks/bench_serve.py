@@ -175,7 +175,8 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
 # ------------------------------------------------------------------------ load generator
 
 
-async def _drive(send, concurrency: int, seconds: float, warmup: float) -> dict:
+async def _drive(make_sender, concurrency: int, seconds: float, warmup: float) -> dict:
+    """``concurrency`` clients, each sending its next request when the previous one answered."""
     latencies: list[float] = []
     errors = 0
     measuring = False
@@ -183,12 +184,16 @@ async def _drive(send, concurrency: int, seconds: float, warmup: float) -> dict:
 
     async def client() -> None:
         nonlocal errors
-        while not stop:
-            started = time.perf_counter()
-            ok = await send()
-            if measuring:
-                latencies.append(time.perf_counter() - started)
-                errors += 0 if ok else 1
+        send, close = await make_sender()
+        try:
+            while not stop:
+                started = time.perf_counter()
+                ok = await send()
+                if measuring:
+                    latencies.append(time.perf_counter() - started)
+                    errors += 0 if ok else 1
+        finally:
+            await close()
 
     tasks = [asyncio.ensure_future(client()) for _ in range(concurrency)]
     await asyncio.sleep(warmup)
@@ -210,20 +215,39 @@ async def _drive(send, concurrency: int, seconds: float, warmup: float) -> dict:
 
 
 def run_rest(url: str, body: bytes, concurrency: int, seconds: float, warmup: float) -> dict:
-    import aiohttp
+    """HTTP/1.1 keep-alive clients on raw asyncio streams, one connection each.
 
-    async def main() -> dict:
-        connector = aiohttp.TCPConnector(limit=concurrency)
-        async with aiohttp.ClientSession(connector=connector) as session:
+    A minimal client (like wrk or hey) so that the load generator, which shares the CPU with
+    the server, spends as little of it as possible; an aiohttp client costs several times more.
+    """
+    import socket
+    import urllib.parse
 
-            async def send() -> bool:
-                async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
-                    await response.read()
-                    return response.status == 200
+    parts = urllib.parse.urlsplit(url)
+    request = (
+        f"POST {parts.path or '/'} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
-            return await _drive(send, concurrency, seconds, warmup)
+    async def make_sender():
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    return asyncio.run(main())
+        async def send() -> bool:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            lowered = head.lower()
+            start = lowered.index(b"content-length:") + len(b"content-length:")
+            length = int(lowered[start : lowered.index(b"\r\n", start)])
+            await reader.readexactly(length)
+            return head[9:12] == b"200"
+
+        async def close() -> None:
+            writer.close()
+
+        return send, close
+
+    return asyncio.run(_drive(make_sender, concurrency, seconds, warmup))
 
 
 def run_grpc(target: str, example: object, concurrency: int, seconds: float, warmup: float) -> dict:
@@ -247,12 +271,34 @@ def run_grpc(target: str, example: object, concurrency: int, seconds: float, war
                 except grpc.aio.AioRpcError:
                     return False
 
-            return await _drive(send, concurrency, seconds, warmup)
+            async def close() -> None:
+                pass
+
+            async def make_sender():
+                return send, close  # one HTTP/2 channel multiplexes every client
+
+            return await _drive(make_sender, concurrency, seconds, warmup)
 
     return asyncio.run(main())
 
 
 # ---------------------------------------------------------------------------------- main
+
+
+def batch_counts(endpoints: dict, kind: str) -> tuple[float, float]:
+    """(rows, model calls) so far on a tfpilot server, from its Prometheus endpoint."""
+    import urllib.request
+
+    if kind == "naive":
+        return 0.0, 0.0
+    with urllib.request.urlopen(f"{endpoints[kind + '_rest']}/monitoring/prometheus/metrics", timeout=30) as response:
+        text = response.read().decode()
+    values = {}
+    for line in text.splitlines():
+        for name in ("tfpilot_serve_batch_size_sum", "tfpilot_serve_batch_size_count"):
+            if line.startswith(name + "{"):
+                values[name] = float(line.rsplit(" ", 1)[1])
+    return values.get("tfpilot_serve_batch_size_sum", 0.0), values.get("tfpilot_serve_batch_size_count", 0.0)
 
 
 def benchmark_model(
@@ -273,11 +319,15 @@ def benchmark_model(
             for protocol in protocols:
                 address = endpoints[f"{kind}_{protocol}"]
                 for concurrency in CONCURRENCY:
+                    batches_before = batch_counts(endpoints, kind)
                     if protocol == "rest":
                         url = address if kind == "naive" else f"{address}/v1/models/model:predict"
                         result = run_rest(url, body, concurrency, seconds, warmup)
                     else:
                         result = run_grpc(address, example, concurrency, seconds, warmup)
+                    rows_after, calls_after = batch_counts(endpoints, kind)
+                    calls = calls_after - batches_before[1]
+                    result["rows_per_call"] = (rows_after - batches_before[0]) / calls if calls else float("nan")
                     rows.append({"server": kind, "protocol": protocol, "concurrency": concurrency, **result})
     finally:
         host.stdin.close()
@@ -290,11 +340,13 @@ def benchmark_model(
     print(f"batching: max_batch_size={MAX_BATCH_SIZE} batch_timeout_micros=0 num_batch_threads={batch_threads}")
     print(f"in-process limit (batch {MAX_BATCH_SIZE} per call): {limit:10.0f} examples/s   [anchor = 1.00]")
     print(f"in-process, one example per call:      {single:10.0f} examples/s   [{single / limit:5.2f} x limit]")
-    print(f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}")
+    header = f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8}"
+    print(header + f" {'errors':>6} {'rows/call':>9}")
     for row in rows:
         print(
             f"{row['server']:10} {row['protocol']:5} {row['concurrency']:>4} {row['throughput']:9.0f} "
-            f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6}"
+            f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6} "
+            f"{row['rows_per_call']:9.1f}"
         )
 
     def find(server: str, protocol: str, concurrency: int) -> float:

@@ -92,6 +92,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export a verified SavedModel version (and TFLite variants) from a trained run."""
         from tfpilot.cli.render import console
+        from pydantic import ValidationError
+
         from tfpilot.config.schema import ExportConfig
         from tfpilot.errors import ConfigError
         from tfpilot.workflow import export_run, load_trained
@@ -101,8 +103,9 @@ def register(app: typer.Typer) -> None:
             formats = [f.strip() for f in format.split(",") if f.strip()]
             try:
                 ExportConfig(formats=formats)
-            except Exception as exc:
-                raise ConfigError(f"--format: {str(exc).splitlines()[-1].strip()}") from None
+            except ValidationError as exc:
+                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise ConfigError(f"--format: {message}") from None
         from tfpilot.cli.render import render_findings, render_mapping_table
         from tfpilot.export.formats import ExportParityError
 

@@ -62,6 +62,32 @@ def test_watch_counts_python_scalar_retraces_in_process():
     assert finding.evidence["changed"][0] == {"argument": "factor", "kind": "python scalar", "values": ["1.0", "2.0", "3.0"]}
 
 
+def _watch_loop(pause_seconds):
+    """14 calls of a compiled step with ``pause_seconds[i]`` of Python sleep after call i."""
+
+    @tf.function
+    def step(x):
+        return tf.reduce_sum(tf.matmul(x, x))
+
+    x = tf.ones([32, 32])
+    with watch(profile=False) as session:
+        for pause in pause_seconds:
+            step(x)
+            time.sleep(pause)
+    return session
+
+
+def test_step_gap_needs_host_work_in_most_gaps():
+    # Host work after every call (4 ms of sleep standing in for logging) is idle time between steps ...
+    steady = _watch_loop([0.004] * 14)
+    finding = next(f for f in steady.findings if f.code == "DOC-STEP-GAP")
+    assert 3.9 <= finding.evidence["idle_ms_per_step"] < 15 and finding.evidence["steps"] == 11
+    # ... two long stops (what a busy scheduler does to a few gaps) are not, although the mean gap is 3.6 ms.
+    stopped = _watch_loop([0.0] * 5 + [0.02, 0.0, 0.0, 0.02] + [0.0] * 5)
+    assert stopped.report.timing.idle_ms > 3
+    assert "DOC-STEP-GAP" not in {f.code for f in stopped.findings}
+
+
 def test_check_numerics_message_is_parsed():
     tf.debugging.enable_check_numerics()
     try:
