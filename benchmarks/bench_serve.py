@@ -71,6 +71,35 @@ def write_mlp(base_path: Path, *, width: int) -> int:
     return sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
+def write_cnn(base_path: Path, *, channels: int) -> int:
+    """x float32 [-1, 16, 16, 4] -> probabilities [-1, 10]: four 3x3 ReLU convolutions of
+    ``channels``, global average pooling, dense. Compute-bound like image models. Returns
+    multiply-adds per example."""
+    import tensorflow as tf
+
+    from tfpilot.atomic import atomic_directory
+
+    shapes = [(3, 3, 4, channels)] + [(3, 3, channels, channels)] * 3
+
+    class Cnn(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            generator = tf.random.Generator.from_seed(0)
+            self.kernels = [tf.Variable(generator.normal(s) / (s[0] * s[1] * s[2]) ** 0.5) for s in shapes]
+            self.dense = tf.Variable(generator.normal([channels, 10]) / channels**0.5)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 16, 16, 4], tf.float32, name="x")])
+        def serve(self, x):
+            for kernel in self.kernels:
+                x = tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME"))
+            return {"probabilities": tf.nn.softmax(tf.matmul(tf.reduce_mean(x, axis=[1, 2]), self.dense))}
+
+    module = Cnn()
+    with atomic_directory(base_path / "1", overwrite=True) as tmp:
+        tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve})
+    return sum(16 * 16 * a * b * c * d for a, b, c, d in shapes) + channels * 10
+
+
 def in_process_limit(version_dir: Path, example: object, seconds: float) -> tuple[float, float]:
     """(examples/s with full batches, examples/s with one example per call), same process.
 
@@ -377,7 +406,11 @@ def main() -> None:
     parser.add_argument(
         "--overhead", action="store_true", help="also run half_plus_two (no compute: per-request overhead alone)"
     )
-    parser.add_argument("--width", type=int, default=4096, help="hidden width of the main MLP")
+    parser.add_argument(
+        "--model", choices=("cnn", "mlp"), default="cnn",
+        help="cnn: compute-bound 16x16x4 image model (default); mlp: memory-bound MLP whose speed needs full batches",
+    )
+    parser.add_argument("--width", type=int, default=4096, help="hidden width of the MLP")
     parser.add_argument(
         "--batch-threads", type=int, default=1,
         help="num_batch_threads of the batched server (1: one TF call at a time uses every core)",
@@ -392,10 +425,17 @@ def main() -> None:
     print(f"bench_serve: {cores} CPU cores, clients and servers share them; one example per request")
     with tempfile.TemporaryDirectory(prefix="bench_serve_") as tmp:
         root = Path(tmp)
-        macs = write_mlp(root / "mlp", width=args.width)
+        if args.model == "cnn":
+            macs = write_cnn(root / "cnn", channels=64)
+            example: object = [[[0.1] * 4] * 16] * 16
+            note = f"CNN 16x16x4 -> 4 conv3x3x64 -> 10, {2 * macs / 1e6:.1f} MFLOP per example"
+        else:
+            macs = write_mlp(root / "mlp", width=args.width)
+            example = [0.1] * FEATURES
+            note = f"MLP {FEATURES}-{args.width}x3-10, {2 * macs / 1e6:.1f} MFLOP per example"
         benchmark_model(
-            "mlp", root / "mlp", [0.1] * FEATURES, seconds=seconds, warmup=warmup, batch_threads=args.batch_threads,
-            note=f"MLP {FEATURES}-{args.width}x3-10, {2 * macs / 1e6:.1f} MFLOP per example",
+            args.model, root / args.model, example, seconds=seconds, warmup=warmup, batch_threads=args.batch_threads,
+            note=note,
         )
         if args.overhead:
             from tfpilot.serve.demo_models import write_half_plus_two

@@ -100,6 +100,16 @@ def _user_location(frame) -> str | None:
     return None
 
 
+def _issued_by_tensorflow(frame) -> bool:
+    """Whether the read was made by TensorFlow/Keras's own Python code (or tfpilot's) rather than for the user.
+
+    Reads made by other libraries on the user's behalf (``np.mean(tensor)``) still count.
+    """
+    filename = frame.f_code.co_filename if frame is not None else ""
+    return any(marker in filename for marker in (os.sep + "tensorflow" + os.sep, os.sep + "keras" + os.sep, os.sep + "tf_keras" + os.sep,
+                                                  os.sep + "tfpilot" + os.sep + "diagnose" + os.sep))
+
+
 def _describe_argument(name: str, value: Any) -> dict[str, Any]:
     import tensorflow as tf
 
@@ -302,6 +312,8 @@ class Watcher:
         self.window.begin_step(count)
 
     def _on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
+        if _issued_by_tensorflow(frame):
+            return  # e.g. the eager gradient of reduce_sum reads its axes with .numpy(): not the user's sync
         location = _user_location(frame)
         if location is None:
             return
