@@ -43,14 +43,11 @@ def load_bundled_config(*, overrides: dict[str, Any] | None = None) -> RunConfig
     import yaml
 
     from tfpilot.config import config_from_dict
+    from tfpilot.config.loader import set_dotted
 
     raw = yaml.safe_load(bundled_config_path().read_text())
     for dotted, value in (overrides or {}).items():
-        node = raw
-        *parents, leaf = dotted.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
+        set_dotted(raw, dotted, value)
     # The example's data lives under the current directory; store it absolute, as load_config
     # does, so the run's config.yaml still finds it from `tfpilot evaluate/export RUN`.
     data = raw.get("data", {})

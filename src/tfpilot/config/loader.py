@@ -13,7 +13,7 @@ from tfpilot.atomic import atomic_write_text
 from tfpilot.config.schema import RunConfig
 from tfpilot.errors import ConfigError
 
-__all__ = ["load_config", "config_from_dict", "dump_config", "config_json_schema"]
+__all__ = ["load_config", "config_from_dict", "dump_config", "config_json_schema", "set_dotted"]
 
 
 def _line_index(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
@@ -85,7 +85,7 @@ def load_config(path: str | Path, *, overrides: dict[str, Any] | None = None) ->
         raise ConfigError(f"{path}: the config must be a mapping of sections (data, model, train, ...), got {type(raw).__name__}")
     lines = _line_index(document) if document is not None else {}
     for dotted, value in (overrides or {}).items():
-        _set_dotted(raw, dotted, value)
+        set_dotted(raw, dotted, value)
     data = raw.get("data")
     if isinstance(data, dict) and isinstance(data.get("path"), str):
         data_path = Path(data["path"]).expanduser()
@@ -103,7 +103,7 @@ def load_config(path: str | Path, *, overrides: dict[str, Any] | None = None) ->
     return config
 
 
-def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node = raw
     *parents, leaf = dotted.split(".")
     for part in parents:

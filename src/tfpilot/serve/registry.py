@@ -113,6 +113,19 @@ def _fingerprint(path: Path) -> tuple[Any, ...]:
     return tuple(sorted(items))
 
 
+def _settle_garbage() -> None:
+    """Collect once, then freeze every surviving object out of future collections.
+
+    A loaded TF model is hundreds of thousands of tracked Python objects; a full collection
+    walks them all and stalls every request for hundreds of milliseconds (REST's JSON makes
+    collections frequent). Frozen objects are skipped, so collections stay ~1 ms; unfreezing
+    and collecting here, when versions change, still frees the graphs of retired versions.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def _describe(version: int | None, name: str) -> str:
     return f"Specific({name}, {version})" if version is not None else f"Latest({name})"
 
@@ -181,17 +194,22 @@ class ModelRegistry:
         with self._poll_lock:
             with self._lock:
                 models = list(self._models.values())
+            changed = False
             for model in models:
                 try:
-                    self._poll_model(model)
+                    changed |= self._poll_model(model)
                 except Exception:  # one model's surprise must not stop the others reloading
                     _log.exception("polling model %s failed", model.config.name)
+            if changed:
+                _settle_garbage()
 
-    def _poll_model(self, model: _Model) -> None:
+    def _poll_model(self, model: _Model) -> bool:
+        """Returns whether a version was loaded or unloaded."""
         config = model.config
         on_disk = scan_versions(config.base_path)
         complete = {version: path for version, path in on_disk.items() if is_complete_version(path)}
         aspired: set[int] = set()
+        changed = False
         # When a wanted version fails, the policy picks again among the rest (latest 1 with a
         # broken newest version falls back to the one before it) within this same poll.
         for _ in range(len(complete) + 1):
@@ -206,7 +224,9 @@ class ModelRegistry:
             for version in sorted(aspired, reverse=True):
                 record = model.versions.get(version)
                 if record is None or record.state != ModelState.AVAILABLE:
-                    failed |= not self._load(model, version, complete[version])
+                    loaded = self._load(model, version, complete[version])
+                    changed = True
+                    failed |= not loaded
             if not failed:
                 break
         with self._lock:
@@ -218,11 +238,10 @@ class ModelRegistry:
             ]
         for record in retire:
             self._unload(model, record)
-        if retire:
-            gc.collect()  # free the retired graphs now, not at some later collection
         with self._lock:
             for version in [v for v, r in model.versions.items() if r.state == ModelState.END and v not in on_disk]:
                 del model.versions[version]
+        return changed or bool(retire)
 
     def _load(self, model: _Model, version: int, path: Path) -> bool:
         name = model.config.name
@@ -270,7 +289,7 @@ class ModelRegistry:
         for model in models:
             for record in list(model.versions.values()):
                 self._unload(model, record)
-        gc.collect()
+        gc.unfreeze()  # the process goes on without a server: let ordinary collection resume
 
     # ----------------------------------------------------------------------- requests
 

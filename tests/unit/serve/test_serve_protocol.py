@@ -201,3 +201,12 @@ def test_fuzzed_documents_decode_or_raise_invalid_argument(document):
             spec = sig.inputs[name]
             assert array.dtype == spec.numpy_dtype
             assert spec.accepts_shape(array.shape)
+
+
+@settings(max_examples=100, deadline=None)
+@given(document=st.dictionaries(st.text(max_size=5), json_values, max_size=4))
+def test_body_parsing_matches_the_standard_library(document):
+    # With or without the optional fast parser, parsing must equal json.loads exactly.
+    body = json.dumps(document).encode()
+    parsed = parse_json_body(body)
+    assert json.dumps(parsed, sort_keys=True) == json.dumps(json.loads(body), sort_keys=True)
