@@ -27,7 +27,14 @@ ATOL = 1e-5
 def run_with_session_loader(path: str | Path, feeds: dict[str, np.ndarray], *, signature: str = "serving_default") -> dict[str, np.ndarray]:
     graph = tf.Graph()
     with graph.as_default(), tf.compat.v1.Session(graph=graph) as session:
-        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path))
+        # The loader logs a deprecation notice on every call; it is used on purpose here.
+        logger = tf.get_logger()
+        level = logger.level
+        logger.setLevel("ERROR")
+        try:
+            meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path))
+        finally:
+            logger.setLevel(level)
         signature_def = meta_graph.signature_def[signature]
         feed_dict = {signature_def.inputs[name].name: value for name, value in feeds.items()}
         fetches = {name: info.name for name, info in signature_def.outputs.items()}

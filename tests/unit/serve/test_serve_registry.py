@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,14 @@ from tfpilot.serve.rest import metadata_json
 from tfpilot.serve.servable import CLASSIFY_METHOD, REGRESS_METHOD, load_servable
 from tfpilot.serve.status import Code, RequestError
 from tfpilot.serve.warmup import WARMUP_FILE, warmup_servable
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_garbage_collector():
+    # ModelRegistry.poll() freezes the collector's view of loaded models; these tests never
+    # stop a server (which would unfreeze), so hand ordinary collection back to the session.
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +48,16 @@ def predict(registry: ModelRegistry, **spec) -> tuple[int, float]:
     servable = registry.resolve("half", **spec)
     y = servable.run("serving_default", {"x": np.array([2.0], np.float32)})["y"]
     return servable.version, float(y[0])
+
+
+def test_poll_freezes_loaded_models_out_of_garbage_collection(tmp_path, built):
+    base = make_base(tmp_path, built, [1])
+    gc.unfreeze()
+    registry = ModelRegistry([ServedModel(name="half", base_path=base)])
+    registry.poll()
+    assert gc.get_freeze_count() > 10_000  # the loaded graph is no longer walked by collections
+    registry.unload_all()
+    assert gc.get_freeze_count() == 0
 
 
 def test_only_complete_numeric_versions_load_and_latest_wins(tmp_path, built):
