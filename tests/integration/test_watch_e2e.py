@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -81,6 +82,14 @@ def _wait_for_version(url: str, version: int, process: subprocess.Popen, *, time
     raise AssertionError(f"version {version} of `{MODEL}` did not become AVAILABLE within {timeout}s")
 
 
+def _served_drift(url: str) -> float:
+    """The server's `tfpilot_drift_detected{feature="image"}` gauge from its Prometheus endpoint."""
+    text = urllib.request.urlopen(f"{url}/monitoring/prometheus/metrics", timeout=30).read().decode()
+    match = re.search(r'^tfpilot_drift_detected\{feature="image"\}\s+([0-9.eE+-]+)$', text, re.MULTILINE)
+    assert match, text[-2000:]
+    return float(match[1])
+
+
 def _test_images(run: Path) -> np.ndarray:
     from tfpilot.config import load_config
     from tfpilot.data import Preprocessor, build_pipeline
@@ -102,7 +111,8 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [sys.executable, "-m", "tfpilot.cli.main", "serve", "--model_name", MODEL, "--model_base_path", str(served),
-         "--rest_api_port", str(port), "--port", "-1", "--request_log", str(log), "--file_system_poll_wait_seconds", "0.5"],
+         "--rest_api_port", str(port), "--port", "-1", "--request_log", str(log), "--file_system_poll_wait_seconds", "0.5",
+         "--reference_stats", str(baseline), "--drift_window", "200"],
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -115,6 +125,8 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         calm = run_tfpilot(["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path)
         assert calm.returncode == 0, calm
         assert json.loads((baseline / "drift.json").read_text())["drifted"] is False
+        assert _served_drift(url) == 0.0  # the server's own sliding window agrees
+        scraped_at = time.monotonic()
 
         inverted = 255 - images
         for start in range(0, 200, 20):
@@ -125,6 +137,8 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         report = json.loads((baseline / "drift.json").read_text())
         assert "image" in report["drifted_features"] and report["num_examples"] == 200
         assert "MON-DRIFT-FEATURE" in shifted.stdout
+        time.sleep(max(0.0, scraped_at + 5.5 - time.monotonic()))  # the server recomputes at most every 5 s
+        assert _served_drift(url) == 1.0
 
         gate = ["--baseline", served, "--threshold", "accuracy>=0.85", "--threshold", "accuracy change>=0"]
         rejected = run_tfpilot(["validate", "--candidate", worse, *gate], cwd=tmp_path)

@@ -83,6 +83,14 @@ def register(app: typer.Typer) -> None:
         request_log_max_rows: int = typer.Option(
             100_000, "--request_log_max_rows", help="Rows kept in --request_log; the oldest rotate out."
         ),
+        reference_stats: Path = typer.Option(
+            None,
+            "--reference_stats",
+            help="Training run (or its reference_stats.json): expose drift of the logged traffic on the metrics endpoint.",
+        ),
+        drift_window: int = typer.Option(
+            1000, "--drift_window", help="Newest logged examples judged for drift (with --reference_stats)."
+        ),
     ) -> None:
         """Serve SavedModels over TF Serving's REST and gRPC APIs, with hot reload and batching."""
         import logging
@@ -133,11 +141,29 @@ def register(app: typer.Typer) -> None:
             request_log_sample_rate=request_log_sample_rate,
             request_log_max_rows=request_log_max_rows,
         )
+        drift = None
+        if reference_stats is not None:
+            # Checked before any model loads, so a wrong path fails in a second with one line.
+            from tfpilot.monitor.drift import DriftThresholds, DriftWindow
+
+            if request_log is None:
+                raise ServeError("--reference_stats needs --request_log PATH: drift is computed from the logged requests")
+            if drift_window < 1:
+                raise ServeError(f"--drift_window must be >= 1, got {drift_window}")
+            thresholds = DriftThresholds()
+            config_path = reference_stats / "config.yaml" if reference_stats.is_dir() else None
+            if config_path is not None and config_path.is_file():
+                from tfpilot.config import load_config
+
+                thresholds = DriftThresholds.from_config(load_config(config_path).monitor)
+            drift = DriftWindow(reference_stats, request_log, window=drift_window, thresholds=thresholds)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         server = ModelServer(options).start()
+        if drift is not None:
+            drift.register(server.metrics)
         try:
             for name, statuses in server.registry.all_status().items():
                 states = ", ".join(f"v{s.version} {s.state.name}" for s in statuses) or "no versions yet"
