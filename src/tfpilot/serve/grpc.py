@@ -94,9 +94,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                 )
             outputs = await self.service.predict(servable, signature, inputs, timeout=_timeout(context))
             response = predict_pb2.PredictResponse()
-            response.model_spec.name = servable.name
-            response.model_spec.version.value = servable.version
-            response.model_spec.signature_name = signature.name
+            _answer_spec(response.model_spec, servable, signature.name)
             for key in wanted or sorted(outputs):
                 response.outputs[key].CopyFrom(array_to_tensor_proto(outputs[key]))
             return response
@@ -110,9 +108,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                 servable, request.model_spec.signature_name, examples, timeout=_timeout(context)
             )
             response = classification_pb2.ClassificationResponse()
-            response.model_spec.name = servable.name
-            response.model_spec.version.value = servable.version
-            response.model_spec.signature_name = signature.name
+            _answer_spec(response.model_spec, servable, signature.name)
             for row in results:
                 classifications = response.result.classifications.add()
                 for class_label, score in row:
@@ -128,9 +124,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                 servable, request.model_spec.signature_name, examples, timeout=_timeout(context)
             )
             response = regression_pb2.RegressionResponse()
-            response.model_spec.name = servable.name
-            response.model_spec.version.value = servable.version
-            response.model_spec.signature_name = signature.name
+            _answer_spec(response.model_spec, servable, signature.name)
             for value in values:
                 response.result.regressions.add(value=value)
             return response
@@ -188,3 +182,10 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
 def add_servicers(server: grpc.aio.Server, service: InferenceService) -> None:
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(PredictionServicer(service), server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelServicer(service), server)
+
+
+def _answer_spec(spec: Any, servable: Any, signature_name: str) -> None:
+    """The response's model_spec names the version that actually answered, as TF Serving does."""
+    spec.name = servable.name
+    spec.version.value = servable.version
+    spec.signature_name = signature_name
