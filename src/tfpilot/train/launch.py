@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from tfpilot.errors import TrainError
 
-__all__ = ["LaunchResult", "free_ports", "cluster_spec", "launch_workers", "WORKER_DIR_ENV", "COLLECTIVE_TIMEOUT_ENV"]
+__all__ = ["LaunchResult", "free_ports", "cluster_spec", "launch_workers", "launch_parameter_server", "WORKER_DIR_ENV", "COLLECTIVE_TIMEOUT_ENV"]
 
 WORKER_DIR_ENV = "TFPILOT_WORKER_DIR"
 COLLECTIVE_TIMEOUT_ENV = "TFPILOT_COLLECTIVE_TIMEOUT_S"
@@ -59,8 +59,9 @@ def cluster_spec(num_workers: int) -> dict[str, list[str]]:
 
 
 class _Worker:
-    def __init__(self, index: int, process: subprocess.Popen, echo: Callable[[str], None]) -> None:
+    def __init__(self, index: int, process: subprocess.Popen, echo: Callable[[str], None], *, label: str | None = None) -> None:
         self.index = index
+        self.label = label or f"worker {index}"
         self.process = process
         self.tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         self.thread = threading.Thread(target=self._pump, args=(echo,), daemon=True)
@@ -71,7 +72,7 @@ class _Worker:
         for line in self.process.stdout:
             line = line.rstrip("\n")
             self.tail.append(line)
-            echo(f"[worker {self.index}] {line}")
+            echo(f"[{self.label}] {line}")
 
 
 def _stop(workers: list[_Worker], *, grace: float) -> None:
@@ -171,3 +172,96 @@ def launch_workers(
         raise TrainError(f"after SIGTERM the workers exited with codes {codes}; expected {PREEMPTED_EXIT_CODE} (checkpoint saved)")
     return LaunchResult(exit_codes=codes, preempted=preempted, seconds=time.monotonic() - started)
 
+
+
+def launch_parameter_server(
+    command: Sequence[str],
+    *,
+    num_workers: int,
+    num_ps: int,
+    timeout: float | None = None,
+    echo: Callable[[str], None] = print,
+    poll_seconds: float = 0.2,
+) -> LaunchResult:
+    """ParameterServerStrategy cluster: M `ps` and N `worker` servers plus the chief running `command`.
+
+    The servers (`python -m tfpilot.train.ps_server`) run no training code and never exit by
+    themselves, so the run is over when the chief exits: 0 stops the servers and succeeds, anything
+    else (or a server dying first, or the timeout) stops everything and raises TrainError.
+    """
+    import sys
+
+    if num_workers < 1 or num_ps < 1:
+        raise TrainError(f"parameter-server training needs --workers >= 1 and --ps >= 1, got {num_workers} and {num_ps}", exit_code=2)
+    if not command:
+        raise TrainError("no chief command given; expected `tfpilot launch --workers N --ps M -- tfpilot train CONFIG`", exit_code=2)
+    ports = free_ports(1 + num_workers + num_ps)
+    cluster = {
+        "chief": [f"127.0.0.1:{ports[0]}"],
+        "worker": [f"127.0.0.1:{p}" for p in ports[1 : 1 + num_workers]],
+        "ps": [f"127.0.0.1:{p}" for p in ports[1 + num_workers :]],
+    }
+    started = time.monotonic()
+    servers: list[_Worker] = []
+    chief: _Worker | None = None
+    forwarded = {"signal": None}
+
+    def forward(signum, frame) -> None:
+        forwarded["signal"] = signum
+        if chief is not None and chief.process.poll() is None:
+            chief.process.send_signal(signal.SIGTERM)
+
+    def start(argv: Sequence[str], kind: str, index: int) -> _Worker:
+        env = {
+            **os.environ,
+            "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}),
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            "PYTHONUNBUFFERED": "1",
+        }
+        try:
+            process = subprocess.Popen(list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        except OSError as exc:
+            raise TrainError(f"cannot start {kind} command `{argv[0]}` ({exc}); expected an executable such as `tfpilot`", exit_code=2) from None
+        return _Worker(index, process, echo, label=kind if kind == "chief" else f"{kind} {index}")
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    server_command = [sys.executable, "-m", "tfpilot.train.ps_server"]
+    try:
+        for index in range(num_ps):
+            servers.append(start(server_command, "ps", index))
+        for index in range(num_workers):
+            servers.append(start(server_command, "worker", index))
+        chief = start(command, "chief", 0)
+        while True:
+            code = chief.process.poll()
+            if code is not None:
+                break
+            dead = [s for s in servers if s.process.poll() is not None]
+            if dead and forwarded["signal"] is None:
+                server = dead[0]
+                _stop([chief, *servers], grace=10)
+                server.thread.join(timeout=2)
+                tail = " | ".join(list(server.tail)[-5:])
+                raise TrainError(
+                    f"{server.label} exited with code {server.process.returncode} before the chief finished; stopped "
+                    f"the cluster. Last lines: {tail or '(no output)'}"
+                )
+            if timeout and time.monotonic() - started > timeout:
+                _stop([chief, *servers], grace=10)
+                raise TrainError(
+                    f"the chief was still running after --timeout {timeout:g}s; stopped the cluster. "
+                    "Raise --timeout if the run is just long"
+                )
+            time.sleep(poll_seconds)
+        chief.thread.join(timeout=5)
+    finally:
+        _stop([s for s in ([chief] if chief else []) + servers], grace=10)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    preempted = forwarded["signal"] is not None
+    if chief.process.returncode != 0 and not preempted:
+        tail = " | ".join(list(chief.tail)[-5:])
+        raise TrainError(f"the chief exited with code {chief.process.returncode}; stopped the cluster. Last lines: {tail or '(no output)'}")
+    return LaunchResult(exit_codes=[chief.process.returncode], preempted=preempted, seconds=time.monotonic() - started)

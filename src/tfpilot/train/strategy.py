@@ -10,7 +10,15 @@ import tensorflow as tf
 from tfpilot.config.schema import Strategy
 from tfpilot.errors import TrainError
 
-__all__ = ["make_strategy", "is_chief"]
+__all__ = ["make_strategy", "is_chief", "uses_parameter_server"]
+
+
+def uses_parameter_server(kind: Strategy) -> bool:
+    """parameter_server, or auto inside a cluster that has ps tasks (`tfpilot launch --ps M`)."""
+    if kind == Strategy.PARAMETER_SERVER:
+        return True
+    raw = os.environ.get("TF_CONFIG")
+    return kind == Strategy.AUTO and bool(raw) and "ps" in json.loads(raw).get("cluster", {})
 
 
 def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
@@ -42,13 +50,11 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
         options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=float(timeout) if timeout else None)
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     if kind == Strategy.PARAMETER_SERVER:
-        # The compiled loop drives replicas with strategy.run inside one tf.function; under
-        # ParameterServerStrategy steps must instead be scheduled through a ClusterCoordinator.
-        raise TrainError(
-            "`train.strategy: parameter_server` is not supported by the tfpilot trainer; use multi_worker "
-            "(synchronous, `tfpilot launch --workers N`) or mirrored",
-            exit_code=2,
-        )
+        # Steps must be scheduled through a ClusterCoordinator, which the compiled loop does not do;
+        # Trainer(...) hands parameter_server runs to ParameterServerTrainer (train/ps.py) instead.
+        from tfpilot.train.ps import parameter_server_strategy
+
+        return parameter_server_strategy()
     raise TrainError(f"unknown strategy `{kind}`", exit_code=2)
 
 

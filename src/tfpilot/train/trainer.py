@@ -35,7 +35,7 @@ from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
 from tfpilot.train.step import StepFunctions
-from tfpilot.train.strategy import is_chief, make_strategy
+from tfpilot.train.strategy import is_chief, make_strategy, uses_parameter_server
 from tfpilot.train.summaries import SummaryWriters
 
 __all__ = ["Trainer", "TrainResult", "seed_everything", "load_history"]
@@ -59,6 +59,15 @@ class TrainResult:
 
 class Trainer:
     """Train `config.model` on `pipeline` and write the run directory's training artifacts."""
+
+    def __new__(cls, config: RunConfig, **kwargs: Any) -> "Trainer":
+        # Parameter-server training is a separate loop (ClusterCoordinator scheduling); callers keep
+        # writing Trainer(...) and get it when the config asks for it.
+        if cls is Trainer and uses_parameter_server(config.train.strategy):
+            from tfpilot.train.ps import ParameterServerTrainer
+
+            return super().__new__(ParameterServerTrainer)
+        return super().__new__(cls)
 
     def __init__(
         self,
