@@ -58,3 +58,16 @@ def run_tfpilot(
 def tfpilot_cli() -> Callable[..., CliResult]:
     """`tfpilot_cli(["config", "schema"], cwd=tmp_path)` -> CliResult(returncode, stdout, stderr)."""
     return run_tfpilot
+
+
+def write_blobs_csv(path: Path, *, rows: int = 240) -> Path:
+    """Three separable Gaussian blobs in 4 numeric columns: tiny data for cluster tests."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, rows)
+    centers = rng.normal(0, 2, (3, 4))
+    features = centers[labels] + rng.normal(0, 1, (rows, 4))
+    lines = ["a,b,c,d,label"] + [",".join(f"{v:.4f}" for v in row) + f",{label}" for row, label in zip(features, labels)]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -10,19 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from conftest import write_blobs_csv
 
 pytestmark = pytest.mark.slow
 
 
 def write_run(tmp_path: Path, *, epochs: int) -> Path:
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 3, 240)
-    centers = rng.normal(0, 2, (3, 4))
-    features = centers[labels] + rng.normal(0, 1, (240, 4))
-    lines = ["a,b,c,d,label"] + [",".join(f"{v:.4f}" for v in row) + f",{label}" for row, label in zip(features, labels)]
-    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    write_blobs_csv(tmp_path / "data.csv")
     config = tmp_path / "run.yaml"
     config.write_text(
         "name: ps\n"

@@ -33,12 +33,10 @@ from tfpilot.config.schema import JitCompile, NanPolicy, RunConfig
 from tfpilot.data.pipeline import Pipeline
 from tfpilot.errors import ConfigError, TrainError
 from tfpilot.findings import Finding, Severity
-from tfpilot.models import build_model
 from tfpilot.rundir import RunDir
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
-from tfpilot.train.optim import build_optimizer
 from tfpilot.train.step import disable_optimizer_aggregation
 from tfpilot.train.summaries import SummaryWriters
 from tfpilot.train.trainer import Trainer, TrainResult, seed_everything
@@ -109,13 +107,8 @@ class ParameterServerTrainer(Trainer):
         self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
         self.steps_per_execution = 1
         with self.strategy.scope():
-            self.model = model or build_model(
-                config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
-                vocab_size=pipeline.preprocessor.vocab_size,
-            )
-            self.optimizer = build_optimizer(
-                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
-            )
+            # mixed_precision is refused above, so the shared builder adds no policy or loss scaling.
+            self._build_model_and_optimizer(model)
             self.optimizer.build(self.model.trainable_variables)
             self.train_loss = keras.metrics.Mean(name="loss")
             self.train_accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")

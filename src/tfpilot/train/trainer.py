@@ -94,15 +94,7 @@ class Trainer:
         self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
         self.steps_per_execution = train.steps_per_execution
         with self.strategy.scope():
-            with precision_policy(train.mixed_precision):
-                self.model = model or build_model(
-                    config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
-                    vocab_size=pipeline.preprocessor.vocab_size,
-                )
-            self.optimizer = wrap_for_mixed_precision(
-                build_optimizer(train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs),
-                train.mixed_precision,
-            )
+            self._build_model_and_optimizer(model)
             self.steps = StepFunctions(
                 model=self.model,
                 optimizer=self.optimizer,
@@ -131,6 +123,19 @@ class Trainer:
         self.early_stopping = EarlyStopping(train.early_stopping)
         self.guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root))
         self.history: list[dict[str, float]] = []
+
+    def _build_model_and_optimizer(self, model: keras.Model | None) -> None:
+        """Model and optimizer from config; call inside the strategy's scope (shared with the PS loop)."""
+        config, pipeline, train = self.config, self.pipeline, self.config.train
+        with precision_policy(train.mixed_precision):
+            self.model = model or build_model(
+                config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
+                vocab_size=pipeline.preprocessor.vocab_size,
+            )
+        self.optimizer = wrap_for_mixed_precision(
+            build_optimizer(train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs),
+            train.mixed_precision,
+        )
 
     # ------------------------------------------------------------------ datasets
     def _distribute(self, make):
