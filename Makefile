@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: demo test test-fast bench lint install browser clean
+.PHONY: demo test test-fast check bench lint install browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ browser:
 
 demo: install
 	$(BIN)/tfpilot run
+
+# Static checks: ruff (lint + format) and mypy (strict for lint/ and serve/, basic elsewhere).
+check: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: install browser
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -p no:cacheprovider

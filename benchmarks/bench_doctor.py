@@ -1,6 +1,6 @@
 """Doctor overhead: the same tiny training script plain vs under `doctor_script` (ratio, same run).
 
-    .venv/bin/python benchmarks/bench_doctor.py [--quick]
+.venv/bin/python benchmarks/bench_doctor.py [--quick]
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def main() -> None:
             doctor_script(SCRIPT, output_dir=output, profile_start=5, profile_steps=5)
             doctored.append(time.perf_counter() - start)
     anchor, instrumented = min(plain), min(doctored)
-    print(f"doctor overhead: instrumented/plain wall-clock ratio = {instrumented / anchor:.2f}x (best of {repeats}; includes "
-          "process start, profile window and xprof conversion)")
+    print(
+        f"doctor overhead: instrumented/plain wall-clock ratio = {instrumented / anchor:.2f}x (best of {repeats}; includes "
+        "process start, profile window and xprof conversion)"
+    )
 
 
 if __name__ == "__main__":

@@ -39,11 +39,18 @@ def _fresh_run(root: Path, *, epochs: int):
     images = np.clip(digits.images * 16, 0, 255).astype(np.uint8)[..., None]
     config = RunConfig(name="bench_export", runs_dir=root, data=DataConfig(kind="arrays"))
     pipeline = build_pipeline(config.data, batch_size=64, seed=0, features=images, labels=digits.target)
-    model = keras.Sequential([
-        keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(256, activation="relu"),
-        keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10, name="logits"),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(0.002), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10, name="logits"),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.002), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     x, y = pipeline.arrays("train")
     model.fit(x, y, epochs=epochs, batch_size=64, verbose=0)
     run = RunDir.at(config.run_path)
@@ -77,12 +84,18 @@ def main(argv: list[str] | None = None) -> int:
         summary = export_run(trained)
         rows = export_formats(trained, formats=FORMATS, saved_model_path=summary["saved_model"])["parity"]
     anchor = rows[0]
-    print(f"anchor: SavedModel serving_default batch-1 p50 = {anchor['latency_ms_p50']:.3f} ms (accuracy {anchor['accuracy']:.4f})")
-    print(f"{'format':<16}{'latency / SavedModel':>22}{'speedup':>10}{'size / float32':>16}{'agreement':>11}{'acc drop':>10}")
+    print(
+        f"anchor: SavedModel serving_default batch-1 p50 = {anchor['latency_ms_p50']:.3f} ms (accuracy {anchor['accuracy']:.4f})"
+    )
+    print(
+        f"{'format':<16}{'latency / SavedModel':>22}{'speedup':>10}{'size / float32':>16}{'agreement':>11}{'acc drop':>10}"
+    )
     for row in rows[1:]:
         ratio = row["latency_ms_p50"] / anchor["latency_ms_p50"]
         size = 1.0 / row["size_reduction_vs_float32"]
-        print(f"{row['format']:<16}{ratio:>22.4f}{1 / ratio:>9.1f}x{size:>16.3f}{row['argmax_agreement']:>11.4f}{row['accuracy_drop']:>10.4f}")
+        print(
+            f"{row['format']:<16}{ratio:>22.4f}{1 / ratio:>9.1f}x{size:>16.3f}{row['argmax_agreement']:>11.4f}{row['accuracy_drop']:>10.4f}"
+        )
     return 0
 
 

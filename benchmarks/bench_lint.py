@@ -26,7 +26,7 @@ TARGET_LINES_PER_SECOND = 20_000
 # Realistic building blocks (TF2 training code, tf.data, Keras models, TF1 code, plain Python);
 # {i} makes every file's names distinct.
 TEMPLATES = [
-    '''
+    """
 import keras
 import numpy as np
 import tensorflow as tf
@@ -52,8 +52,8 @@ def make_dataset_{i}(paths, labels, batch_size, training=True):
     if training:
         dataset = dataset.shuffle(10_000).map(augment_{i}, num_parallel_calls=AUTOTUNE)
     return dataset.batch(batch_size).prefetch(AUTOTUNE)
-''',
-    '''
+""",
+    """
 class Trainer{i}(tf.Module):
     def __init__(self, model, learning_rate=1e-3):
         super().__init__()
@@ -85,8 +85,8 @@ class Trainer{i}(tf.Module):
                     print(epoch, step, float(loss))
             history.append(float(self.accuracy.result()))
         return history
-''',
-    '''
+""",
+    """
 def build_model_{i}(num_classes=10, width=64):
     inputs = keras.Input((224, 224, 3))
     x = keras.layers.Conv2D(width, 3, padding="same", activation="relu")(inputs)
@@ -108,8 +108,8 @@ def build_model_{i}(num_classes=10, width=64):
 def export_{i}(model, directory):
     model.save(f"{{directory}}/model.keras")
     model.export(f"{{directory}}/serving/1")
-''',
-    '''
+""",
+    """
 def legacy_graph_{i}(features, labels):
     images = tf.compat.v1.placeholder(tf.float32, [None, 784])
     with tf.compat.v1.variable_scope("dense_{i}"):
@@ -122,7 +122,7 @@ def legacy_graph_{i}(features, labels):
         for _ in range(10):
             session.run(train_op, feed_dict={{images: features}})
     return loss
-''',
+""",
     '''
 def summarize_{i}(records, *, key="loss", window=10):
     """Moving averages of one metric over a list of per-step records."""

@@ -54,7 +54,7 @@ def write_mlp(base_path: Path, *, width: int) -> int:
             generator = tf.random.Generator.from_seed(0)
             self.layers = [
                 (tf.Variable(generator.normal([a, b]) / a**0.5), tf.Variable(tf.zeros([b])))
-                for a, b in zip(sizes[:-1], sizes[1:])
+                for a, b in zip(sizes[:-1], sizes[1:], strict=False)
             ]
 
         @tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32, name="x")])
@@ -68,7 +68,7 @@ def write_mlp(base_path: Path, *, width: int) -> int:
     module = Mlp()
     with atomic_directory(base_path / "1", overwrite=True) as tmp:
         tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve})
-    return sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+    return sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
 
 
 def write_cnn(base_path: Path, *, channels: int) -> int:
@@ -150,7 +150,9 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
         )
 
     batched = ModelServer(
-        options(BatchingParameters(max_batch_size=MAX_BATCH_SIZE, max_enqueued_batches=16, num_batch_threads=batch_threads))
+        options(
+            BatchingParameters(max_batch_size=MAX_BATCH_SIZE, max_enqueued_batches=16, num_batch_threads=batch_threads)
+        )
     ).start()
     unbatched = ModelServer(options(None)).start()
 
@@ -335,7 +337,9 @@ def benchmark_model(
 ) -> dict:
     host = subprocess.Popen(
         [sys.executable, __file__, "--serve-host", str(base_path), "--batch-threads", str(batch_threads)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         # Measured while the server process starts (it competes for CPU), and again after.
@@ -380,7 +384,9 @@ def benchmark_model(
 
     def find(server: str, protocol: str, concurrency: int) -> float:
         return next(
-            r["throughput"] for r in rows if (r["server"], r["protocol"], r["concurrency"]) == (server, protocol, concurrency)
+            r["throughput"]
+            for r in rows
+            if (r["server"], r["protocol"], r["concurrency"]) == (server, protocol, concurrency)
         )
 
     batched_rest = find("batched", "rest", 64)
@@ -396,7 +402,9 @@ def benchmark_model(
     for key, value in summary.items():
         print(f"  {key:40} {value:6.2f}" if key != "errors" else f"  {key:40} {value:6d}")
     verdict = "meets" if summary["batched_rest_64_vs_limit"] >= 0.5 else "misses"
-    print(f"  aim: batched REST at concurrency 64 >= 0.5 x limit -> {verdict} ({summary['batched_rest_64_vs_limit']:.2f})")
+    print(
+        f"  aim: batched REST at concurrency 64 >= 0.5 x limit -> {verdict} ({summary['batched_rest_64_vs_limit']:.2f})"
+    )
     return summary
 
 
@@ -407,12 +415,16 @@ def main() -> None:
         "--overhead", action="store_true", help="also run half_plus_two (no compute: per-request overhead alone)"
     )
     parser.add_argument(
-        "--model", choices=("cnn", "mlp"), default="cnn",
+        "--model",
+        choices=("cnn", "mlp"),
+        default="cnn",
         help="cnn: compute-bound 16x16x4 image model (default); mlp: memory-bound MLP whose speed needs full batches",
     )
     parser.add_argument("--width", type=int, default=4096, help="hidden width of the MLP")
     parser.add_argument(
-        "--batch-threads", type=int, default=1,
+        "--batch-threads",
+        type=int,
+        default=1,
         help="num_batch_threads of the batched server (1: one TF call at a time uses every core)",
     )
     parser.add_argument("--serve-host", type=Path, help=argparse.SUPPRESS)
@@ -434,7 +446,12 @@ def main() -> None:
             example = [0.1] * FEATURES
             note = f"MLP {FEATURES}-{args.width}x3-10, {2 * macs / 1e6:.1f} MFLOP per example"
         benchmark_model(
-            args.model, root / args.model, example, seconds=seconds, warmup=warmup, batch_threads=args.batch_threads,
+            args.model,
+            root / args.model,
+            example,
+            seconds=seconds,
+            warmup=warmup,
+            batch_threads=args.batch_threads,
             note=note,
         )
         if args.overhead:
@@ -443,7 +460,12 @@ def main() -> None:
             # Almost no compute: this shows the per-request overhead of each server alone.
             write_half_plus_two(root / "tiny", 1)
             benchmark_model(
-                "half_plus_two", root / "tiny", 1.0, seconds=seconds, warmup=warmup, batch_threads=args.batch_threads,
+                "half_plus_two",
+                root / "tiny",
+                1.0,
+                seconds=seconds,
+                warmup=warmup,
+                batch_threads=args.batch_threads,
                 note="y = 0.5 x + 2, no compute: per-request overhead dominates",
             )
 

@@ -74,8 +74,14 @@ def make_config(kind: str, runs: str, *, steps_per_execution: int):
             "data": {"kind": "arrays", "shuffle_buffer": 0, "split": {"validation": 0.0, "test": 0.0}},
             "model": model,
             "train": {
-                "epochs": 1, "batch_size": BATCH, "clip_norm": None, "early_stopping": None, "histogram_every_epochs": 0,
-                "summary_every_steps": 10_000, "steps_per_execution": steps_per_execution, "strategy": "default",
+                "epochs": 1,
+                "batch_size": BATCH,
+                "clip_norm": None,
+                "early_stopping": None,
+                "histogram_every_epochs": 0,
+                "summary_every_steps": 10_000,
+                "steps_per_execution": steps_per_execution,
+                "strategy": "default",
             },
             "export": {"enabled": False},
         },
@@ -132,8 +138,11 @@ def bench_fit(model, pipeline, steps: int) -> float:
         def on_train_batch_end(self, batch, logs=None):
             self.times.append(time.perf_counter())
 
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     stamps = Stamps()
     model.fit(dataset(pipeline), epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[stamps])
     return (len(stamps.times) - 1) / (stamps.times[-1] - stamps.times[0])
@@ -199,11 +208,15 @@ def main() -> None:
             print(f"\n{kind} (batch {BATCH}, tfpilot steps_per_execution={args.steps_per_execution}):")
             for name, rate in rates.items():
                 gflops = rate * flops_per_step / 1e9
-                print(f"  {name:12s} {rate:8.1f} steps/s  x{rate / rates['tf.function']:.2f} vs tf.function  "
-                      f"{gflops:6.1f} GFLOP/s = {gflops / peak:.1%} of matmul")
-            print(f"  tfpilot / fit = {rates['tfpilot'] / rates['fit']:.2f}x (aim >= 1.3)   "
-                  f"tfpilot / tf.function = {rates['tfpilot'] / rates['tf.function']:.2f}x (aim >= 0.95)   "
-                  f"tfpilot / eager = {rates['tfpilot'] / rates['eager']:.1f}x")
+                print(
+                    f"  {name:12s} {rate:8.1f} steps/s  x{rate / rates['tf.function']:.2f} vs tf.function  "
+                    f"{gflops:6.1f} GFLOP/s = {gflops / peak:.1%} of matmul"
+                )
+            print(
+                f"  tfpilot / fit = {rates['tfpilot'] / rates['fit']:.2f}x (aim >= 1.3)   "
+                f"tfpilot / tf.function = {rates['tfpilot'] / rates['tf.function']:.2f}x (aim >= 0.95)   "
+                f"tfpilot / eager = {rates['tfpilot'] / rates['eager']:.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,11 @@ def _type_of(schema: dict[str, Any], spec: dict[str, Any]) -> str:
         return f"list[{_type_of(schema, target.get('items', {}))}]"
     if kind == "object" and "properties" in target:
         return target.get("title", "object")
-    bounds = [f"{symbol} {target[key]}" for key, symbol in
-              (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<=")) if key in target]
+    bounds = [
+        f"{symbol} {target[key]}"
+        for key, symbol in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<="))
+        if key in target
+    ]
     return kind + (f" ({', '.join(bounds)})" if bounds else "")
 
 
@@ -66,7 +69,9 @@ def _default_values() -> dict[str, Any]:
     return flatten(dumped, "")
 
 
-def rows(schema: dict[str, Any], definition: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[tuple[str, str, str, str]]:
+def rows(
+    schema: dict[str, Any], definition: dict[str, Any], defaults: dict[str, Any], prefix: str = ""
+) -> list[tuple[str, str, str, str]]:
     out = []
     required = set(definition.get("required", []))
     for name, spec in definition.get("properties", {}).items():
@@ -89,7 +94,8 @@ def rows(schema: dict[str, Any], definition: dict[str, Any], defaults: dict[str,
         if name == "gate":
             item = _resolve(schema, spec["items"])
             description = f"{description} Each item: " + ", ".join(
-                f"`{field}` ({_resolve(schema, value).get('description', '')})" for field, value in item["properties"].items()
+                f"`{field}` ({_resolve(schema, value).get('description', '')})"
+                for field, value in item["properties"].items()
             )
         out.append((key, _type_of(schema, spec), default, description))
     return out

@@ -68,6 +68,8 @@ def write_blobs_csv(path: Path, *, rows: int = 240) -> Path:
     labels = rng.integers(0, 3, rows)
     centers = rng.normal(0, 2, (3, 4))
     features = centers[labels] + rng.normal(0, 1, (rows, 4))
-    lines = ["a,b,c,d,label"] + [",".join(f"{v:.4f}" for v in row) + f",{label}" for row, label in zip(features, labels)]
+    lines = ["a,b,c,d,label"] + [
+        ",".join(f"{v:.4f}" for v in row) + f",{label}" for row, label in zip(features, labels, strict=False)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path

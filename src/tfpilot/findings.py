@@ -52,7 +52,7 @@ class Finding:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in fields}
         kwargs["severity"] = Severity(kwargs.get("severity", "info"))

@@ -16,11 +16,11 @@ class RunDir:
     root: Path
 
     @classmethod
-    def at(cls, path: str | Path) -> "RunDir":
+    def at(cls, path: str | Path) -> RunDir:
         return cls(Path(path))
 
     @classmethod
-    def existing(cls, path: str | Path) -> "RunDir":
+    def existing(cls, path: str | Path) -> RunDir:
         """A run directory that must already hold a resolved config (for evaluate/export/...)."""
         run = cls(Path(path))
         if not run.config_path.is_file():

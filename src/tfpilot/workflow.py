@@ -61,8 +61,12 @@ def load_bundled_config(*, overrides: dict[str, Any] | None = None) -> RunConfig
 def _build_pipeline(config: RunConfig, run: RunDir, *, reuse_preprocessing: bool):
     from tfpilot.data import Preprocessor, build_pipeline
 
-    preprocessor = Preprocessor.load(run.preprocessing_path) if reuse_preprocessing and run.preprocessing_path.exists() else None
-    return build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor)
+    preprocessor = (
+        Preprocessor.load(run.preprocessing_path) if reuse_preprocessing and run.preprocessing_path.exists() else None
+    )
+    return build_pipeline(
+        config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor
+    )
 
 
 def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = None, **arrays: Any):
@@ -107,7 +111,9 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
     import tensorflow as tf
 
     if trainer.chief:
-        final = tf.train.CheckpointManager(tf.train.Checkpoint(model=trainer.model), str(run.final_checkpoint), max_to_keep=1)
+        final = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model=trainer.model), str(run.final_checkpoint), max_to_keep=1
+        )
         final.save()
         metrics = trainer.final_metrics()
         atomic_write_json(run.metrics_path, metrics)
@@ -134,14 +140,18 @@ def load_trained(run_path: str | Path) -> TrainedRun:
     config = load_config(run.config_path)
     latest = tf.train.latest_checkpoint(str(run.final_checkpoint))
     if latest is None:
-        raise ConfigError(f"run `{run.root}` has no trained model (checkpoints/final is empty); finish `tfpilot train` first")
+        raise ConfigError(
+            f"run `{run.root}` has no trained model (checkpoints/final is empty); finish `tfpilot train` first"
+        )
     pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
     from tfpilot.train.precision import precision_policy
 
     # Same dtype policy as in training, so evaluate/export in a new process compute as the trainer did.
     with precision_policy(config.train.mixed_precision):
         model = build_model(
-            config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
+            config.model,
+            input_shape=pipeline.preprocessor.output_shape(),
+            num_classes=pipeline.num_classes,
             vocab_size=pipeline.preprocessor.vocab_size,
         )
     tf.train.Checkpoint(model=model).restore(latest).expect_partial()
@@ -182,8 +192,12 @@ def export_run(trained: TrainedRun, *, version: int | None = None, formats: list
         signatures=config.export.signatures,
         post_write_context={"trained": trained},
     )
-    summary: dict[str, Any] = {"saved_model": str(result.path), "version": result.version, "signatures": result.signatures,
-                               "max_abs_difference": result.max_abs_difference}
+    summary: dict[str, Any] = {
+        "saved_model": str(result.path),
+        "version": result.version,
+        "signatures": result.signatures,
+        "max_abs_difference": result.max_abs_difference,
+    }
     extra = [f for f in (formats or config.export.formats) if f != "saved_model"]
     if extra:
         from tfpilot.export.formats import export_formats

@@ -61,13 +61,25 @@ def test_profile_writes_the_profile_directory(profiled):
     assert all("group_id" in e["args"] for e in markers)
     with (profile / "op_stats.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    assert rows and set(rows[0]) == {"operation", "type", "host_or_device", "occurrences", "total_self_time_ms",
-                                     "avg_self_time_us", "self_time_percent", "eager"}
+    assert rows and set(rows[0]) == {
+        "operation",
+        "type",
+        "host_or_device",
+        "occurrences",
+        "total_self_time_ms",
+        "avg_self_time_us",
+        "self_time_percent",
+        "eager",
+    }
     summary = json.loads((profile / "summary.json").read_text())
     assert summary["schema_version"] == 1 and summary["hardware_type"] == "CPU_ONLY"
     assert summary["capture"]["steps"] == [3, 4, 5, 6, 7]
-    assert summary["files"] == {"trace": "trace.json.gz", "op_stats": "op_stats.csv", "summary": "summary.json",
-                                "xplane": summary["files"]["xplane"]}
+    assert summary["files"] == {
+        "trace": "trace.json.gz",
+        "op_stats": "op_stats.csv",
+        "summary": "summary.json",
+        "xplane": summary["files"]["xplane"],
+    }
     assert "Step-time breakdown" in result.stdout
     assert (run / "findings.json").exists() and (run / "metrics.json").exists()
 
@@ -93,7 +105,9 @@ def test_profile_exit_code_follows_findings_recorded_once(profiled):
     _, run, result = profiled
     profile_findings = [f for f in read_findings(run / "findings.json") if f.code.startswith("DOC-")]
     assert result.returncode == expected_exit(profile_findings, "warning"), result
-    assert len(profile_findings) == len({f.code for f in profile_findings})  # train_run recorded them; the command did not again
+    assert len(profile_findings) == len(
+        {f.code for f in profile_findings}
+    )  # train_run recorded them; the command did not again
 
 
 def test_doctor_run_dir_reanalyses_and_appends(profiled):
@@ -112,8 +126,24 @@ def test_doctor_script_with_arguments_and_fail_on(tmp_path):
     # Retracing is a warning: it fails --fail-on warning. --profile-start past the script's 5 calls
     # means no profile (the profile path is covered by test_doctor_scripts), so only the script's
     # own process imports TensorFlow.
-    result = run_tfpilot(["doctor", script, "-o", output, "--profile-start", "50", "--profile-steps", "2", "--fail-on", "warning",
-                          "--", "--steps", "5"], cwd=tmp_path)
+    result = run_tfpilot(
+        [
+            "doctor",
+            script,
+            "-o",
+            output,
+            "--profile-start",
+            "50",
+            "--profile-steps",
+            "2",
+            "--fail-on",
+            "warning",
+            "--",
+            "--steps",
+            "5",
+        ],
+        cwd=tmp_path,
+    )
     assert result.returncode == 1, result
     findings = read_findings(output / "findings.json")
     retracing = next(f for f in findings if f.code == "DOC-RETRACING")
@@ -126,13 +156,16 @@ def test_doctor_script_with_arguments_and_fail_on(tmp_path):
     assert [f.code for f in read_findings(output / "findings.json")] == [f.code for f in findings] * 2
 
 
-@pytest.mark.parametrize("args", [
-    ["doctor", "notes.txt"],
-    ["doctor", "missing.yaml"],
-    ["doctor", "run", "--fail-on", "sometimes"],
-    ["profile", "config.yaml", "--steps", "8:3"],
-    ["doctor", "config.yaml", "--steps", "8:3"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "notes.txt"],
+        ["doctor", "missing.yaml"],
+        ["doctor", "run", "--fail-on", "sometimes"],
+        ["profile", "config.yaml", "--steps", "8:3"],
+        ["doctor", "config.yaml", "--steps", "8:3"],
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, args):
     (tmp_path / "notes.txt").write_text("not a run\n")
     (tmp_path / "config.yaml").write_text("name: never-trained\n")

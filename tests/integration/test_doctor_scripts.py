@@ -20,7 +20,15 @@ from tfpilot.findings import read_findings
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "doctor"
-PERFORMANCE_CODES = {"DOC-INPUT-BOUND", "DOC-HOST-PYTHON-OP", "DOC-RETRACING", "DOC-EAGER-STEP", "DOC-HOST-SYNC", "DOC-STEP-GAP", "DOC-TINY-OPS"}
+PERFORMANCE_CODES = {
+    "DOC-INPUT-BOUND",
+    "DOC-HOST-PYTHON-OP",
+    "DOC-RETRACING",
+    "DOC-EAGER-STEP",
+    "DOC-HOST-SYNC",
+    "DOC-STEP-GAP",
+    "DOC-TINY-OPS",
+}
 
 
 def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4):
@@ -31,7 +39,9 @@ def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4):
     sys.path.insert(0, str(FIXTURES))
     sys.modules.pop("_common", None)  # fresh model weights for every script (bad_nan_loss leaves them NaN)
     try:
-        with watch(output, profile=profile_start is not None, profile_start=profile_start or 1, profile_steps=profile_steps) as session:
+        with watch(
+            output, profile=profile_start is not None, profile_start=profile_start or 1, profile_steps=profile_steps
+        ) as session:
             runpy.run_path(str(script), run_name="__main__")
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
@@ -98,7 +108,9 @@ def test_nan_loss_is_replayed(tmp_path):
 
 def test_good_script_has_no_performance_findings(tmp_path):
     # The real subprocess path. Profile after the first pass has filled the cache (8 batches), as one would on a real run.
-    result = doctor_script(FIXTURES / "good_compiled_loop.py", output_dir=tmp_path / "good", profile_start=20, profile_steps=4, timeout=300)
+    result = doctor_script(
+        FIXTURES / "good_compiled_loop.py", output_dir=tmp_path / "good", profile_start=20, profile_steps=4, timeout=300
+    )
     assert result.returncode == 0, result.stderr_tail
     assert [f.code for f in read_findings(tmp_path / "good" / "findings.json")] == [f.code for f in result.findings]
     assert not PERFORMANCE_CODES & {f.code for f in result.findings}, [(f.code, f.evidence) for f in result.findings]

@@ -10,16 +10,29 @@ import pytest
 @pytest.mark.slow
 def test_export_cli_int8_parity_warmup_contract(digits_folder, tmp_path, tfpilot_cli):
     from tfpilot.config import config_from_dict
-    from tfpilot.export import read_contract, read_warmup_records, WARMUP_PATH
+    from tfpilot.export import WARMUP_PATH, read_contract, read_warmup_records
     from tfpilot.workflow import train_run
 
-    config = config_from_dict({
-        "name": "digits_small", "runs_dir": str(tmp_path / "runs"),
-        "data": {"kind": "image_folder", "path": str(digits_folder), "shuffle_buffer": 500},
-        "model": {"name": "mlp", "hidden_units": [256, 128], "dropout": 0.0},
-        "train": {"epochs": 5, "batch_size": 64, "optimizer": {"learning_rate": 0.002}, "early_stopping": None, "histogram_every_epochs": 0},
-        "export": {"enabled": False, "signatures": ["serving_default", "logits", "classify"], "representative_batches": 10},
-    })
+    config = config_from_dict(
+        {
+            "name": "digits_small",
+            "runs_dir": str(tmp_path / "runs"),
+            "data": {"kind": "image_folder", "path": str(digits_folder), "shuffle_buffer": 500},
+            "model": {"name": "mlp", "hidden_units": [256, 128], "dropout": 0.0},
+            "train": {
+                "epochs": 5,
+                "batch_size": 64,
+                "optimizer": {"learning_rate": 0.002},
+                "early_stopping": None,
+                "histogram_every_epochs": 0,
+            },
+            "export": {
+                "enabled": False,
+                "signatures": ["serving_default", "logits", "classify"],
+                "representative_batches": 10,
+            },
+        }
+    )
     train_run(config)
     run = config.run_path
 

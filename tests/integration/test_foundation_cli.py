@@ -148,7 +148,9 @@ def test_serving_default_signature(bundled_run: Path) -> None:
     loaded = tf.saved_model.load(str(bundled_run / "model" / "1"))
     signature = loaded.signatures["serving_default"]
     (_, inputs) = signature.structured_input_signature
-    assert {name: (spec.dtype, spec.shape.as_list()) for name, spec in inputs.items()} == {"image": (tf.uint8, [None, 8, 8, 1])}
+    assert {name: (spec.dtype, spec.shape.as_list()) for name, spec in inputs.items()} == {
+        "image": (tf.uint8, [None, 8, 8, 1])
+    }
     assert set(signature.structured_outputs) == {"probabilities", "class_id", "class_name"}
 
 
@@ -166,9 +168,24 @@ def test_saved_model_cli_predicts_like_the_in_process_model(bundled_run: Path, t
     count = 128
     out = tmp_path / "out"
     completed = subprocess.run(
-        [str(SAVED_MODEL_CLI), "run", "--dir", str(bundled_run / "model" / "1"), "--tag_set", "serve",
-         "--signature_def", "serving_default", "--input_exprs", f"image={images[:count].tolist()!r}", "--outdir", str(out)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        [
+            str(SAVED_MODEL_CLI),
+            "run",
+            "--dir",
+            str(bundled_run / "model" / "1"),
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--input_exprs",
+            f"image={images[:count].tolist()!r}",
+            "--outdir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     class_id = np.load(out / "class_id.npy")
@@ -225,7 +242,10 @@ def resume_config(tmp_path: Path, digits_folder: Path, name: str) -> Path:
 def start_train(config: Path, cwd: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tfpilot.cli.main", "train", str(config), *extra],
-        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200"},
     )
 

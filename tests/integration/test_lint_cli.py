@@ -83,11 +83,12 @@ def test_fix_rewrites_files_then_reports_what_is_left(tfpilot_cli, capsys, monke
     assert code == 0
 
 
-
 def test_pyproject_settings_and_fail_on(capsys, monkeypatch, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tfpilot.lint]\nignore = ["TFP6"]\n')
     script = tmp_path / "legacy.py"
-    script.write_text("import tensorflow as tf\nsess = tf.Session()\nds = tf.data.Dataset.range(3).repeat().shuffle(3)\n")
+    script.write_text(
+        "import tensorflow as tf\nsess = tf.Session()\nds = tf.data.Dataset.range(3).repeat().shuffle(3)\n"
+    )
     code, out, _ = run_main(["lint", script], capsys, monkeypatch, tmp_path)
     assert code == 1 and " TFP306 " in out and "TFP601" not in out, out
     code, out, _ = run_main(["lint", script, "--fail-on", "warning"], capsys, monkeypatch, tmp_path)

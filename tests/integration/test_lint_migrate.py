@@ -93,8 +93,15 @@ def test_migrate_single_file_and_refuses_to_overwrite(tmp_path):
 
 def test_tf1_tables_match_installed_tensorflow():
     tables = [
-        apis.TF1_SESSION, apis.TF1_PLACEHOLDER, apis.TF1_VARIABLE_SCOPE, apis.TF1_CHECK_NUMERICS,
-        apis.TF1_QUEUES, apis.TF1_TRAINING, apis.TF1_SAVER_SUMMARY, apis.TF1_MODE_SWITCHES, apis.TF1_BATCH_NORM,
+        apis.TF1_SESSION,
+        apis.TF1_PLACEHOLDER,
+        apis.TF1_VARIABLE_SCOPE,
+        apis.TF1_CHECK_NUMERICS,
+        apis.TF1_QUEUES,
+        apis.TF1_TRAINING,
+        apis.TF1_SAVER_SUMMARY,
+        apis.TF1_MODE_SWITCHES,
+        apis.TF1_BATCH_NORM,
     ]
     names = sorted({name for table in tables for name in table if not name.startswith("contrib.")})
     # tf.compat.v1.layers needs Keras 2: with Keras 3 its functions raise AttributeError.

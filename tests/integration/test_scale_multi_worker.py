@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import write_blobs_csv
 
 pytestmark = pytest.mark.slow
@@ -34,8 +35,23 @@ def write_run(tmp_path: Path, *, epochs: int) -> Path:
 
 
 def launch_command(config: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "tfpilot.cli.main", "launch", "--workers", "2", "--timeout", "240",
-            "--worker-dir", "workers", "--", "tfpilot", "train", str(config.name), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "tfpilot.cli.main",
+        "launch",
+        "--workers",
+        "2",
+        "--timeout",
+        "240",
+        "--worker-dir",
+        "workers",
+        "--",
+        "tfpilot",
+        "train",
+        str(config.name),
+        *extra,
+    ]
 
 
 def checkpoint_weights(directory: Path) -> dict[str, np.ndarray]:
@@ -68,7 +84,9 @@ def test_sigterm_checkpoints_and_resume_finishes(tmp_path: Path) -> None:
     config = write_run(tmp_path, epochs=epochs)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     log = (tmp_path / "launch.log").open("w")
-    process = subprocess.Popen(launch_command(config), cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        launch_command(config), cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+    )
     # Progress output is buffered when not on a terminal, so watch the run directory instead:
     # the chief rewrites history.json at the end of every epoch.
     history_path = tmp_path / "runs" / "mw" / "history.json"
@@ -91,7 +109,9 @@ def test_sigterm_checkpoints_and_resume_finishes(tmp_path: Path) -> None:
     done_epochs = len(history)
     epochs = done_epochs + 2
     write_run(tmp_path, epochs=epochs)
-    resumed = subprocess.run(launch_command(config, "--resume"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    resumed = subprocess.run(
+        launch_command(config, "--resume"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400
+    )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     first_epoch = re.search(r"\[worker 0\] epoch (\d+)/", resumed.stdout)
     assert first_epoch and int(first_epoch[1]) > done_epochs, "the rerun started from scratch instead of resuming"

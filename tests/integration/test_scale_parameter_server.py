@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import write_blobs_csv
 
 pytestmark = pytest.mark.slow
@@ -33,8 +34,22 @@ def write_run(tmp_path: Path, *, epochs: int) -> Path:
 def test_parameter_server_cluster_trains_and_writes_metrics(tmp_path: Path) -> None:
     config = write_run(tmp_path, epochs=2)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    command = [sys.executable, "-m", "tfpilot.cli.main", "launch", "--workers", "2", "--ps", "1", "--timeout", "120",
-               "--", "tfpilot", "train", config.name]
+    command = [
+        sys.executable,
+        "-m",
+        "tfpilot.cli.main",
+        "launch",
+        "--workers",
+        "2",
+        "--ps",
+        "1",
+        "--timeout",
+        "120",
+        "--",
+        "tfpilot",
+        "train",
+        config.name,
+    ]
     started = time.monotonic()
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -57,7 +72,13 @@ def test_parameter_server_strategy_outside_a_cluster_is_a_clear_error(tmp_path: 
     config = write_run(tmp_path, epochs=1)
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    done = subprocess.run([sys.executable, "-m", "tfpilot.cli.main", "train", config.name], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfpilot.cli.main", "train", config.name],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "tfpilot launch --workers N --ps M" in done.stdout + done.stderr

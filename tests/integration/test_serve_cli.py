@@ -58,15 +58,28 @@ def test_serve_with_tf_serving_flags_answers_rest_and_grpc_and_stops_on_sigterm(
         'version_labels { key: "stable" value: 1 } } }'
     )
     batching = tmp_path / "batching.config"
-    batching.write_text("max_batch_size { value: 16 } batch_timeout_micros { value: 500 } num_batch_threads { value: 2 }")
+    batching.write_text(
+        "max_batch_size { value: 16 } batch_timeout_micros { value: 500 } num_batch_threads { value: 2 }"
+    )
     log = tmp_path / "requests.sqlite"
     process = subprocess.Popen(
         [
-            *TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_config_file={config}",
-            "--enable_batching=true", f"--batching_parameters_file={batching}", "--file_system_poll_wait_seconds=0",
-            "--rest_api_timeout_in_ms=10000", f"--request_log={log}", "--request_log_sample_rate=1",
+            *TFPILOT,
+            "serve",
+            "--port=0",
+            "--rest_api_port=0",
+            f"--model_config_file={config}",
+            "--enable_batching=true",
+            f"--batching_parameters_file={batching}",
+            "--file_system_poll_wait_seconds=0",
+            "--rest_api_timeout_in_ms=10000",
+            f"--request_log={log}",
+            "--request_log_sample_rate=1",
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     try:
         lines = []

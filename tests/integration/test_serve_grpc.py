@@ -6,8 +6,7 @@ import grpc
 import numpy as np
 import pytest
 
-from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, VersionPolicy
-from tfpilot.serve import demo_models
+from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, VersionPolicy, demo_models
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +78,30 @@ def test_predict_with_versions_labels_and_output_filter(channel):
 @pytest.mark.parametrize(
     ("name", "values", "kwargs", "code", "fragment"),
     [
-        ("nope", {"x": np.ones(1, np.float32)}, {}, grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(nope)"),
+        (
+            "nope",
+            {"x": np.ones(1, np.float32)},
+            {},
+            grpc.StatusCode.NOT_FOUND,
+            "Servable not found for request: Latest(nope)",
+        ),
         ("half", {"x": np.ones(1, np.float32)}, {"version": 9}, grpc.StatusCode.NOT_FOUND, "Specific(half, 9)"),
-        ("half", {"x": np.ones(1, np.float64)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "input `x` expects float32 [-1], got float64"),
+        (
+            "half",
+            {"x": np.ones(1, np.float64)},
+            {},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "input `x` expects float32 [-1], got float64",
+        ),
         ("half", {"x": np.ones((1, 2), np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "got shape [1,2]"),
         ("half", {"z": np.ones(1, np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "missing x; unknown z"),
-        ("half", {"x": np.ones(1, np.float32)}, {"signature": "nope"}, grpc.StatusCode.INVALID_ARGUMENT, "not found in signature def"),
+        (
+            "half",
+            {"x": np.ones(1, np.float32)},
+            {"signature": "nope"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "not found in signature def",
+        ),
     ],
 )
 def test_predict_errors_map_to_grpc_status_codes(channel, name, values, kwargs, code, fragment):
@@ -167,8 +184,12 @@ def test_model_status_and_metadata(channel):
 
 
 def test_deadlines_and_unsupported_methods(server, tmp_path):
-    from tensorflow_serving.apis import inference_pb2, model_management_pb2, model_service_pb2_grpc
-    from tensorflow_serving.apis import prediction_service_pb2_grpc
+    from tensorflow_serving.apis import (
+        inference_pb2,
+        model_management_pb2,
+        model_service_pb2_grpc,
+        prediction_service_pb2_grpc,
+    )
 
     demo_models.write_sleep_model(tmp_path / "sleepy", 1)
     options = ServerOptions(

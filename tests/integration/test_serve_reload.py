@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, read_requests
-from tfpilot.serve import demo_models
+from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, demo_models, read_requests
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +185,9 @@ paths = st.sampled_from(
 )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(path=paths, body=bodies)
 def test_fuzzed_requests_get_4xx_json_and_the_server_keeps_serving(fuzz_server, path, body):
     request = urllib.request.Request(fuzz_server.rest_url + path, data=body, method="POST")

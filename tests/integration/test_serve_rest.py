@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions
-from tfpilot.serve import demo_models
+from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, demo_models
 
 
 def call(url: str, method: str = "GET", body: object = None, raw: bytes | None = None) -> tuple[int, dict, str]:
@@ -108,9 +107,7 @@ def test_named_multi_input_multi_output_in_both_formats(server):
     url = f"{server.rest_url}/v1/models/multi:predict"
     status, body, _ = call(url, "POST", {"instances": [{"a": [1, 2], "b": 3}, {"a": [0.5, 0.25], "b": -1}]})
     assert status == 200
-    assert body == {
-        "predictions": [{"scaled": [3.0, 6.0], "total": 6.0}, {"scaled": [1.5, 0.75], "total": -0.25}]
-    }
+    assert body == {"predictions": [{"scaled": [3.0, 6.0], "total": 6.0}, {"scaled": [1.5, 0.75], "total": -0.25}]}
     status, body, _ = call(url, "POST", {"inputs": {"a": [[1, 2]], "b": [3]}})
     assert (status, body) == (200, {"outputs": {"scaled": [[3.0, 6.0]], "total": [6.0]}})
     status, body, _ = call(url, "POST", {"instances": [{"a": [1, 2, 3], "b": 3}]})
@@ -158,7 +155,9 @@ def test_classify_and_regress(server):
     expected = np.exp([-2.0, 2.0]) / np.exp([-2.0, 2.0]).sum()
     np.testing.assert_allclose(scores, [expected, expected], rtol=1e-6)
     status, body, _ = call(
-        f"{server.rest_url}/v1/models/classifier:regress", "POST", {"signature_name": "regress", "examples": [{"x": 2.0}]}
+        f"{server.rest_url}/v1/models/classifier:regress",
+        "POST",
+        {"signature_name": "regress", "examples": [{"x": 2.0}]},
     )
     assert (status, body) == (200, {"results": [6.0]})
     status, body, _ = call(f"{server.rest_url}/v1/models/half_plus_two:classify", "POST", {"examples": [{"x": 1.0}]})
@@ -170,13 +169,49 @@ def test_classify_and_regress(server):
     ("method", "path", "body", "expected_status", "fragment"),
     [
         ("POST", "/v1/models/half_plus_two:predict", b"{not json", 400, "JSON Parse error"),
-        ("POST", "/v1/models/half_plus_two:predict", b'{"instances": ["a"]}', 400, "input `x` expects float32 [-1], got string"),
+        (
+            "POST",
+            "/v1/models/half_plus_two:predict",
+            b'{"instances": ["a"]}',
+            400,
+            "input `x` expects float32 [-1], got string",
+        ),
         ("POST", "/v1/models/half_plus_two:predict", b'{"instances": [[1], [2, 3]]}', 400, "ragged"),
-        ("POST", "/v1/models/nope:predict", b'{"instances": [1.0]}', 404, "Servable not found for request: Latest(nope)"),
-        ("POST", "/v1/models/half_plus_two/versions/9:predict", b'{"instances": [1.0]}', 404, "Specific(half_plus_two, 9)"),
-        ("POST", "/v1/models/half_plus_two/labels/beta:predict", b'{"instances": [1.0]}', 404, "Unrecognized servable version label: beta"),
-        ("POST", "/v1/models/half_plus_two:predict", b'{"signature_name": "nope", "instances": [1.0]}', 400, 'signature name: "nope" not found'),
-        ("GET", "/v1/models/half_plus_two:predict", None, 400, "Malformed request: GET /v1/models/half_plus_two:predict"),
+        (
+            "POST",
+            "/v1/models/nope:predict",
+            b'{"instances": [1.0]}',
+            404,
+            "Servable not found for request: Latest(nope)",
+        ),
+        (
+            "POST",
+            "/v1/models/half_plus_two/versions/9:predict",
+            b'{"instances": [1.0]}',
+            404,
+            "Specific(half_plus_two, 9)",
+        ),
+        (
+            "POST",
+            "/v1/models/half_plus_two/labels/beta:predict",
+            b'{"instances": [1.0]}',
+            404,
+            "Unrecognized servable version label: beta",
+        ),
+        (
+            "POST",
+            "/v1/models/half_plus_two:predict",
+            b'{"signature_name": "nope", "instances": [1.0]}',
+            400,
+            'signature name: "nope" not found',
+        ),
+        (
+            "GET",
+            "/v1/models/half_plus_two:predict",
+            None,
+            400,
+            "Malformed request: GET /v1/models/half_plus_two:predict",
+        ),
         ("POST", "/v1/models/half_plus_two:explain", b"{}", 400, "Malformed request"),
         ("GET", "/v1/models/half_plus_two/versions/99999999999999999999", None, 400, "Failed to convert version"),
         ("GET", "/nothing/here", None, 404, "Not found"),
@@ -207,9 +242,14 @@ def test_health_readiness_and_prometheus_metrics(server, tmp_path):
         assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         text = response.read().decode()
     assert 'tfpilot_serve_requests_total{model="half_plus_two",api="predict",protocol="rest",status="OK"}' in text
-    assert 'tfpilot_serve_request_errors_total{model="_unknown",api="predict",protocol="rest",status="NOT_FOUND"}' in text
+    assert (
+        'tfpilot_serve_request_errors_total{model="_unknown",api="predict",protocol="rest",status="NOT_FOUND"}' in text
+    )
     assert 'tfpilot_serve_batch_size_count{model="half_plus_two"}' in text
-    assert 'tfpilot_serve_request_latency_seconds_bucket{model="half_plus_two",api="predict",protocol="rest",le="+Inf"}' in text
+    assert (
+        'tfpilot_serve_request_latency_seconds_bucket{model="half_plus_two",api="predict",protocol="rest",le="+Inf"}'
+        in text
+    )
     assert 'tfpilot_serve_queue_depth{model="half_plus_two"} 0' in text
     assert 'tfpilot_serve_model_versions{model="half_plus_two",state="AVAILABLE"} 2' in text
     empty = tmp_path / "empty"

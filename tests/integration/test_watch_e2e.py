@@ -28,20 +28,31 @@ pytestmark = pytest.mark.slow
 MODEL = "digits"
 
 
-def _train(tmp_path: Path, digits_folder: Path, *, name: str, hidden: list[int], epochs: int, learning_rate: float) -> Path:
+def _train(
+    tmp_path: Path, digits_folder: Path, *, name: str, hidden: list[int], epochs: int, learning_rate: float
+) -> Path:
     from tfpilot.config import config_from_dict
     from tfpilot.monitor import compute_reference_stats, write_reference_stats
     from tfpilot.rundir import RunDir
-    from tfpilot.workflow import train_run, export_run, TrainedRun
+    from tfpilot.workflow import TrainedRun, export_run, train_run
 
-    config = config_from_dict({
-        "name": name, "runs_dir": str(tmp_path / "runs"),
-        "data": {"kind": "image_folder", "path": str(digits_folder), "shuffle_buffer": 2000},
-        "model": {"name": "mlp", "hidden_units": hidden, "dropout": 0.0},
-        "train": {"epochs": epochs, "batch_size": 64, "optimizer": {"learning_rate": learning_rate}, "early_stopping": None,
-                  "histogram_every_epochs": 0, "seed": 1},
-        "export": {"formats": ["saved_model"], "warmup_requests": 0},
-    })
+    config = config_from_dict(
+        {
+            "name": name,
+            "runs_dir": str(tmp_path / "runs"),
+            "data": {"kind": "image_folder", "path": str(digits_folder), "shuffle_buffer": 2000},
+            "model": {"name": "mlp", "hidden_units": hidden, "dropout": 0.0},
+            "train": {
+                "epochs": epochs,
+                "batch_size": 64,
+                "optimizer": {"learning_rate": learning_rate},
+                "early_stopping": None,
+                "histogram_every_epochs": 0,
+                "seed": 1,
+            },
+            "export": {"formats": ["saved_model"], "warmup_requests": 0},
+        }
+    )
     trainer, _ = train_run(config)
     trained = TrainedRun(config=config, run=RunDir.at(config.run_path), pipeline=trainer.pipeline, model=trainer.model)
     export_run(trained)
@@ -63,7 +74,9 @@ def _get(url: str) -> dict:
 
 def _predict(url: str, images: np.ndarray) -> dict:
     body = json.dumps({"inputs": {"image": images.astype(int).tolist()}}).encode()
-    request = urllib.request.Request(f"{url}/v1/models/{MODEL}:predict", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/v1/models/{MODEL}:predict", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
@@ -110,10 +123,32 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [sys.executable, "-m", "tfpilot.cli.main", "serve", "--model_name", MODEL, "--model_base_path", str(served),
-         "--rest_api_port", str(port), "--port", "-1", "--request_log", str(log), "--file_system_poll_wait_seconds", "0.5",
-         "--reference_stats", str(baseline), "--drift_window", "200"],
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tfpilot.cli.main",
+            "serve",
+            "--model_name",
+            MODEL,
+            "--model_base_path",
+            str(served),
+            "--rest_api_port",
+            str(port),
+            "--port",
+            "-1",
+            "--request_log",
+            str(log),
+            "--file_system_poll_wait_seconds",
+            "0.5",
+            "--reference_stats",
+            str(baseline),
+            "--drift_window",
+            "200",
+        ],
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         _wait_for_version(url, 1, server)
@@ -122,7 +157,9 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         for start in range(0, 200, 20):
             assert len(_predict(url, images[start : start + 20])["outputs"]["class_id"]) == 20
         time.sleep(1.0)  # the request log writes in a background thread
-        calm = run_tfpilot(["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path)
+        calm = run_tfpilot(
+            ["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path
+        )
         assert calm.returncode == 0, calm
         assert json.loads((baseline / "drift.json").read_text())["drifted"] is False
         assert _served_drift(url) == 0.0  # the server's own sliding window agrees
@@ -132,7 +169,9 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         for start in range(0, 200, 20):
             _predict(url, inverted[start : start + 20])
         time.sleep(1.0)
-        shifted = run_tfpilot(["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path)
+        shifted = run_tfpilot(
+            ["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path
+        )
         assert shifted.returncode == 1, shifted
         report = json.loads((baseline / "drift.json").read_text())
         assert "image" in report["drifted_features"] and report["num_examples"] == 200
@@ -151,7 +190,10 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         blessed = run_tfpilot(["validate", "--candidate", better, *gate], cwd=tmp_path)
         assert blessed.returncode == 0, blessed
         record = json.loads((better / "blessing.json").read_text())
-        assert record["blessed"] and record["candidate"]["metrics"]["accuracy"] >= record["baseline"]["metrics"]["accuracy"]
+        assert (
+            record["blessed"]
+            and record["candidate"]["metrics"]["accuracy"] >= record["baseline"]["metrics"]["accuracy"]
+        )
         pushed = run_tfpilot(["push", better, "--to", served], cwd=tmp_path)
         assert pushed.returncode == 0, pushed
         _wait_for_version(url, 2, server)

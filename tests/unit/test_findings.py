@@ -17,7 +17,13 @@ def finding(code: str, severity: Severity, **extra) -> Finding:
 def test_round_trip_through_json(tmp_path: Path) -> None:
     path = tmp_path / "run" / "findings.json"
     items = [
-        finding("TFP101", Severity.WARNING, location="train.py:3:5", evidence={"steps": 10, "ratio": 0.25}, fix="use tf.function"),
+        finding(
+            "TFP101",
+            Severity.WARNING,
+            location="train.py:3:5",
+            evidence={"steps": 10, "ratio": 0.25},
+            fix="use tf.function",
+        ),
         finding("DOC-INPUT-BOUND", Severity.ERROR),
     ]
     write_findings(path, items)
@@ -47,7 +53,10 @@ def test_from_dict_ignores_unknown_keys_and_defaults_severity() -> None:
 
 def test_severity_order() -> None:
     assert max_severity([]) is None
-    assert max_severity([finding("a", Severity.INFO), finding("b", Severity.ERROR), finding("c", Severity.WARNING)]) is Severity.ERROR
+    assert (
+        max_severity([finding("a", Severity.INFO), finding("b", Severity.ERROR), finding("c", Severity.WARNING)])
+        is Severity.ERROR
+    )
     assert [s.rank for s in (Severity.INFO, Severity.WARNING, Severity.ERROR)] == [0, 1, 2]
     assert Severity("warning") is Severity.WARNING
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,17 +16,39 @@ def _render_summary(summary) -> None:
 
     steps = summary.steps
     render_mapping_table(
-        [{"steps": steps.steps, "step_ms": steps.step_ms, "input_ms": steps.input_ms, "input_%": steps.input_percent,
-          "compute_ms": steps.compute_ms, "compute_%": steps.compute_percent, "other_ms": steps.other_ms, "other_%": steps.other_percent}],
+        [
+            {
+                "steps": steps.steps,
+                "step_ms": steps.step_ms,
+                "input_ms": steps.input_ms,
+                "input_%": steps.input_percent,
+                "compute_ms": steps.compute_ms,
+                "compute_%": steps.compute_percent,
+                "other_ms": steps.other_ms,
+                "other_%": steps.other_percent,
+            }
+        ],
         title="Step-time breakdown (mean per step)",
     )
     render_mapping_table(
-        [{"op": op.operation, "type": op.type, "where": op.host_or_device, "count": op.occurrences,
-          "self_ms": op.total_self_time_ms, "self_%": op.self_time_percent} for op in summary.top_ops[:10]],
+        [
+            {
+                "op": op.operation,
+                "type": op.type,
+                "where": op.host_or_device,
+                "count": op.occurrences,
+                "self_ms": op.total_self_time_ms,
+                "self_%": op.self_time_percent,
+            }
+            for op in summary.top_ops[:10]
+        ],
         title="Top ops by self time",
     )
     render_mapping_table(
-        [{"stage": s.stage, "iterator": s.name, "count": s.count, "self_ms": s.self_time_ms} for s in summary.input_stages[:6]],
+        [
+            {"stage": s.stage, "iterator": s.name, "count": s.count, "self_ms": s.self_time_ms}
+            for s in summary.input_stages[:6]
+        ],
         title="tf.data stages by self time",
     )
 
@@ -77,7 +98,9 @@ def register(app: typer.Typer) -> None:
     def profile_command(
         config: Path = typer.Argument(..., help="YAML run config."),
         steps: str = typer.Option("5:10", "--steps", help="Global steps to capture, START:STOP (STOP excluded)."),
-        fail_on: str = typer.Option("never", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."),
+        fail_on: str = typer.Option(
+            "never", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."
+        ),
     ) -> None:
         """Train CONFIG while profiling steps START..STOP-1; write profile/ (trace.json.gz, op_stats.csv, summary.json) and findings."""
         from tfpilot.diagnose.window_spec import parse_step_window
@@ -102,12 +125,19 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def doctor_command(
         target: str = typer.Argument(..., help="A run directory, a YAML config, or a Python training script."),
-        args: Optional[list[str]] = typer.Argument(None, help="Arguments for SCRIPT.py (after --)."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where a script's watch report, profile and findings go (default runs/doctor-<script>)."),
+        args: list[str] | None = typer.Argument(None, help="Arguments for SCRIPT.py (after --)."),
+        output: Path | None = typer.Option(
+            None,
+            "--output",
+            "-o",
+            help="Where a script's watch report, profile and findings go (default runs/doctor-<script>).",
+        ),
         profile_start: int = typer.Option(5, "--profile-start", help="Profile from the Nth call of the step function."),
         profile_steps: int = typer.Option(5, "--profile-steps", help="Number of steps to profile."),
         steps: str = typer.Option("5:10", "--steps", help="For a CONFIG: steps to profile, START:STOP."),
-        fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."),
+        fail_on: str = typer.Option(
+            "error", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."
+        ),
     ) -> None:
         """Diagnose a run directory, a config (trains with a profile window) or your own script."""
         from tfpilot.diagnose.window_spec import parse_step_window
@@ -123,17 +153,24 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"config `{target}` does not exist; expected a YAML run config")
             parse_step_window(steps)
         elif path.suffix != ".py" and not path.is_dir():
-            raise ConfigError(f"`{target}` is neither a run directory, a YAML config nor a .py script; pass one of those")
+            raise ConfigError(
+                f"`{target}` is neither a run directory, a YAML config nor a .py script; pass one of those"
+            )
         from tfpilot.cli.render import console
         from tfpilot.diagnose import analyze_run, doctor_script
         from tfpilot.findings import write_findings
 
         if path.suffix == ".py":
-            result = doctor_script(path, list(args or []), output_dir=output, profile_start=profile_start, profile_steps=profile_steps)
+            result = doctor_script(
+                path, list(args or []), output_dir=output, profile_start=profile_start, profile_steps=profile_steps
+            )
             if result.summary is not None:
                 _render_summary(result.summary)
             if result.returncode:
-                console.print(f"[yellow]the script exited with status {result.returncode}[/yellow]\n{result.stderr_tail}", markup=False)
+                console.print(
+                    f"[yellow]the script exited with status {result.returncode}[/yellow]\n{result.stderr_tail}",
+                    markup=False,
+                )
             console.print(f"doctor output -> {result.output_dir}")
             _finish(result.findings, fail_on=fail_on, title=f"Doctor: {path.name}")
         elif path.suffix in (".yaml", ".yml"):

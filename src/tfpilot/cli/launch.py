@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -17,15 +16,24 @@ def register(app: typer.Typer) -> None:
     )
     def launch_command(
         ctx: typer.Context,
-        workers: int = typer.Option(2, "--workers", min=1, help="Number of worker processes (MultiWorkerMirroredStrategy)."),
-        ps: int = typer.Option(0, "--ps", min=0, help="Parameter-server tasks: M > 0 starts M ps and N worker servers plus a chief running the command (train.strategy: parameter_server)."),
-        timeout: Optional[float] = typer.Option(
+        workers: int = typer.Option(
+            2, "--workers", min=1, help="Number of worker processes (MultiWorkerMirroredStrategy)."
+        ),
+        ps: int = typer.Option(
+            0,
+            "--ps",
+            min=0,
+            help="Parameter-server tasks: M > 0 starts M ps and N worker servers plus a chief running the command (train.strategy: parameter_server).",
+        ),
+        timeout: float | None = typer.Option(
             None, "--timeout", min=1, help="Stop every worker and fail after S seconds; also bounds each collective."
         ),
-        worker_dir: Optional[Path] = typer.Option(
+        worker_dir: Path | None = typer.Option(
             None, "--worker-dir", help="Where non-chief workers write (default: a throwaway temp directory)."
         ),
-        command: Optional[List[str]] = typer.Argument(None, help="The worker command after `--`, e.g. `tfpilot train CONFIG`."),
+        command: list[str] | None = typer.Argument(
+            None, help="The worker command after `--`, e.g. `tfpilot train CONFIG`."
+        ),
     ) -> None:
         """Start N local workers with TF_CONFIG on free 127.0.0.1 ports and stream their prefixed logs."""
         import shutil
@@ -37,7 +45,9 @@ def register(app: typer.Typer) -> None:
 
         argv = list(command or []) + list(ctx.args)
         if ps and worker_dir:
-            raise ConfigError(f"--worker-dir {worker_dir} with --ps {ps}: parameter-server workers write nothing; drop --worker-dir")
+            raise ConfigError(
+                f"--worker-dir {worker_dir} with --ps {ps}: parameter-server workers write nothing; drop --worker-dir"
+            )
         if not argv:
             raise ConfigError("no worker command; expected `tfpilot launch --workers N -- tfpilot train CONFIG`")
         # `tfpilot` inside the launched command means this very installation, whatever PATH holds.
@@ -52,14 +62,21 @@ def register(app: typer.Typer) -> None:
             )
         else:
             result = launch_workers(
-                argv, num_workers=workers, timeout=timeout, worker_dir=str(worker_dir) if worker_dir else None,
+                argv,
+                num_workers=workers,
+                timeout=timeout,
+                worker_dir=str(worker_dir) if worker_dir else None,
                 echo=lambda line: print(line, flush=True),
             )
         if result.preempted and ps:
             # The parameter-server chief checkpoints at the end of every epoch, not on SIGTERM.
-            console.print("stopped by SIGTERM: the chief's last end-of-epoch checkpoint is kept; rerun with `--resume` to continue from it")
+            console.print(
+                "stopped by SIGTERM: the chief's last end-of-epoch checkpoint is kept; rerun with `--resume` to continue from it"
+            )
             raise TrainError("launch interrupted by SIGTERM", exit_code=PREEMPTED_EXIT_CODE)
         if result.preempted:
-            console.print("preempted: every worker saved a checkpoint; rerun the same command with `--resume` to continue")
+            console.print(
+                "preempted: every worker saved a checkpoint; rerun the same command with `--resume` to continue"
+            )
             raise TrainError("launch interrupted by SIGTERM after checkpointing", exit_code=PREEMPTED_EXIT_CODE)
         console.print(f"{workers} worker(s){f' and {ps} ps' if ps else ''} finished in {result.seconds:.1f}s")

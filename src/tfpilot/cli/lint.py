@@ -84,8 +84,16 @@ def register(app: typer.Typer) -> None:
         from tfpilot.atomic import atomic_write_text
         from tfpilot.errors import LintError
         from tfpilot.findings import Severity
-        from tfpilot.lint import RULES, find_pyproject, fix_files, format_json, format_sarif, format_text
-        from tfpilot.lint import lint_paths, load_lint_config
+        from tfpilot.lint import (
+            RULES,
+            find_pyproject,
+            fix_files,
+            format_json,
+            format_sarif,
+            format_text,
+            lint_paths,
+            load_lint_config,
+        )
         from tfpilot.lint.discovery import discover_files
 
         if list_rules:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,11 +25,15 @@ def register(app: typer.Typer) -> None:
 
     @group.command("drift")
     def drift_command(
-        reference: Path = typer.Option(..., "--reference", help="Run directory (or its reference_stats.json) of the served model."),
+        reference: Path = typer.Option(
+            ..., "--reference", help="Run directory (or its reference_stats.json) of the served model."
+        ),
         requests: Path = typer.Option(..., "--requests", help="Request log written by `tfpilot serve --request_log`."),
-        model: Optional[str] = typer.Option(None, "--model", help="Only requests to this model name."),
-        window: Optional[int] = typer.Option(None, "--window", min=1, help="Judge only the newest N served examples."),
-        output: Optional[Path] = typer.Option(None, "--output", help="Where to write the drift report JSON (default: RUN/drift.json)."),
+        model: str | None = typer.Option(None, "--model", help="Only requests to this model name."),
+        window: int | None = typer.Option(None, "--window", min=1, help="Judge only the newest N served examples."),
+        output: Path | None = typer.Option(
+            None, "--output", help="Where to write the drift report JSON (default: RUN/drift.json)."
+        ),
     ) -> None:
         """Compare logged traffic with the training data; exit 1 when any feature or the predictions drifted."""
         from tfpilot.atomic import atomic_write_json
@@ -40,11 +43,16 @@ def register(app: typer.Typer) -> None:
 
         report = detect_drift(reference, requests, model=model, window=window, thresholds=_thresholds_for(reference))
         rows = [
-            {"feature": name, "drifted": name in report.drifted_features(),
-             **{k: scores.get(k) for k in ("js", "psi", "ks_statistic", "ks_pvalue", "linf")}}
+            {
+                "feature": name,
+                "drifted": name in report.drifted_features(),
+                **{k: scores.get(k) for k in ("js", "psi", "ks_statistic", "ks_pvalue", "linf")},
+            }
             for name, scores in report.scores().items()
         ]
-        render_mapping_table(rows, title=f"Drift over {report.num_examples} served examples ({report.num_requests} requests)")
+        render_mapping_table(
+            rows, title=f"Drift over {report.num_examples} served examples ({report.num_requests} requests)"
+        )
         render_findings(drift_findings(report, location=str(requests)), title="Drift findings")
         destination = output or (reference / "drift.json" if reference.is_dir() else None)
         if destination is not None:
@@ -52,8 +60,10 @@ def register(app: typer.Typer) -> None:
             console.print(f"drift report -> {destination}")
         if report.drifted:
             # An error with exit code 1 (not typer.Exit): main() turns it into one stderr line and the code.
-            raise MonitorError(f"drift detected in {', '.join(report.drifted_features())} over {report.num_examples} served examples",
-                               exit_code=1)
+            raise MonitorError(
+                f"drift detected in {', '.join(report.drifted_features())} over {report.num_examples} served examples",
+                exit_code=1,
+            )
 
     @group.command("stats")
     def stats_command(run: Path = typer.Argument(..., help="Run directory (runs/<name>).")) -> None:
@@ -67,7 +77,9 @@ def register(app: typer.Typer) -> None:
         run_dir = RunDir.existing(run)
         config = load_config(run_dir.config_path)
         preprocessor = Preprocessor.load(run_dir.preprocessing_path) if run_dir.preprocessing_path.exists() else None
-        pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor)
+        pipeline = build_pipeline(
+            config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor
+        )
         path = write_reference_stats(compute_reference_stats(pipeline), run_dir.reference_stats_path)
         console.print(f"reference statistics -> {path}")
 
@@ -75,12 +87,21 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate")
     def validate_command(
-        candidate: Path = typer.Option(..., "--candidate", help="Run directory of the candidate (its latest exported version)."),
-        baseline: Path = typer.Option(..., "--baseline", help="Baseline SavedModel directory, or a serving base path (latest version)."),
-        threshold: Optional[list[str]] = typer.Option(
-            None, "--threshold", help="Repeatable: `accuracy>=0.95` (absolute) or `accuracy change>=-0.005` (vs baseline). "
-            "Default: the candidate config's monitor.gate."),
-        split: str = typer.Option("test", "--split", help="Split both models are evaluated on: train, validation or test."),
+        candidate: Path = typer.Option(
+            ..., "--candidate", help="Run directory of the candidate (its latest exported version)."
+        ),
+        baseline: Path = typer.Option(
+            ..., "--baseline", help="Baseline SavedModel directory, or a serving base path (latest version)."
+        ),
+        threshold: list[str] | None = typer.Option(
+            None,
+            "--threshold",
+            help="Repeatable: `accuracy>=0.95` (absolute) or `accuracy change>=-0.005` (vs baseline). "
+            "Default: the candidate config's monitor.gate.",
+        ),
+        split: str = typer.Option(
+            "test", "--split", help="Split both models are evaluated on: train, validation or test."
+        ),
     ) -> None:
         """Evaluate candidate and baseline on the same data; write blessing.json; exit 1 unless blessed."""
         from tfpilot.cli.render import console, render_mapping_table
@@ -92,16 +113,28 @@ def register(app: typer.Typer) -> None:
         thresholds = [parse_threshold(t) for t in threshold] if threshold else None
         blessing = validate_candidate(candidate, baseline, thresholds=thresholds, split=split)
         render_mapping_table(
-            [{"threshold": c.threshold, "candidate": c.candidate, "baseline": c.baseline, "observed": c.observed,
-              "passed": "pass" if c.passed else "FAIL"} for c in blessing.checks],
+            [
+                {
+                    "threshold": c.threshold,
+                    "candidate": c.candidate,
+                    "baseline": c.baseline,
+                    "observed": c.observed,
+                    "passed": "pass" if c.passed else "FAIL",
+                }
+                for c in blessing.checks
+            ],
             title=f"Validation on {blessing.examples} `{split}` examples",
         )
         console.print(f"blessing record -> {blessing_path(candidate)}")
         if blessing.blessed:
             console.print("[green]blessed[/green]: the candidate may be pushed")
         else:
-            raise MonitorError("not blessed: failed " + ", ".join(f"{c.threshold} (got {c.observed:.4g})" for c in blessing.failed)
-                               + "; the candidate may not be pushed", exit_code=1)
+            raise MonitorError(
+                "not blessed: failed "
+                + ", ".join(f"{c.threshold} (got {c.observed:.4g})" for c in blessing.failed)
+                + "; the candidate may not be pushed",
+                exit_code=1,
+            )
 
     @app.command("push")
     def push_command(

@@ -32,7 +32,9 @@ class ProgressHook(TrainHook):
             console.print(f"resuming at epoch {initial_epoch + 1}, step {initial_step} of that epoch")
 
     def on_epoch_begin(self, *, epoch):
-        self.task = self.progress.add_task("train", total=self.steps_per_epoch, epoch=f"{epoch + 1}/{self.epochs}", logs="")
+        self.task = self.progress.add_task(
+            "train", total=self.steps_per_epoch, epoch=f"{epoch + 1}/{self.epochs}", logs=""
+        )
         self._epoch_start_step = None
 
     def after_execution(self, *, step, steps_run):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_command(
         run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
-        output: Optional[Path] = typer.Option(None, "--output", help="HTML file to write (default: RUN/report.html)."),
+        output: Path | None = typer.Option(None, "--output", help="HTML file to write (default: RUN/report.html)."),
     ) -> None:
         """Write one offline HTML file: curves, confusion matrix, findings, profile, parity, drift."""
         from tfpilot.cli.render import console

@@ -42,8 +42,12 @@ def register(app: typer.Typer) -> None:
     @app.command("serve", cls=_AbslStyleCommand)
     def serve(
         port: int = typer.Option(8500, "--port", help="gRPC port (0 picks a free port, -1 disables gRPC)."),
-        rest_api_port: int = typer.Option(8501, "--rest_api_port", help="REST port (0 picks a free port, -1 disables REST)."),
-        host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; 0.0.0.0 exposes the server to the network."),
+        rest_api_port: int = typer.Option(
+            8501, "--rest_api_port", help="REST port (0 picks a free port, -1 disables REST)."
+        ),
+        host: str = typer.Option(
+            "127.0.0.1", "--host", help="Address to bind; 0.0.0.0 exposes the server to the network."
+        ),
         model_name: str = typer.Option("default", "--model_name", help="Name of the model (with --model_base_path)."),
         model_base_path: Path = typer.Option(
             None, "--model_base_path", help="Directory of numeric version subdirectories, e.g. runs/<name>/model."
@@ -147,7 +151,9 @@ def register(app: typer.Typer) -> None:
             from tfpilot.monitor.drift import DriftThresholds, DriftWindow
 
             if request_log is None:
-                raise ServeError("--reference_stats needs --request_log PATH: drift is computed from the logged requests")
+                raise ServeError(
+                    "--reference_stats needs --request_log PATH: drift is computed from the logged requests"
+                )
             if drift_window < 1:
                 raise ServeError(f"--drift_window must be >= 1, got {drift_window}")
             thresholds = DriftThresholds()

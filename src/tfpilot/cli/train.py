@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 __all__ = ["register"]
 
 
-def _load(config: Optional[Path]):
+def _load(config: Path | None):
     from tfpilot.config import load_config
     from tfpilot.workflow import load_bundled_config
 
@@ -21,7 +20,7 @@ def _load(config: Optional[Path]):
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
-        config: Optional[Path] = typer.Argument(None, help="YAML run config; omit to run the bundled digits example."),
+        config: Path | None = typer.Argument(None, help="YAML run config; omit to run the bundled digits example."),
     ) -> None:
         """Train -> evaluate -> export -> report. No CONFIG runs the bundled example offline."""
         # Validate the config first: a bad key fails before TensorFlow is imported (progress imports it).
@@ -39,7 +38,9 @@ def register(app: typer.Typer) -> None:
         ]
         render_mapping_table(rows, title="Metrics")
         if "export" in summary:
-            console.print(f"SavedModel version {summary['export']['version']} -> {summary['export']['saved_model']} (verified)")
+            console.print(
+                f"SavedModel version {summary['export']['version']} -> {summary['export']['saved_model']} (verified)"
+            )
         render_findings(read_findings(Path(summary["run"]) / "findings.json"))
         for key in ("report",):
             if key in summary:
@@ -63,7 +64,11 @@ def register(app: typer.Typer) -> None:
             return
         metrics = json.loads((Path(resolved.run_path) / "metrics.json").read_text())
         render_mapping_table(
-            [{"split": s, **{k: v for k, v in m.items() if k != "confusion_matrix"}} for s, m in metrics.items() if s != "class_names"],
+            [
+                {"split": s, **{k: v for k, v in m.items() if k != "confusion_matrix"}}
+                for s, m in metrics.items()
+                if s != "class_names"
+            ],
             title="Metrics",
         )
         render_findings(result.findings)
@@ -87,13 +92,15 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_command(
         run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
-        version: Optional[int] = typer.Option(None, "--version", min=1, help="Version number (default: next integer)."),
-        format: Optional[str] = typer.Option(None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16."),
+        version: int | None = typer.Option(None, "--version", min=1, help="Version number (default: next integer)."),
+        format: str | None = typer.Option(
+            None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16."
+        ),
     ) -> None:
         """Export a verified SavedModel version (and TFLite variants) from a trained run."""
-        from tfpilot.cli.render import console
         from pydantic import ValidationError
 
+        from tfpilot.cli.render import console
         from tfpilot.config.schema import ExportConfig
         from tfpilot.errors import ConfigError
         from tfpilot.workflow import export_run, load_trained
@@ -109,15 +116,27 @@ def register(app: typer.Typer) -> None:
         from tfpilot.cli.render import render_findings, render_mapping_table
         from tfpilot.export.formats import ExportParityError
 
-        _PARITY_COLUMNS = ("format", "size_bytes", "accuracy", "accuracy_drop", "argmax_agreement", "max_abs_diff", "latency_ms_p50")
+        _PARITY_COLUMNS = (
+            "format",
+            "size_bytes",
+            "accuracy",
+            "accuracy_drop",
+            "argmax_agreement",
+            "max_abs_diff",
+            "latency_ms_p50",
+        )
         try:
             summary = export_run(load_trained(run), version=version, formats=formats)
         except ExportParityError as error:
             # The artifacts are written; show the table that explains the failure, then exit 1.
-            render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in error.rows], title="TFLite parity")
+            render_mapping_table(
+                [{k: row.get(k) for k in _PARITY_COLUMNS} for row in error.rows], title="TFLite parity"
+            )
             render_findings(error.findings)
             raise
-        console.print(f"SavedModel version {summary['version']} -> {summary['saved_model']} (verified with both loaders)")
+        console.print(
+            f"SavedModel version {summary['version']} -> {summary['saved_model']} (verified with both loaders)"
+        )
         rows = (summary.get("formats") or {}).get("parity") if isinstance(summary.get("formats"), dict) else None
         if rows:
             render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in rows], title="TFLite parity")

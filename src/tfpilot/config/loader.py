@@ -82,7 +82,9 @@ def load_config(path: str | Path, *, overrides: dict[str, Any] | None = None) ->
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the config must be a mapping of sections (data, model, train, ...), got {type(raw).__name__}")
+        raise ConfigError(
+            f"{path}: the config must be a mapping of sections (data, model, train, ...), got {type(raw).__name__}"
+        )
     lines = _line_index(document) if document is not None else {}
     for dotted, value in (overrides or {}).items():
         set_dotted(raw, dotted, value)

@@ -78,7 +78,8 @@ class CsvOptions(_Section):
         None, description="Numeric feature columns; default: every non-label column that parses as a number."
     )
     categorical_columns: list[str] = Field(
-        default_factory=list, description="String-valued columns one-hot encoded with a vocabulary built from the training split."
+        default_factory=list,
+        description="String-valued columns one-hot encoded with a vocabulary built from the training split.",
     )
 
 
@@ -98,7 +99,7 @@ class SplitConfig(_Section):
     seed: int = Field(0, description="Seed of the deterministic split.")
 
     @model_validator(mode="after")
-    def _fractions(self) -> "SplitConfig":
+    def _fractions(self) -> SplitConfig:
         if self.validation + self.test >= 1:
             raise ValueError(
                 f"validation + test must be < 1 so some data is left to train on, got {self.validation} + {self.test}"
@@ -107,19 +108,25 @@ class SplitConfig(_Section):
 
 
 class DataConfig(_Section):
-    kind: DataKind = Field(DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text or arrays (Python API).")
-    path: Path | None = Field(None, description="Folder (image_folder) or file (csv, text); relative to the config file.")
+    kind: DataKind = Field(
+        DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text or arrays (Python API)."
+    )
+    path: Path | None = Field(
+        None, description="Folder (image_folder) or file (csv, text); relative to the config file."
+    )
     image: ImageOptions = Field(default_factory=ImageOptions)
     csv: CsvOptions = Field(default_factory=CsvOptions)
     text: TextOptions = Field(default_factory=TextOptions)
     split: SplitConfig = Field(default_factory=SplitConfig)
     cache: str = Field("memory", description="`memory`, `none`, or a file path prefix for an on-disk cache.")
     shuffle_buffer: Annotated[int, Field(ge=0, description="Shuffle buffer size in examples (0 = no shuffle).")] = 10000
-    batching: Batching = Field(Batching.BATCH, description="batch, padded (variable length) or bucketed (by sequence length).")
+    batching: Batching = Field(
+        Batching.BATCH, description="batch, padded (variable length) or bucketed (by sequence length)."
+    )
     num_parallel_calls: int | None = Field(None, description="Parallel map calls; default AUTOTUNE.")
 
     @model_validator(mode="after")
-    def _path_needed(self) -> "DataConfig":
+    def _path_needed(self) -> DataConfig:
         if self.kind != DataKind.ARRAYS and self.path is None:
             raise ValueError(f"data.path is required when data.kind is `{self.kind.value}`")
         return self
@@ -142,7 +149,9 @@ class ModelConfig(_Section):
     embedding_dim: Annotated[int, Field(gt=0, description="Embedding width (text).")] = 32
     dropout: Annotated[float, Field(ge=0, lt=1, description="Dropout rate between dense layers.")] = 0.1
     activation: str = Field("relu", description="Hidden activation.")
-    kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments passed to a user factory.")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword arguments passed to a user factory."
+    )
 
     @field_validator("name")
     @classmethod
@@ -168,7 +177,9 @@ class ScheduleKind(str, enum.Enum):
 class OptimizerConfig(_Section):
     name: str = Field("adam", description="Keras optimizer: adam, adamw, sgd, rmsprop.")
     learning_rate: Annotated[float, Field(gt=0, description="Initial learning rate.")] = 1e-3
-    schedule: ScheduleKind = Field(ScheduleKind.CONSTANT, description="Learning-rate schedule: constant, cosine or exponential.")
+    schedule: ScheduleKind = Field(
+        ScheduleKind.CONSTANT, description="Learning-rate schedule: constant, cosine or exponential."
+    )
     warmup_steps: Annotated[int, Field(ge=0, description="Linear warmup steps before the schedule.")] = 0
     decay_rate: Annotated[float, Field(gt=0, le=1, description="Decay rate per epoch (exponential).")] = 0.9
     momentum: Annotated[float, Field(ge=0, lt=1, description="Momentum (sgd).")] = 0.9
@@ -215,25 +226,51 @@ class TrainConfig(_Section):
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     clip_norm: float | None = Field(1.0, description="Clip gradients to this global norm; null disables clipping.")
     l2: Annotated[float, Field(ge=0, description="L2 penalty on kernel weights added to the loss.")] = 0.0
-    label_smoothing: Annotated[float, Field(ge=0, lt=1, description="Label smoothing for the cross-entropy loss.")] = 0.0
+    label_smoothing: Annotated[float, Field(ge=0, lt=1, description="Label smoothing for the cross-entropy loss.")] = (
+        0.0
+    )
     early_stopping: EarlyStoppingConfig | None = Field(
         default_factory=EarlyStoppingConfig, description="Early stopping; null disables it."
     )
     seed: int = Field(0, description="Seed for weights, shuffling and dropout.")
-    deterministic: bool = Field(False, description="Enable op determinism so the same seed gives bit-identical weights.")
-    checkpoint_every_steps: Annotated[int, Field(ge=0, description="Also checkpoint every N steps (0 = only each epoch).")] = 0
+    deterministic: bool = Field(
+        False, description="Enable op determinism so the same seed gives bit-identical weights."
+    )
+    checkpoint_every_steps: Annotated[
+        int, Field(ge=0, description="Also checkpoint every N steps (0 = only each epoch).")
+    ] = 0
     max_checkpoints: Annotated[int, Field(gt=0, description="Checkpoints kept by the CheckpointManager.")] = 3
-    summary_every_steps: Annotated[int, Field(gt=0, description="Write step scalars (loss, learning rate, gradient norm) every N steps.")] = 10
-    histogram_every_epochs: Annotated[int, Field(ge=0, description="Write weight and gradient histograms every N epochs (0 = never).")] = 1
-    steps_per_epoch: int | None = Field(None, description="Cap steps per epoch (default: one pass over the training split).")
-    strategy: Strategy = Field(Strategy.AUTO, description="Distribution strategy: auto, default, mirrored, multi_worker, parameter_server.")
+    summary_every_steps: Annotated[
+        int, Field(gt=0, description="Write step scalars (loss, learning rate, gradient norm) every N steps.")
+    ] = 10
+    histogram_every_epochs: Annotated[
+        int, Field(ge=0, description="Write weight and gradient histograms every N epochs (0 = never).")
+    ] = 1
+    steps_per_epoch: int | None = Field(
+        None, description="Cap steps per epoch (default: one pass over the training split)."
+    )
+    strategy: Strategy = Field(
+        Strategy.AUTO, description="Distribution strategy: auto, default, mirrored, multi_worker, parameter_server."
+    )
     steps_per_execution: Annotated[int, Field(gt=0, description="Training steps run inside one tf.function call.")] = 1
-    jit_compile: JitCompile = Field(JitCompile.FALSE, description="XLA: auto (time both, keep the faster), true or false.")
+    jit_compile: JitCompile = Field(
+        JitCompile.FALSE, description="XLA: auto (time both, keep the faster), true or false."
+    )
     mixed_precision: bool = Field(False, description="Use the mixed_float16 policy (with loss scaling).")
-    nan_policy: NanPolicy = Field(NanPolicy.STOP, description="On a non-finite loss or gradient: stop, skip_batch or rollback.")
+    nan_policy: NanPolicy = Field(
+        NanPolicy.STOP, description="On a non-finite loss or gradient: stop, skip_batch or rollback."
+    )
     nan_max_retries: Annotated[int, Field(ge=0, description="Skips/rollbacks allowed before training stops.")] = 10
-    overfit_patience: Annotated[int, Field(ge=1, description="Epochs of rising validation loss with falling training loss before an overfitting finding.")] = 3
-    profile_steps: str | None = Field(None, description="Profile a window of steps, e.g. `10:20` (see `tfpilot profile`).")
+    overfit_patience: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="Epochs of rising validation loss with falling training loss before an overfitting finding.",
+        ),
+    ] = 3
+    profile_steps: str | None = Field(
+        None, description="Profile a window of steps, e.g. `10:20` (see `tfpilot profile`)."
+    )
 
     @field_validator("profile_steps")
     @classmethod
@@ -249,8 +286,12 @@ class TrainConfig(_Section):
 
 
 class ParityThresholds(_Section):
-    max_accuracy_drop: Annotated[float, Field(ge=0, description="Largest accuracy drop vs the SavedModel (fraction).")] = 0.01
-    min_argmax_agreement: Annotated[float, Field(ge=0, le=1, description="Smallest fraction of identical predicted classes.")] = 0.99
+    max_accuracy_drop: Annotated[
+        float, Field(ge=0, description="Largest accuracy drop vs the SavedModel (fraction).")
+    ] = 0.01
+    min_argmax_agreement: Annotated[
+        float, Field(ge=0, le=1, description="Smallest fraction of identical predicted classes.")
+    ] = 0.99
 
 
 class ExportConfig(_Section):
@@ -263,8 +304,12 @@ class ExportConfig(_Section):
         default_factory=lambda: ["serving_default", "classify", "logits"],
         description="Signatures written: serving_default, classify, regress, logits.",
     )
-    representative_batches: Annotated[int, Field(gt=0, description="Batches of training data used to calibrate int8.")] = 20
-    warmup_requests: Annotated[int, Field(ge=0, le=1000, description="Warmup records written from validation data (0 = none).")] = 10
+    representative_batches: Annotated[
+        int, Field(gt=0, description="Batches of training data used to calibrate int8.")
+    ] = 20
+    warmup_requests: Annotated[
+        int, Field(ge=0, le=1000, description="Warmup records written from validation data (0 = none).")
+    ] = 10
     parity: ParityThresholds = Field(default_factory=ParityThresholds)
 
     @field_validator("formats")
@@ -281,8 +326,12 @@ class ExportConfig(_Section):
 
 
 class ServeConfig(_Section):
-    request_log_sample_rate: Annotated[float, Field(ge=0, le=1, description="Fraction of requests logged for drift monitoring.")] = 1.0
-    request_log_max_rows: Annotated[int, Field(gt=0, description="Rows kept in the request log before the oldest rotate out.")] = 100_000
+    request_log_sample_rate: Annotated[
+        float, Field(ge=0, le=1, description="Fraction of requests logged for drift monitoring.")
+    ] = 1.0
+    request_log_max_rows: Annotated[
+        int, Field(gt=0, description="Rows kept in the request log before the oldest rotate out.")
+    ] = 100_000
 
 
 class GateThreshold(_Section):
@@ -293,9 +342,15 @@ class GateThreshold(_Section):
 
 
 class MonitorConfig(_Section):
-    js_threshold: Annotated[float, Field(gt=0, description="Jensen-Shannon divergence above which a feature drifts.")] = 0.1
-    psi_threshold: Annotated[float, Field(gt=0, description="Population stability index above which a feature drifts.")] = 0.2
-    ks_pvalue: Annotated[float, Field(gt=0, lt=1, description="Kolmogorov-Smirnov p-value below which a feature drifts.")] = 0.01
+    js_threshold: Annotated[
+        float, Field(gt=0, description="Jensen-Shannon divergence above which a feature drifts.")
+    ] = 0.1
+    psi_threshold: Annotated[
+        float, Field(gt=0, description="Population stability index above which a feature drifts.")
+    ] = 0.2
+    ks_pvalue: Annotated[
+        float, Field(gt=0, lt=1, description="Kolmogorov-Smirnov p-value below which a feature drifts.")
+    ] = 0.01
     linf_threshold: Annotated[float, Field(gt=0, description="L-infinity distance for categorical drift.")] = 0.2
     gate: list[GateThreshold] = Field(
         default_factory=lambda: [GateThreshold(metric="accuracy", op=">=", value=0.9)],

@@ -24,7 +24,7 @@ def prepare_digits(root: str | Path) -> Path:
     digits = load_digits()
     # The data set stores intensities 0..16; scale to the 0..255 range a real PNG holds.
     images = np.clip(np.round(digits.images * (255.0 / 16.0)), 0, 255).astype(np.uint8)
-    for index, (image, label) in enumerate(zip(images, digits.target)):
+    for index, (image, label) in enumerate(zip(images, digits.target, strict=False)):
         folder = root / str(int(label))
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{index:04d}.png"

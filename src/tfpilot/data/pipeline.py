@@ -89,8 +89,10 @@ class Pipeline:
     def raw(self, split: str) -> tf.data.Dataset:
         """Unbatched (raw features, label): what a client would send to the server."""
         decode = self.source.decode
-        return self._records(split).map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel).with_options(
-            self._options()
+        return (
+            self._records(split)
+            .map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel)
+            .with_options(self._options())
         )
 
     def _preprocessed(self, split: str) -> tf.data.Dataset:
@@ -110,7 +112,9 @@ class Pipeline:
             return dataset.batch(batch_size, drop_remainder=drop_remainder, num_parallel_calls=self._parallel)
         return self.variable_length_batch(dataset, batch_size, drop_remainder=drop_remainder)
 
-    def variable_length_batch(self, dataset: tf.data.Dataset, batch_size: int, *, drop_remainder: bool) -> tf.data.Dataset:
+    def variable_length_batch(
+        self, dataset: tf.data.Dataset, batch_size: int, *, drop_remainder: bool
+    ) -> tf.data.Dataset:
         """Padded or bucketed batching of variable-length features (padding value 0)."""
         if self.config.batching == Batching.PADDED:
             return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
@@ -140,7 +144,9 @@ class Pipeline:
             if input_context.num_input_pipelines > 1:
                 dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         if self.config.shuffle_buffer > 0:
-            dataset = dataset.shuffle(self.config.shuffle_buffer, seed=self.seed * 100_003 + epoch, reshuffle_each_iteration=False)
+            dataset = dataset.shuffle(
+                self.config.shuffle_buffer, seed=self.seed * 100_003 + epoch, reshuffle_each_iteration=False
+            )
         dataset = self._batch(dataset, batch_size, drop_remainder=drop_remainder)
         if skip_batches:
             dataset = dataset.skip(skip_batches)
@@ -175,16 +181,22 @@ def _concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:
     if len({p.shape[1:] for p in parts}) <= 1:
         return np.concatenate(parts)
     width = [max(p.shape[axis] for p in parts) for axis in range(1, parts[0].ndim)]
-    padded = [np.pad(p, [(0, 0)] + [(0, w - d) for w, d in zip(width, p.shape[1:])]) for p in parts]
+    padded = [np.pad(p, [(0, 0)] + [(0, w - d) for w, d in zip(width, p.shape[1:], strict=False)]) for p in parts]
     return np.concatenate(padded)
 
 
-def build_pipeline(config: DataConfig, *, batch_size: int, seed: int = 0, preprocessor: Preprocessor | None = None, **arrays: Any) -> Pipeline:
+def build_pipeline(
+    config: DataConfig, *, batch_size: int, seed: int = 0, preprocessor: Preprocessor | None = None, **arrays: Any
+) -> Pipeline:
     """Load the source, split it by seed, fit preprocessing on the training split (unless given)."""
     source = load_source(config, **arrays)
     if len(source) < 3:
-        raise DataError(f"found {len(source)} example(s) under `{config.path}`; need enough to split into train/validation/test")
-    indices = split_indices(len(source), validation=config.split.validation, test=config.split.test, seed=config.split.seed)
+        raise DataError(
+            f"found {len(source)} example(s) under `{config.path}`; need enough to split into train/validation/test"
+        )
+    indices = split_indices(
+        len(source), validation=config.split.validation, test=config.split.test, seed=config.split.seed
+    )
     if indices["train"].size == 0:
         raise DataError("the training split is empty; lower data.split.validation/test or add data")
     if preprocessor is None:
@@ -194,4 +206,6 @@ def build_pipeline(config: DataConfig, *, batch_size: int, seed: int = 0, prepro
             preprocessor = fit_text_preprocessor(source, indices["train"], config)
         else:
             preprocessor = fit_preprocessor(source, indices["train"])
-    return Pipeline(config=config, source=source, preprocessor=preprocessor, indices=indices, batch_size=batch_size, seed=seed)
+    return Pipeline(
+        config=config, source=source, preprocessor=preprocessor, indices=indices, batch_size=batch_size, seed=seed
+    )

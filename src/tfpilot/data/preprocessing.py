@@ -43,7 +43,7 @@ class Preprocessor:
         atomic_write_json(path, self.to_json())
 
     @classmethod
-    def load(cls, path: str | Path) -> "Preprocessor":
+    def load(cls, path: str | Path) -> Preprocessor:
         return cls(**json.loads(Path(path).read_text()))
 
     # ------------------------------------------------------------------ specs
@@ -158,7 +158,11 @@ def fit_preprocessor(source, train_indices: np.ndarray) -> Preprocessor:
             order = np.argsort(-counts, kind="stable")[:MAX_CATEGORICAL_VOCABULARY]
             vocabularies[column] = [str(values[i]) for i in order]
         return Preprocessor(
-            kind="tabular", feature_spec=spec, numeric_columns=list(source.numeric_columns),
-            mean=mean, std=std, vocabularies=vocabularies,
+            kind="tabular",
+            feature_spec=spec,
+            numeric_columns=list(source.numeric_columns),
+            mean=mean,
+            std=std,
+            vocabularies=vocabularies,
         )
     raise ValueError(f"no built-in preprocessing for source kind `{source.kind}`")

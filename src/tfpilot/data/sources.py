@@ -50,7 +50,9 @@ class Source:
 def image_folder_source(config: DataConfig) -> Source:
     root = Path(config.path)
     if not root.is_dir():
-        raise DataError(f"`data.path` must be a folder with one subfolder per class for kind image_folder, got `{root}`")
+        raise DataError(
+            f"`data.path` must be a folder with one subfolder per class for kind image_folder, got `{root}`"
+        )
     extensions = {e.lower() for e in config.image.extensions}
     class_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     paths: list[str] = []
@@ -96,7 +98,15 @@ def image_folder_source(config: DataConfig) -> Source:
 
 # Leading bytes of the formats tf.io.decode_image reads. A file with none of them would fail
 # inside the tf.data graph mid-training with a TensorFlow traceback that does not name the file.
-_IMAGE_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"BM", b"\xff\x0a", b"\x00\x00\x00\x0cJXL ")
+_IMAGE_SIGNATURES = (
+    b"\x89PNG\r\n\x1a\n",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+    b"BM",
+    b"\xff\x0a",
+    b"\x00\x00\x00\x0cJXL ",
+)
 
 
 def _is_image_header(head: bytes) -> bool:
@@ -145,7 +155,8 @@ def csv_source(config: DataConfig) -> Source:
         raise DataError(f"CSV `{path}` lacks column(s) {missing}; available columns: {header}")
     if options.numeric_columns is None:
         numeric = [
-            c for c in header
+            c
+            for c in header
             if c != options.label_column and c not in categorical and all(_is_number(r[c]) for r in rows if r[c] != "")
         ]
     else:
@@ -155,7 +166,9 @@ def csv_source(config: DataConfig) -> Source:
         try:
             records[column] = np.asarray([float(r[column]) if r[column] != "" else np.nan for r in rows], np.float32)
         except ValueError as exc:
-            raise DataError(f"CSV `{path}` column `{column}` is listed as numeric but holds a non-number ({exc})") from None
+            raise DataError(
+                f"CSV `{path}` column `{column}` is listed as numeric but holds a non-number ({exc})"
+            ) from None
     for column in categorical:
         records[column] = np.asarray([r[column] for r in rows], dtype=object).astype(str)
     raw_labels = [r[options.label_column] for r in rows]
@@ -180,14 +193,18 @@ def arrays_source(
 ) -> Source:
     """In-memory arrays (Python API). A bare array becomes the feature `x`; uint8 rank-3/4 data is treated as images."""
     if not isinstance(features, dict):
-        features = {"image" if np.asarray(features).dtype == np.uint8 and np.asarray(features).ndim in (3, 4) else "x": features}
+        features = {
+            "image" if np.asarray(features).dtype == np.uint8 and np.asarray(features).ndim in (3, 4) else "x": features
+        }
     records = {name: np.asarray(value) for name, value in features.items()}
     # numpy unicode arrays have no TF dtype; object arrays of str become tf.string.
     records = {name: value.astype(object) if value.dtype.kind in "US" else value for name, value in records.items()}
     labels = np.asarray(labels).astype(np.int32).reshape(-1)
     for name, value in records.items():
         if value.shape[0] != labels.shape[0]:
-            raise DataError(f"feature `{name}` has {value.shape[0]} rows but labels have {labels.shape[0]}; they must match")
+            raise DataError(
+                f"feature `{name}` has {value.shape[0]} rows but labels have {labels.shape[0]}; they must match"
+            )
     if "image" in records and records["image"].ndim == 3:
         records["image"] = records["image"][..., None]
     num_classes = int(labels.max()) + 1 if labels.size else 0
@@ -201,8 +218,13 @@ def arrays_source(
     kind = "image" if set(records) == {"image"} else "text" if is_text else "tabular"
     numeric = [n for n, v in records.items() if v.dtype != object and n != "image"]
     return Source(
-        records=records, labels=labels, class_names=names, decode=lambda record: dict(record),
-        feature_spec=spec, kind=kind, numeric_columns=numeric,
+        records=records,
+        labels=labels,
+        class_names=names,
+        decode=lambda record: dict(record),
+        feature_spec=spec,
+        kind=kind,
+        numeric_columns=numeric,
     )
 
 

@@ -28,7 +28,16 @@ from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.data.sources import Source, register_source
 from tfpilot.errors import DataError
 
-__all__ = ["text_source", "fit_text_preprocessor", "normalize_text", "tokenize", "TextLookup", "text_transform", "PAD_ID", "OOV_ID"]
+__all__ = [
+    "text_source",
+    "fit_text_preprocessor",
+    "normalize_text",
+    "tokenize",
+    "TextLookup",
+    "text_transform",
+    "PAD_ID",
+    "OOV_ID",
+]
 
 PAD_ID = 0
 OOV_ID = 1
@@ -97,7 +106,9 @@ def text_source(config: DataConfig) -> Source:
         raise DataError(f"text file `{path}` holds no examples; expected one example per line/row")
     class_names = _sorted_labels(raw_labels)
     if len(class_names) < 2:
-        raise DataError(f"text file `{path}` has {len(class_names)} distinct label(s) {class_names}; a classifier needs at least 2")
+        raise DataError(
+            f"text file `{path}` has {len(class_names)} distinct label(s) {class_names}; a classifier needs at least 2"
+        )
     index = {name: i for i, name in enumerate(class_names)}
     return Source(
         records={TEXT_FEATURE: np.asarray(texts, dtype=object)},
@@ -128,7 +139,9 @@ def build_vocabulary(texts: np.ndarray, *, vocab_size: int) -> list[str]:
 
 def fit_text_preprocessor(source: Source, train_indices: np.ndarray, config: DataConfig) -> Preprocessor:
     """Vocabulary from the training split only; extra numeric inputs get mean/std like tabular data."""
-    spec = {name: {"shape": [int(d) for d in s.shape], "dtype": s.dtype.name} for name, s in source.feature_spec.items()}
+    spec = {
+        name: {"shape": [int(d) for d in s.shape], "dtype": s.dtype.name} for name, s in source.feature_spec.items()
+    }
     if TEXT_FEATURE not in source.records:
         raise DataError(f"a text source needs a `{TEXT_FEATURE}` feature, got {sorted(source.records)}")
     texts = np.asarray(source.records[TEXT_FEATURE], dtype=object)[train_indices]
@@ -172,7 +185,9 @@ class TextLookup(tf.Module):
         with tf.init_scope():
             keys = tf.constant(vocabulary or [""], tf.string)
             values = tf.range(2, 2 + len(vocabulary or [""]), dtype=tf.int64)
-            self.table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), default_value=OOV_ID)
+            self.table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(keys, values), default_value=OOV_ID
+            )
 
     def ids(self, tokens: tf.Tensor) -> tf.Tensor:
         return tf.cast(self.table.lookup(tokens), tf.int32)

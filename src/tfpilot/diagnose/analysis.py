@@ -16,7 +16,9 @@ __all__ = ["analyze_profile", "analyze", "analyze_run", "WATCH_FILE"]
 WATCH_FILE = "watch.json"
 
 
-def analyze(*, summary: ProfileSummary | None = None, watch: WatchReport | None = None, location: str = "") -> list[Finding]:
+def analyze(
+    *, summary: ProfileSummary | None = None, watch: WatchReport | None = None, location: str = ""
+) -> list[Finding]:
     observations = Observations(summary=summary, watch=watch, location=location)
     findings: list[Finding] = []
     for rule in RULES:

@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     from tfpilot.diagnose.analysis import WATCH_FILE
     from tfpilot.diagnose.watchers import Watcher
 
-    watcher = Watcher(profile_dir=output / "profile", profile_start=options.profile_start, profile_steps=options.profile_steps)
+    watcher = Watcher(
+        profile_dir=output / "profile", profile_start=options.profile_start, profile_steps=options.profile_steps
+    )
     script_args = [a for a in options.args if a != "--"] if options.args[:1] == ["--"] else options.args
     sys.argv = [options.script, *script_args]
     sys.path.insert(0, str(Path(options.script).resolve().parent))

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_json
-from tfpilot.errors import ConfigError
 from tfpilot.diagnose.window_spec import parse_step_window
+from tfpilot.errors import ConfigError
 from tfpilot.train.callbacks import TrainHook
 
 __all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE"]
@@ -152,7 +152,7 @@ class ProfileHook(TrainHook):
         self.findings: list = []
 
     @classmethod
-    def from_spec(cls, profile_dir: str | Path, spec: str, **kwargs: Any) -> "ProfileHook":
+    def from_spec(cls, profile_dir: str | Path, spec: str, **kwargs: Any) -> ProfileHook:
         start, stop = parse_step_window(spec)
         return cls(profile_dir, start_step=start, stop_step=stop, **kwargs)
 

@@ -49,8 +49,14 @@ class WatchSession:
 
 
 @contextlib.contextmanager
-def watch(output_dir: str | Path | None = None, *, profile_start: int = 5, profile_steps: int = 5,
-          profile: bool = True, replay_numerics: bool = True) -> Iterator[WatchSession]:
+def watch(
+    output_dir: str | Path | None = None,
+    *,
+    profile_start: int = 5,
+    profile_steps: int = 5,
+    profile: bool = True,
+    replay_numerics: bool = True,
+) -> Iterator[WatchSession]:
     """Instrument the block; ``session.findings`` holds the diagnosis afterwards.
 
     With ``output_dir`` the watch report, the profile (steps ``profile_start`` ..
@@ -60,8 +66,12 @@ def watch(output_dir: str | Path | None = None, *, profile_start: int = 5, profi
     directory = Path(output_dir) if output_dir is not None else None
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-    watcher = Watcher(profile_dir=(directory / "profile") if directory is not None and profile else None,
-                      profile_start=profile_start, profile_steps=profile_steps, replay_numerics=replay_numerics)
+    watcher = Watcher(
+        profile_dir=(directory / "profile") if directory is not None and profile else None,
+        profile_start=profile_start,
+        profile_steps=profile_steps,
+        replay_numerics=replay_numerics,
+    )
     session = WatchSession(watcher, directory)
     watcher.start()
     try:
@@ -71,8 +81,16 @@ def watch(output_dir: str | Path | None = None, *, profile_start: int = 5, profi
 
 
 class DoctorResult:
-    def __init__(self, *, output_dir: Path, findings: list[Finding], returncode: int, summary: ProfileSummary | None,
-                 report: WatchReport | None, stderr_tail: str) -> None:
+    def __init__(
+        self,
+        *,
+        output_dir: Path,
+        findings: list[Finding],
+        returncode: int,
+        summary: ProfileSummary | None,
+        report: WatchReport | None,
+        stderr_tail: str,
+    ) -> None:
         self.output_dir = output_dir
         self.findings = findings
         self.returncode = returncode
@@ -81,8 +99,15 @@ class DoctorResult:
         self.stderr_tail = stderr_tail
 
 
-def doctor_script(path: str | Path, args: list[str] | None = None, *, output_dir: str | Path | None = None,
-                  profile_start: int = 5, profile_steps: int = 5, timeout: float | None = None) -> DoctorResult:
+def doctor_script(
+    path: str | Path,
+    args: list[str] | None = None,
+    *,
+    output_dir: str | Path | None = None,
+    profile_start: int = 5,
+    profile_steps: int = 5,
+    timeout: float | None = None,
+) -> DoctorResult:
     """Run a user's training script under instrumentation and return its findings."""
     script = Path(path)
     if not script.is_file() or script.suffix != ".py":
@@ -91,8 +116,20 @@ def doctor_script(path: str | Path, args: list[str] | None = None, *, output_dir
     directory.mkdir(parents=True, exist_ok=True)
     (directory / WATCH_FILE).unlink(missing_ok=True)
     (directory / "findings.json").unlink(missing_ok=True)
-    command = [sys.executable, "-m", "tfpilot.diagnose.bootstrap", "--output", str(directory),
-               "--profile-start", str(profile_start), "--profile-steps", str(profile_steps), "--", str(script), *(args or [])]
+    command = [
+        sys.executable,
+        "-m",
+        "tfpilot.diagnose.bootstrap",
+        "--output",
+        str(directory),
+        "--profile-start",
+        str(profile_start),
+        "--profile-steps",
+        str(profile_steps),
+        "--",
+        str(script),
+        *(args or []),
+    ]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
     watch_path = directory / WATCH_FILE
@@ -103,5 +140,11 @@ def doctor_script(path: str | Path, args: list[str] | None = None, *, output_dir
     summary = summarize_profile(report.profile_dir) if report.profile_dir else None
     findings = analyze(summary=summary, watch=report, location=str(script))
     write_findings(directory / "findings.json", findings, append=True)
-    return DoctorResult(output_dir=directory, findings=findings, returncode=completed.returncode, summary=summary,
-                        report=report, stderr_tail="\n".join(completed.stderr.strip().splitlines()[-15:]))
+    return DoctorResult(
+        output_dir=directory,
+        findings=findings,
+        returncode=completed.returncode,
+        summary=summary,
+        report=report,
+        stderr_tail="\n".join(completed.stderr.strip().splitlines()[-15:]),
+    )

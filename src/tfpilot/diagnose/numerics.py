@@ -48,8 +48,11 @@ def replay_nonfinite(function, args: tuple, kwargs: dict) -> dict[str, Any]:
     if python_function is None:
         return {"replayed": False}
     weights_finite = _variables_finite(function, args, kwargs)
-    result: dict[str, Any] = {"replayed": True, "function": getattr(python_function, "__qualname__", "?"),
-                              "weights_finite_before_replay": weights_finite}
+    result: dict[str, Any] = {
+        "replayed": True,
+        "function": getattr(python_function, "__qualname__", "?"),
+        "weights_finite_before_replay": weights_finite,
+    }
     tf.debugging.enable_check_numerics()
     try:
         python_function(*args, **kwargs)

@@ -31,7 +31,11 @@ __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIV
 EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
-_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "tfpilot" + os.sep + "diagnose" + os.sep)
+_LIBRARY_MARKERS = (
+    os.sep + "site-packages" + os.sep,
+    os.sep + "dist-packages" + os.sep,
+    os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
+)
 
 
 @dataclasses.dataclass
@@ -78,7 +82,7 @@ class WatchReport:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "WatchReport":
+    def from_dict(cls, data: dict[str, Any]) -> WatchReport:
         data = dict(data)
         data["functions"] = [FunctionRecord(**f) for f in data["functions"]]
         data["timing"] = StepTiming(**data["timing"]) if data.get("timing") else None
@@ -106,15 +110,27 @@ def _issued_by_tensorflow(frame) -> bool:
     Reads made by other libraries on the user's behalf (``np.mean(tensor)``) still count.
     """
     filename = frame.f_code.co_filename if frame is not None else ""
-    return any(marker in filename for marker in (os.sep + "tensorflow" + os.sep, os.sep + "keras" + os.sep, os.sep + "tf_keras" + os.sep,
-                                                  os.sep + "tfpilot" + os.sep + "diagnose" + os.sep))
+    return any(
+        marker in filename
+        for marker in (
+            os.sep + "tensorflow" + os.sep,
+            os.sep + "keras" + os.sep,
+            os.sep + "tf_keras" + os.sep,
+            os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
+        )
+    )
 
 
 def _describe_argument(name: str, value: Any) -> dict[str, Any]:
     import tensorflow as tf
 
     if isinstance(value, (tf.Tensor, tf.Variable)):
-        return {"name": name, "kind": "tensor", "dtype": value.dtype.name, "shape": value.shape.as_list() if value.shape.rank is not None else None}
+        return {
+            "name": name,
+            "kind": "tensor",
+            "dtype": value.dtype.name,
+            "shape": value.shape.as_list() if value.shape.rank is not None else None,
+        }
     if isinstance(value, (bool, int, float, complex, str)):
         return {"name": name, "kind": "python", "type": type(value).__name__, "value": repr(value)[:40]}
     if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -144,8 +160,14 @@ def _argument_names(function, count: int) -> list[str]:
 class Watcher:
     """Install with ``start()``, remove with ``stop()``; ``report()`` summarises what was seen."""
 
-    def __init__(self, *, profile_dir: str | Path | None = None, profile_start: int = 5, profile_steps: int = 5,
-                 replay_numerics: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        profile_dir: str | Path | None = None,
+        profile_start: int = 5,
+        profile_steps: int = 5,
+        replay_numerics: bool = True,
+    ) -> None:
         self.profile_dir = Path(profile_dir) if profile_dir else None
         self.profile_start = profile_start
         self.profile_steps = profile_steps
@@ -168,7 +190,7 @@ class Watcher:
         self._stopped = 0.0
 
     # ------------------------------------------------------------------ install / remove
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         from tensorflow.python.data.ops import iterator_ops
         from tensorflow.python.eager import backprop
         from tensorflow.python.eager.polymorphic_function import polymorphic_function
@@ -265,7 +287,7 @@ class Watcher:
         self._originals.clear()
         self._stopped = time.perf_counter()
 
-    def __enter__(self) -> "Watcher":
+    def __enter__(self) -> Watcher:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -278,14 +300,16 @@ class Watcher:
 
     def _on_call(self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float) -> None:
         key, name, location = _function_identity(function)
-        record = self.functions.setdefault(key, {"name": name, "location": location, "calls": 0, "traces": [], "function": function})
+        record = self.functions.setdefault(
+            key, {"name": name, "location": location, "calls": 0, "traces": [], "function": function}
+        )
         record["calls"] += 1
         record["function"] = function
         self.compiled_calls += 1
         after = function.experimental_get_tracing_count()
         if after > before:
             names = _argument_names(function, len(args))
-            signature = [_describe_argument(n, a) for n, a in zip(names, args)]
+            signature = [_describe_argument(n, a) for n, a in zip(names, args, strict=False)]
             signature += [_describe_argument(k, v) for k, v in sorted(kwargs.items())]
             record["traces"].append(signature)
         self._last_call = (function, args, kwargs)
@@ -334,7 +358,11 @@ class Watcher:
         from tfpilot.diagnose.numerics import replay_nonfinite
 
         driver = self._last_call
-        self.nonfinite = {"seen_at": location, "step": int(sum(self.boundaries.values())), "value": float(array.flat[0])}
+        self.nonfinite = {
+            "seen_at": location,
+            "step": int(sum(self.boundaries.values())),
+            "value": float(array.flat[0]),
+        }
         if driver is not None:
             function, args, kwargs = driver
             self.nonfinite.update(replay_nonfinite(function, args, kwargs))
@@ -359,14 +387,17 @@ class Watcher:
         if len(boundaries) < 3:
             return None
         # Only whole steps between the first and last boundary; boundaries are in time order.
-        waits = sorted((s, e, k, key) for k, s, e, key in self.events
-                       if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1])
+        waits = sorted(
+            (s, e, k, key)
+            for k, s, e, key in self.events
+            if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1]
+        )
         steps = len(boundaries) - 1
         step_times, idle_times = [], []
         starts = [w[0] for w in waits]
-        for (_, previous_end), (next_start, next_end) in zip(boundaries, boundaries[1:]):
+        for (_, previous_end), (next_start, next_end) in zip(boundaries, boundaries[1:], strict=False):
             # Everything between two driver calls that is neither input, sync nor the watcher's own work is idle.
-            inside = waits[bisect.bisect_left(starts, previous_end):bisect.bisect_right(starts, next_start)]
+            inside = waits[bisect.bisect_left(starts, previous_end) : bisect.bisect_right(starts, next_start)]
             explained = sum(e - s for s, e, k, _ in inside if k in ("next", "sync"))
             overhead = sum(e - s for s, e, k, _ in inside if k == "overhead")
             idle_times.append(max(next_start - previous_end - explained - overhead, 0.0))
@@ -402,8 +433,14 @@ class Watcher:
         for key, record in self.functions.items():
             function = record["function"]
             functions.append(
-                FunctionRecord(key=key, name=record["name"], location=record["location"], calls=record["calls"],
-                               tracing_count=int(function.experimental_get_tracing_count()), traces=record["traces"])
+                FunctionRecord(
+                    key=key,
+                    name=record["name"],
+                    location=record["location"],
+                    calls=record["calls"],
+                    tracing_count=int(function.experimental_get_tracing_count()),
+                    traces=record["traces"],
+                )
             )
         end = self._stopped or time.perf_counter()
         return WatchReport(

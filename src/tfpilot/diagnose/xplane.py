@@ -107,7 +107,7 @@ class ProfileSummary:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ProfileSummary":
+    def from_dict(cls, data: dict[str, Any]) -> ProfileSummary:
         data = dict(data)
         data["steps"] = StepBreakdown(**data["steps"])
         data["top_ops"] = [OpStat(**op) for op in data["top_ops"]]
@@ -179,7 +179,11 @@ def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[P
                     for stat in event.stats:
                         if stat.metadata_id == step_num_id and step_num_id is not None:
                             has_markers = True
-                        elif stat.metadata_id == iteration_id and iteration_id is not None and stat.WhichOneof("value") in ("int64_value", "uint64_value"):
+                        elif (
+                            stat.metadata_id == iteration_id
+                            and iteration_id is not None
+                            and stat.WhichOneof("value") in ("int64_value", "uint64_value")
+                        ):
                             if stat.int64_value or stat.uint64_value:
                                 stat.int64_value = 0
                                 changed = True
@@ -200,13 +204,18 @@ def _tool(files: list[Path], tool: str) -> Any:
     with _quiet_native_logs():
         data, _ = raw_to_tool_data.xspace_to_tool_data([str(f) for f in files], tool, {})
     if data is None:
-        raise ProfileError(f"xprof could not convert `{files[0]}` with tool `{tool}`; the profile may be empty or truncated")
+        raise ProfileError(
+            f"xprof could not convert `{files[0]}` with tool `{tool}`; the profile may be empty or truncated"
+        )
     return data
 
 
 def _table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     ids = [col["id"] for col in table.get("cols") or []]
-    return [{key: cell.get("v") if cell else None for key, cell in zip(ids, row["c"])} for row in table.get("rows") or []]
+    return [
+        {key: cell.get("v") if cell else None for key, cell in zip(ids, row["c"], strict=False)}
+        for row in table.get("rows") or []
+    ]
 
 
 def _find_table(tables: list[dict[str, Any]], column: str) -> dict[str, Any]:
@@ -226,11 +235,23 @@ def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, 
     properties = table.get("p") or {}
     per_step = []
     for row in _table_rows(table):
-        compute = sum(float(row.get(k) or 0.0) for k in ("deviceComputeTimeMs", "hostComputeTimeMs", "deviceToDeviceTimeMs", "deviceCollectivesTimeMs"))
+        compute = sum(
+            float(row.get(k) or 0.0)
+            for k in ("deviceComputeTimeMs", "hostComputeTimeMs", "deviceToDeviceTimeMs", "deviceCollectivesTimeMs")
+        )
         input_ms = float(row.get("infeedTimeMs") or 0.0)
-        other = sum(float(row.get(k) or 0.0) for k in ("kernelLaunchTimeMs", "outfeedTimeMs", "compileTimeMs", "otherTimeMs"))
-        per_step.append({"step": str(row.get("stepnum")), "step_ms": float(row.get("stepTimeMs") or 0.0),
-                         "input_ms": input_ms, "compute_ms": compute, "other_ms": other})
+        other = sum(
+            float(row.get(k) or 0.0) for k in ("kernelLaunchTimeMs", "outfeedTimeMs", "compileTimeMs", "otherTimeMs")
+        )
+        per_step.append(
+            {
+                "step": str(row.get("stepnum")),
+                "step_ms": float(row.get("stepTimeMs") or 0.0),
+                "input_ms": input_ms,
+                "compute_ms": compute,
+                "other_ms": other,
+            }
+        )
     count = len(per_step)
 
     def mean(key: str) -> float:
@@ -242,8 +263,14 @@ def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, 
         return 100.0 * value / step_ms if step_ms else 0.0
 
     breakdown = StepBreakdown(
-        steps=count, step_ms=step_ms, input_ms=mean("input_ms"), compute_ms=mean("compute_ms"), other_ms=mean("other_ms"),
-        input_percent=percent(mean("input_ms")), compute_percent=percent(mean("compute_ms")), other_percent=percent(mean("other_ms")),
+        steps=count,
+        step_ms=step_ms,
+        input_ms=mean("input_ms"),
+        compute_ms=mean("compute_ms"),
+        other_ms=mean("other_ms"),
+        input_percent=percent(mean("input_ms")),
+        compute_percent=percent(mean("compute_ms")),
+        other_percent=percent(mean("other_ms")),
         per_step=per_step,
     )
     return breakdown, str(properties.get("hardware_type", "")), str(properties.get("input_conclusion", ""))
@@ -287,7 +314,12 @@ def _op_stats(op_tables: list[dict[str, Any]]) -> tuple[list[OpStat], list[dict[
     return sorted(ops, key=lambda op: op.total_self_time_ms, reverse=True), raw
 
 
-_GET_NEXT_OPS = {"IteratorGetNext", "IteratorGetNextAsOptional", "IteratorGetNextSync", "MultiDeviceIteratorGetNextFromShard"}
+_GET_NEXT_OPS = {
+    "IteratorGetNext",
+    "IteratorGetNextAsOptional",
+    "IteratorGetNextSync",
+    "MultiDeviceIteratorGetNextFromShard",
+}
 
 
 def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepBreakdown:
@@ -296,12 +328,29 @@ def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepB
     times = capture["step_times_ms"]
     step_ms = sum(times) / len(times)
     input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(times), step_ms)
-    compute_ms = min(sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(times), step_ms - input_ms)
+    compute_ms = min(
+        sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(times),
+        step_ms - input_ms,
+    )
     other_ms = max(step_ms - input_ms - compute_ms, 0.0)
-    percent = (lambda v: 100.0 * v / step_ms if step_ms else 0.0)
-    return StepBreakdown(steps=len(times), step_ms=step_ms, input_ms=input_ms, compute_ms=compute_ms, other_ms=other_ms,
-                         input_percent=percent(input_ms), compute_percent=percent(compute_ms), other_percent=percent(other_ms),
-                         per_step=[{"step": str(s), "step_ms": t, "source": "capture"} for s, t in zip(capture.get("steps", []), times)])
+
+    def percent(v):
+        return 100.0 * v / step_ms if step_ms else 0.0
+
+    return StepBreakdown(
+        steps=len(times),
+        step_ms=step_ms,
+        input_ms=input_ms,
+        compute_ms=compute_ms,
+        other_ms=other_ms,
+        input_percent=percent(input_ms),
+        compute_percent=percent(compute_ms),
+        other_percent=percent(other_ms),
+        per_step=[
+            {"step": str(s), "step_ms": t, "source": "capture"}
+            for s, t in zip(capture.get("steps", []), times, strict=False)
+        ],
+    )
 
 
 def _write_op_stats_csv(path: Path, ops: list[OpStat]) -> None:
@@ -335,7 +384,11 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
     if not steps.steps and capture.get("step_times_ms"):
         steps = _breakdown_from_capture(capture, ops)
 
-    trace_path, csv_path, summary_path = profile_dir / TRACE_FILE, profile_dir / OP_STATS_FILE, profile_dir / SUMMARY_FILE
+    trace_path, csv_path, summary_path = (
+        profile_dir / TRACE_FILE,
+        profile_dir / OP_STATS_FILE,
+        profile_dir / SUMMARY_FILE,
+    )
     atomic_write_bytes(trace_path, gzip.compress(trace.encode() if isinstance(trace, str) else trace, compresslevel=5))
     _write_op_stats_csv(csv_path, ops)
     summary = ProfileSummary(
@@ -350,8 +403,12 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
         host_op_self_time_ms_per_step=sum(op.total_self_time_ms for op in host_ops) / captured,
         input_conclusion=conclusion,
         capture=capture,
-        files={"trace": TRACE_FILE, "op_stats": OP_STATS_FILE, "summary": SUMMARY_FILE,
-               "xplane": [str(f.relative_to(profile_dir)) for f in files]},
+        files={
+            "trace": TRACE_FILE,
+            "op_stats": OP_STATS_FILE,
+            "summary": SUMMARY_FILE,
+            "xplane": [str(f.relative_to(profile_dir)) for f in files],
+        },
     )
     atomic_write_json(summary_path, summary.to_dict())
     return summary

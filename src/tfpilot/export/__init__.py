@@ -25,8 +25,19 @@ from tfpilot.export.signatures import (
 )
 from tfpilot.export.tf_example import to_examples
 from tfpilot.export.tflite import TFLITE_VARIANTS, convert_tflite, tflite_filename
-from tfpilot.export.verify import run_with_session_loader, verify_saved_model, verify_serving_methods, verify_warmup_records
-from tfpilot.export.warmup import WARMUP_PATH, build_warmup_records, read_warmup_records, warmup_hook, write_warmup_records
+from tfpilot.export.verify import (
+    run_with_session_loader,
+    verify_saved_model,
+    verify_serving_methods,
+    verify_warmup_records,
+)
+from tfpilot.export.warmup import (
+    WARMUP_PATH,
+    build_warmup_records,
+    read_warmup_records,
+    warmup_hook,
+    write_warmup_records,
+)
 
 # Built-in post-write hooks, in order: the .keras archive first (fails fast on unserialisable
 # layers), then warmup records, then the contract (which describes the finished directory).

@@ -20,7 +20,14 @@ from tfpilot.atomic import atomic_write_json
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.errors import ExportError
 
-__all__ = ["CONTRACT_FILENAME", "CONTRACT_FORMAT_VERSION", "build_contract", "check_contract", "contract_hook", "read_contract"]
+__all__ = [
+    "CONTRACT_FILENAME",
+    "CONTRACT_FORMAT_VERSION",
+    "build_contract",
+    "check_contract",
+    "contract_hook",
+    "read_contract",
+]
 
 CONTRACT_FILENAME = "contract.json"
 CONTRACT_FORMAT_VERSION = 1
@@ -74,14 +81,20 @@ def _metrics(trained: Any) -> dict[str, Any] | None:
 
 
 def build_contract(
-    *, version_dir: Path, version: int, model: keras.Model, preprocessor: Preprocessor, class_names: list[str], trained: Any = None
+    *,
+    version_dir: Path,
+    version: int,
+    model: keras.Model,
+    preprocessor: Preprocessor,
+    class_names: list[str],
+    trained: Any = None,
 ) -> dict[str, Any]:
     signatures = _signatures(version_dir)
     serving = signatures.get("serving_default", {"inputs": {}, "outputs": {}})
     return {
         "format_version": CONTRACT_FORMAT_VERSION,
         "version": version,
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "inputs": serving["inputs"],
         "outputs": serving["outputs"],
         "signatures": signatures,
@@ -94,7 +107,10 @@ def build_contract(
 
 
 def _expected_inputs(preprocessor: Preprocessor) -> dict[str, dict[str, Any]]:
-    return {name: {"dtype": spec["dtype"], "shape": [-1, *spec["shape"]]} for name, spec in preprocessor.feature_spec.items()}
+    return {
+        name: {"dtype": spec["dtype"], "shape": [-1, *spec["shape"]]}
+        for name, spec in preprocessor.feature_spec.items()
+    }
 
 
 def check_contract(
@@ -104,14 +120,20 @@ def check_contract(
     problems: list[str] = []
     expected_inputs = _expected_inputs(preprocessor)
     if contract["inputs"] != expected_inputs:
-        problems.append(f"serving_default inputs {contract['inputs']} differ from the preprocessing feature spec {expected_inputs}")
+        problems.append(
+            f"serving_default inputs {contract['inputs']} differ from the preprocessing feature spec {expected_inputs}"
+        )
     labels = contract["labels"]
     if len(set(labels)) != len(labels):
         problems.append(f"labels are not unique: {labels}")
     if contract["num_model_outputs"] is not None and contract["num_model_outputs"] != len(labels):
-        problems.append(f"the model has {contract['num_model_outputs']} output units but there are {len(labels)} labels")
+        problems.append(
+            f"the model has {contract['num_model_outputs']} output units but there are {len(labels)} labels"
+        )
     if contract["metrics"] and "class_names" in contract["metrics"] and contract["metrics"]["class_names"] != labels:
-        problems.append(f"metrics.json class_names {contract['metrics']['class_names']} differ from the exported labels {labels}")
+        problems.append(
+            f"metrics.json class_names {contract['metrics']['class_names']} differ from the exported labels {labels}"
+        )
     # The signatures asked for (export.signatures when exporting a run) must all be in the MetaGraph.
     wanted = signatures if signatures is not None else (config.export.signatures if config is not None else [])
     missing = [s for s in wanted if s not in contract["signatures"]]
@@ -129,10 +151,14 @@ def check_contract(
     if kind == "csv":
         for column in data.csv.categorical_columns:
             if contract["inputs"].get(column, {}).get("dtype") != "string":
-                problems.append(f"data.csv.categorical_columns lists `{column}`, but the SavedModel has no string input of that name")
+                problems.append(
+                    f"data.csv.categorical_columns lists `{column}`, but the SavedModel has no string input of that name"
+                )
         for column in data.csv.numeric_columns or []:
             if column not in contract["inputs"]:
-                problems.append(f"data.csv.numeric_columns lists `{column}`, but the SavedModel has no input of that name")
+                problems.append(
+                    f"data.csv.numeric_columns lists `{column}`, but the SavedModel has no input of that name"
+                )
     return problems
 
 
@@ -148,12 +174,25 @@ def contract_hook(
     **_: Any,
 ) -> None:
     """Post-write hook: build the contract from the written MetaGraph, check it, write contract.json."""
-    contract = build_contract(version_dir=version_dir, version=version, model=model, preprocessor=preprocessor, class_names=class_names, trained=trained)
+    contract = build_contract(
+        version_dir=version_dir,
+        version=version,
+        model=model,
+        preprocessor=preprocessor,
+        class_names=class_names,
+        trained=trained,
+    )
     problems = check_contract(
-        contract, preprocessor=preprocessor, config=trained.config if trained is not None else None, signatures=signatures
+        contract,
+        preprocessor=preprocessor,
+        config=trained.config if trained is not None else None,
+        signatures=signatures,
     )
     if problems:
-        raise ExportError(f"the exported model contradicts its config: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
+        raise ExportError(
+            f"the exported model contradicts its config: {problems[0]}"
+            + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
     atomic_write_json(Path(version_dir) / CONTRACT_FILENAME, contract)
 
 

@@ -38,7 +38,9 @@ def raw_split_features(pipeline: Any, split: str) -> tuple[dict[str, np.ndarray]
     """Raw (client-side) features and labels of a split, in the same order as pipeline.arrays(split)."""
     rows = list(pipeline.raw(split).as_numpy_iterator())
     names = list(pipeline.preprocessor.feature_spec)
-    return {name: np.stack([features[name] for features, _ in rows]) for name in names}, np.asarray([label for _, label in rows])
+    return {name: np.stack([features[name] for features, _ in rows]) for name in names}, np.asarray(
+        [label for _, label in rows]
+    )
 
 
 def representative_batches(pipeline: Any, *, num_batches: int):
@@ -73,7 +75,10 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
     """Write each format under runs/<name>/exports/, measure parity, write parity.json; see module doc."""
     unknown = [f for f in formats if f not in SUPPORTED_FORMATS]
     if unknown:
-        raise ExportError(f"unknown export format(s) {unknown}; expected any of saved_model, {', '.join(SUPPORTED_FORMATS)}", exit_code=2)
+        raise ExportError(
+            f"unknown export format(s) {unknown}; expected any of saved_model, {', '.join(SUPPORTED_FORMATS)}",
+            exit_code=2,
+        )
     config = trained.config.export
     pipeline = trained.pipeline
     if pipeline.preprocessor.kind == "text" and any(f in TFLITE_VARIANTS for f in formats):
@@ -89,14 +94,21 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
     raw_features, labels = raw_split_features(pipeline, split)
     preprocessed, preprocessed_labels = pipeline.arrays(split)
     if not np.array_equal(labels, preprocessed_labels):
-        raise ExportError(f"the raw and preprocessed `{split}` splits are not in the same order; parity cannot pair them")
+        raise ExportError(
+            f"the raw and preprocessed `{split}` splits are not in the same order; parity cannot pair them"
+        )
 
     reference_runner = SavedModelRunner(saved_model_path)
     reference = reference_runner.probabilities(raw_features)
     rows = [
         parity_row(
-            format="saved_model", path=Path(saved_model_path), probabilities=reference, reference=reference, labels=labels,
-            latency_ms_p50=reference_runner.latency_ms(raw_features), size_bytes=directory_size(Path(saved_model_path)),
+            format="saved_model",
+            path=Path(saved_model_path),
+            probabilities=reference,
+            reference=reference,
+            labels=labels,
+            latency_ms_p50=reference_runner.latency_ms(raw_features),
+            size_bytes=directory_size(Path(saved_model_path)),
         )
     ]
     written: dict[str, str] = {}
@@ -104,7 +116,9 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
     float_size: int | None = None
     for variant in [f for f in TFLITE_VARIANTS if f in formats]:
         content = convert_tflite(
-            trained.model, variant=variant, input_shape=input_shape,
+            trained.model,
+            variant=variant,
+            input_shape=input_shape,
             representative_batches=representative_batches(pipeline, num_batches=config.representative_batches),
         )
         path = exports / tflite_filename(variant)
@@ -113,8 +127,13 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
         runner = TFLiteRunner(path)
         rows.append(
             parity_row(
-                format=variant, path=path, probabilities=runner.probabilities(preprocessed), reference=reference,
-                labels=labels, latency_ms_p50=runner.latency_ms(preprocessed), size_bytes=len(content),
+                format=variant,
+                path=path,
+                probabilities=runner.probabilities(preprocessed),
+                reference=reference,
+                labels=labels,
+                latency_ms_p50=runner.latency_ms(preprocessed),
+                size_bytes=len(content),
             )
         )
         if variant == "tflite":
@@ -126,8 +145,14 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
         written["tfjs"] = str(tfjs_dir)
         result = run_tfjs(tfjs_dir, raw_features)
         rows.append(
-            parity_row(format="tfjs", path=tfjs_dir, probabilities=result["probabilities"], reference=reference, labels=labels,
-                       latency_ms_p50=result["latency_ms_p50"])
+            parity_row(
+                format="tfjs",
+                path=tfjs_dir,
+                probabilities=result["probabilities"],
+                reference=reference,
+                labels=labels,
+                latency_ms_p50=result["latency_ms_p50"],
+            )
         )
     if any(row["format"].startswith("tflite") for row in rows):
         if float_size is None:
@@ -137,10 +162,14 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
             if row["format"].startswith("tflite"):
                 row["size_reduction_vs_float32"] = float_size / row["size_bytes"]
     for row in rows:
-        row["latency_ratio_vs_saved_model"] = row["latency_ms_p50"] / rows[0]["latency_ms_p50"] if rows[0]["latency_ms_p50"] else None
+        row["latency_ratio_vs_saved_model"] = (
+            row["latency_ms_p50"] / rows[0]["latency_ms_p50"] if rows[0]["latency_ms_p50"] else None
+        )
 
     findings = check_parity(
-        rows, max_accuracy_drop=config.parity.max_accuracy_drop, min_argmax_agreement=config.parity.min_argmax_agreement,
+        rows,
+        max_accuracy_drop=config.parity.max_accuracy_drop,
+        min_argmax_agreement=config.parity.min_argmax_agreement,
     )
     for row in rows:
         row["split"] = split
@@ -151,9 +180,13 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
         raise ExportParityError(
             f"{len(findings)} export(s) outside the parity thresholds: {findings[0].message}; "
             f"see {trained.run.parity_path} and EXPORT-PARITY in {trained.run.findings_path}",
-            rows=rows, findings=findings,
+            rows=rows,
+            findings=findings,
         )
     return {
-        "exports": written, "parity_path": str(trained.run.parity_path), "parity": rows,
-        "tflite_input": _tflite_input_note(pipeline.preprocessor), "findings": [],
+        "exports": written,
+        "parity_path": str(trained.run.parity_path),
+        "parity": rows,
+        "tflite_input": _tflite_input_note(pipeline.preprocessor),
+        "findings": [],
     }

@@ -20,7 +20,7 @@ from tfpilot.errors import ExportError
 
 __all__ = ["unserializable_layers", "write_keras_archive", "keras_archive_hook"]
 
-_REGISTER_FIX = "decorate the class with @keras.saving.register_keras_serializable(package=\"yourpackage\")"
+_REGISTER_FIX = 'decorate the class with @keras.saving.register_keras_serializable(package="yourpackage")'
 
 
 def _is_builtin(cls: type) -> bool:
@@ -69,7 +69,10 @@ def write_keras_archive(model: keras.Model, path: str | Path, *, sample_input: n
     path = Path(path)
     problems = unserializable_layers(model)
     if problems:
-        raise ExportError(f"cannot write the .keras archive: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        raise ExportError(
+            f"cannot write the .keras archive: {problems[0]}"
+            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".keras", dir=path.parent)
     os.close(fd)
@@ -80,18 +83,37 @@ def write_keras_archive(model: keras.Model, path: str | Path, *, sample_input: n
             restored = keras.saving.load_model(tmp, compile=False, safe_mode=True)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExportError(f"the .keras archive of `{model.name}` does not save and reload ({first}); {_REGISTER_FIX} and implement get_config()") from None
+            raise ExportError(
+                f"the .keras archive of `{model.name}` does not save and reload ({first}); {_REGISTER_FIX} and implement get_config()"
+            ) from None
         if sample_input is not None:
-            diff = float(np.max(np.abs(np.asarray(restored(sample_input, training=False)) - np.asarray(model(sample_input, training=False)))))
+            diff = float(
+                np.max(
+                    np.abs(
+                        np.asarray(restored(sample_input, training=False))
+                        - np.asarray(model(sample_input, training=False))
+                    )
+                )
+            )
             if diff > 1e-5:
-                raise ExportError(f"the reloaded .keras archive differs from the in-memory model by {diff:.2e}; a layer does not save all its weights")
+                raise ExportError(
+                    f"the reloaded .keras archive differs from the in-memory model by {diff:.2e}; a layer does not save all its weights"
+                )
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
 
 
-def keras_archive_hook(version_dir: Path, *, model: keras.Model, preprocessor: Any, sample_features: dict[str, np.ndarray], trained: Any = None, **_: Any) -> None:
+def keras_archive_hook(
+    version_dir: Path,
+    *,
+    model: keras.Model,
+    preprocessor: Any,
+    sample_features: dict[str, np.ndarray],
+    trained: Any = None,
+    **_: Any,
+) -> None:
     """Post-write hook: exports/model.keras for a run (without a run there is no exports/ folder to write to)."""
     if trained is None:
         problems = unserializable_layers(model)

@@ -42,7 +42,9 @@ def set_method_names(path: str | Path, method_names: dict[str, str]) -> None:
     for meta_graph in saved_model.meta_graphs:
         for name, method in method_names.items():
             if name not in meta_graph.signature_def:
-                raise ExportError(f"signature `{name}` is missing from `{pb_path}`; cannot set its method name to {method}")
+                raise ExportError(
+                    f"signature `{name}` is missing from `{pb_path}`; cannot set its method name to {method}"
+                )
             if meta_graph.signature_def[name].method_name != method:
                 meta_graph.signature_def[name].method_name = method
                 changed = True

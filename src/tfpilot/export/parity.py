@@ -169,7 +169,9 @@ def parity_row(
     }
 
 
-def check_parity(rows: list[dict[str, Any]], *, max_accuracy_drop: float, min_argmax_agreement: float, location: str = "") -> list[Finding]:
+def check_parity(
+    rows: list[dict[str, Any]], *, max_accuracy_drop: float, min_argmax_agreement: float, location: str = ""
+) -> list[Finding]:
     """EXPORT-PARITY error findings for rows outside the configured thresholds."""
     findings = []
     for row in rows:
@@ -186,9 +188,20 @@ def check_parity(rows: list[dict[str, Any]], *, max_accuracy_drop: float, min_ar
                     code=PARITY_CODE,
                     severity=Severity.ERROR,
                     title=f"{row['format']} does not match the SavedModel",
-                    message=f"{row['format']} ({row['path']}): " + "; ".join(broken) + f" on {row['examples']} test examples",
+                    message=f"{row['format']} ({row['path']}): "
+                    + "; ".join(broken)
+                    + f" on {row['examples']} test examples",
                     location=location or row["path"],
-                    evidence={k: row[k] for k in ("accuracy", "saved_model_accuracy", "accuracy_drop", "argmax_agreement", "max_abs_diff")},
+                    evidence={
+                        k: row[k]
+                        for k in (
+                            "accuracy",
+                            "saved_model_accuracy",
+                            "accuracy_drop",
+                            "argmax_agreement",
+                            "max_abs_diff",
+                        )
+                    },
                     fix=(
                         "for tflite-int8 raise export.representative_batches or use tflite-dynamic/tflite-fp16; "
                         "or relax export.parity.max_accuracy_drop / min_argmax_agreement if the loss is acceptable"

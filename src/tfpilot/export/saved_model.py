@@ -31,7 +31,14 @@ from tfpilot.export.signatures import (
 )
 from tfpilot.export.verify import verify_saved_model, verify_serving_methods, verify_warmup_records
 
-__all__ = ["ExportResult", "export_saved_model", "next_version", "EndpointBuilder", "register_endpoint", "register_post_write"]
+__all__ = [
+    "ExportResult",
+    "export_saved_model",
+    "next_version",
+    "EndpointBuilder",
+    "register_endpoint",
+    "register_post_write",
+]
 
 # Extra signatures (classify, regress, ...) plug in here: name -> builder(archive, model, preprocessor, class_names).
 EndpointBuilder = Callable[[keras.export.ExportArchive, keras.Model, Preprocessor, list[str]], None]
@@ -85,11 +92,16 @@ def export_saved_model(
     version = version or next_version(base)
     target = base / str(version)
     if target.exists():
-        raise ExportError(f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2)
+        raise ExportError(
+            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
+        )
     wanted = list(dict.fromkeys(signatures or ["serving_default"]))
     unknown = [s for s in wanted if s not in ("serving_default", "logits", *_EXTRA_ENDPOINTS)]
     if unknown:
-        raise ExportError(f"unknown signature(s) {unknown}; expected serving_default, logits or {sorted(_EXTRA_ENDPOINTS)}", exit_code=2)
+        raise ExportError(
+            f"unknown signature(s) {unknown}; expected serving_default, logits or {sorted(_EXTRA_ENDPOINTS)}",
+            exit_code=2,
+        )
     input_signature = list(preprocessor.input_signature(batched=True).values())
 
     archive = keras.export.ExportArchive()
@@ -98,7 +110,9 @@ def export_saved_model(
     # saves them, and adds their initializer to the init op the session loader runs, only if tracked.
     if getattr(preprocessor, "trackable", None) is not None:
         archive.track(preprocessor.trackable)
-    archive.add_endpoint("serving_default", make_serving_fn(model, preprocessor, class_names), input_signature=input_signature)
+    archive.add_endpoint(
+        "serving_default", make_serving_fn(model, preprocessor, class_names), input_signature=input_signature
+    )
     if "logits" in wanted:
         archive.add_endpoint("logits", make_logits_fn(model, preprocessor), input_signature=input_signature)
     for name in wanted:
@@ -118,11 +132,20 @@ def export_saved_model(
         set_method_names(tmp, method_names)
         for hook in _POST_WRITE:
             hook(
-                tmp, model=model, preprocessor=preprocessor, class_names=class_names, signatures=written,
-                version=version, sample_features=sample_features, **(post_write_context or {}),
+                tmp,
+                model=model,
+                preprocessor=preprocessor,
+                class_names=class_names,
+                signatures=written,
+                version=version,
+                sample_features=sample_features,
+                **(post_write_context or {}),
             )
         max_diff = verify_saved_model(tmp, sample_features=sample_features, expected=expected)
-        max_diff = max(max_diff, verify_serving_methods(tmp, sample_features=sample_features, expected=expected, method_names=method_names))
+        max_diff = max(
+            max_diff,
+            verify_serving_methods(tmp, sample_features=sample_features, expected=expected, method_names=method_names),
+        )
         warmup_file = tmp / "assets.extra" / "tf_serving_warmup_requests"
         if warmup_file.exists():
             verify_warmup_records(tmp, warmup_file=warmup_file)

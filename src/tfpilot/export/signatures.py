@@ -58,7 +58,7 @@ def make_serving_fn(model: keras.Model, preprocessor: Preprocessor, class_names:
     names = list(preprocessor.feature_spec)
 
     def serve(*tensors):
-        features = dict(zip(names, tensors))
+        features = dict(zip(names, tensors, strict=False))
         return serving_outputs(model(preprocessor(features), training=False), class_names)
 
     return serve
@@ -68,7 +68,7 @@ def make_logits_fn(model: keras.Model, preprocessor: Preprocessor) -> Callable:
     names = list(preprocessor.feature_spec)
 
     def logits(*tensors):
-        features = dict(zip(names, tensors))
+        features = dict(zip(names, tensors, strict=False))
         return {"logits": tf.cast(model(preprocessor(features), training=False), tf.float32)}
 
     return logits
@@ -143,9 +143,17 @@ def _examples_signature() -> list[tf.TensorSpec]:
     return [tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)]
 
 
-def add_classify_endpoint(archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> None:
-    archive.add_endpoint("classify", make_classify_fn(model, preprocessor, class_names), input_signature=_examples_signature())
+def add_classify_endpoint(
+    archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]
+) -> None:
+    archive.add_endpoint(
+        "classify", make_classify_fn(model, preprocessor, class_names), input_signature=_examples_signature()
+    )
 
 
-def add_regress_endpoint(archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> None:
-    archive.add_endpoint("regress", make_regress_fn(model, preprocessor, class_names), input_signature=_examples_signature())
+def add_regress_endpoint(
+    archive: keras.export.ExportArchive, model: keras.Model, preprocessor: Preprocessor, class_names: list[str]
+) -> None:
+    archive.add_endpoint(
+        "regress", make_regress_fn(model, preprocessor, class_names), input_signature=_examples_signature()
+    )

@@ -12,7 +12,9 @@ def _feature(value: np.ndarray):
 
     flat = np.asarray(value).reshape(-1)
     if flat.dtype.kind in ("U", "S", "O"):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v if isinstance(v, bytes) else str(v).encode() for v in flat]))
+        return tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[v if isinstance(v, bytes) else str(v).encode() for v in flat])
+        )
     if flat.dtype.kind in ("i", "u", "b"):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=flat.astype(np.int64).tolist()))
     return tf.train.Feature(float_list=tf.train.FloatList(value=flat.astype(np.float32).tolist()))

@@ -81,11 +81,17 @@ def _run(command: list[str], *, what: str, cwd: Path | None = None, timeout: flo
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:
-        raise ExportError(f"tfjs: {what} needs `{command[0]}`, which is not installed; install Node.js 18+ (node and npm)") from None
+        raise ExportError(
+            f"tfjs: {what} needs `{command[0]}`, which is not installed; install Node.js 18+ (node and npm)"
+        ) from None
     except subprocess.TimeoutExpired:
         raise ExportError(f"tfjs: {what} did not finish within {timeout:.0f}s") from None
     if done.returncode != 0:
-        lines = [l for l in (done.stderr or done.stdout).strip().splitlines() if l.strip() and not l.startswith("WARNING: Location")]
+        lines = [
+            line
+            for line in (done.stderr or done.stdout).strip().splitlines()
+            if line.strip() and not line.startswith("WARNING: Location")
+        ]
         raise ExportError(f"tfjs: {what} failed (exit {done.returncode}): {lines[-1] if lines else 'no output'}")
     return done.stdout
 
@@ -105,7 +111,11 @@ def ensure_tfjs_tools() -> tuple[Path, Path]:
     if not (node / "node_modules" / "@tensorflow" / "tfjs" / "package.json").exists():
         node.mkdir(parents=True, exist_ok=True)
         (node / "package.json").write_text(json.dumps({"name": "tfpilot-tfjs-verify", "private": True}) + "\n")
-        _run(["npm", "install", "--no-audit", "--no-fund", f"@tensorflow/tfjs@{TFJS_VERSION}"], what="npm install @tensorflow/tfjs", cwd=node)
+        _run(
+            ["npm", "install", "--no-audit", "--no-fund", f"@tensorflow/tfjs@{TFJS_VERSION}"],
+            what="npm install @tensorflow/tfjs",
+            cwd=node,
+        )
     (node / "verify.js").write_text(_VERIFY_JS)
     return python, node
 
@@ -120,19 +130,33 @@ def convert_tfjs(saved_model_path: str | Path, output_dir: str | Path) -> Path:
         shutil.rmtree(output_dir)
     with atomic_directory(output_dir) as tmp:
         _run(
-            [str(python), "-m", "tensorflowjs.converters.converter", "--input_format=tf_saved_model",
-             "--signature_name=serving_default", "--saved_model_tags=serve", str(saved_model_path), str(tmp)],
-            what="tensorflowjs_converter", timeout=600,
+            [
+                str(python),
+                "-m",
+                "tensorflowjs.converters.converter",
+                "--input_format=tf_saved_model",
+                "--signature_name=serving_default",
+                "--saved_model_tags=serve",
+                str(saved_model_path),
+                str(tmp),
+            ],
+            what="tensorflowjs_converter",
+            timeout=600,
         )
     return output_dir
 
 
-def run_tfjs(model_dir: str | Path, features: dict[str, np.ndarray], *, output: str = "probabilities", runs: int = 100) -> dict[str, Any]:
+def run_tfjs(
+    model_dir: str | Path, features: dict[str, np.ndarray], *, output: str = "probabilities", runs: int = 100
+) -> dict[str, Any]:
     """Run the tfjs model in Node on ``features``: {"probabilities": array, "latency_ms_p50": float}."""
     _, node = ensure_tfjs_tools()
     count = len(next(iter(features.values())))
     request = {
-        "output": output, "count": count, "warmup": 10, "runs": runs,
+        "output": output,
+        "count": count,
+        "warmup": 10,
+        "runs": runs,
         "inputs": {
             name: {
                 "shape": list(value.shape),
@@ -145,6 +169,14 @@ def run_tfjs(model_dir: str | Path, features: dict[str, np.ndarray], *, output: 
     with tempfile.TemporaryDirectory(prefix="tfpilot-tfjs-") as tmp:
         request_path, result_path = Path(tmp) / "in.json", Path(tmp) / "out.json"
         request_path.write_text(json.dumps(request))
-        _run(["node", "verify.js", str(Path(model_dir).resolve()), str(request_path), str(result_path)], what="running the model in Node", cwd=node, timeout=600)
+        _run(
+            ["node", "verify.js", str(Path(model_dir).resolve()), str(request_path), str(result_path)],
+            what="running the model in Node",
+            cwd=node,
+            timeout=600,
+        )
         result = json.loads(result_path.read_text())
-    return {"probabilities": np.asarray(result["values"], np.float32).reshape(result["shape"]), "latency_ms_p50": float(result["latency_ms_p50"])}
+    return {
+        "probabilities": np.asarray(result["values"], np.float32).reshape(result["shape"]),
+        "latency_ms_p50": float(result["latency_ms_p50"]),
+    }

@@ -34,7 +34,9 @@ def tflite_filename(variant: str) -> str:
     return "model.tflite" if variant == "tflite" else f"model-{variant.removeprefix('tflite-')}.tflite"
 
 
-def export_core_saved_model(model: keras.Model, path: str | Path, *, input_shape: tuple[int, ...], input_dtype: str = "float32") -> Path:
+def export_core_saved_model(
+    model: keras.Model, path: str | Path, *, input_shape: tuple[int, ...], input_dtype: str = "float32"
+) -> Path:
     """The converter's input: the core model alone, written through ExportArchive (a plain
     tf.saved_model.save of a Keras 3 model converts to a TFLite file that outputs NaN)."""
     import tensorflow as tf

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 # The TF1 session loader is used on purpose: it is the loader TF Serving's C++ path mirrors.
 # tfpilot: noqa-file[TFP601,TFP602,TFP610]
-
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,9 @@ __all__ = ["verify_saved_model", "run_with_session_loader", "verify_serving_meth
 ATOL = 1e-5
 
 
-def run_with_session_loader(path: str | Path, feeds: dict[str, np.ndarray], *, signature: str = "serving_default") -> dict[str, np.ndarray]:
+def run_with_session_loader(
+    path: str | Path, feeds: dict[str, np.ndarray], *, signature: str = "serving_default"
+) -> dict[str, np.ndarray]:
     graph = tf.Graph()
     with graph.as_default(), tf.compat.v1.Session(graph=graph) as session:
         # The loader logs a deprecation notice on every call; it is used on purpose here.
@@ -41,7 +42,9 @@ def run_with_session_loader(path: str | Path, feeds: dict[str, np.ndarray], *, s
         return session.run(fetches, feed_dict=feed_dict)
 
 
-def verify_saved_model(path: str | Path, *, sample_features: dict[str, np.ndarray], expected: dict[str, tf.Tensor]) -> float:
+def verify_saved_model(
+    path: str | Path, *, sample_features: dict[str, np.ndarray], expected: dict[str, tf.Tensor]
+) -> float:
     """Return the largest absolute difference of `probabilities` across both loaders."""
     try:
         loaded = tf.saved_model.load(str(path))
@@ -51,7 +54,9 @@ def verify_saved_model(path: str | Path, *, sample_features: dict[str, np.ndarra
     want = np.asarray(expected["probabilities"])
     diff_python = float(np.max(np.abs(reloaded["probabilities"].numpy() - want)))
     if diff_python > ATOL:
-        raise ExportError(f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e} (> {ATOL}); export is not faithful")
+        raise ExportError(
+            f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e} (> {ATOL}); export is not faithful"
+        )
     try:
         session_out = run_with_session_loader(path, sample_features)
     except Exception as exc:
@@ -69,7 +74,11 @@ def verify_saved_model(path: str | Path, *, sample_features: dict[str, np.ndarra
 
 
 def verify_serving_methods(
-    path: str | Path, *, sample_features: dict[str, np.ndarray], expected: dict[str, tf.Tensor], method_names: dict[str, str]
+    path: str | Path,
+    *,
+    sample_features: dict[str, np.ndarray],
+    expected: dict[str, tf.Tensor],
+    method_names: dict[str, str],
 ) -> float:
     """classify/regress: right method_name in the MetaGraph, same scores as serving_default in both loaders."""
     from tfpilot.export.method_names import read_signature_defs
@@ -85,18 +94,26 @@ def verify_serving_methods(
     worst = 0.0
     for name, method in method_names.items():
         if signature_defs[name].method_name != method:
-            raise ExportError(f"signature `{name}` has method_name `{signature_defs[name].method_name}`, expected `{method}`")
-        python_out = {k: v.numpy() for k, v in loaded.signatures[name](**{EXAMPLES_INPUT: tf.constant(examples)}).items()}
+            raise ExportError(
+                f"signature `{name}` has method_name `{signature_defs[name].method_name}`, expected `{method}`"
+            )
+        python_out = {
+            k: v.numpy() for k, v in loaded.signatures[name](**{EXAMPLES_INPUT: tf.constant(examples)}).items()
+        }
         try:
             session_out = run_with_session_loader(path, {EXAMPLES_INPUT: examples}, signature=name)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExportError(f"signature `{name}` of `{path}` fails in the session loader TF Serving uses ({first})") from None
+            raise ExportError(
+                f"signature `{name}` of `{path}` fails in the session loader TF Serving uses ({first})"
+            ) from None
         key, want = ("scores", probabilities) if "scores" in python_out else ("outputs", probabilities[:, 1])
         for loader, out in (("Python", python_out), ("session", session_out)):
             diff = float(np.max(np.abs(np.asarray(out[key]) - want)))
             if diff > ATOL:
-                raise ExportError(f"signature `{name}` ({loader} loader) differs from serving_default by {diff:.2e} (> {ATOL}) on the same examples")
+                raise ExportError(
+                    f"signature `{name}` ({loader} loader) differs from serving_default by {diff:.2e} (> {ATOL}) on the same examples"
+                )
             worst = max(worst, diff)
     return worst
 
@@ -119,5 +136,7 @@ def verify_warmup_records(path: str | Path, *, warmup_file: str | Path) -> int:
             run_with_session_loader(path, feeds, signature=request.model_spec.signature_name or "serving_default")
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExportError(f"warmup record 0 does not run against `{path}` in the session loader ({first})") from None
+            raise ExportError(
+                f"warmup record 0 does not run against `{path}` in the session loader ({first})"
+            ) from None
     return len(records)

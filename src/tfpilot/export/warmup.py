@@ -13,7 +13,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WARMUP_PATH", "MAX_WARMUP_RECORDS", "build_warmup_records", "write_warmup_records", "read_warmup_records", "warmup_hook"]
+__all__ = [
+    "WARMUP_PATH",
+    "MAX_WARMUP_RECORDS",
+    "build_warmup_records",
+    "write_warmup_records",
+    "read_warmup_records",
+    "warmup_hook",
+]
 
 WARMUP_PATH = Path("assets.extra") / "tf_serving_warmup_requests"
 MAX_WARMUP_RECORDS = 1000
@@ -42,7 +49,9 @@ def build_warmup_records(
     records = []
     for index in range(min(count, MAX_WARMUP_RECORDS)):
         row = index % rows
-        request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(name=model_name, signature_name="serving_default"))
+        request = predict_pb2.PredictRequest(
+            model_spec=model_pb2.ModelSpec(name=model_name, signature_name="serving_default")
+        )
         for name, values in features.items():
             request.inputs[name].CopyFrom(tf.make_tensor_proto(np.asarray(values[row : row + 1])))
         records.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
@@ -53,10 +62,14 @@ def build_warmup_records(
         example_list=input_pb2.ExampleList(examples=[tf.train.Example.FromString(e) for e in to_examples(head)])
     )
     if "classify" in signatures and len(records) < MAX_WARMUP_RECORDS:
-        request = classification_pb2.ClassificationRequest(model_spec=model_pb2.ModelSpec(name=model_name, signature_name="classify"), input=examples)
+        request = classification_pb2.ClassificationRequest(
+            model_spec=model_pb2.ModelSpec(name=model_name, signature_name="classify"), input=examples
+        )
         records.append(prediction_log_pb2.PredictionLog(classify_log=prediction_log_pb2.ClassifyLog(request=request)))
     if "regress" in signatures and len(records) < MAX_WARMUP_RECORDS:
-        request = regression_pb2.RegressionRequest(model_spec=model_pb2.ModelSpec(name=model_name, signature_name="regress"), input=examples)
+        request = regression_pb2.RegressionRequest(
+            model_spec=model_pb2.ModelSpec(name=model_name, signature_name="regress"), input=examples
+        )
         records.append(prediction_log_pb2.PredictionLog(regress_log=prediction_log_pb2.RegressLog(request=request)))
     return records
 
@@ -85,14 +98,20 @@ def _validation_features(trained: Any, count: int) -> dict[str, np.ndarray] | No
     rows = list(pipeline.raw(split).take(max(count, EXAMPLES_PER_REQUEST)))
     if not rows:
         return None
-    return {name: np.stack([features[name].numpy() for features, _ in rows]) for name in pipeline.preprocessor.feature_spec}
+    return {
+        name: np.stack([features[name].numpy() for features, _ in rows]) for name in pipeline.preprocessor.feature_spec
+    }
 
 
-def warmup_hook(version_dir: Path, *, signatures: list[str], sample_features: dict[str, np.ndarray], trained: Any = None, **_: Any) -> None:
+def warmup_hook(
+    version_dir: Path, *, signatures: list[str], sample_features: dict[str, np.ndarray], trained: Any = None, **_: Any
+) -> None:
     """Post-write hook: warmup records from validation data (the export's sample features without a run)."""
     count = trained.config.export.warmup_requests if trained is not None else DEFAULT_WARMUP_REQUESTS
     if count == 0:
         return
     features = (_validation_features(trained, count) if trained is not None else None) or sample_features
     model_name = trained.config.name if trained is not None else ""
-    write_warmup_records(version_dir, build_warmup_records(features=features, count=count, signatures=signatures, model_name=model_name))
+    write_warmup_records(
+        version_dir, build_warmup_records(features=features, count=count, signatures=signatures, model_name=model_name)
+    )

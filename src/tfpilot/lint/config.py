@@ -1,11 +1,11 @@
 """Lint settings from ``[tool.tfpilot.lint]`` in pyproject.toml, merged with command-line flags.
 
-    [tool.tfpilot.lint]
-    select = ["TFP1", "TFP301"]          # codes or prefixes; empty = every rule
-    ignore = ["TFP607"]
-    exclude = ["legacy/*", "notebooks"]  # globs, relative to the pyproject.toml's directory
-    per-file-ignores = { "tests/*" = ["TFP2"] }
-    fail-on = "warning"                  # lowest severity that makes the exit code 1
+[tool.tfpilot.lint]
+select = ["TFP1", "TFP301"]          # codes or prefixes; empty = every rule
+ignore = ["TFP607"]
+exclude = ["legacy/*", "notebooks"]  # globs, relative to the pyproject.toml's directory
+per-file-ignores = { "tests/*" = ["TFP2"] }
+fail-on = "warning"                  # lowest severity that makes the exit code 1
 """
 
 from __future__ import annotations

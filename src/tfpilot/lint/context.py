@@ -26,13 +26,30 @@ _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
-_EAGER_RE = re.compile(r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)")
+_EAGER_RE = re.compile(
+    r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)"
+)
 # Fields that never hold a node a rule needs: contexts, operators, and plain strings/ints
 # (identifiers, import aliases) - skipping them saves a getattr and a type check per node.
 _SKIP_FIELDS = frozenset(
     {
-        "ctx", "op", "ops", "type_comment", "kind", "arg", "id", "attr", "name", "module", "level",
-        "asname", "conversion", "is_async", "simple", "names", "type_ignores",
+        "ctx",
+        "op",
+        "ops",
+        "type_comment",
+        "kind",
+        "arg",
+        "id",
+        "attr",
+        "name",
+        "module",
+        "level",
+        "asname",
+        "conversion",
+        "is_async",
+        "simple",
+        "names",
+        "type_ignores",
     }
 )
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -408,12 +425,7 @@ class FileContext:
         if self.uses_tensorflow and node.name in self._wrapped_names:
             return True, "tf.function", self.graph_functions.get(node.name, False)
         klass = self.current_class()
-        if (
-            klass is not None
-            and klass.bases
-            and node.name in _KERAS_GRAPH_METHODS
-            and self.stack[-2] is klass
-        ):
+        if klass is not None and klass.bases and node.name in _KERAS_GRAPH_METHODS and self.stack[-2] is klass:
             return True, f"Keras {node.name}", False
         if node.name in self._dataset_fn_names:
             return True, "tf.data map function", False

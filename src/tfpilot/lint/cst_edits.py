@@ -17,9 +17,7 @@ __all__ = [
     "without_keyword",
 ]
 
-_TIGHT = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
+_TIGHT = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
 def expression(source: str) -> cst.BaseExpression:

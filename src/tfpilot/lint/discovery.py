@@ -58,9 +58,7 @@ def discover_files(paths: Iterable[str | Path], config: LintConfig) -> list[Path
         for directory, subdirectories, filenames in os.walk(path):
             base = Path(directory)
             subdirectories[:] = sorted(
-                name
-                for name in subdirectories
-                if not _skip_directory(name) and not config.is_excluded(base / name)
+                name for name in subdirectories if not _skip_directory(name) and not config.is_excluded(base / name)
             )
             for filename in sorted(filenames):
                 if filename.endswith(".py"):

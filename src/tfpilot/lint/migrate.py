@@ -99,7 +99,9 @@ def _plan(source: Path, destination: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def _upgrade_file(upgrader, source: Path, target: Path, relative: str) -> tuple[list[MigrationItem], list[MigrationItem]]:
+def _upgrade_file(
+    upgrader, source: Path, target: Path, relative: str
+) -> tuple[list[MigrationItem], list[MigrationItem]]:
     rewritten: list[MigrationItem] = []
     attention: list[MigrationItem] = []
     captured = io.StringIO()
@@ -108,8 +110,16 @@ def _upgrade_file(upgrader, source: Path, target: Path, relative: str) -> tuple[
     if not processed:
         shutil.copyfile(source, target)
         attention.append(
-            MigrationItem(relative, 1, 1, "tf_upgrade_v2", "ERROR", "tf_upgrade_v2 could not parse this file",
-                          why="the file was copied unchanged", fix="make the file valid Python, then run migrate again")
+            MigrationItem(
+                relative,
+                1,
+                1,
+                "tf_upgrade_v2",
+                "ERROR",
+                "tf_upgrade_v2 could not parse this file",
+                why="the file was copied unchanged",
+                fix="make the file valid Python, then run migrate again",
+            )
         )
         return rewritten, attention
     for raw in log_text.splitlines():

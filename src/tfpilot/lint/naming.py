@@ -39,9 +39,7 @@ _MODEL_WORDS = (
 )
 _FROZEN_WORDS = ("teacher", "target", "frozen", "ema", "pretrained", "reference")
 _DATASET_RE = re.compile(r"(^|_)(ds|dataset|datasets|data_set)(_|$)", re.IGNORECASE)
-_METRIC_RE = re.compile(
-    r"metric|acc|loss|auc|precision|recall|mean|mae|mse|iou|f1|error|tracker", re.IGNORECASE
-)
+_METRIC_RE = re.compile(r"metric|acc|loss|auc|precision|recall|mean|mae|mse|iou|f1|error|tracker", re.IGNORECASE)
 _RECURRENT_RE = re.compile(r"lstm|gru|rnn|recurrent|bidirectional|cell", re.IGNORECASE)
 _TRAINING_STEP_RE = re.compile(r"train|step|update|fit", re.IGNORECASE)
 _EVALUATION_RE = re.compile(

@@ -51,4 +51,3 @@ def parse_file_suppressions(source: str) -> list[Suppressions]:
 
 def file_suppresses(suppressions: list[Suppressions], code: str) -> bool:
     return any(_matches(code, entry) for entry in suppressions)
-

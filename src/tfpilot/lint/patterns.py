@@ -85,9 +85,7 @@ def is_model_call(call: ast.Call, context: FileContext) -> bool:
     if isinstance(func, ast.Name):
         if func.id == "self":
             klass = context.current_class()
-            return klass is not None and any(
-                "model" in (context.dotted(base) or "").lower() for base in klass.bases
-            )
+            return klass is not None and any("model" in (context.dotted(base) or "").lower() for base in klass.bases)
         if _assigned_non_model(func.id, context):
             return False
         return is_model_name(func.id) or _assigned_model(func.id, context)
@@ -107,8 +105,10 @@ def _assigned_non_model(key: str, context: FileContext) -> bool:
 
 def _assigned_model(key: str, context: FileContext) -> bool:
     qualname = context.assigned_calls.get(key)
-    return qualname is not None and qualname.split(".")[-1] in _KERAS_MODEL_FACTORIES and (
-        qualname.startswith(("keras.", "tensorflow.keras."))
+    return (
+        qualname is not None
+        and qualname.split(".")[-1] in _KERAS_MODEL_FACTORIES
+        and (qualname.startswith(("keras.", "tensorflow.keras.")))
     )
 
 

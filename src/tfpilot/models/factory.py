@@ -34,11 +34,15 @@ def _user_factory(spec: str) -> Callable[..., keras.Model]:
         ) from None
     factory = getattr(module, attr, None)
     if not callable(factory):
-        raise ModelError(f"`model.name` `{spec}`: `{module_name}` has no callable `{attr}`; expected a function returning a keras.Model")
+        raise ModelError(
+            f"`model.name` `{spec}`: `{module_name}` has no callable `{attr}`; expected a function returning a keras.Model"
+        )
     return factory
 
 
-def build_model(config: ModelConfig, *, input_shape: Any, num_classes: int, vocab_size: int | None = None) -> keras.Model:
+def build_model(
+    config: ModelConfig, *, input_shape: Any, num_classes: int, vocab_size: int | None = None
+) -> keras.Model:
     """Build the core model (preprocessed input -> logits).
 
     ``vocab_size`` (token ids are < vocab_size) comes from a text preprocessor; the text model
@@ -54,7 +58,12 @@ def build_model(config: ModelConfig, *, input_shape: Any, num_classes: int, voca
     else:
         factory = _user_factory(config.name)
         available = inspect.signature(factory).parameters
-        offered = {"input_shape": input_shape, "num_classes": num_classes, **({"vocab_size": vocab_size} if vocab_size else {}), **config.kwargs}
+        offered = {
+            "input_shape": input_shape,
+            "num_classes": num_classes,
+            **({"vocab_size": vocab_size} if vocab_size else {}),
+            **config.kwargs,
+        }
         accepts_all = any(p.kind == p.VAR_KEYWORD for p in available.values())
         kwargs = offered if accepts_all else {k: v for k, v in offered.items() if k in available}
         try:

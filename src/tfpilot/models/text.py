@@ -20,7 +20,9 @@ __all__ = ["text_classifier"]
 DEFAULT_VOCAB_SIZE = 5000
 
 
-def text_classifier(config: ModelConfig, *, input_shape: Any, num_classes: int, vocab_size: int | None = None) -> keras.Model:
+def text_classifier(
+    config: ModelConfig, *, input_shape: Any, num_classes: int, vocab_size: int | None = None
+) -> keras.Model:
     """`input_shape` is (None,) / (max_length,) for ids, or {"tokens": ..., "numeric": (k,)}."""
     vocab_size = int(vocab_size or config.kwargs.get("vocab_size", DEFAULT_VOCAB_SIZE))
     if isinstance(input_shape, dict):

@@ -15,7 +15,14 @@ from tfpilot.monitor.drift import (
     linf_distance,
     population_stability_index,
 )
-from tfpilot.monitor.gate import Blessing, CheckResult, blessing_path, parse_threshold, read_blessing, validate_candidate
+from tfpilot.monitor.gate import (
+    Blessing,
+    CheckResult,
+    blessing_path,
+    parse_threshold,
+    read_blessing,
+    validate_candidate,
+)
 from tfpilot.monitor.push import PushResult, push_blessed
 from tfpilot.monitor.statistics import compute_reference_stats, load_reference_stats, write_reference_stats
 

@@ -65,7 +65,7 @@ class DriftThresholds:
     min_examples: int = MIN_EXAMPLES
 
     @classmethod
-    def from_config(cls, monitor: Any, *, min_examples: int = MIN_EXAMPLES) -> "DriftThresholds":
+    def from_config(cls, monitor: Any, *, min_examples: int = MIN_EXAMPLES) -> DriftThresholds:
         """From a MonitorConfig (the `monitor` section of a run's config)."""
         return cls(
             js=monitor.js_threshold,
@@ -155,7 +155,9 @@ class DriftReport:
 
     @property
     def drifted(self) -> bool:
-        return self.enough_data and (any(f.drifted for f in self.features) or bool(self.prediction and self.prediction.drifted))
+        return self.enough_data and (
+            any(f.drifted for f in self.features) or bool(self.prediction and self.prediction.drifted)
+        )
 
     def drifted_features(self) -> list[str]:
         names = [f.feature for f in self.features if f.drifted]
@@ -233,7 +235,9 @@ def _prediction_ids(outputs: Mapping[str, Any], class_names: list[str]) -> list[
     return []
 
 
-def current_from_requests(requests: Iterable[Any], reference_stats: Mapping[str, Any], *, window: int | None = None) -> CurrentData:
+def current_from_requests(
+    requests: Iterable[Any], reference_stats: Mapping[str, Any], *, window: int | None = None
+) -> CurrentData:
     """Collect the reference's features (and predictions) from logged requests, newest ``window``
     examples if given. Requests lacking the features (another signature's inputs) are skipped."""
     names = list(reference_stats["features"])
@@ -285,11 +289,22 @@ def _numeric_drift(name: str, stats: Mapping[str, Any], values: np.ndarray, *, k
     scores["ks_statistic"], scores["ks_pvalue"] = ks_test(stats.get("sample", []), values)
     scores["mean"] = float(np.nanmean(values)) if values.size else math.nan
     scores["reference_mean"] = float(stats.get("mean", math.nan))
-    return FeatureDrift(name, kind, scores, False, [], int(values.size), _bin_labels(edges),
-                        _normalise(stats["histogram"]["counts"]).tolist(), _normalise(current).tolist())
+    return FeatureDrift(
+        name,
+        kind,
+        scores,
+        False,
+        [],
+        int(values.size),
+        _bin_labels(edges),
+        _normalise(stats["histogram"]["counts"]).tolist(),
+        _normalise(current).tolist(),
+    )
 
 
-def _categorical_scores(reference_frequencies: Mapping[str, float], other: float, values: list[str]) -> tuple[dict[str, float], list[str], list[float], list[float]]:
+def _categorical_scores(
+    reference_frequencies: Mapping[str, float], other: float, values: list[str]
+) -> tuple[dict[str, float], list[str], list[float], list[float]]:
     categories = list(reference_frequencies)
     known = set(categories)
     counts = Counter(value if value in known else OTHER for value in values)
@@ -337,8 +352,17 @@ def _image_drift(name: str, stats: Mapping[str, Any], values: list[Any]) -> Feat
         "mean": float(pixels.mean()),
         "reference_mean": float(np.mean(stats["channel_mean"])),
     }
-    return FeatureDrift(name, "image", scores, False, [], int(images.shape[0]), _bin_labels(edges),
-                        _normalise(reference_counts[worst]).tolist(), _normalise(per_channel[worst]).tolist())
+    return FeatureDrift(
+        name,
+        "image",
+        scores,
+        False,
+        [],
+        int(images.shape[0]),
+        _bin_labels(edges),
+        _normalise(reference_counts[worst]).tolist(),
+        _normalise(per_channel[worst]).tolist(),
+    )
 
 
 def _sequence_drift(name: str, stats: Mapping[str, Any], values: list[Any]) -> FeatureDrift:
@@ -348,7 +372,9 @@ def _sequence_drift(name: str, stats: Mapping[str, Any], values: list[Any]) -> F
     lengths, token_lists = sequence_lengths_and_tokens(values, is_string=is_string)
     length = _numeric_drift(name, stats["length"], lengths, kind="sequence")
     tokens = [token for tokens in token_lists for token in tokens]
-    token_scores, _, _, _ = _categorical_scores(stats["tokens"]["frequencies"], stats["tokens"].get("other", 0.0), tokens)
+    token_scores, _, _, _ = _categorical_scores(
+        stats["tokens"]["frequencies"], stats["tokens"].get("other", 0.0), tokens
+    )
     scores = {
         "js": max(length.scores["js"], token_scores["js"]),
         "psi": max(length.scores["psi"], token_scores["psi"]),
@@ -384,8 +410,17 @@ def _prediction_drift(labels: Mapping[str, Any], predictions: list[int]) -> Feat
         "psi": population_stability_index(reference, counts),
         "linf": linf_distance(reference, counts),
     }
-    return FeatureDrift(PREDICTION, "prediction", scores, False, [], len(predictions), class_names,
-                        _normalise(reference).tolist(), _normalise(counts).tolist())
+    return FeatureDrift(
+        PREDICTION,
+        "prediction",
+        scores,
+        False,
+        [],
+        len(predictions),
+        class_names,
+        _normalise(reference).tolist(),
+        _normalise(counts).tolist(),
+    )
 
 
 def _judge(drift: FeatureDrift, thresholds: DriftThresholds, *, ks_alpha: float) -> None:
@@ -403,7 +438,9 @@ def _judge(drift: FeatureDrift, thresholds: DriftThresholds, *, ks_alpha: float)
     drift.drifted = bool(reasons)
 
 
-def compute_drift(reference_stats: Mapping[str, Any], current: CurrentData, *, thresholds: DriftThresholds | None = None) -> DriftReport:
+def compute_drift(
+    reference_stats: Mapping[str, Any], current: CurrentData, *, thresholds: DriftThresholds | None = None
+) -> DriftReport:
     """Score every reference feature and the prediction distribution on ``current``."""
     thresholds = thresholds or DriftThresholds()
     enough = current.num_examples >= thresholds.min_examples
@@ -452,38 +489,47 @@ def detect_drift(
 def drift_findings(report: DriftReport, *, location: str = "") -> list[Finding]:
     """One finding per drifted feature (and for prediction drift), or one saying the window is too small."""
     if not report.enough_data:
-        return [Finding(
-            code="MON-DRIFT-FEW-EXAMPLES",
-            severity=Severity.INFO,
-            title="Too few served examples to judge drift",
-            message=f"the window holds {report.num_examples} example(s); drift is judged from {report.thresholds.min_examples}",
-            location=location,
-            evidence={"num_examples": report.num_examples, "min_examples": report.thresholds.min_examples},
-            fix="send more traffic or widen --window",
-        )]
+        return [
+            Finding(
+                code="MON-DRIFT-FEW-EXAMPLES",
+                severity=Severity.INFO,
+                title="Too few served examples to judge drift",
+                message=f"the window holds {report.num_examples} example(s); drift is judged from {report.thresholds.min_examples}",
+                location=location,
+                evidence={"num_examples": report.num_examples, "min_examples": report.thresholds.min_examples},
+                fix="send more traffic or widen --window",
+            )
+        ]
     findings = []
     for drift in report.features:
         if drift.drifted:
-            findings.append(Finding(
-                code="MON-DRIFT-FEATURE",
-                severity=Severity.WARNING,
-                title=f"Feature `{drift.feature}` drifted from the training data",
-                message=f"{drift.kind} feature `{drift.feature}` over {drift.num_examples} served examples: " + "; ".join(drift.reasons),
-                location=location,
-                evidence={k: round(v, 6) for k, v in drift.scores.items() if isinstance(v, float) and math.isfinite(v)},
-                fix="check the client's preprocessing and the data source; if the shift is real, retrain on recent data, "
+            findings.append(
+                Finding(
+                    code="MON-DRIFT-FEATURE",
+                    severity=Severity.WARNING,
+                    title=f"Feature `{drift.feature}` drifted from the training data",
+                    message=f"{drift.kind} feature `{drift.feature}` over {drift.num_examples} served examples: "
+                    + "; ".join(drift.reasons),
+                    location=location,
+                    evidence={
+                        k: round(v, 6) for k, v in drift.scores.items() if isinstance(v, float) and math.isfinite(v)
+                    },
+                    fix="check the client's preprocessing and the data source; if the shift is real, retrain on recent data, "
                     "validate with `tfpilot validate` and `tfpilot push` the new model",
-            ))
+                )
+            )
     if report.prediction is not None and report.prediction.drifted:
-        findings.append(Finding(
-            code="MON-DRIFT-PREDICTION",
-            severity=Severity.WARNING,
-            title="Predicted class distribution drifted from the training labels",
-            message=f"over {report.prediction.num_examples} predictions: " + "; ".join(report.prediction.reasons),
-            location=location,
-            evidence={k: round(v, 6) for k, v in report.prediction.scores.items()},
-            fix="compare the served predictions with recent labels; a shifted class mix or a drifted input both show here",
-        ))
+        findings.append(
+            Finding(
+                code="MON-DRIFT-PREDICTION",
+                severity=Severity.WARNING,
+                title="Predicted class distribution drifted from the training labels",
+                message=f"over {report.prediction.num_examples} predictions: " + "; ".join(report.prediction.reasons),
+                location=location,
+                evidence={k: round(v, 6) for k, v in report.prediction.scores.items()},
+                fix="compare the served predictions with recent labels; a shifted class mix or a drifted input both show here",
+            )
+        )
     return findings
 
 
@@ -509,7 +555,9 @@ class DriftWindow:
     ) -> None:
         if window < 1:
             raise MonitorError(f"the drift window must hold at least 1 example, got {window}")
-        self.reference_stats = dict(reference_stats) if isinstance(reference_stats, Mapping) else load_reference_stats(reference_stats)
+        self.reference_stats = (
+            dict(reference_stats) if isinstance(reference_stats, Mapping) else load_reference_stats(reference_stats)
+        )
         self.request_log_path = Path(request_log_path)
         self.window = window
         self.model = model
@@ -527,7 +575,11 @@ class DriftWindow:
                 if not self.request_log_path.exists():
                     return None
                 self._report = detect_drift(
-                    self.reference_stats, self.request_log_path, model=self.model, window=self.window, thresholds=self.thresholds
+                    self.reference_stats,
+                    self.request_log_path,
+                    model=self.model,
+                    window=self.window,
+                    thresholds=self.thresholds,
                 )
                 self._computed_at = now
             return self._report
@@ -558,8 +610,16 @@ class DriftWindow:
 
     def register(self, registry: Any, *, prefix: str = "tfpilot_drift") -> None:
         """Add scrape-time gauges to a serve MetricsRegistry (``register_gauge``)."""
-        registry.register_gauge(f"{prefix}_score", "Drift score of served traffic vs the training data, per feature and score.",
-                                self._score_samples, labelnames=("feature", "score"))
-        registry.register_gauge(f"{prefix}_detected", "1 when the feature drifted beyond the configured thresholds.",
-                                self._drifted_samples, labelnames=("feature",))
+        registry.register_gauge(
+            f"{prefix}_score",
+            "Drift score of served traffic vs the training data, per feature and score.",
+            self._score_samples,
+            labelnames=("feature", "score"),
+        )
+        registry.register_gauge(
+            f"{prefix}_detected",
+            "1 when the feature drifted beyond the configured thresholds.",
+            self._drifted_samples,
+            labelnames=("feature",),
+        )
         registry.register_gauge(f"{prefix}_window_examples", "Served examples in the drift window.", self._examples)

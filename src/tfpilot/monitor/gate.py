@@ -43,7 +43,9 @@ __all__ = [
 BLESSING_FILE = "blessing.json"
 METRICS = ("accuracy", "loss")
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
-_THRESHOLD = re.compile(r"^\s*([A-Za-z_]\w*)(\s+change)?\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_THRESHOLD = re.compile(
+    r"^\s*([A-Za-z_]\w*)(\s+change)?\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
 
 
 def blessing_path(run: RunDir | str | Path) -> Path:
@@ -78,7 +80,11 @@ def resolve_saved_model(path: str | Path) -> Path:
     if (path / "saved_model.pb").is_file():
         return path
     if path.is_dir():
-        versions = sorted((int(p.name), p) for p in path.iterdir() if p.is_dir() and p.name.isdigit() and (p / "saved_model.pb").is_file())
+        versions = sorted(
+            (int(p.name), p)
+            for p in path.iterdir()
+            if p.is_dir() and p.name.isdigit() and (p / "saved_model.pb").is_file()
+        )
         if versions:
             return versions[-1][1]
     raise MonitorError(
@@ -104,8 +110,14 @@ def _decode(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def evaluate_saved_model(saved_model: str | Path, features: dict[str, np.ndarray], labels: np.ndarray, *,
-                         class_names: Sequence[str], batch_size: int = 256) -> dict[str, float]:
+def evaluate_saved_model(
+    saved_model: str | Path,
+    features: dict[str, np.ndarray],
+    labels: np.ndarray,
+    *,
+    class_names: Sequence[str],
+    batch_size: int = 256,
+) -> dict[str, float]:
     """accuracy and cross-entropy loss of a SavedModel's serving_default on raw features.
 
     A prediction counts as correct when its ``class_name`` equals the true class's name, so a
@@ -115,7 +127,9 @@ def evaluate_saved_model(saved_model: str | Path, features: dict[str, np.ndarray
 
     loaded = tf.saved_model.load(str(saved_model))
     if "serving_default" not in loaded.signatures:
-        raise MonitorError(f"SavedModel `{saved_model}` has no serving_default signature; export it with `tfpilot export`")
+        raise MonitorError(
+            f"SavedModel `{saved_model}` has no serving_default signature; export it with `tfpilot export`"
+        )
     signature = loaded.signatures["serving_default"]
     expected = set(signature.structured_input_signature[1])
     if expected != set(features):
@@ -133,7 +147,7 @@ def evaluate_saved_model(saved_model: str | Path, features: dict[str, np.ndarray
         truth = labels[start : start + batch_size]
         if "class_name" in outputs:
             predicted = [_decode(v) for v in outputs["class_name"].numpy().reshape(-1)]
-            correct += int(sum(p == t for p, t in zip(predicted, names[truth])))
+            correct += int(sum(p == t for p, t in zip(predicted, names[truth], strict=False)))
         else:
             correct += int(np.sum(np.argmax(outputs["probabilities"].numpy(), axis=-1) == truth))
         if "probabilities" in outputs:
@@ -157,7 +171,9 @@ def _split_arrays(run: RunDir, split: str) -> tuple[dict[str, np.ndarray], np.nd
 
     config = load_config(run.config_path)
     preprocessor = Preprocessor.load(run.preprocessing_path) if run.preprocessing_path.exists() else None
-    pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor)
+    pipeline = build_pipeline(
+        config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor
+    )
     if pipeline.num_examples(split) == 0:
         raise MonitorError(f"the `{split}` split of run `{run.root}` is empty; pass --split with a non-empty split")
     columns: dict[str, list[np.ndarray]] = {name: [] for name in pipeline.feature_spec}
@@ -166,14 +182,22 @@ def _split_arrays(run: RunDir, split: str) -> tuple[dict[str, np.ndarray], np.nd
         for name in columns:
             columns[name].append(features[name].numpy())
         labels.append(label.numpy())
-    return {k: np.concatenate(v) for k, v in columns.items()}, np.concatenate(labels).astype(np.int64), list(pipeline.class_names)
+    return (
+        {k: np.concatenate(v) for k, v in columns.items()},
+        np.concatenate(labels).astype(np.int64),
+        list(pipeline.class_names),
+    )
 
 
 def _data_fingerprint(features: dict[str, np.ndarray], labels: np.ndarray) -> str:
     digest = hashlib.sha256()
     for name in sorted(features):
         digest.update(name.encode())
-        digest.update(np.ascontiguousarray(features[name]).tobytes() if features[name].dtype != object else repr(features[name].tolist()).encode())
+        digest.update(
+            np.ascontiguousarray(features[name]).tobytes()
+            if features[name].dtype != object
+            else repr(features[name].tolist()).encode()
+        )
     digest.update(np.ascontiguousarray(labels).tobytes())
     return digest.hexdigest()
 
@@ -213,14 +237,16 @@ class Blessing:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Blessing":
+    def from_dict(cls, data: dict[str, Any]) -> Blessing:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         values["checks"] = [CheckResult(**c) for c in data.get("checks", [])]
         return cls(**values)
 
 
-def check_thresholds(thresholds: Iterable[GateThreshold], *, candidate: dict[str, float], baseline: dict[str, float]) -> list[CheckResult]:
+def check_thresholds(
+    thresholds: Iterable[GateThreshold], *, candidate: dict[str, float], baseline: dict[str, float]
+) -> list[CheckResult]:
     thresholds = list(thresholds)
     if not thresholds:
         raise MonitorError(
@@ -232,14 +258,24 @@ def check_thresholds(thresholds: Iterable[GateThreshold], *, candidate: dict[str
         if threshold.op not in _OPERATORS:
             raise MonitorError(f"threshold op must be one of {list(_OPERATORS)}, got `{threshold.op}`")
         if threshold.metric not in candidate:
-            raise MonitorError(f"threshold metric `{threshold.metric}` is not measured; expected one of {list(METRICS)}")
+            raise MonitorError(
+                f"threshold metric `{threshold.metric}` is not measured; expected one of {list(METRICS)}"
+            )
         value, base = float(candidate[threshold.metric]), float(baseline[threshold.metric])
         observed = value - base if threshold.relative else value
-        results.append(CheckResult(
-            threshold=describe(threshold), metric=threshold.metric, op=threshold.op, bound=threshold.value,
-            relative=threshold.relative, candidate=value, baseline=base, observed=observed,
-            passed=bool(_OPERATORS[threshold.op](observed, threshold.value)),
-        ))
+        results.append(
+            CheckResult(
+                threshold=describe(threshold),
+                metric=threshold.metric,
+                op=threshold.op,
+                bound=threshold.value,
+                relative=threshold.relative,
+                candidate=value,
+                baseline=base,
+                observed=observed,
+                passed=bool(_OPERATORS[threshold.op](observed, threshold.value)),
+            )
+        )
     return results
 
 
@@ -261,7 +297,9 @@ def validate_candidate(
         check_thresholds([], candidate={}, baseline={})
     candidate_model = run.latest_version_dir()
     if candidate_model is None or not (candidate_model / "saved_model.pb").is_file():
-        raise MonitorError(f"run `{run.root}` has no exported SavedModel under model/; run `tfpilot export {run.root}` first")
+        raise MonitorError(
+            f"run `{run.root}` has no exported SavedModel under model/; run `tfpilot export {run.root}` first"
+        )
     baseline_model = resolve_saved_model(baseline)
     features, labels, class_names = _split_arrays(run, split)
     candidate_metrics = evaluate_saved_model(candidate_model, features, labels, class_names=class_names)
@@ -269,9 +307,18 @@ def validate_candidate(
     checks = check_thresholds(thresholds, candidate=candidate_metrics, baseline=baseline_metrics)
     blessing = Blessing(
         blessed=all(c.passed for c in checks),
-        candidate={"run": str(run.root), "model_path": str(candidate_model.resolve()), "version": int(candidate_model.name),
-                   "fingerprint": model_fingerprint(candidate_model), "metrics": candidate_metrics},
-        baseline={"model_path": str(baseline_model.resolve()), "fingerprint": model_fingerprint(baseline_model), "metrics": baseline_metrics},
+        candidate={
+            "run": str(run.root),
+            "model_path": str(candidate_model.resolve()),
+            "version": int(candidate_model.name),
+            "fingerprint": model_fingerprint(candidate_model),
+            "metrics": candidate_metrics,
+        },
+        baseline={
+            "model_path": str(baseline_model.resolve()),
+            "fingerprint": model_fingerprint(baseline_model),
+            "metrics": baseline_metrics,
+        },
         checks=checks,
         split=split,
         examples=int(labels.shape[0]),

@@ -31,7 +31,9 @@ class PushResult:
 
 def next_version_in(base_path: str | Path) -> int:
     base = Path(base_path)
-    versions = [int(p.name) for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name)] if base.is_dir() else []
+    versions = (
+        [int(p.name) for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name)] if base.is_dir() else []
+    )
     return max(versions, default=0) + 1
 
 
@@ -45,7 +47,9 @@ def push_blessed(run_path: str | Path, base_path: str | Path, *, attempts: int =
     run = RunDir.existing(run_path)
     blessing = read_blessing(run)
     if blessing is None:
-        raise _refuse(f"run `{run.root}` has no blessing record; run `tfpilot validate --candidate {run.root} --baseline MODEL_DIR` first")
+        raise _refuse(
+            f"run `{run.root}` has no blessing record; run `tfpilot validate --candidate {run.root} --baseline MODEL_DIR` first"
+        )
     if not blessing.blessed:
         failed = ", ".join(f"{c.threshold} (got {c.observed:.4g})" for c in blessing.failed)
         raise _refuse(f"run `{run.root}` was not blessed: {failed}; improve the model and validate again")
@@ -54,7 +58,9 @@ def push_blessed(run_path: str | Path, base_path: str | Path, *, attempts: int =
         raise _refuse(f"the blessed SavedModel `{source}` no longer exists; export and validate again")
     fingerprint = model_fingerprint(source)
     if fingerprint != blessing.candidate["fingerprint"]:
-        raise _refuse(f"the SavedModel `{source}` changed after it was blessed; run `tfpilot validate` again before pushing")
+        raise _refuse(
+            f"the SavedModel `{source}` changed after it was blessed; run `tfpilot validate` again before pushing"
+        )
     base = Path(base_path)
     base.mkdir(parents=True, exist_ok=True)
     for _ in range(attempts):
@@ -77,4 +83,6 @@ def push_blessed(run_path: str | Path, base_path: str | Path, *, attempts: int =
             raise MonitorError(f"could not copy `{source}` into `{base}`: {error}") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    raise MonitorError(f"could not claim a version number in `{base}` after {attempts} attempts; another process keeps pushing")
+    raise MonitorError(
+        f"could not claim a version number in `{base}` after {attempts} attempts; another process keeps pushing"
+    )

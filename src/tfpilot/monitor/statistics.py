@@ -81,7 +81,9 @@ def numeric_summary(values: np.ndarray) -> dict[str, Any]:
     finite = values[np.isfinite(values)]
     summary: dict[str, Any] = {"count": int(values.size), "missing": int(values.size - finite.size)}
     if finite.size == 0:
-        summary.update(mean=0.0, std=0.0, min=0.0, max=0.0, quantiles={}, histogram={"edges": [0.0, 1.0], "counts": [0]}, sample=[])
+        summary.update(
+            mean=0.0, std=0.0, min=0.0, max=0.0, quantiles={}, histogram={"edges": [0.0, 1.0], "counts": [0]}, sample=[]
+        )
         return summary
     edges = _quantile_edges(finite, NUMERIC_BINS)
     summary.update(
@@ -202,7 +204,9 @@ def feature_statistics(values: Any, *, kind: str, dtype: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- pipeline
 
 
-def _collect(dataset: Any, names: list[str], *, max_examples: int | None) -> tuple[dict[str, list[np.ndarray]], list[np.ndarray], int]:
+def _collect(
+    dataset: Any, names: list[str], *, max_examples: int | None
+) -> tuple[dict[str, list[np.ndarray]], list[np.ndarray], int]:
     columns: dict[str, list[np.ndarray]] = {name: [] for name in names}
     labels: list[np.ndarray] = []
     seen = 0
@@ -227,7 +231,9 @@ def _concatenate(parts: list[Any]) -> Any:
     return np.concatenate(parts, axis=0)
 
 
-def compute_reference_stats(pipeline: Any, *, split: str = "train", max_examples: int | None = 100_000) -> dict[str, Any]:
+def compute_reference_stats(
+    pipeline: Any, *, split: str = "train", max_examples: int | None = 100_000
+) -> dict[str, Any]:
     """Statistics of a split's raw features and labels, as stored in reference_stats.json."""
     spec = pipeline.feature_spec
     source_kind = getattr(getattr(pipeline, "source", None), "kind", "")
@@ -283,7 +289,9 @@ def load_reference_stats(path: str | Path) -> dict[str, Any]:
     try:
         stats = json.loads(path.read_text())
     except ValueError as error:
-        raise MonitorError(f"`{path}` is not valid JSON ({error}); recompute it with `tfpilot monitor stats RUN`") from None
+        raise MonitorError(
+            f"`{path}` is not valid JSON ({error}); recompute it with `tfpilot monitor stats RUN`"
+        ) from None
     if not isinstance(stats, dict) or "features" not in stats:
         raise MonitorError(f"`{path}` holds no `features`; expected reference_stats.json from tfpilot")
     return stats

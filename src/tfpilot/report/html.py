@@ -114,7 +114,9 @@ def _table(rows: list[dict[str, Any]], *, columns: list[str] | None = None) -> s
             css = ' class="num"' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
             cells.append(f"<td{css}>{html.escape(_fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    more = f'<p class="muted">{len(rows) - _MAX_TABLE_ROWS} more rows not shown</p>' if len(rows) > _MAX_TABLE_ROWS else ""
+    more = (
+        f'<p class="muted">{len(rows) - _MAX_TABLE_ROWS} more rows not shown</p>' if len(rows) > _MAX_TABLE_ROWS else ""
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
@@ -148,9 +150,18 @@ def _metrics_section(page: _Page, metrics: dict[str, Any]) -> None:
     matrix = test.get("confusion_matrix")
     if matrix:
         labels = metrics.get("class_names") or [str(i) for i in range(len(matrix))]
-        body += '<div class="charts">' + page.chart({
-            "type": "heatmap", "title": "Confusion matrix (test split)", "matrix": matrix, "labels": [str(l) for l in labels],
-        }) + "</div>"
+        body += (
+            '<div class="charts">'
+            + page.chart(
+                {
+                    "type": "heatmap",
+                    "title": "Confusion matrix (test split)",
+                    "matrix": matrix,
+                    "labels": [str(label) for label in labels],
+                }
+            )
+            + "</div>"
+        )
     page.section("metrics", "Metrics", body)
 
 
@@ -166,35 +177,78 @@ def _history_section(page: _Page, history: dict[str, Any]) -> None:
     charts = []
     metric_names = sorted({k for e in epochs for k in e if not k.startswith("val_") and f"val_{k}" in e})
     for name in metric_names:
-        charts.append(page.chart({
-            "type": "line", "title": f"{name}: train vs validation", "x_label": "epoch", "y_label": name,
-            "series": [{"name": "train", "x": x, "y": _series(epochs, name)},
-                       {"name": "validation", "x": x, "y": _series(epochs, f"val_{name}")}],
-        }))
+        charts.append(
+            page.chart(
+                {
+                    "type": "line",
+                    "title": f"{name}: train vs validation",
+                    "x_label": "epoch",
+                    "y_label": name,
+                    "series": [
+                        {"name": "train", "x": x, "y": _series(epochs, name)},
+                        {"name": "validation", "x": x, "y": _series(epochs, f"val_{name}")},
+                    ],
+                }
+            )
+        )
     if "loss" in metric_names:
-        gap = [(v - t) if isinstance(v, (int, float)) and isinstance(t, (int, float)) else None
-               for t, v in zip(_series(epochs, "loss"), _series(epochs, "val_loss"))]
+        gap = [
+            (v - t) if isinstance(v, (int, float)) and isinstance(t, (int, float)) else None
+            for t, v in zip(_series(epochs, "loss"), _series(epochs, "val_loss"), strict=False)
+        ]
         gaps = [{"name": "val_loss - loss", "x": x, "y": gap}]
         if "accuracy" in metric_names:
-            gaps.append({"name": "accuracy - val_accuracy", "x": x, "dashed": True, "y": [
-                (t - v) if isinstance(v, (int, float)) and isinstance(t, (int, float)) else None
-                for t, v in zip(_series(epochs, "accuracy"), _series(epochs, "val_accuracy"))]})
-        charts.append(page.chart({"type": "line", "title": "Overfitting gap (validation vs train)", "x_label": "epoch",
-                                  "y_label": "gap", "zero_based": True, "series": gaps, "threshold": 0.0}))
+            gaps.append(
+                {
+                    "name": "accuracy - val_accuracy",
+                    "x": x,
+                    "dashed": True,
+                    "y": [
+                        (t - v) if isinstance(v, (int, float)) and isinstance(t, (int, float)) else None
+                        for t, v in zip(_series(epochs, "accuracy"), _series(epochs, "val_accuracy"), strict=False)
+                    ],
+                }
+            )
+        charts.append(
+            page.chart(
+                {
+                    "type": "line",
+                    "title": "Overfitting gap (validation vs train)",
+                    "x_label": "epoch",
+                    "y_label": "gap",
+                    "zero_based": True,
+                    "series": gaps,
+                    "threshold": 0.0,
+                }
+            )
+        )
     for key, title in (("learning_rate", "Learning rate"), ("grad_norm", "Gradient norm (global, before clipping)")):
         if any(isinstance(e.get(key), (int, float)) for e in epochs):
-            charts.append(page.chart({"type": "line", "title": title, "x_label": "epoch", "y_label": key,
-                                      "series": [{"name": key, "x": x, "y": _series(epochs, key)}]}))
+            charts.append(
+                page.chart(
+                    {
+                        "type": "line",
+                        "title": title,
+                        "x_label": "epoch",
+                        "y_label": key,
+                        "series": [{"name": key, "x": x, "y": _series(epochs, key)}],
+                    }
+                )
+            )
     last = epochs[-1]
     gap_text = ""
     if isinstance(last.get("val_loss"), (int, float)) and isinstance(last.get("loss"), (int, float)):
         best = min((e for e in epochs if isinstance(e.get("val_loss"), (int, float))), key=lambda e: e["val_loss"])
-        gap_text = (f"<p>Final overfitting gap (val_loss − loss): <b>{last['val_loss'] - last['loss']:.4g}</b>; "
-                    f"best val_loss {best['val_loss']:.4g} at epoch {best.get('epoch')}, {len(epochs)} epochs run.</p>")
+        gap_text = (
+            f"<p>Final overfitting gap (val_loss − loss): <b>{last['val_loss'] - last['loss']:.4g}</b>; "
+            f"best val_loss {best['val_loss']:.4g} at epoch {best.get('epoch')}, {len(epochs)} epochs run.</p>"
+        )
     page.section("training", "Training curves", gap_text + '<div class="charts">' + "".join(charts) + "</div>")
 
 
-def _findings_section(page: _Page, findings: list[dict[str, Any]], *, title: str = "Findings", anchor: str = "findings") -> None:
+def _findings_section(
+    page: _Page, findings: list[dict[str, Any]], *, title: str = "Findings", anchor: str = "findings"
+) -> None:
     if not findings:
         page.section(anchor, title, '<p class="pass">No findings.</p>')
         return
@@ -204,12 +258,16 @@ def _findings_section(page: _Page, findings: list[dict[str, Any]], *, title: str
         evidence = ", ".join(f"{k}={_fmt(v)}" for k, v in (item.get("evidence") or {}).items())
         rows.append(
             f'<tr><td class="sev-{html.escape(severity)}">{html.escape(severity)}</td><td>{html.escape(str(item.get("code", "")))}</td>'
-            f'<td><b>{html.escape(str(item.get("title", "")))}</b><br>{html.escape(str(item.get("message", "")))}'
+            f"<td><b>{html.escape(str(item.get('title', '')))}</b><br>{html.escape(str(item.get('message', '')))}"
             f'<br><span class="muted">{html.escape(str(item.get("location", "")))}</span></td>'
             f"<td>{html.escape(evidence)}</td><td>{html.escape(str(item.get('fix', '')))}</td></tr>"
         )
-    page.section(anchor, title, "<table><thead><tr><th>severity</th><th>code</th><th>finding</th><th>evidence</th><th>fix</th>"
-                 "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    page.section(
+        anchor,
+        title,
+        "<table><thead><tr><th>severity</th><th>code</th><th>finding</th><th>evidence</th><th>fix</th>"
+        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>",
+    )
 
 
 def _profile_section(page: _Page, profile: dict[str, Any]) -> None:
@@ -220,23 +278,51 @@ def _profile_section(page: _Page, profile: dict[str, Any]) -> None:
     steps = profile.get("steps")
     charts = []
     if isinstance(steps, dict):
-        parts = [("input", steps.get("input_ms")), ("compute", steps.get("compute_ms")), ("other", steps.get("other_ms"))]
+        parts = [
+            ("input", steps.get("input_ms")),
+            ("compute", steps.get("compute_ms")),
+            ("other", steps.get("other_ms")),
+        ]
         if all(isinstance(v, (int, float)) for _, v in parts):
-            body.append(f"<p>Mean step time <b>{_fmt(steps.get('step_ms'))} ms</b> over {_fmt(steps.get('steps'))} steps: "
-                        f"input {_fmt(steps.get('input_percent'))}%, compute {_fmt(steps.get('compute_percent'))}%, "
-                        f"other {_fmt(steps.get('other_percent'))}%.</p>")
-            charts.append(page.chart({"type": "bar", "title": "Step time breakdown (ms per step)", "y_label": "ms",
-                                      "categories": [p for p, _ in parts], "series": [{"name": "ms", "values": [v for _, v in parts]}]}))
+            body.append(
+                f"<p>Mean step time <b>{_fmt(steps.get('step_ms'))} ms</b> over {_fmt(steps.get('steps'))} steps: "
+                f"input {_fmt(steps.get('input_percent'))}%, compute {_fmt(steps.get('compute_percent'))}%, "
+                f"other {_fmt(steps.get('other_percent'))}%.</p>"
+            )
+            charts.append(
+                page.chart(
+                    {
+                        "type": "bar",
+                        "title": "Step time breakdown (ms per step)",
+                        "y_label": "ms",
+                        "categories": [p for p, _ in parts],
+                        "series": [{"name": "ms", "values": [v for _, v in parts]}],
+                    }
+                )
+            )
         per_step = steps.get("per_step") or []
         if per_step and isinstance(per_step[0], dict):
             keys = [k for k in ("step_ms", "input_ms", "compute_ms") if k in per_step[0]]
             if keys:
                 x = [s.get("step", i) for i, s in enumerate(per_step)]
-                charts.append(page.chart({"type": "line", "title": "Per-step time", "x_label": "step", "y_label": "ms",
-                                          "series": [{"name": k, "x": x, "y": [s.get(k) for s in per_step]} for k in keys]}))
+                charts.append(
+                    page.chart(
+                        {
+                            "type": "line",
+                            "title": "Per-step time",
+                            "x_label": "step",
+                            "y_label": "ms",
+                            "series": [{"name": k, "x": x, "y": [s.get(k) for s in per_step]} for k in keys],
+                        }
+                    )
+                )
     if charts:
         body.append('<div class="charts">' + "".join(charts) + "</div>")
-    for key, title in (("top_ops", "Top operations by self time"), ("host_python_ops", "Host Python ops"), ("input_stages", "Input pipeline stages")):
+    for key, title in (
+        ("top_ops", "Top operations by self time"),
+        ("host_python_ops", "Host Python ops"),
+        ("input_stages", "Input pipeline stages"),
+    ):
         rows = profile.get(key)
         if isinstance(rows, list) and rows:
             body.append(f"<h3>{title}</h3>" + _table([r for r in rows[:15] if isinstance(r, dict)]))
@@ -246,14 +332,36 @@ def _profile_section(page: _Page, profile: dict[str, Any]) -> None:
 def _parity_section(page: _Page, parity: Any) -> None:
     rows = parity if isinstance(parity, list) else (parity.get("rows") if isinstance(parity, dict) else None) or []
     rows = [r for r in rows if isinstance(r, dict)]
-    columns = [c for c in ("format", "path", "size_bytes", "accuracy", "saved_model_accuracy", "accuracy_drop",
-                           "argmax_agreement", "max_abs_diff", "latency_ms_p50") if any(c in r for r in rows)]
+    columns = [
+        c
+        for c in (
+            "format",
+            "path",
+            "size_bytes",
+            "accuracy",
+            "saved_model_accuracy",
+            "accuracy_drop",
+            "argmax_agreement",
+            "max_abs_diff",
+            "latency_ms_p50",
+        )
+        if any(c in r for r in rows)
+    ]
     columns += [c for c in dict.fromkeys(k for r in rows for k in r) if c not in columns]
     body = _table(rows, columns=columns)
     if rows and any(isinstance(r.get("size_bytes"), (int, float)) for r in rows):
-        body += '<div class="charts">' + page.chart({
-            "type": "bar", "title": "Artifact size (KiB)", "categories": [str(r.get("format", i)) for i, r in enumerate(rows)],
-            "series": [{"name": "KiB", "values": [(r.get("size_bytes") or 0) / 1024 for r in rows]}]}) + "</div>"
+        body += (
+            '<div class="charts">'
+            + page.chart(
+                {
+                    "type": "bar",
+                    "title": "Artifact size (KiB)",
+                    "categories": [str(r.get("format", i)) for i, r in enumerate(rows)],
+                    "series": [{"name": "KiB", "values": [(r.get("size_bytes") or 0) / 1024 for r in rows]}],
+                }
+            )
+            + "</div>"
+        )
     page.section("export", "Export parity", body)
 
 
@@ -261,43 +369,93 @@ def _drift_section(page: _Page, drift: dict[str, Any]) -> None:
     features = [f for f in drift.get("features") or [] if isinstance(f, dict)]
     prediction = drift.get("prediction")
     everything = features + ([prediction] if isinstance(prediction, dict) else [])
-    verdict = ('<p class="fail">Drift detected in: ' + html.escape(", ".join(drift.get("drifted_features") or [])) + "</p>"
-               if drift.get("drifted") else '<p class="pass">No drift detected.</p>')
+    verdict = (
+        '<p class="fail">Drift detected in: ' + html.escape(", ".join(drift.get("drifted_features") or [])) + "</p>"
+        if drift.get("drifted")
+        else '<p class="pass">No drift detected.</p>'
+    )
     if not drift.get("enough_data", True):
         verdict = '<p class="muted">Too few served examples to judge drift.</p>'
-    body = [verdict, f"<p>{_fmt(drift.get('num_examples'))} served examples in {_fmt(drift.get('num_requests'))} requests.</p>"]
+    body = [
+        verdict,
+        f"<p>{_fmt(drift.get('num_examples'))} served examples in {_fmt(drift.get('num_requests'))} requests.</p>",
+    ]
     rows = []
     for item in everything:
         scores = item.get("scores") or {}
-        rows.append({"feature": item.get("feature"), "kind": item.get("kind"), "drifted": item.get("drifted"),
-                     **{k: scores.get(k) for k in ("js", "psi", "ks_statistic", "ks_pvalue", "linf")},
-                     "reasons": "; ".join(item.get("reasons") or [])})
+        rows.append(
+            {
+                "feature": item.get("feature"),
+                "kind": item.get("kind"),
+                "drifted": item.get("drifted"),
+                **{k: scores.get(k) for k in ("js", "psi", "ks_statistic", "ks_pvalue", "linf")},
+                "reasons": "; ".join(item.get("reasons") or []),
+            }
+        )
     body.append(_table(rows))
     thresholds = drift.get("thresholds") or {}
     charts = []
     if everything:
         names = [str(i.get("feature")) for i in everything]
-        charts.append(page.chart({"type": "bar", "title": "Jensen-Shannon divergence per feature", "categories": names,
-                                  "threshold": thresholds.get("js"),
-                                  "series": [{"name": "js", "values": [(i.get("scores") or {}).get("js") for i in everything],
-                                              "highlight": [bool(i.get("drifted")) for i in everything]}]}))
+        charts.append(
+            page.chart(
+                {
+                    "type": "bar",
+                    "title": "Jensen-Shannon divergence per feature",
+                    "categories": names,
+                    "threshold": thresholds.get("js"),
+                    "series": [
+                        {
+                            "name": "js",
+                            "values": [(i.get("scores") or {}).get("js") for i in everything],
+                            "highlight": [bool(i.get("drifted")) for i in everything],
+                        }
+                    ],
+                }
+            )
+        )
     shown = sorted(everything, key=lambda i: -((i.get("scores") or {}).get("js") or 0))[:6]
     for item in shown:
         if item.get("bins") and item.get("reference") and item.get("current"):
-            charts.append(page.chart({"type": "bar", "title": f"{item.get('feature')}: reference vs served", "categories": item["bins"],
-                                      "series": [{"name": "reference", "values": item["reference"]},
-                                                 {"name": "served", "values": item["current"]}]}))
+            charts.append(
+                page.chart(
+                    {
+                        "type": "bar",
+                        "title": f"{item.get('feature')}: reference vs served",
+                        "categories": item["bins"],
+                        "series": [
+                            {"name": "reference", "values": item["reference"]},
+                            {"name": "served", "values": item["current"]},
+                        ],
+                    }
+                )
+            )
     body.append('<div class="charts">' + "".join(charts) + "</div>")
     page.section("drift", "Drift of served traffic", "".join(body))
 
 
 def _blessing_section(page: _Page, blessing: dict[str, Any]) -> None:
-    verdict = '<p class="pass">Blessed: every threshold passed.</p>' if blessing.get("blessed") else '<p class="fail">Not blessed.</p>'
-    checks = [{"threshold": c.get("threshold"), "candidate": c.get("candidate"), "baseline": c.get("baseline"),
-               "observed": c.get("observed"), "passed": c.get("passed")} for c in blessing.get("checks") or []]
+    verdict = (
+        '<p class="pass">Blessed: every threshold passed.</p>'
+        if blessing.get("blessed")
+        else '<p class="fail">Not blessed.</p>'
+    )
+    checks = [
+        {
+            "threshold": c.get("threshold"),
+            "candidate": c.get("candidate"),
+            "baseline": c.get("baseline"),
+            "observed": c.get("observed"),
+            "passed": c.get("passed"),
+        }
+        for c in blessing.get("checks") or []
+    ]
     baseline = (blessing.get("baseline") or {}).get("model_path")
-    body = (verdict + f"<p>Evaluated on the <b>{html.escape(str(blessing.get('split')))}</b> split "
-            f"({_fmt(blessing.get('examples'))} examples) against baseline <code>{html.escape(str(baseline))}</code>.</p>" + _table(checks))
+    body = (
+        verdict + f"<p>Evaluated on the <b>{html.escape(str(blessing.get('split')))}</b> split "
+        f"({_fmt(blessing.get('examples'))} examples) against baseline <code>{html.escape(str(baseline))}</code>.</p>"
+        + _table(checks)
+    )
     page.section("validation", "Validation gate", body)
 
 
@@ -314,8 +472,12 @@ def _reference_section(page: _Page, stats: dict[str, Any]) -> None:
         elif feature.get("kind") == "categorical":
             row.update({"unique": feature.get("num_unique"), "missing": feature.get("missing")})
         rows.append(row)
-    page.section("reference", "Reference statistics (training split)",
-                 f"<p>{_fmt(stats.get('num_examples'))} examples of the <b>{html.escape(str(stats.get('split')))}</b> split.</p>" + _table(rows))
+    page.section(
+        "reference",
+        "Reference statistics (training split)",
+        f"<p>{_fmt(stats.get('num_examples'))} examples of the <b>{html.escape(str(stats.get('split')))}</b> split.</p>"
+        + _table(rows),
+    )
 
 
 # ----------------------------------------------------------------------------- page
@@ -343,16 +505,20 @@ def render_report(data: dict[str, Any]) -> str:
     if data.get("config"):
         page.section("config", "Resolved config", f"<pre>{html.escape(data['config'])}</pre>")
     if not page.sections:
-        page.section("empty", "Nothing to report", '<p class="muted">The run directory holds none of the report inputs yet.</p>')
+        page.section(
+            "empty", "Nothing to report", '<p class="muted">The run directory holds none of the report inputs yet.</p>'
+        )
     name = html.escape(str(data.get("name", "run")))
     created = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     nav = "".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in page.sections)
-    sections = "".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>{body}</section>' for anchor, title, body in page.sections)
+    sections = "".join(
+        f'<section id="{anchor}"><h2>{html.escape(title)}</h2>{body}</section>' for anchor, title, body in page.sections
+    )
     # "</" inside a script element would end it early; JSON allows the escaped form.
     charts_json = json.dumps(page.charts, allow_nan=False).replace("</", "<\\/")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         # The page is offline by construction: forbid any network fetch outright.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>tfpilot report — {name}</title><style>{_CSS}</style></head>"

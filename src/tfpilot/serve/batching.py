@@ -222,7 +222,7 @@ class Batcher:
             results = [error] * len(batch)
         if self._on_batch is not None:
             self._on_batch(getattr(queue.servable, "name", "?"), sum(task.weight for task in batch))
-        for task, result in zip(batch, results):
+        for task, result in zip(batch, results, strict=False):
             if task.future.done():
                 continue
             if isinstance(result, BaseException):
@@ -264,7 +264,8 @@ def _execute(
     if padded > total:
         # Pad with copies of the first row, as TF Serving does, so the model sees few shapes.
         merged = {
-            name: np.concatenate([array, np.repeat(array[:1], padded - total, axis=0)]) for name, array in merged.items()
+            name: np.concatenate([array, np.repeat(array[:1], padded - total, axis=0)])
+            for name, array in merged.items()
         }
     try:
         outputs = servable.run(signature_name, merged)
@@ -282,7 +283,9 @@ def _execute(
     return results
 
 
-def _run_one(servable: Any, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray] | BaseException:
+def _run_one(
+    servable: Any, signature_name: str, inputs: dict[str, np.ndarray]
+) -> dict[str, np.ndarray] | BaseException:
     try:
         return servable.run(signature_name, inputs)
     except Exception as error:

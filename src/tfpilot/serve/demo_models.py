@@ -38,7 +38,9 @@ def set_method_names(version_dir: str | Path, methods: dict[str, str]) -> None:
     path.write_bytes(saved_model.SerializeToString())
 
 
-def _save(module: Any, base_path: str | Path, version: int, signatures: dict[str, Any], methods: dict[str, str] | None = None) -> Path:
+def _save(
+    module: Any, base_path: str | Path, version: int, signatures: dict[str, Any], methods: dict[str, str] | None = None
+) -> Path:
     import tensorflow as tf
 
     final = Path(base_path) / str(version)

@@ -66,7 +66,9 @@ class _Call:
                 if isinstance(error, Exception):
                     self.timer.status = Code.INTERNAL
                     _log.exception("unexpected gRPC error", exc_info=error)
-                    await self.context.abort(grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}: {error}")
+                    await self.context.abort(
+                        grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}: {error}"
+                    )
                 else:
                     self.timer.status = Code.CANCELLED
         finally:

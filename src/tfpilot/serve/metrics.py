@@ -17,7 +17,16 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["MetricsRegistry", "ServerMetrics", "Counter", "Gauge", "Histogram", "CONTENT_TYPE", "LATENCY_BUCKETS", "BATCH_SIZE_BUCKETS"]
+__all__ = [
+    "MetricsRegistry",
+    "ServerMetrics",
+    "Counter",
+    "Gauge",
+    "Histogram",
+    "CONTENT_TYPE",
+    "LATENCY_BUCKETS",
+    "BATCH_SIZE_BUCKETS",
+]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -35,7 +44,7 @@ def _escape(value: str) -> str:
 
 
 def _format_labels(names: Sequence[str], values: Sequence[str], extra: str = "") -> str:
-    parts = [f'{name}="{_escape(str(value))}"' for name, value in zip(names, values)]
+    parts = [f'{name}="{_escape(str(value))}"' for name, value in zip(names, values, strict=False)]
     if extra:
         parts.append(extra)
     return "{" + ",".join(parts) + "}" if parts else ""
@@ -137,7 +146,9 @@ class Gauge(_Metric):
 class Histogram(_Metric):
     kind = "histogram"
 
-    def __init__(self, name: str, help_text: str, labelnames: Sequence[str] = (), buckets: Iterable[float] = LATENCY_BUCKETS) -> None:
+    def __init__(
+        self, name: str, help_text: str, labelnames: Sequence[str] = (), buckets: Iterable[float] = LATENCY_BUCKETS
+    ) -> None:
         super().__init__(name, help_text, labelnames)
         self.buckets = tuple(sorted(float(b) for b in buckets))
         self._series: dict[tuple[str, ...], list[float]] = {}  # bucket counts..., sum, count
@@ -164,10 +175,12 @@ class Histogram(_Metric):
             items = sorted((key, list(series)) for key, series in self._series.items())
         for key, series in items:
             cumulative = 0.0
-            for bound, count in zip(self.buckets, series):
+            for bound, count in zip(self.buckets, series, strict=False):
                 cumulative += count
                 le = f'le="{_format_value(bound)}"'
-                lines.append(f"{self.name}_bucket{_format_labels(self.labelnames, key, le)} {_format_value(cumulative)}")
+                lines.append(
+                    f"{self.name}_bucket{_format_labels(self.labelnames, key, le)} {_format_value(cumulative)}"
+                )
             infinity = _format_labels(self.labelnames, key, 'le="+Inf"')
             lines.append(f"{self.name}_bucket{infinity} {_format_value(series[-1])}")
             lines.append(f"{self.name}_sum{_format_labels(self.labelnames, key)} {_format_value(series[-2])}")
@@ -235,15 +248,18 @@ class ServerMetrics:
     def __init__(self, registry: MetricsRegistry) -> None:
         self.registry = registry
         self.requests = registry.counter(
-            "tfpilot_serve_requests_total", "Requests answered, by model, API, protocol and status code.",
+            "tfpilot_serve_requests_total",
+            "Requests answered, by model, API, protocol and status code.",
             ("model", "api", "protocol", "status"),
         )
         self.errors = registry.counter(
-            "tfpilot_serve_request_errors_total", "Requests that failed, by model, API, protocol and status code.",
+            "tfpilot_serve_request_errors_total",
+            "Requests that failed, by model, API, protocol and status code.",
             ("model", "api", "protocol", "status"),
         )
         self.latency = registry.histogram(
-            "tfpilot_serve_request_latency_seconds", "Request latency in seconds, from body read to response.",
+            "tfpilot_serve_request_latency_seconds",
+            "Request latency in seconds, from body read to response.",
             ("model", "api", "protocol"),
         )
         self.batch_size = registry.histogram(

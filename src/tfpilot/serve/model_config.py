@@ -75,7 +75,9 @@ class ServedModel:
         validate_model_name(self.name)
         for label in self.version_labels:
             if not _MODEL_NAME.fullmatch(label):
-                raise ServeError(f"version label `{label}` of model `{self.name}` must be letters, digits, `_`, `-` or `.`")
+                raise ServeError(
+                    f"version label `{label}` of model `{self.name}` must be letters, digits, `_`, `-` or `.`"
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,9 +108,7 @@ def validate_model_name(name: str) -> str:
     # Names appear in URLs and metric labels; path separators would also let a name escape
     # the directories the operator configured.
     if not isinstance(name, str) or not _MODEL_NAME.fullmatch(name):
-        raise ServeError(
-            f"model name must be letters, digits, `_`, `-` or `.` (no path separators), got `{name}`"
-        )
+        raise ServeError(f"model name must be letters, digits, `_`, `-` or `.` (no path separators), got `{name}`")
     return name
 
 

@@ -234,7 +234,9 @@ class ModelRegistry:
             retire = [
                 record
                 for version, record in model.versions.items()
-                if record.state == ModelState.AVAILABLE and version not in aspired and (serving or version not in on_disk)
+                if record.state == ModelState.AVAILABLE
+                and version not in aspired
+                and (serving or version not in on_disk)
             ]
         for record in retire:
             self._unload(model, record)

@@ -236,9 +236,7 @@ class RequestLog:
             connection.close()
 
     def _trim(self, connection: sqlite3.Connection) -> None:
-        connection.execute(
-            "DELETE FROM requests WHERE id <= (SELECT MAX(id) FROM requests) - ?", (self.max_rows,)
-        )
+        connection.execute("DELETE FROM requests WHERE id <= (SELECT MAX(id) FROM requests) - ?", (self.max_rows,))
 
     def _row(self, entry: tuple[Any, ...]) -> tuple[Any, ...] | None:
         timestamp, model, version, signature, inputs, outputs, examples = entry

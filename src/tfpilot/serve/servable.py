@@ -71,7 +71,9 @@ class TensorSpecInfo:
     def accepts_shape(self, shape: tuple[int, ...]) -> bool:
         if self.shape is None:
             return True
-        return len(shape) == len(self.shape) and all(want in (-1, got) for want, got in zip(self.shape, shape))
+        return len(shape) == len(self.shape) and all(
+            want in (-1, got) for want, got in zip(self.shape, shape, strict=False)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +186,6 @@ class Servable:
 def load_servable(*, name: str, version: int, path: Path) -> Servable:
     """Load one version directory; raises ServeError with the loader's message on failure."""
     import tensorflow as tf
-
     from tensorflow_serving.apis import get_model_metadata_pb2
 
     # Copy the map out so the rest of the (possibly large) graph proto can be freed.

@@ -68,7 +68,9 @@ def _bind(host: str, port: int, *, what: str) -> socket.socket:
         sock.listen(1024)
         sock.setblocking(False)
     except OSError as error:
-        raise ServeError(f"cannot bind the {what} port {port} on {host}: {error.strerror}; choose another port") from None
+        raise ServeError(
+            f"cannot bind the {what} port {port} on {host}: {error.strerror}; choose another port"
+        ) from None
     return sock
 
 

@@ -39,7 +39,10 @@ class RequestTimer:
 
     def finish(self) -> None:
         self._service.metrics.observe_request(
-            model=self.model, api=self.api, protocol=self.protocol, status=self.status.name,
+            model=self.model,
+            api=self.api,
+            protocol=self.protocol,
+            status=self.status.name,
             seconds=time.perf_counter() - self._start,
         )
 

@@ -6,12 +6,12 @@ from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.launch import launch_parameter_server, launch_workers
-from tfpilot.train.preemption import Preempted, PreemptionWatcher
 from tfpilot.train.optim import build_optimizer, build_schedule
+from tfpilot.train.preemption import Preempted, PreemptionWatcher
+from tfpilot.train.ps import ParameterServerTrainer
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy
 from tfpilot.train.trainer import Trainer, TrainResult, load_history, seed_everything
-from tfpilot.train.ps import ParameterServerTrainer
 
 __all__ = [
     "Trainer",

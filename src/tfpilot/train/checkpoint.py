@@ -38,10 +38,16 @@ class CheckpointStore:
     ) -> None:
         self.directory = Path(directory)
         self.checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=optimizer, global_step=global_step, epoch=state.epoch, step_in_epoch=state.step_in_epoch
+            model=model,
+            optimizer=optimizer,
+            global_step=global_step,
+            epoch=state.epoch,
+            step_in_epoch=state.step_in_epoch,
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), max_to_keep=max_to_keep)
-        self.best = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(self.directory / "best"), max_to_keep=1)
+        self.best = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model=model), str(self.directory / "best"), max_to_keep=1
+        )
         self._trainer_state_path = self.directory / "trainer_state.json"
 
     @property

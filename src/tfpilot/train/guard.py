@@ -140,11 +140,19 @@ class NanGuard:
             self.evidence = evidence
         retries = sum(1 for e in self.events if e.action != "stopped")
         exhausted = retries >= self.max_retries
-        action = "stopped" if self.policy == "stop" or exhausted else ("skipped" if self.policy == "skip_batch" else "rolled_back")
+        action = (
+            "stopped"
+            if self.policy == "stop" or exhausted
+            else ("skipped" if self.policy == "skip_batch" else "rolled_back")
+        )
         event = NanEvent(epoch=epoch, batch_index=batch_index, global_step=global_step, action=action)
         self.events.append(event)
         if action == "stopped":
-            reason = f"retry limit train.nan_max_retries={self.max_retries} reached" if exhausted and self.policy != "stop" else "train.nan_policy=stop"
+            reason = (
+                f"retry limit train.nan_max_retries={self.max_retries} reached"
+                if exhausted and self.policy != "stop"
+                else "train.nan_policy=stop"
+            )
             self.findings.append(
                 Finding(
                     code="TRAIN-NONFINITE",
@@ -155,8 +163,12 @@ class NanGuard:
                         f"{self._cause()}; the update was not applied and training stopped ({reason})"
                     ),
                     location=(self.evidence or {}).get("source", self.location),
-                    evidence={**(self.evidence or {}), **dataclasses.asdict(event), "policy": self.policy,
-                              "skipped_batches": [dataclasses.asdict(e) for e in self.events[:-1]]},
+                    evidence={
+                        **(self.evidence or {}),
+                        **dataclasses.asdict(event),
+                        "policy": self.policy,
+                        "skipped_batches": [dataclasses.asdict(e) for e in self.events[:-1]],
+                    },
                     fix="fix the op named above (e.g. clamp the input of Log/Sqrt/division), check the batch for NaN "
                     "inputs, lower the learning rate or enable train.clip_norm; or set train.nan_policy: skip_batch",
                 )
@@ -182,7 +194,11 @@ class NanGuard:
                     f"the first was {self._cause()}"
                 ),
                 location=(self.evidence or {}).get("source", self.location),
-                evidence={**(self.evidence or {}), "policy": self.policy, "skipped_batches": [dataclasses.asdict(e) for e in kept]},
+                evidence={
+                    **(self.evidence or {}),
+                    "policy": self.policy,
+                    "skipped_batches": [dataclasses.asdict(e) for e in kept],
+                },
                 fix="inspect the named op and batches; clamp the op's input or clean the data so no batch needs skipping",
             )
         ]

@@ -24,7 +24,15 @@ from collections.abc import Callable, Sequence
 
 from tfpilot.errors import TrainError
 
-__all__ = ["LaunchResult", "free_ports", "cluster_spec", "launch_workers", "launch_parameter_server", "WORKER_DIR_ENV", "COLLECTIVE_TIMEOUT_ENV"]
+__all__ = [
+    "LaunchResult",
+    "free_ports",
+    "cluster_spec",
+    "launch_workers",
+    "launch_parameter_server",
+    "WORKER_DIR_ENV",
+    "COLLECTIVE_TIMEOUT_ENV",
+]
 
 WORKER_DIR_ENV = "TFPILOT_WORKER_DIR"
 COLLECTIVE_TIMEOUT_ENV = "TFPILOT_COLLECTIVE_TIMEOUT_S"
@@ -59,7 +67,9 @@ def cluster_spec(num_workers: int) -> dict[str, list[str]]:
 
 
 class _Worker:
-    def __init__(self, index: int, process: subprocess.Popen, echo: Callable[[str], None], *, label: str | None = None) -> None:
+    def __init__(
+        self, index: int, process: subprocess.Popen, echo: Callable[[str], None], *, label: str | None = None
+    ) -> None:
         self.index = index
         self.label = label or f"worker {index}"
         self.process = process
@@ -101,7 +111,9 @@ def launch_workers(
     if num_workers < 1:
         raise TrainError(f"--workers must be >= 1, got {num_workers}", exit_code=2)
     if not command:
-        raise TrainError("no worker command given; expected `tfpilot launch --workers N -- tfpilot train CONFIG`", exit_code=2)
+        raise TrainError(
+            "no worker command given; expected `tfpilot launch --workers N -- tfpilot train CONFIG`", exit_code=2
+        )
     cluster = cluster_spec(num_workers)
     started = time.monotonic()
     workers: list[_Worker] = []
@@ -134,11 +146,14 @@ def launch_workers(
                 )
             except OSError as exc:
                 _stop(workers, grace=5)
-                raise TrainError(f"cannot start worker command `{command[0]}` ({exc}); expected an executable such as `tfpilot`", exit_code=2) from None
+                raise TrainError(
+                    f"cannot start worker command `{command[0]}` ({exc}); expected an executable such as `tfpilot`",
+                    exit_code=2,
+                ) from None
             workers.append(_Worker(index, process, echo))
         while True:
             codes = [w.process.poll() for w in workers]
-            failed = [w for w, code in zip(workers, codes) if code not in (None, 0)]
+            failed = [w for w, code in zip(workers, codes, strict=False) if code not in (None, 0)]
             if forwarded["signal"] is not None and all(code is not None for code in codes):
                 break
             if failed and forwarded["signal"] is None:
@@ -154,7 +169,7 @@ def launch_workers(
                 break
             if timeout and time.monotonic() - started > timeout:
                 _stop(workers, grace=10)
-                running = [w.index for w, code in zip(workers, codes) if code is None]
+                running = [w.index for w, code in zip(workers, codes, strict=False) if code is None]
                 raise TrainError(
                     f"workers {running} still running after --timeout {timeout:g}s (a hung collective or a "
                     "stuck worker); stopped all workers. Raise --timeout if the run is just long"
@@ -169,9 +184,10 @@ def launch_workers(
     codes = [w.process.returncode for w in workers]
     preempted = forwarded["signal"] is not None
     if preempted and any(code not in (0, PREEMPTED_EXIT_CODE) for code in codes):
-        raise TrainError(f"after SIGTERM the workers exited with codes {codes}; expected {PREEMPTED_EXIT_CODE} (checkpoint saved)")
+        raise TrainError(
+            f"after SIGTERM the workers exited with codes {codes}; expected {PREEMPTED_EXIT_CODE} (checkpoint saved)"
+        )
     return LaunchResult(exit_codes=codes, preempted=preempted, seconds=time.monotonic() - started)
-
 
 
 def launch_parameter_server(
@@ -192,9 +208,13 @@ def launch_parameter_server(
     import sys
 
     if num_workers < 1 or num_ps < 1:
-        raise TrainError(f"parameter-server training needs --workers >= 1 and --ps >= 1, got {num_workers} and {num_ps}", exit_code=2)
+        raise TrainError(
+            f"parameter-server training needs --workers >= 1 and --ps >= 1, got {num_workers} and {num_ps}", exit_code=2
+        )
     if not command:
-        raise TrainError("no chief command given; expected `tfpilot launch --workers N --ps M -- tfpilot train CONFIG`", exit_code=2)
+        raise TrainError(
+            "no chief command given; expected `tfpilot launch --workers N --ps M -- tfpilot train CONFIG`", exit_code=2
+        )
     ports = free_ports(1 + num_workers + num_ps)
     cluster = {
         "chief": [f"127.0.0.1:{ports[0]}"],
@@ -219,9 +239,14 @@ def launch_parameter_server(
             "PYTHONUNBUFFERED": "1",
         }
         try:
-            process = subprocess.Popen(list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            process = subprocess.Popen(
+                list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            )
         except OSError as exc:
-            raise TrainError(f"cannot start {kind} command `{argv[0]}` ({exc}); expected an executable such as `tfpilot`", exit_code=2) from None
+            raise TrainError(
+                f"cannot start {kind} command `{argv[0]}` ({exc}); expected an executable such as `tfpilot`",
+                exit_code=2,
+            ) from None
         return _Worker(index, process, echo, label=kind if kind == "chief" else f"{kind} {index}")
 
     previous = {}
@@ -263,5 +288,7 @@ def launch_parameter_server(
     preempted = forwarded["signal"] is not None
     if chief.process.returncode != 0 and not preempted:
         tail = " | ".join(list(chief.tail)[-5:])
-        raise TrainError(f"the chief exited with code {chief.process.returncode}; stopped the cluster. Last lines: {tail or '(no output)'}")
+        raise TrainError(
+            f"the chief exited with code {chief.process.returncode}; stopped the cluster. Last lines: {tail or '(no output)'}"
+        )
     return LaunchResult(exit_codes=[chief.process.returncode], preempted=preempted, seconds=time.monotonic() - started)

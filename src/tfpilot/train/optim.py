@@ -25,7 +25,11 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return tf.where(step < self.warmup_steps, warm, tf.cast(self.base(step - self.warmup_steps), tf.float32))
 
     def get_config(self):
-        return {"base": keras.saving.serialize_keras_object(self.base), "warmup_steps": self.warmup_steps, "peak": self.peak}
+        return {
+            "base": keras.saving.serialize_keras_object(self.base),
+            "warmup_steps": self.warmup_steps,
+            "peak": self.peak,
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -39,9 +43,13 @@ def build_schedule(config: OptimizerConfig, *, steps_per_epoch: int, total_steps
     if config.schedule == ScheduleKind.CONSTANT:
         schedule = keras.optimizers.schedules.ExponentialDecay(lr, decay_steps=1, decay_rate=1.0)
     elif config.schedule == ScheduleKind.COSINE:
-        schedule = keras.optimizers.schedules.CosineDecay(lr, decay_steps=max(1, total_steps - config.warmup_steps), alpha=0.01)
+        schedule = keras.optimizers.schedules.CosineDecay(
+            lr, decay_steps=max(1, total_steps - config.warmup_steps), alpha=0.01
+        )
     else:
-        schedule = keras.optimizers.schedules.ExponentialDecay(lr, decay_steps=max(1, steps_per_epoch), decay_rate=config.decay_rate)
+        schedule = keras.optimizers.schedules.ExponentialDecay(
+            lr, decay_steps=max(1, steps_per_epoch), decay_rate=config.decay_rate
+        )
     if config.warmup_steps:
         schedule = WarmupSchedule(schedule, config.warmup_steps, lr)
     return schedule

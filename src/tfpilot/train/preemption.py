@@ -29,7 +29,9 @@ class Preempted(TrainError):
 
 
 class PreemptionWatcher:
-    def __init__(self, *, strategy: tf.distribute.Strategy, manager: tf.train.CheckpointManager, multi_worker: bool) -> None:
+    def __init__(
+        self, *, strategy: tf.distribute.Strategy, manager: tf.train.CheckpointManager, multi_worker: bool
+    ) -> None:
         self.handler = None
         self.requested = False
         self._previous = None

@@ -120,8 +120,12 @@ class ParameterServerTrainer(Trainer):
         # an identity through merge_call, which a tf.cond branch in replica context refuses.
         disable_optimizer_aggregation(self.optimizer)
         self.checkpoints = CheckpointStore(
-            self.run.checkpoints, model=self.model, optimizer=self.optimizer, global_step=self.global_step,
-            state=self.state, max_to_keep=train.max_checkpoints,
+            self.run.checkpoints,
+            model=self.model,
+            optimizer=self.optimizer,
+            global_step=self.global_step,
+            state=self.state,
+            max_to_keep=train.max_checkpoints,
         )
         self.summaries = SummaryWriters(self.run, enabled=True)
         self.early_stopping = EarlyStopping(train.early_stopping)
@@ -156,7 +160,10 @@ class ParameterServerTrainer(Trainer):
                 if self.model.losses:
                     loss += tf.add_n([tf.cast(x, tf.float32) for x in self.model.losses])
             gradients = tape.gradient(loss, variables)
-            gradients = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for g, v in zip(gradients, variables)]
+            gradients = [
+                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                for g, v in zip(gradients, variables, strict=False)
+            ]
             norm = tf.linalg.global_norm(gradients)
             finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
             return loss, logits, norm, finite, gradients
@@ -248,7 +255,9 @@ class ParameterServerTrainer(Trainer):
             self.checkpoints.manager = tf.train.CheckpointManager(
                 self.checkpoints.checkpoint, str(self.run.checkpoints), max_to_keep=train.max_checkpoints
             )
-        self.hooks.on_train_begin(epochs=train.epochs, steps_per_epoch=self.steps_per_epoch, initial_epoch=initial_epoch, initial_step=0)
+        self.hooks.on_train_begin(
+            epochs=train.epochs, steps_per_epoch=self.steps_per_epoch, initial_epoch=initial_epoch, initial_step=0
+        )
         stopped_early = False
         for epoch in range(initial_epoch, train.epochs):
             self.state.epoch.assign(epoch)
@@ -278,16 +287,23 @@ class ParameterServerTrainer(Trainer):
         if self.skipped_steps:
             self.findings.append(
                 Finding(
-                    code="TRAIN-SKIPPED-BATCHES", severity=Severity.WARNING, title="Skipped non-finite steps",
+                    code="TRAIN-SKIPPED-BATCHES",
+                    severity=Severity.WARNING,
+                    title="Skipped non-finite steps",
                     message=f"{self.skipped_steps} parameter-server step(s) had a non-finite loss or gradient and were not applied",
-                    location=str(self.run.root), evidence={"skipped_steps": self.skipped_steps},
+                    location=str(self.run.root),
+                    evidence={"skipped_steps": self.skipped_steps},
                     fix="lower the learning rate, enable train.clip_norm, or check the data for NaN/inf",
                 )
             )
         self.findings.extend(self._overfitting_findings())
         result = TrainResult(
-            history=self.history, findings=self.findings, stopped_early=stopped_early,
-            best_epoch=self.early_stopping.best_epoch, epochs_run=len(self.history), global_step=int(self.global_step.numpy()),
+            history=self.history,
+            findings=self.findings,
+            stopped_early=stopped_early,
+            best_epoch=self.early_stopping.best_epoch,
+            epochs_run=len(self.history),
+            global_step=int(self.global_step.numpy()),
         )
         self.summaries.close()
         self.hooks.on_train_end(logs={"epochs_run": result.epochs_run, "stopped_early": stopped_early})
@@ -301,23 +317,31 @@ class ParameterServerTrainer(Trainer):
             return
         if self.config.train.nan_policy == NanPolicy.STOP or total > self.config.train.nan_max_retries:
             finding = Finding(
-                code="TRAIN-NONFINITE", severity=Severity.ERROR, title="Non-finite loss or gradient",
+                code="TRAIN-NONFINITE",
+                severity=Severity.ERROR,
+                title="Non-finite loss or gradient",
                 message=f"{new} step(s) of epoch {epoch} had a non-finite loss or gradient norm (not applied); stopped at step {global_step}",
-                location=str(self.run.root), evidence={"epoch": epoch, "nonfinite_steps": total, "global_step": global_step},
+                location=str(self.run.root),
+                evidence={"epoch": epoch, "nonfinite_steps": total, "global_step": global_step},
                 fix="lower the learning rate, enable train.clip_norm, check the data, or set train.nan_policy: skip_batch",
             )
             self.findings.append(finding)
             raise TrainError(finding.message)
 
     def _end_epoch(self, *, epoch: int, global_step: int) -> bool:
-        logs: dict[str, Any] = {"loss": float(self.train_loss.result()), "accuracy": float(self.train_accuracy.result())}
+        logs: dict[str, Any] = {
+            "loss": float(self.train_loss.result()),
+            "accuracy": float(self.train_accuracy.result()),
+        }
         if self.pipeline.num_examples("validation"):
             validation = self.evaluate("validation")
             logs.update({f"val_{k}": v for k, v in validation.items()})
             self.summaries.scalars(self.summaries.validation, validation, step=global_step)
         logs["learning_rate"] = self._learning_rate()
         logs["grad_norm"] = float(self.grad_norm.numpy())
-        self.summaries.scalars(self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step)
+        self.summaries.scalars(
+            self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step
+        )
         self.summaries.flush()
         self.history.append({"epoch": epoch, "step": global_step, **logs})
         should_stop = False
@@ -325,7 +349,8 @@ class ParameterServerTrainer(Trainer):
             monitor = self.early_stopping.config.monitor
             if monitor not in logs:
                 raise TrainError(
-                    f"`train.early_stopping.monitor` is `{monitor}`, which is not logged; expected one of {sorted(logs)}", exit_code=2
+                    f"`train.early_stopping.monitor` is `{monitor}`, which is not logged; expected one of {sorted(logs)}",
+                    exit_code=2,
                 )
             improved, should_stop = self.early_stopping.update(epoch=epoch, logs=logs)
             if improved and self.early_stopping.config.restore_best:

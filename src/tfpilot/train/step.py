@@ -91,8 +91,12 @@ class StepFunctions:
             self.eval_accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step", aggregation=_SAME)
             self.grad_norm = tf.Variable(0.0, dtype=tf.float32, trainable=False, name="grad_norm", aggregation=_SAME)
-            self.nonfinite_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_steps", aggregation=_SAME)
-            self.first_nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False, name="first_nonfinite_step", aggregation=_SAME)
+            self.nonfinite_steps = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="nonfinite_steps", aggregation=_SAME
+            )
+            self.first_nonfinite_step = tf.Variable(
+                -1, dtype=tf.int64, trainable=False, name="first_nonfinite_step", aggregation=_SAME
+            )
             optimizer.build(model.trainable_variables)
         self.reduced_gradients = disable_optimizer_aggregation(optimizer) if self.distributed else True
         self._train_function = None
@@ -113,7 +117,9 @@ class StepFunctions:
         penalty = tf.constant(0.0)
         if self.l2:
             kernels = [v for v in self.model.trainable_variables if "kernel" in v.path or "embeddings" in v.path]
-            penalty += self.l2 * tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) * 2.0 for v in kernels]) if kernels else 0.0
+            penalty += (
+                self.l2 * tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) * 2.0 for v in kernels]) if kernels else 0.0
+            )
         if self.model.losses:
             penalty += tf.add_n([tf.cast(loss, tf.float32) for loss in self.model.losses])
         # Regularisation is added once per global step, so each replica contributes its share.
@@ -123,7 +129,11 @@ class StepFunctions:
         # Under mixed precision the optimizer is a LossScaleOptimizer: scale before differentiating
         # so float16 gradients do not underflow; optimizer.apply unscales them.
         scale = getattr(self.optimizer, "scale_loss", None)
-        return scale(loss) if scale is not None and isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer) else loss
+        return (
+            scale(loss)
+            if scale is not None and isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+            else loss
+        )
 
     def loss_and_gradients(self, features, labels, *, training: bool = True):
         with tf.GradientTape() as tape:
@@ -134,7 +144,7 @@ class StepFunctions:
         gradients = tape.gradient(scaled, self.model.trainable_variables)
         gradients = [
             tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-            for g, v in zip(gradients, self.model.trainable_variables)
+            for g, v in zip(gradients, self.model.trainable_variables, strict=False)
         ]
         return loss, logits, per_example, gradients
 

@@ -30,7 +30,7 @@ class SummaryWriters:
         with self.train.as_default(step=step):
             for variable in model.trainable_variables:
                 tf.summary.histogram(f"weights/{variable.path}", variable)
-            for variable, gradient in zip(model.trainable_variables, gradients or []):
+            for variable, gradient in zip(model.trainable_variables, gradients or [], strict=False):
                 tf.summary.histogram(f"gradients/{variable.path}", gradient)
 
     def flush(self) -> None:

@@ -60,7 +60,7 @@ class TrainResult:
 class Trainer:
     """Train `config.model` on `pipeline` and write the run directory's training artifacts."""
 
-    def __new__(cls, config: RunConfig, **kwargs: Any) -> "Trainer":
+    def __new__(cls, config: RunConfig, **kwargs: Any) -> Trainer:
         # Parameter-server training is a separate loop (ClusterCoordinator scheduling); callers keep
         # writing Trainer(...) and get it when the config asks for it.
         if cls is Trainer and uses_parameter_server(config.train.strategy):
@@ -121,7 +121,9 @@ class Trainer:
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
-        self.guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root))
+        self.guard = NanGuard(
+            policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root)
+        )
         self.history: list[dict[str, float]] = []
 
     def _build_model_and_optimizer(self, model: keras.Model | None) -> None:
@@ -129,11 +131,15 @@ class Trainer:
         config, pipeline, train = self.config, self.pipeline, self.config.train
         with precision_policy(train.mixed_precision):
             self.model = model or build_model(
-                config.model, input_shape=pipeline.preprocessor.output_shape(), num_classes=pipeline.num_classes,
+                config.model,
+                input_shape=pipeline.preprocessor.output_shape(),
+                num_classes=pipeline.num_classes,
                 vocab_size=pipeline.preprocessor.vocab_size,
             )
         self.optimizer = wrap_for_mixed_precision(
-            build_optimizer(train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs),
+            build_optimizer(
+                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
+            ),
             train.mixed_precision,
         )
 
@@ -147,7 +153,9 @@ class Trainer:
         drop = self.strategy.num_replicas_in_sync > 1
         if self.steps.distributed:
             return self._distribute(
-                lambda ctx: self.pipeline.train(epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop)
+                lambda ctx: self.pipeline.train(
+                    epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop
+                )
             )
         dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
         return dataset.skip(skip_batches) if skip_batches else dataset
@@ -242,14 +250,18 @@ class Trainer:
             features, labels = next(iter(self.pipeline.train(epoch=epoch, skip_batches=batch_index).take(1)))
             evidence = replay_with_check_numerics(self.steps, features, labels)
         try:
-            action = self.guard.on_nonfinite(epoch=epoch, batch_index=batch_index, global_step=global_step, evidence=evidence)
+            action = self.guard.on_nonfinite(
+                epoch=epoch, batch_index=batch_index, global_step=global_step, evidence=evidence
+            )
         except TrainError:
             self.findings.extend(self.guard.findings)
             raise
         if action == "rolled_back":
             path, state = self.checkpoints.restore_latest()
             if path is None:
-                raise TrainError("train.nan_policy=rollback found no checkpoint to roll back to; this is a bug in tfpilot")
+                raise TrainError(
+                    "train.nan_policy=rollback found no checkpoint to roll back to; this is a bug in tfpilot"
+                )
             self.early_stopping.load(state.get("early_stopping", {}))
             restored_epoch = int(self.state.epoch.numpy())
             self.history = [h for h in state.get("history", []) if h["epoch"] < restored_epoch]
@@ -277,7 +289,9 @@ class Trainer:
         if train.nan_policy.value == "rollback" and self.checkpoints.latest is None:
             self._save_checkpoint()  # something to roll back to before the first epoch ends
         self.preemption = PreemptionWatcher(
-            strategy=self.strategy, manager=self.checkpoints.manager, multi_worker=self.strategy.cluster_resolver is not None
+            strategy=self.strategy,
+            manager=self.checkpoints.manager,
+            multi_worker=self.strategy.cluster_resolver is not None,
         )
         try:
             return self._fit_epochs(initial_epoch=initial_epoch, skip=skip)
@@ -366,7 +380,9 @@ class Trainer:
             )
         logs["learning_rate"] = self._learning_rate()
         logs["grad_norm"] = float(self.steps.grad_norm.numpy())
-        self.summaries.scalars(self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step)
+        self.summaries.scalars(
+            self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step
+        )
         if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0 and self.chief:
             features, labels = next(iter(self.pipeline.train(epoch=epoch)))
             gradients = self.steps.gradient_function(features, labels)
@@ -404,8 +420,8 @@ class Trainer:
             return []
         for end in range(k, len(rows)):
             window = rows[end - k : end + 1]
-            val_rising = all(b["val_loss"] > a["val_loss"] for a, b in zip(window, window[1:]))
-            train_falling = all(b["loss"] < a["loss"] for a, b in zip(window, window[1:]))
+            val_rising = all(b["val_loss"] > a["val_loss"] for a, b in zip(window, window[1:], strict=False))
+            train_falling = all(b["loss"] < a["loss"] for a, b in zip(window, window[1:], strict=False))
             if val_rising and train_falling:
                 first, last = window[0], window[-1]
                 return [
@@ -418,7 +434,11 @@ class Trainer:
                             f"while training loss fell ({first['loss']:.4f} -> {last['loss']:.4f}) from epoch {first['epoch']}"
                         ),
                         location=str(self.run.history_path),
-                        evidence={"from_epoch": first["epoch"], "to_epoch": last["epoch"], "gap": last["val_loss"] - last["loss"]},
+                        evidence={
+                            "from_epoch": first["epoch"],
+                            "to_epoch": last["epoch"],
+                            "gap": last["val_loss"] - last["loss"],
+                        },
                         fix="enable early stopping on val_loss, add dropout or L2 (train.l2), or get more data / augmentation",
                     )
                 ]
@@ -429,5 +449,3 @@ def load_history(run: RunDir) -> list[dict[str, Any]]:
     if not run.history_path.exists():
         return []
     return json.loads(Path(run.history_path).read_text()).get("epochs", [])
-
-

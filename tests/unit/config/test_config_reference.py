@@ -19,8 +19,14 @@ def test_reference_lists_every_leaf_key() -> None:
     from tfpilot.config import config_json_schema
 
     table = load_script().render(config_json_schema())
-    for key in ("train.batch_size", "train.optimizer.learning_rate", "data.split.seed", "train.early_stopping.patience",
-                "export.parity.max_accuracy_drop", "monitor.gate"):
+    for key in (
+        "train.batch_size",
+        "train.optimizer.learning_rate",
+        "data.split.seed",
+        "train.early_stopping.patience",
+        "export.parity.max_accuracy_drop",
+        "monitor.gate",
+    ):
         assert f"| `{key}` |" in table, key
     assert "| `train.batch_size` | integer (> 0) | `64` | Global batch size" in table
     assert "| `data` | section | required |" in table

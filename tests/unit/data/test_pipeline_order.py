@@ -19,7 +19,9 @@ def arrays_pipeline(*, seed: int = 0, split_seed: int = 0, shuffle_buffer: int =
     # The feature is the example's own index, so a batch tells which examples it holds.
     features = {"x": np.arange(NUM, dtype=np.float32)}
     labels = np.arange(NUM) % 3
-    config = DataConfig(kind="arrays", split={"validation": 0.2, "test": 0.1, "seed": split_seed}, shuffle_buffer=shuffle_buffer)
+    config = DataConfig(
+        kind="arrays", split={"validation": 0.2, "test": 0.1, "seed": split_seed}, shuffle_buffer=shuffle_buffer
+    )
     return build_pipeline(config, batch_size=batch_size, seed=seed, features=features, labels=labels)
 
 
@@ -45,7 +47,11 @@ def test_split_is_deterministic_disjoint_and_complete() -> None:
 
 
 def test_pipeline_split_follows_split_seed_only() -> None:
-    a, b, c = arrays_pipeline(seed=0, split_seed=5), arrays_pipeline(seed=99, split_seed=5), arrays_pipeline(split_seed=6)
+    a, b, c = (
+        arrays_pipeline(seed=0, split_seed=5),
+        arrays_pipeline(seed=99, split_seed=5),
+        arrays_pipeline(split_seed=6),
+    )
     np.testing.assert_array_equal(a.indices["test"], b.indices["test"])
     assert not np.array_equal(a.indices["test"], c.indices["test"])
     assert (a.num_examples("train"), a.num_examples("validation"), a.num_examples("test")) == (84, 24, 12)

@@ -29,7 +29,9 @@ size,weight,color,label
 
 def csv_config(path: Path, **csv_options) -> DataConfig:
     return DataConfig(
-        kind="csv", path=path, split={"validation": 0.2, "test": 0.2, "seed": 3},
+        kind="csv",
+        path=path,
+        split={"validation": 0.2, "test": 0.2, "seed": 3},
         csv={"label_column": "label", "categorical_columns": ["color"], **csv_options},
     )
 
@@ -50,7 +52,9 @@ def test_csv_columns_are_inferred(table: Path) -> None:
     assert source.labels.tolist() == [1, 1, 0, 0, 0, 1, 0, 1, 0, 1]
     assert np.isnan(source.records["weight"][1])  # an empty numeric cell is missing, not 0
     assert source.feature_spec == {
-        "size": tf.TensorSpec([], tf.float32), "weight": tf.TensorSpec([], tf.float32), "color": tf.TensorSpec([], tf.string),
+        "size": tf.TensorSpec([], tf.float32),
+        "weight": tf.TensorSpec([], tf.float32),
+        "color": tf.TensorSpec([], tf.string),
     }
 
 
@@ -66,8 +70,13 @@ def test_csv_preprocessing_uses_training_statistics_and_handles_oov(table: Path)
     vocabulary = pre.vocabularies["color"]
     assert set(vocabulary) == {line.split(",")[2] for line in colors}
     assert pre.output_dim == 2 + len(vocabulary) + 1  # numeric + one-hot + OOV slot
-    out = pre({"size": tf.constant([sizes.mean(), np.nan]), "weight": tf.constant([np.nan, np.nan]),
-               "color": tf.constant([vocabulary[0], "purple"])}).numpy()
+    out = pre(
+        {
+            "size": tf.constant([sizes.mean(), np.nan]),
+            "weight": tf.constant([np.nan, np.nan]),
+            "color": tf.constant([vocabulary[0], "purple"]),
+        }
+    ).numpy()
     assert out.shape == (2, pre.output_dim)
     np.testing.assert_allclose(out[:, :2], 0.0, atol=1e-6)  # the mean and missing values both map to 0
     np.testing.assert_array_equal(out[0, 2:], [1.0] + [0.0] * len(vocabulary))
@@ -109,7 +118,9 @@ def test_arrays_source_images_and_tabular() -> None:
     assert source.class_names == ["0", "1", "2"]
     assert source.feature_spec["image"] == tf.TensorSpec([4, 4, 1], tf.uint8)
 
-    tabular = arrays_source({"a": np.zeros(4, np.float32), "b": np.ones(4, np.float32)}, [0, 1, 0, 1], class_names=["no", "yes"])
+    tabular = arrays_source(
+        {"a": np.zeros(4, np.float32), "b": np.ones(4, np.float32)}, [0, 1, 0, 1], class_names=["no", "yes"]
+    )
     assert tabular.kind == "tabular" and tabular.numeric_columns == ["a", "b"] and tabular.class_names == ["no", "yes"]
 
     dense = arrays_source(np.zeros((5, 3), np.float32), np.zeros(5))

@@ -44,7 +44,7 @@ def test_decode_equals_png_pixels(tiny_folder) -> None:
     assert len(source) == 9  # notes.txt and the hidden folder are ignored
     assert source.labels.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert source.feature_spec["image"] == tf.TensorSpec([8, 8, 1], tf.uint8)
-    for path, label in zip(source.records["path"], source.labels):
+    for path, label in zip(source.records["path"], source.labels, strict=False):
         decoded = source.decode({"path": tf.constant(path)})["image"]
         assert decoded.dtype == tf.uint8
         np.testing.assert_array_equal(decoded.numpy(), written[path])
@@ -57,7 +57,7 @@ def test_bundled_digits_pixels_survive_the_pipeline(digits_folder: Path) -> None
     assert pipeline.num_classes == 10
     assert sum(pipeline.num_examples(s) for s in ("train", "validation", "test")) == 1797
     paths = pipeline.source.records["path"][pipeline.indices["test"][:5]]
-    for (features, label), path in zip(pipeline.raw("test").take(5), paths):
+    for (features, label), path in zip(pipeline.raw("test").take(5), paths, strict=False):
         png = tf.io.decode_png(tf.io.read_file(path), channels=1).numpy()
         np.testing.assert_array_equal(features["image"].numpy(), png)
         assert pipeline.class_names[int(label)] == Path(path).parent.name
@@ -85,7 +85,9 @@ def test_other_sizes_are_resized_and_rgb_is_converted(tmp_path: Path) -> None:
 def test_jpeg_files_are_read(tmp_path: Path) -> None:
     for label in ("a", "b"):
         (tmp_path / label).mkdir()
-        (tmp_path / label / "x.JPG").write_bytes(tf.io.encode_jpeg(np.full((8, 8, 1), 90, np.uint8), quality=100).numpy())
+        (tmp_path / label / "x.JPG").write_bytes(
+            tf.io.encode_jpeg(np.full((8, 8, 1), 90, np.uint8), quality=100).numpy()
+        )
     source = image_folder_source(image_config(tmp_path, extensions=[".jpg"]))
     assert len(source) == 2
     image = source.decode({"path": tf.constant(source.records["path"][0])})["image"].numpy()
@@ -133,4 +135,3 @@ def test_corrupt_or_empty_image_files_raise_data_error_naming_them(tiny_folder) 
         load_source(image_config(root))
     assert "broken.png" in str(caught.value) and "empty.jpg" in str(caught.value)
     assert "\n" not in str(caught.value)
-

@@ -15,9 +15,16 @@ from tfpilot.data.text import OOV_ID, PAD_ID, text_source
 from tfpilot.errors import DataError
 
 SENTENCES = [
-    ("pos", "Great phone, love it!"), ("neg", "Terrible... it broke."), ("pos", "GREAT great value"),
-    ("neg", "awful, awful, AWFUL"), ("pos", "love the screen"), ("neg", "broke after a week"),
-    ("pos", "great"), ("neg", "terrible battery"), ("pos", "love love love"), ("neg", "awful screen"),
+    ("pos", "Great phone, love it!"),
+    ("neg", "Terrible... it broke."),
+    ("pos", "GREAT great value"),
+    ("neg", "awful, awful, AWFUL"),
+    ("pos", "love the screen"),
+    ("neg", "broke after a week"),
+    ("pos", "great"),
+    ("neg", "terrible battery"),
+    ("pos", "love love love"),
+    ("neg", "awful screen"),
 ]
 
 
@@ -27,8 +34,14 @@ def write_tsv(path: Path, rows=SENTENCES) -> Path:
 
 
 def config(path: Path, **overrides) -> DataConfig:
-    raw = {"kind": "text", "path": str(path), "shuffle_buffer": 0, "split": {"validation": 0.2, "test": 0.2, "seed": 0},
-           "text": {"vocab_size": 50, "max_length": 4, "bucket_boundaries": [2, 3]}, "batching": "padded"}
+    raw = {
+        "kind": "text",
+        "path": str(path),
+        "shuffle_buffer": 0,
+        "split": {"validation": 0.2, "test": 0.2, "seed": 0},
+        "text": {"vocab_size": 50, "max_length": 4, "bucket_boundaries": [2, 3]},
+        "batching": "padded",
+    }
     raw.update(overrides)
     return DataConfig(**raw)
 
@@ -58,10 +71,26 @@ def test_bad_files_name_the_fix(tmp_path: Path) -> None:
 def test_vocabulary_comes_from_the_training_split_only(tmp_path: Path) -> None:
     pipeline = build_pipeline(config(write_tsv(tmp_path / "r.tsv")), batch_size=4)
     vocabulary = pipeline.preprocessor.extra["vocabulary"]
-    held_out = {t for i in np.concatenate([pipeline.indices["validation"], pipeline.indices["test"]])
-                for t in pipeline.source.records["text"][i].lower().replace(",", " ").replace(".", " ").replace("!", " ").split()}
-    train_words = {t for i in pipeline.indices["train"]
-                   for t in pipeline.source.records["text"][i].lower().replace(",", " ").replace(".", " ").replace("!", " ").split()}
+    held_out = {
+        t
+        for i in np.concatenate([pipeline.indices["validation"], pipeline.indices["test"]])
+        for t in pipeline.source.records["text"][i]
+        .lower()
+        .replace(",", " ")
+        .replace(".", " ")
+        .replace("!", " ")
+        .split()
+    }
+    train_words = {
+        t
+        for i in pipeline.indices["train"]
+        for t in pipeline.source.records["text"][i]
+        .lower()
+        .replace(",", " ")
+        .replace(".", " ")
+        .replace("!", " ")
+        .split()
+    }
     assert set(vocabulary) == train_words  # lowercased, punctuation stripped, nothing from other splits
     assert not (held_out - train_words) & set(vocabulary)
     # Most frequent first (ties alphabetical): ids start at 2 after padding 0 and OOV 1.
@@ -83,9 +112,9 @@ def test_ids_match_between_tf_data_and_a_serving_batch(tmp_path: Path) -> None:
     np.testing.assert_array_equal(batched[3], [great] * 4)
     # The same texts one at a time inside a tf.data map (how the pipeline calls it).
     mapped = list(tf.data.Dataset.from_tensor_slices({"text": texts}).map(pre).as_numpy_iterator())
-    for row, single in zip(batched, mapped):
+    for row, single in zip(batched, mapped, strict=False):
         np.testing.assert_array_equal(single, row[: len(single)])
-        assert not np.any(row[len(single):])
+        assert not np.any(row[len(single) :])
 
 
 def test_state_is_json_and_reloads_to_the_same_ids(tmp_path: Path) -> None:
@@ -104,7 +133,7 @@ def test_batching_modes(tmp_path: Path, batching: str) -> None:
     rows = [("pos" if i % 2 else "neg", " ".join(["great" if i % 2 else "awful"] * (1 + i % 5))) for i in range(40)]
     pipeline = build_pipeline(config(write_tsv(tmp_path / "r.tsv", rows), batching=batching), batch_size=8)
     shapes = set()
-    for features, labels in pipeline.train(epoch=0):
+    for features, _labels in pipeline.train(epoch=0):
         assert features.dtype == tf.int32
         shapes.add(int(features.shape[1]))
         lengths = np.count_nonzero(features.numpy(), axis=1)

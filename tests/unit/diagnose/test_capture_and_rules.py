@@ -22,7 +22,9 @@ def test_profile_window_summary_and_input_bound_finding(tmp_path):
         time.sleep(0.01)
         return x
 
-    dataset = tf.data.Dataset.range(200).map(lambda i: tf.py_function(slow, [tf.cast(i, tf.float32)], tf.float32)).batch(2)
+    dataset = (
+        tf.data.Dataset.range(200).map(lambda i: tf.py_function(slow, [tf.cast(i, tf.float32)], tf.float32)).batch(2)
+    )
     weights = tf.Variable(1.0)
 
     @tf.function
@@ -59,7 +61,11 @@ def test_watch_counts_python_scalar_retraces_in_process():
             scaled(tf.constant(1.0), factor)
     finding = next(f for f in session.findings if f.code == "DOC-RETRACING")
     assert finding.evidence["tracing_count"] == 3
-    assert finding.evidence["changed"][0] == {"argument": "factor", "kind": "python scalar", "values": ["1.0", "2.0", "3.0"]}
+    assert finding.evidence["changed"][0] == {
+        "argument": "factor",
+        "kind": "python scalar",
+        "values": ["1.0", "2.0", "3.0"],
+    }
 
 
 def _watch_loop(pause_seconds):

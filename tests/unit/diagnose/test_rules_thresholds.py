@@ -14,20 +14,53 @@ from tfpilot.diagnose.watchers import StepTiming, WatchReport
 from tfpilot.diagnose.xplane import ProfileSummary
 
 
-def summary(*, step_ms=3.7, input_ms=0.0, stages=(), op_occurrences_per_step=10.0, host_op_ms_per_step=0.5,
-            steps=4, gaps_ms=(), step_times_ms=(), top_ops=()) -> ProfileSummary:
-    return ProfileSummary.from_dict({
-        "profile_dir": "profile", "session": "s", "hardware_type": "CPU_ONLY",
-        "steps": {"steps": steps, "step_ms": step_ms, "input_ms": input_ms, "compute_ms": step_ms - input_ms, "other_ms": 0.0,
-                  "input_percent": 100.0 * input_ms / step_ms, "compute_percent": 100.0 * (step_ms - input_ms) / step_ms,
-                  "other_percent": 0.0, "per_step": []},
-        "top_ops": list(top_ops), "host_python_ops": [],
-        "input_stages": [{"name": f"Iterator::Root::{name}", "stage": name, "count": steps, "self_time_ms": ms, "self_time_percent": 0.0}
-                         for name, ms in stages],
-        "op_occurrences_per_step": op_occurrences_per_step, "host_op_self_time_ms_per_step": host_op_ms_per_step,
-        "input_conclusion": "", "files": {},
-        "capture": {"steps_captured": steps, "gaps_ms": list(gaps_ms), "step_times_ms": list(step_times_ms)},
-    })
+def summary(
+    *,
+    step_ms=3.7,
+    input_ms=0.0,
+    stages=(),
+    op_occurrences_per_step=10.0,
+    host_op_ms_per_step=0.5,
+    steps=4,
+    gaps_ms=(),
+    step_times_ms=(),
+    top_ops=(),
+) -> ProfileSummary:
+    return ProfileSummary.from_dict(
+        {
+            "profile_dir": "profile",
+            "session": "s",
+            "hardware_type": "CPU_ONLY",
+            "steps": {
+                "steps": steps,
+                "step_ms": step_ms,
+                "input_ms": input_ms,
+                "compute_ms": step_ms - input_ms,
+                "other_ms": 0.0,
+                "input_percent": 100.0 * input_ms / step_ms,
+                "compute_percent": 100.0 * (step_ms - input_ms) / step_ms,
+                "other_percent": 0.0,
+                "per_step": [],
+            },
+            "top_ops": list(top_ops),
+            "host_python_ops": [],
+            "input_stages": [
+                {
+                    "name": f"Iterator::Root::{name}",
+                    "stage": name,
+                    "count": steps,
+                    "self_time_ms": ms,
+                    "self_time_percent": 0.0,
+                }
+                for name, ms in stages
+            ],
+            "op_occurrences_per_step": op_occurrences_per_step,
+            "host_op_self_time_ms_per_step": host_op_ms_per_step,
+            "input_conclusion": "",
+            "files": {},
+            "capture": {"steps_captured": steps, "gaps_ms": list(gaps_ms), "step_times_ms": list(step_times_ms)},
+        }
+    )
 
 
 def codes(**kwargs) -> dict:
@@ -57,29 +90,61 @@ def test_wait_explained_by_pipeline_work_is_input_bound_with_numbers():
     assert finding.evidence["prefetch"] is False
 
 
-@pytest.mark.parametrize(("input_ms", "step_ms", "expected"), [(0.9, 3.0, None), (1.0, 12.0, "warning"), (1.0, 4.0, "error"), (0.5, 20.0, None)])
+@pytest.mark.parametrize(
+    ("input_ms", "step_ms", "expected"),
+    [(0.9, 3.0, None), (1.0, 12.0, "warning"), (1.0, 4.0, "error"), (0.5, 20.0, None)],
+)
 def test_input_bound_needs_both_the_percentage_and_the_absolute_floor(input_ms, step_ms, expected):
     observed = summary(step_ms=step_ms, input_ms=input_ms, stages=(("ParallelMapV2", 10.0),))
     found = codes(summary=observed).get("DOC-INPUT-BOUND")
     assert (found.severity.value if found else None) == expected
 
 
-def watch_report(*, input_ms=0.0, step_ms=5.0, idle_ms=0.0, syncs_per_step=0.0, driver="train_step",
-                 idle_median_ms=None, step_median_ms=None) -> WatchReport:
-    timing = StepTiming(driver=driver, steps=20, step_ms=step_ms, call_ms=step_ms - input_ms - idle_ms, gap_ms=input_ms + idle_ms,
-                        input_ms=input_ms, sync_ms=0.0, idle_ms=idle_ms, syncs_per_step=syncs_per_step,
-                        idle_percent=100.0 * idle_ms / step_ms, input_percent=100.0 * input_ms / step_ms, sync_locations={},
-                        idle_median_ms=idle_ms if idle_median_ms is None else idle_median_ms,
-                        step_median_ms=step_ms if step_median_ms is None else step_median_ms)
-    return WatchReport(functions=[], timing=timing, eager_gradient_calls=0, compiled_calls=22, sync_count=0, nonfinite=None,
-                       wall_seconds=1.0, profile_dir=None)
+def watch_report(
+    *,
+    input_ms=0.0,
+    step_ms=5.0,
+    idle_ms=0.0,
+    syncs_per_step=0.0,
+    driver="train_step",
+    idle_median_ms=None,
+    step_median_ms=None,
+) -> WatchReport:
+    timing = StepTiming(
+        driver=driver,
+        steps=20,
+        step_ms=step_ms,
+        call_ms=step_ms - input_ms - idle_ms,
+        gap_ms=input_ms + idle_ms,
+        input_ms=input_ms,
+        sync_ms=0.0,
+        idle_ms=idle_ms,
+        syncs_per_step=syncs_per_step,
+        idle_percent=100.0 * idle_ms / step_ms,
+        input_percent=100.0 * input_ms / step_ms,
+        sync_locations={},
+        idle_median_ms=idle_ms if idle_median_ms is None else idle_median_ms,
+        step_median_ms=step_ms if step_median_ms is None else step_median_ms,
+    )
+    return WatchReport(
+        functions=[],
+        timing=timing,
+        eager_gradient_calls=0,
+        compiled_calls=22,
+        sync_count=0,
+        nonfinite=None,
+        wall_seconds=1.0,
+        profile_dir=None,
+    )
 
 
 def test_watcher_next_timing_has_a_higher_floor():
     # Python-side next() on a prefetched pipeline costs ~1 ms on a loaded host: not a finding on its own.
     assert "DOC-INPUT-BOUND" not in codes(watch=watch_report(input_ms=0.9, step_ms=5.6))
     finding = codes(watch=watch_report(input_ms=4.0, step_ms=6.0))["DOC-INPUT-BOUND"]
-    assert finding.evidence["measured_by"] == "watcher" and finding.evidence["input_percent"] == pytest.approx(66.7, abs=0.1)
+    assert finding.evidence["measured_by"] == "watcher" and finding.evidence["input_percent"] == pytest.approx(
+        66.7, abs=0.1
+    )
 
 
 # ------------------------------------------------------------------------------ DOC-TINY-OPS
@@ -99,7 +164,12 @@ def test_step_gap_from_the_profile_hooks_wall_clock_capture():
     # 3 ms steps with 1.5 ms between them (median of the gaps): 33% of wall time idle.
     observed = summary(gaps_ms=(1.4, 1.6, 1.5), step_times_ms=(3.0, 3.0, 3.0, 3.0))
     finding = codes(summary=observed)["DOC-STEP-GAP"]
-    assert finding.evidence == {"idle_ms_per_step": 1.5, "idle_percent": 33.3, "steps": 3, "measured_by": "profile hook"}
+    assert finding.evidence == {
+        "idle_ms_per_step": 1.5,
+        "idle_percent": 33.3,
+        "steps": 3,
+        "measured_by": "profile hook",
+    }
 
 
 def test_step_gap_from_the_watcher_and_its_thresholds():
@@ -108,7 +178,9 @@ def test_step_gap_from_the_watcher_and_its_thresholds():
     assert finding.evidence["idle_ms_per_step"] == 2.0
     assert step_gap.check(Observations(watch=watch_report(idle_ms=0.5, step_ms=2.0))) == []  # 25% but under 1 ms
     assert step_gap.check(Observations(watch=watch_report(idle_ms=1.5, step_ms=30.0))) == []  # 1.5 ms but 5%
-    assert step_gap.check(Observations(summary=summary(gaps_ms=(5.0, 5.0), step_times_ms=(1.0, 1.0, 1.0)))) == []  # two gaps are no pattern
+    assert (
+        step_gap.check(Observations(summary=summary(gaps_ms=(5.0, 5.0), step_times_ms=(1.0, 1.0, 1.0)))) == []
+    )  # two gaps are no pattern
 
 
 def test_scheduler_stops_in_a_few_gaps_are_not_a_step_gap():

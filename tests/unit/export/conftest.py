@@ -32,9 +32,16 @@ def make_trained(root: Path, *, num_classes: int = 3, name: str = "tiny"):
     config = RunConfig(name=name, runs_dir=root, data=DataConfig(kind="arrays", shuffle_buffer=0))
     pipeline = build_pipeline(config.data, batch_size=32, seed=0, features=features, labels=labels)
     model = keras.Sequential(
-        [keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(num_classes, name="logits")]
+        [
+            keras.Input((4, 4, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(num_classes, name="logits"),
+        ]
     )
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     x, y = pipeline.arrays("train")
     model.fit(x, y, epochs=15, batch_size=32, verbose=0)
     run = RunDir.at(config.run_path)

@@ -24,9 +24,14 @@ from tfpilot.workflow import export_run, sample_features
 
 def _export(trained, base, signatures, **kwargs):
     return export_saved_model(
-        model=trained.model, preprocessor=trained.pipeline.preprocessor, class_names=trained.pipeline.class_names,
-        base_path=base, sample_features=sample_features(trained), signatures=signatures,
-        post_write_context={"trained": trained}, **kwargs,
+        model=trained.model,
+        preprocessor=trained.pipeline.preprocessor,
+        class_names=trained.pipeline.class_names,
+        base_path=base,
+        sample_features=sample_features(trained),
+        signatures=signatures,
+        post_write_context={"trained": trained},
+        **kwargs,
     )
 
 
@@ -52,7 +57,9 @@ def test_regress_is_positive_class_probability_for_binary_and_refused_otherwise(
     result = _export(binary_trained, tmp_path / "binary", ["serving_default", "regress"])
     assert read_signature_defs(result.path)["regress"].method_name == REGRESS_METHOD
     features = sample_features(binary_trained, count=4)
-    out = run_with_session_loader(result.path, {"inputs": np.array(to_examples(features), dtype=object)}, signature="regress")
+    out = run_with_session_loader(
+        result.path, {"inputs": np.array(to_examples(features), dtype=object)}, signature="regress"
+    )
     probabilities = run_with_session_loader(result.path, features)["probabilities"]
     np.testing.assert_allclose(out["outputs"], probabilities[:, 1], atol=1e-6)
     with pytest.raises(ExportError, match="binary classifier"):
@@ -88,8 +95,13 @@ def test_versions_warmup_and_contract(trained, tmp_path):
 def test_contract_mismatch_with_config_fails_export(trained, tmp_path):
     from tfpilot.export import check_contract
 
-    contract = {"inputs": {"image": {"dtype": "uint8", "shape": [-1, 4, 4, 1]}}, "labels": ["a", "b", "a"], "num_model_outputs": 2,
-                "metrics": None, "signatures": {"serving_default": {}}}
+    contract = {
+        "inputs": {"image": {"dtype": "uint8", "shape": [-1, 4, 4, 1]}},
+        "labels": ["a", "b", "a"],
+        "num_model_outputs": 2,
+        "metrics": None,
+        "signatures": {"serving_default": {}},
+    }
     config = trained.config.model_copy(deep=True)
     config.export.signatures = ["serving_default", "classify"]
     problems = check_contract(contract, preprocessor=trained.pipeline.preprocessor, config=config)

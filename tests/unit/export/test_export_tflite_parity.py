@@ -14,18 +14,36 @@ from tfpilot.export.parity import TFLiteRunner
 from tfpilot.findings import read_findings
 from tfpilot.workflow import sample_features
 
-ROW_KEYS = {"format", "path", "size_bytes", "accuracy", "saved_model_accuracy", "accuracy_drop", "argmax_agreement", "max_abs_diff", "latency_ms_p50"}
+ROW_KEYS = {
+    "format",
+    "path",
+    "size_bytes",
+    "accuracy",
+    "saved_model_accuracy",
+    "accuracy_drop",
+    "argmax_agreement",
+    "max_abs_diff",
+    "latency_ms_p50",
+}
 
 
 def _saved_model(trained):
     return export_saved_model(
-        model=trained.model, preprocessor=trained.pipeline.preprocessor, class_names=trained.pipeline.class_names,
-        base_path=trained.run.model_base, sample_features=sample_features(trained), post_write_context={"trained": trained},
+        model=trained.model,
+        preprocessor=trained.pipeline.preprocessor,
+        class_names=trained.pipeline.class_names,
+        base_path=trained.run.model_base,
+        sample_features=sample_features(trained),
+        post_write_context={"trained": trained},
     ).path
 
 
 def test_all_variants_match_the_saved_model(trained):
-    summary = export_formats(trained, formats=["tflite", "tflite-dynamic", "tflite-int8", "tflite-fp16"], saved_model_path=_saved_model(trained))
+    summary = export_formats(
+        trained,
+        formats=["tflite", "tflite-dynamic", "tflite-int8", "tflite-fp16"],
+        saved_model_path=_saved_model(trained),
+    )
     rows = json.loads(trained.run.parity_path.read_text())
     assert [r["format"] for r in rows] == ["saved_model", "tflite", "tflite-dynamic", "tflite-int8", "tflite-fp16"]
     assert rows == json.loads(json.dumps(summary["parity"]))

@@ -50,7 +50,7 @@ def test_no_table_means_defaults(tmp_path):
         ('[tool.tfpilot.lint]\nselect = ["TFP999"]\n', "unknown rule code `TFP999`"),
         ('[tool.tfpilot.lint]\nselects = ["TFP1"]\n', "unknown key"),
         ('[tool.tfpilot.lint]\nignore = "TFP1"\nfail-on = "fatal"\n', "fail-on"),
-        ('[tool.tfpilot.lint]\nselect = [1]\n', "list of strings"),
+        ("[tool.tfpilot.lint]\nselect = [1]\n", "list of strings"),
         ("[tool.tfpilot.lint\n", "cannot read"),
     ],
 )

@@ -29,9 +29,27 @@ def test_public_api_snapshot():
 
     assert sorted(lint.__all__) == sorted(
         [
-            "AppliedFix", "FORMATS", "FixResult", "Invalid", "LintConfig", "LintReport", "MigrationItem",
-            "MigrationReport", "RULES", "Rule", "find_pyproject", "fix_files", "fix_source", "format_json",
-            "format_sarif", "format_text", "lint_paths", "lint_source", "load_lint_config", "migrate",
-            "render_markdown", "rule_by_code",
+            "AppliedFix",
+            "FORMATS",
+            "FixResult",
+            "Invalid",
+            "LintConfig",
+            "LintReport",
+            "MigrationItem",
+            "MigrationReport",
+            "RULES",
+            "Rule",
+            "find_pyproject",
+            "fix_files",
+            "fix_source",
+            "format_json",
+            "format_sarif",
+            "format_text",
+            "lint_paths",
+            "lint_source",
+            "load_lint_config",
+            "migrate",
+            "render_markdown",
+            "rule_by_code",
         ]
     )

@@ -46,7 +46,7 @@ def test_cnn_needs_image_input() -> None:
         build_model(ModelConfig(name="cnn"), input_shape=(10,), num_classes=2)
 
 
-FACTORY_MODULE = '''
+FACTORY_MODULE = """
 import keras
 
 def build(input_shape, num_classes, width=4):
@@ -66,7 +66,7 @@ def not_a_model(input_shape, num_classes):
     return "model"
 
 not_callable = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -82,10 +82,14 @@ def user_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_user_factory_gets_shape_classes_and_kwargs(user_package: str) -> None:
-    model = build_model(ModelConfig(name=f"{user_package}:build", kwargs={"width": 5}), input_shape=(3, 2), num_classes=4)
+    model = build_model(
+        ModelConfig(name=f"{user_package}:build", kwargs={"width": 5}), input_shape=(3, 2), num_classes=4
+    )
     assert model.output_shape == (None, 4)
     assert [layer.units for layer in model.layers if hasattr(layer, "units")] == [5, 4]
-    flexible = build_model(ModelConfig(name=f"{user_package}:build_with_kwargs", kwargs={"width": 6}), input_shape=(3,), num_classes=2)
+    flexible = build_model(
+        ModelConfig(name=f"{user_package}:build_with_kwargs", kwargs={"width": 6}), input_shape=(3,), num_classes=2
+    )
     assert [layer.units for layer in flexible.layers if hasattr(layer, "units")] == [6, 2]
 
 

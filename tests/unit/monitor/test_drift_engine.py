@@ -20,28 +20,49 @@ def _reference(rng: np.random.Generator) -> dict:
     return {
         "features": {
             "age": feature_statistics(rng.normal(40, 10, size), kind="numeric", dtype="float32"),
-            "city": feature_statistics(rng.choice(["paris", "rome", "oslo"], size, p=[0.5, 0.3, 0.2]).astype(object), kind="categorical", dtype="string"),
-            "image": feature_statistics(rng.integers(0, 128, (500, 4, 4, 1)).astype(np.uint8), kind="image", dtype="uint8"),
+            "city": feature_statistics(
+                rng.choice(["paris", "rome", "oslo"], size, p=[0.5, 0.3, 0.2]).astype(object),
+                kind="categorical",
+                dtype="string",
+            ),
+            "image": feature_statistics(
+                rng.integers(0, 128, (500, 4, 4, 1)).astype(np.uint8), kind="image", dtype="uint8"
+            ),
         },
         "labels": {"class_names": CLASSES, "counts": [100, 100, 100], "frequencies": [1 / 3] * 3},
     }
 
 
-def _requests(rng: np.random.Generator, *, count: int, age_shift: float = 0.0, brighten: int = 0, city_p=(0.5, 0.3, 0.2),
-              predictions=(1 / 3, 1 / 3, 1 / 3), batch: int = 10) -> list[LoggedRequest]:
+def _requests(
+    rng: np.random.Generator,
+    *,
+    count: int,
+    age_shift: float = 0.0,
+    brighten: int = 0,
+    city_p=(0.5, 0.3, 0.2),
+    predictions=(1 / 3, 1 / 3, 1 / 3),
+    batch: int = 10,
+) -> list[LoggedRequest]:
     requests = []
     for _ in range(count // batch):
         cities = rng.choice(["paris", "rome", "oslo"], batch, p=list(city_p))
         images = np.clip(rng.integers(0, 128, (batch, 4, 4, 1)) + brighten, 0, 255)
         ids = rng.choice(3, batch, p=list(predictions))
-        requests.append(LoggedRequest(
-            timestamp=0.0, model="m", version=1, signature="serving_default",
-            inputs={"age": rng.normal(40 + age_shift, 10, batch).tolist(),
+        requests.append(
+            LoggedRequest(
+                timestamp=0.0,
+                model="m",
+                version=1,
+                signature="serving_default",
+                inputs={
+                    "age": rng.normal(40 + age_shift, 10, batch).tolist(),
                     # The request log stores bytes base64-encoded.
                     "city": [base64.b64encode(c.encode()).decode() for c in cities],
-                    "image": images.tolist()},
-            outputs={"class_id": ids.tolist(), "probabilities": np.eye(3)[ids].tolist()},
-        ))
+                    "image": images.tolist(),
+                },
+                outputs={"class_id": ids.tolist(), "probabilities": np.eye(3)[ids].tolist()},
+            )
+        )
     return requests
 
 

@@ -15,8 +15,12 @@ from tfpilot.monitor.gate import blessing_path, check_thresholds, model_fingerpr
 
 @pytest.mark.parametrize(
     ("text", "metric", "op", "value", "relative"),
-    [("accuracy>=0.95", "accuracy", ">=", 0.95, False), ("accuracy change >= -0.005", "accuracy", ">=", -0.005, True),
-     (" loss change<1e-2 ", "loss", "<", 0.01, True), ("loss <= 0.3", "loss", "<=", 0.3, False)],
+    [
+        ("accuracy>=0.95", "accuracy", ">=", 0.95, False),
+        ("accuracy change >= -0.005", "accuracy", ">=", -0.005, True),
+        (" loss change<1e-2 ", "loss", "<", 0.01, True),
+        ("loss <= 0.3", "loss", "<=", 0.3, False),
+    ],
 )
 def test_parse_threshold(text, metric, op, value, relative):
     parsed = parse_threshold(text)
@@ -32,8 +36,14 @@ def test_bad_thresholds_are_rejected(text):
 def test_checks_absolute_and_relative():
     candidate, baseline = {"accuracy": 0.96, "loss": 0.2}, {"accuracy": 0.97, "loss": 0.25}
     results = check_thresholds(
-        [parse_threshold("accuracy>=0.95"), parse_threshold("accuracy change>=-0.005"), parse_threshold("loss change<=0")],
-        candidate=candidate, baseline=baseline)
+        [
+            parse_threshold("accuracy>=0.95"),
+            parse_threshold("accuracy change>=-0.005"),
+            parse_threshold("loss change<=0"),
+        ],
+        candidate=candidate,
+        baseline=baseline,
+    )
     assert [r.passed for r in results] == [True, False, True]
     assert results[1].observed == pytest.approx(-0.01)
 
@@ -51,8 +61,16 @@ def _run_with_model(tmp_path, *, blessed: bool | None):
     (model / "saved_model.pb").write_bytes(b"graph")
     (model / "variables" / "variables.index").write_bytes(b"weights")
     if blessed is not None:
-        blessing = Blessing(blessed=blessed, candidate={"model_path": str(model), "fingerprint": model_fingerprint(model)},
-                            baseline={}, checks=[], split="test", examples=10, data_fingerprint="", created_at=0.0)
+        blessing = Blessing(
+            blessed=blessed,
+            candidate={"model_path": str(model), "fingerprint": model_fingerprint(model)},
+            baseline={},
+            checks=[],
+            split="test",
+            examples=10,
+            data_fingerprint="",
+            created_at=0.0,
+        )
         blessing_path(run).write_text(json.dumps(blessing.to_dict()))
     return run, model
 

@@ -22,8 +22,16 @@ def csv_pipeline(tmp_path):
         writer.writerow(["age", "city", "label"])
         for i in range(200):
             writer.writerow([f"{rng.normal(40, 10):.3f}", ["paris", "rome"][i % 4 == 0], i % 2])
-    config = config_from_dict({"data": {"kind": "csv", "path": str(path), "csv": {"categorical_columns": ["city"]},
-                                        "split": {"validation": 0.1, "test": 0.1, "seed": 0}}})
+    config = config_from_dict(
+        {
+            "data": {
+                "kind": "csv",
+                "path": str(path),
+                "csv": {"categorical_columns": ["city"]},
+                "split": {"validation": 0.1, "test": 0.1, "seed": 0},
+            }
+        }
+    )
     return build_pipeline(config.data, batch_size=32, seed=0)
 
 

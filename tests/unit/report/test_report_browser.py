@@ -20,9 +20,20 @@ def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
         if os.environ.get("CI"):
             pytest.fail("Debian's chromium is missing although `make test` installs it; check the `browser` target")
         pytest.skip("Debian's chromium is not installed (`make test` installs it)")
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-               "--enable-logging=stderr", "--v=0", *args]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -39,7 +50,11 @@ def test_report_renders_all_charts_without_console_errors(full_run, tmp_path):
     assert console == [], console
     # Each chart became an SVG with drawn marks (lines, bars or heatmap cells).
     assert result.stdout.count('class="chart-svg"') == int(expected.group(1))
-    assert result.stdout.count('class="series"') >= 6 and 'class="cell"' in result.stdout and 'class="bar"' in result.stdout
+    assert (
+        result.stdout.count('class="series"') >= 6
+        and 'class="cell"' in result.stdout
+        and 'class="bar"' in result.stdout
+    )
 
 
 def test_a_script_error_would_be_seen(tmp_path):

@@ -34,7 +34,7 @@ def test_full_run_has_every_section_and_chart(full_run):
 def test_report_is_self_contained_and_escapes_content(full_run):
     text = write_report(full_run).read_text()
     assert "<script>alert(1)</script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-    assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)=', text)
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", text)
     assert "cdn" not in text.lower()
     assert "default-src 'none'" in text  # the page may not fetch anything
 

@@ -54,7 +54,7 @@ def test_concurrent_requests_merge_into_batches_and_split_back():
     async def main():
         requests = [np.full((1 + i % 3, 4), float(i), np.float32) for i in range(40)]
         results = await asyncio.gather(*(batcher.run(model, "serving_default", {"x": x}) for x in requests))
-        for x, result in zip(requests, results):
+        for x, result in zip(requests, results, strict=False):
             np.testing.assert_array_equal(result["y"], 2 * x + 1)
             assert result["y"].shape == x.shape
         return requests
@@ -96,7 +96,7 @@ def test_a_bad_request_fails_alone():
     results = run(main())
     batcher.close()
     assert isinstance(results[1], RequestError) and results[1].message == "negative input"
-    for value, result in zip([1.0, 2.0, 3.0], [results[0], results[2], results[3]]):
+    for value, result in zip([1.0, 2.0, 3.0], [results[0], results[2], results[3]], strict=False):
         np.testing.assert_array_equal(result["y"], [2 * value + 1])
 
 

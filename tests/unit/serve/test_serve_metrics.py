@@ -14,11 +14,15 @@ def test_counters_histograms_and_gauges_render_in_text_format():
     metrics.observe_request(model="half", api="predict", protocol="rest", status="NOT_FOUND", seconds=0.2)
     metrics.observe_batch("half", 8)
     text = registry.render()
-    assert '# TYPE tfpilot_serve_requests_total counter' in text
+    assert "# TYPE tfpilot_serve_requests_total counter" in text
     assert 'tfpilot_serve_requests_total{model="half",api="predict",protocol="rest",status="OK"} 1' in text
     assert 'tfpilot_serve_request_errors_total{model="half",api="predict",protocol="rest",status="NOT_FOUND"} 1' in text
-    assert 'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="0.005"} 1' in text
-    assert 'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="+Inf"} 2' in text
+    assert (
+        'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="0.005"} 1' in text
+    )
+    assert (
+        'tfpilot_serve_request_latency_seconds_bucket{model="half",api="predict",protocol="rest",le="+Inf"} 2' in text
+    )
     assert 'tfpilot_serve_request_latency_seconds_count{model="half",api="predict",protocol="rest"} 2' in text
     assert 'tfpilot_serve_batch_size_bucket{model="half",le="4"} 0' in text
     assert 'tfpilot_serve_batch_size_bucket{model="half",le="8"} 1' in text

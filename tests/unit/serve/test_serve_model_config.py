@@ -61,9 +61,15 @@ def test_policies_select_from_loadable_versions():
         ("model_config_list { config { base_path: '/x' } }", "needs a `name`"),
         ("model_config_list { config { name: 'a/b' base_path: '/x' } }", "no path separators"),
         ("model_config_list { config { name: '..' base_path: '/x' } }", "no path separators"),
-        ("model_config_list { config { name: 'a' base_path: '/x' } config { name: 'a' base_path: '/y' } }", "configured twice"),
+        (
+            "model_config_list { config { name: 'a' base_path: '/x' } config { name: 'a' base_path: '/y' } }",
+            "configured twice",
+        ),
         ("model_config_list { config { name: 'a' base_path: '/x' model_platform: 'pytorch' } }", "only `tensorflow`"),
-        ("model_config_list { config { name: 'a' base_path: '/x' model_version_policy { specific {} } } }", "lists no versions"),
+        (
+            "model_config_list { config { name: 'a' base_path: '/x' model_version_policy { specific {} } } }",
+            "lists no versions",
+        ),
         ("model_config_list { config { nam: 'a' } }", "not a valid model_config_list"),
         ("model_config_list { }", "lists no models"),
         ("", "expected a `model_config_list"),
@@ -90,10 +96,16 @@ def test_batching_parameters_text_proto():
         """
     )
     assert parameters == BatchingParameters(
-        max_batch_size=64, batch_timeout_micros=2000, max_enqueued_batches=4, num_batch_threads=3, allowed_batch_sizes=(16, 64)
+        max_batch_size=64,
+        batch_timeout_micros=2000,
+        max_enqueued_batches=4,
+        num_batch_threads=3,
+        allowed_batch_sizes=(16, 64),
     )
     defaults = parse_batching_parameters("")
-    assert defaults.max_batch_size == 1000 and defaults.batch_timeout_micros == 0 and defaults.max_enqueued_batches == 10
+    assert (
+        defaults.max_batch_size == 1000 and defaults.batch_timeout_micros == 0 and defaults.max_enqueued_batches == 10
+    )
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,11 @@ def test_nan_and_infinity_tokens_round_trip():
     ("document", "sig", "fragment"),
     [
         ({"instances": ["a"]}, SINGLE, 'input `x` expects float32 [-1], got string: JSON Value: "a"'),
-        ({"instances": [[[[1]], [[2]]], [[[3]], [[4]]]], "signature_name": "serving_default"}, IMAGE, "got shape [2,2,1,1]"),
+        (
+            {"instances": [[[[1]], [[2]]], [[[3]], [[4]]]], "signature_name": "serving_default"},
+            IMAGE,
+            "got shape [2,2,1,1]",
+        ),
         ({"instances": ["s"]}, IMAGE, "input `image` expects uint8 [-1,2,2,1], got string"),
         ({"instances": [[1.0], [2.0, 3.0]]}, signature(x=("float32", (-1, 1))), "ragged list"),
         ({"instances": [True, 1.0]}, SINGLE, "got true"),
@@ -95,7 +99,11 @@ def test_nan_and_infinity_tokens_round_trip():
         ({"instances": [[1.0, 2.0]]}, MULTI, "expecting list of objects"),
         ({"inputs": [1.0]}, MULTI, "expecting an object"),
         ({"inputs": {"a": [[1, 2]]}}, MULTI, "Missing named input: b"),
-        ({"signature": 1}, SINGLE, "Missing 'inputs' or 'instances' key; signature `serving_default` expects `x` float32 [-1]"),
+        (
+            {"signature": 1},
+            SINGLE,
+            "Missing 'inputs' or 'instances' key; signature `serving_default` expects `x` float32 [-1]",
+        ),
     ],
 )
 def test_malformed_requests_name_the_input_and_expectation(document, sig, fragment):
@@ -188,7 +196,9 @@ json_values = st.recursive(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(document=st.dictionaries(st.sampled_from(["instances", "inputs", "signature_name", "x"]), json_values, max_size=3))
+@given(
+    document=st.dictionaries(st.sampled_from(["instances", "inputs", "signature_name", "x"]), json_values, max_size=3)
+)
 def test_fuzzed_documents_decode_or_raise_invalid_argument(document):
     body = json.dumps(document).encode()
     for sig in (SINGLE, MULTI, TEXT, FLAGS, IMAGE):

@@ -8,10 +8,26 @@ import sys
 import tfpilot.serve
 
 EXPECTED = {
-    "ModelServer", "ServerOptions", "DEFAULT_MAX_REQUEST_BYTES", "ServedModel", "VersionPolicy", "BatchingParameters",
-    "parse_model_config", "load_model_config_file", "parse_batching_parameters", "load_batching_parameters_file",
-    "ModelRegistry", "ModelState", "VersionStatus", "Batcher", "MetricsRegistry", "RequestLog", "LoggedRequest",
-    "read_requests", "Code", "RequestError",
+    "ModelServer",
+    "ServerOptions",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "ServedModel",
+    "VersionPolicy",
+    "BatchingParameters",
+    "parse_model_config",
+    "load_model_config_file",
+    "parse_batching_parameters",
+    "load_batching_parameters_file",
+    "ModelRegistry",
+    "ModelState",
+    "VersionStatus",
+    "Batcher",
+    "MetricsRegistry",
+    "RequestLog",
+    "LoggedRequest",
+    "read_requests",
+    "Code",
+    "RequestError",
 }
 
 

@@ -34,7 +34,12 @@ def test_records_read_back_as_stable_dataclasses(tmp_path):
     log.close()
     rows = read_requests(path)
     assert [f.name for f in dataclasses.fields(LoggedRequest)] == [
-        "timestamp", "model", "version", "signature", "inputs", "outputs"
+        "timestamp",
+        "model",
+        "version",
+        "signature",
+        "inputs",
+        "outputs",
     ]
     assert len(rows) == 4
     first = rows[0]

@@ -26,7 +26,13 @@ def train(strategy: str, root: str) -> tuple[list[np.ndarray], int]:
     # SGD, no clipping: the update is proportional to the gradient, so a gradient counted twice
     # (the optimizer all-reducing already-reduced gradients) shows up as a large weight difference.
     config = tiny_config(
-        root, name=strategy, strategy=strategy, epochs=2, batch_size=20, steps_per_execution=3, clip_norm=None,
+        root,
+        name=strategy,
+        strategy=strategy,
+        epochs=2,
+        batch_size=20,
+        steps_per_execution=3,
+        clip_norm=None,
         optimizer={"name": "sgd", "learning_rate": 0.1, "momentum": 0.0},
     )
     features, labels = blobs(200)
@@ -39,5 +45,9 @@ if __name__ == "__main__":
     out, root = sys.argv[1], sys.argv[2]
     single, single_replicas = train("default", root)
     mirrored, mirrored_replicas = train("mirrored", root)
-    np.savez(out, replicas=np.array([single_replicas, mirrored_replicas]),
-             **{f"single_{i}": w for i, w in enumerate(single)}, **{f"mirrored_{i}": w for i, w in enumerate(mirrored)})
+    np.savez(
+        out,
+        replicas=np.array([single_replicas, mirrored_replicas]),
+        **{f"single_{i}": w for i, w in enumerate(single)},
+        **{f"mirrored_{i}": w for i, w in enumerate(mirrored)},
+    )

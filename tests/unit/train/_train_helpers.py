@@ -17,8 +17,12 @@ def tiny_config(run_root: Path, *, name: str = "tiny", **train: Any):
         "data": {"kind": "arrays", "shuffle_buffer": 0, "split": {"validation": 0.2, "test": 0.1, "seed": 0}},
         "model": {"name": "mlp", "hidden_units": [16], "dropout": 0.0},
         "train": {
-            "epochs": 2, "batch_size": 16, "early_stopping": None, "histogram_every_epochs": 0,
-            "optimizer": {"name": "adam", "learning_rate": 0.01}, **train,
+            "epochs": 2,
+            "batch_size": 16,
+            "early_stopping": None,
+            "histogram_every_epochs": 0,
+            "optimizer": {"name": "adam", "learning_rate": 0.01},
+            **train,
         },
         "export": {"enabled": False},
     }
@@ -37,5 +41,7 @@ def build(config, features, labels, **trainer_kwargs):
     from tfpilot.data import build_pipeline
     from tfpilot.train import Trainer
 
-    pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, features=features, labels=labels)
+    pipeline = build_pipeline(
+        config.data, batch_size=config.train.batch_size, seed=config.train.seed, features=features, labels=labels
+    )
     return Trainer(config, pipeline=pipeline, **trainer_kwargs)

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from _train_helpers import blobs, tiny_config
+
 from tfpilot.errors import TrainError
 
 POISONED_EXAMPLE = 57  # raw index of the example whose feature 0 is negative
@@ -23,7 +23,9 @@ class LogFeatures(keras.layers.Layer):
         return tf.math.log(inputs + 1.0)  # NAN-SOURCE-LINE
 
 
-SOURCE_LINE = next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if line.endswith("# NAN-SOURCE-LINE"))
+SOURCE_LINE = next(
+    i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if line.endswith("# NAN-SOURCE-LINE")
+)
 
 
 def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10):
@@ -35,9 +37,16 @@ def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10):
     features = np.abs(features)
     features[POISONED_EXAMPLE, 0] = -5.0
     # Identity preprocessing, so the poisoned value reaches the model unchanged.
-    preprocessor = Preprocessor(kind="tabular", feature_spec={"x": {"shape": [6], "dtype": "float32"}},
-                                numeric_columns=["x"], mean=[0.0], std=[1.0])
-    pipeline = build_pipeline(config.data, batch_size=BATCH_SIZE, preprocessor=preprocessor, features=features, labels=labels)
+    preprocessor = Preprocessor(
+        kind="tabular",
+        feature_spec={"x": {"shape": [6], "dtype": "float32"}},
+        numeric_columns=["x"],
+        mean=[0.0],
+        std=[1.0],
+    )
+    pipeline = build_pipeline(
+        config.data, batch_size=BATCH_SIZE, preprocessor=preprocessor, features=features, labels=labels
+    )
     inputs = keras.Input((6,))
     hidden = keras.layers.Dense(8, activation="relu")(LogFeatures(name="log_features")(inputs))
     model = keras.Model(inputs, keras.layers.Dense(3)(hidden))
@@ -62,7 +71,7 @@ def test_stop_names_op_layer_and_source_line(tmp_path: Path) -> None:
     # The non-finite update was never applied: weights are finite and the steps before it trained.
     after = [v.numpy() for v in trainer.model.trainable_variables]
     assert all(np.isfinite(w).all() for w in after)
-    assert bad_batch == 0 or any(not np.array_equal(a, b) for a, b in zip(after, before))
+    assert bad_batch == 0 or any(not np.array_equal(a, b) for a, b in zip(after, before, strict=False))
 
 
 def test_skip_batch_completes_and_records_skipped_batches(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-
 from _train_helpers import blobs, build, tiny_config
 
 
@@ -32,8 +31,12 @@ def test_mixed_precision_trains_and_exports_float32(tmp_path: Path) -> None:
     from tfpilot.export import export_saved_model
 
     result = export_saved_model(
-        model=trainer.model, preprocessor=trainer.pipeline.preprocessor, class_names=trainer.pipeline.class_names,
-        base_path=tmp_path / "model", sample_features={"x": features[:8]}, signatures=["serving_default", "logits"],
+        model=trainer.model,
+        preprocessor=trainer.pipeline.preprocessor,
+        class_names=trainer.pipeline.class_names,
+        base_path=tmp_path / "model",
+        sample_features={"x": features[:8]},
+        signatures=["serving_default", "logits"],
     )
     loaded = tf.saved_model.load(str(result.path))
     out = loaded.signatures["logits"](x=tf.constant(features[:4]))

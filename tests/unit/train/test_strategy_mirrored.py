@@ -16,7 +16,11 @@ def test_mirrored_two_logical_cpus_matches_single_device(tmp_path: Path) -> None
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TF_CONFIG", None)
     completed = subprocess.run(
-        [sys.executable, str(script), str(out), str(tmp_path / "runs")], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, str(script), str(out), str(tmp_path / "runs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     data = np.load(out)

@@ -30,21 +30,30 @@ def blobs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def make_trainer(tmp_path: Path, *, features=None, labels=None, hooks=None, **train: Any) -> Trainer:
     train = {"epochs": 4, "batch_size": 32, "early_stopping": None, "summary_every_steps": 2, **train}
     raw = {
-        "name": "unit", "runs_dir": str(tmp_path / "runs"),
-        "data": {"kind": "arrays", "shuffle_buffer": train.pop("shuffle_buffer", 256), "split": {"validation": 0.2, "test": 0.1, "seed": 0}},
+        "name": "unit",
+        "runs_dir": str(tmp_path / "runs"),
+        "data": {
+            "kind": "arrays",
+            "shuffle_buffer": train.pop("shuffle_buffer", 256),
+            "split": {"validation": 0.2, "test": 0.1, "seed": 0},
+        },
         "model": {"name": "mlp", "hidden_units": [16], "dropout": 0.0},
         "train": train,
     }
     config = config_from_dict(raw)
     if features is None:
         features, labels = blobs()
-    pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, features=features, labels=labels)
+    pipeline = build_pipeline(
+        config.data, batch_size=config.train.batch_size, seed=config.train.seed, features=features, labels=labels
+    )
     return Trainer(config, pipeline=pipeline, run=RunDir.at(config.run_path), hooks=hooks)
 
 
 def mean_loss(model: keras.Model, features: np.ndarray, labels: np.ndarray) -> float:
     logits = model(features, training=False)
-    return float(tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels.astype(np.int32), logits=logits)))
+    return float(
+        tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels.astype(np.int32), logits=logits))
+    )
 
 
 def read_events(directory: Path) -> dict[str, dict[str, list[tuple[int, Any]]]]:
@@ -54,7 +63,9 @@ def read_events(directory: Path) -> dict[str, dict[str, list[tuple[int, Any]]]]:
         for event in tf.compat.v1.train.summary_iterator(str(path)):
             for value in event.summary.value:
                 plugin = value.metadata.plugin_data.plugin_name
-                found.setdefault(plugin, {}).setdefault(value.tag, []).append((event.step, tf.make_ndarray(value.tensor)))
+                found.setdefault(plugin, {}).setdefault(value.tag, []).append(
+                    (event.step, tf.make_ndarray(value.tensor))
+                )
     return found
 
 
@@ -74,7 +85,9 @@ class WeightRecorder(TrainHook):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory):
     tmp_path = tmp_path_factory.mktemp("trained")
-    trainer = make_trainer(tmp_path, epochs=5, optimizer={"learning_rate": 0.02}, histogram_every_epochs=2, checkpoint_every_steps=3)
+    trainer = make_trainer(
+        tmp_path, epochs=5, optimizer={"learning_rate": 0.02}, histogram_every_epochs=2, checkpoint_every_steps=3
+    )
     result = trainer.fit()
     return trainer, result
 
@@ -109,7 +122,9 @@ def test_tensorboard_events_hold_scalars_and_histograms(trained) -> None:
     assert [step for step, _ in histograms[weights[0]]] == [12, 24]
     validation = read_events(trainer.run.validation_logs)["scalars"]
     assert [step for step, _ in validation["loss"]] == [6, 12, 18, 24, 30]
-    np.testing.assert_allclose([float(v) for _, v in validation["loss"]], [row["val_loss"] for row in result.history], rtol=1e-6)
+    np.testing.assert_allclose(
+        [float(v) for _, v in validation["loss"]], [row["val_loss"] for row in result.history], rtol=1e-6
+    )
 
 
 def test_checkpoints_exist(trained) -> None:
@@ -117,7 +132,7 @@ def test_checkpoints_exist(trained) -> None:
     checkpoints = trainer.run.checkpoints
     assert (checkpoints / "checkpoint").is_file()
     assert (checkpoints / "trainer_state.json").is_file()
-    steps = sorted(int(p.name[len("ckpt-"):-len(".index")]) for p in checkpoints.glob("ckpt-*.index"))
+    steps = sorted(int(p.name[len("ckpt-") : -len(".index")]) for p in checkpoints.glob("ckpt-*.index"))
     assert steps == [24, 27, 30]  # max_checkpoints=3: the newest epoch and every-3-step checkpoints
     assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-30")
     reader = tf.train.load_checkpoint(str(checkpoints))
@@ -131,7 +146,12 @@ def test_gradient_clipping_logs_norm_and_clips_update(tmp_path: Path) -> None:
     results = {}
     for clip in (clip_norm, None):
         trainer = make_trainer(
-            tmp_path / str(clip), epochs=1, batch_size=512, shuffle_buffer=0, clip_norm=clip, histogram_every_epochs=0,
+            tmp_path / str(clip),
+            epochs=1,
+            batch_size=512,
+            shuffle_buffer=0,
+            clip_norm=clip,
+            histogram_every_epochs=0,
             optimizer={"name": "sgd", "momentum": 0.0, "learning_rate": learning_rate},
         )
         before = [np.array(w) for w in trainer.model.trainable_variables]
@@ -142,7 +162,7 @@ def test_gradient_clipping_logs_norm_and_clips_update(tmp_path: Path) -> None:
         expected_norm = float(tf.linalg.global_norm(tape.gradient(loss, trainer.model.trainable_variables)))
         result = trainer.fit()
         after = [np.array(w) for w in trainer.model.trainable_variables]
-        update_norm = float(np.sqrt(sum(np.sum((a - b) ** 2) for a, b in zip(after, before))))
+        update_norm = float(np.sqrt(sum(np.sum((a - b) ** 2) for a, b in zip(after, before, strict=False))))
         results[clip] = (result.history[0]["grad_norm"], expected_norm, update_norm)
     logged, expected, update = results[clip_norm]
     assert expected > clip_norm * 10  # clipping is really active
@@ -156,8 +176,14 @@ def test_metrics_are_reset_every_epoch(tmp_path: Path) -> None:
     """Each epoch's loss is the loss of that epoch only (full batch: at the weights the epoch began with)."""
     recorder = WeightRecorder()
     trainer = make_trainer(
-        tmp_path, epochs=3, batch_size=512, shuffle_buffer=0, histogram_every_epochs=0, hooks=[recorder],
-        optimizer={"name": "sgd", "momentum": 0.0, "learning_rate": 1.0}, clip_norm=None,
+        tmp_path,
+        epochs=3,
+        batch_size=512,
+        shuffle_buffer=0,
+        histogram_every_epochs=0,
+        hooks=[recorder],
+        optimizer={"name": "sgd", "momentum": 0.0, "learning_rate": 1.0},
+        clip_norm=None,
     )
     recorder.model = trainer.model
     result = trainer.fit()
@@ -165,7 +191,7 @@ def test_metrics_are_reset_every_epoch(tmp_path: Path) -> None:
     val_features, val_labels = trainer.pipeline.arrays("validation")
     probe = keras.models.clone_model(trainer.model)
     expected, expected_val = [], []
-    for begin, end in zip(recorder.at_epoch_begin, recorder.at_epoch_end):
+    for begin, end in zip(recorder.at_epoch_begin, recorder.at_epoch_end, strict=False):
         probe.set_weights(begin)
         expected.append(mean_loss(probe, features, labels))
         probe.set_weights(end)
@@ -185,8 +211,14 @@ def test_early_stopping_stops_and_restores_best(tmp_path: Path) -> None:
     labels[split["validation"]] = 1 - labels[split["validation"]]
     recorder = WeightRecorder()
     trainer = make_trainer(
-        tmp_path, features=features, labels=labels, epochs=30, hooks=[recorder], histogram_every_epochs=0,
-        optimizer={"learning_rate": 0.05}, early_stopping={"monitor": "val_loss", "patience": 2},
+        tmp_path,
+        features=features,
+        labels=labels,
+        epochs=30,
+        hooks=[recorder],
+        histogram_every_epochs=0,
+        optimizer={"learning_rate": 0.05},
+        early_stopping={"monitor": "val_loss", "patience": 2},
     )
     recorder.model = trainer.model
     result = trainer.fit()
@@ -194,7 +226,9 @@ def test_early_stopping_stops_and_restores_best(tmp_path: Path) -> None:
     best = int(np.argmin(val_losses))
     assert result.stopped_early and result.epochs_run == best + 3 < 30, val_losses
     assert result.best_epoch == best
-    for restored, remembered in zip(trainer.model.get_weights(), recorder.at_epoch_end[best]):
+    for restored, remembered in zip(trainer.model.get_weights(), recorder.at_epoch_end[best], strict=False):
         np.testing.assert_array_equal(restored, remembered)
-    assert not all(np.array_equal(a, b) for a, b in zip(trainer.model.get_weights(), recorder.at_epoch_end[-1]))
+    assert not all(
+        np.array_equal(a, b) for a, b in zip(trainer.model.get_weights(), recorder.at_epoch_end[-1], strict=False)
+    )
     np.testing.assert_allclose(trainer.evaluate("validation")["loss"], val_losses[best], rtol=1e-5)

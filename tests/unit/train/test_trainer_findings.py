@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from _train_helpers import blobs, build, tiny_config
 
 
 def test_overfitting_finding_when_val_loss_rises_while_train_loss_falls(tmp_path: Path) -> None:
     trainer = build(tiny_config(tmp_path, overfit_patience=3), *blobs(60))
-    rising = [{"epoch": e, "loss": 1.0 - 0.1 * e, "val_loss": 0.5 + (0.1 * (e - 1) if e > 1 else 0.0)} for e in range(6)]
+    rising = [
+        {"epoch": e, "loss": 1.0 - 0.1 * e, "val_loss": 0.5 + (0.1 * (e - 1) if e > 1 else 0.0)} for e in range(6)
+    ]
     trainer.history = rising
     (finding,) = trainer._overfitting_findings()
     assert finding.code == "TRAIN-OVERFITTING"
@@ -33,7 +34,7 @@ def test_same_seed_and_deterministic_give_bit_identical_weights(tmp_path: Path) 
         trainer = build(config, features, labels)
         trainer.fit()
         weights.append([v.numpy() for v in trainer.model.trainable_variables])
-    for first, second in zip(*weights):
+    for first, second in zip(*weights, strict=False):
         np.testing.assert_array_equal(first, second)
 
 
@@ -45,7 +46,7 @@ def test_steps_per_execution_matches_one_step_per_call(tmp_path: Path) -> None:
         result = trainer.fit()
         results[steps] = ([v.numpy() for v in trainer.model.trainable_variables], result.global_step)
     assert results[1][1] == results[5][1] == 2 * trainer.steps_per_epoch
-    for one, five in zip(results[1][0], results[5][0]):
+    for one, five in zip(results[1][0], results[5][0], strict=False):
         np.testing.assert_allclose(one, five, atol=1e-6)
 
 

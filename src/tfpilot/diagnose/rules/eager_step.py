@@ -27,8 +27,14 @@ def check(observations: Observations) -> list[Finding]:
     if observations.summary is not None:
         evidence["ops_per_step"] = round(observations.summary.op_occurrences_per_step, 1)
     return [
-        Finding(code=CODE, severity=Severity.WARNING, title="Uncompiled (eager) training step", message=message,
-                location=observations.location, evidence=evidence,
-                fix="decorate the step (forward, loss, gradient, apply_gradients) with @tf.function (jit_compile=True where "
-                "it measures faster); in Keras, do not pass run_eagerly=True to compile()")
+        Finding(
+            code=CODE,
+            severity=Severity.WARNING,
+            title="Uncompiled (eager) training step",
+            message=message,
+            location=observations.location,
+            evidence=evidence,
+            fix="decorate the step (forward, loss, gradient, apply_gradients) with @tf.function (jit_compile=True where "
+            "it measures faster); in Keras, do not pass run_eagerly=True to compile()",
+        )
     ]

@@ -37,8 +37,14 @@ def check(observations: Observations) -> list[Finding]:
                 f"({share:.1f}% of the {summary.steps.step_ms:.1f} ms step); each call takes the GIL on the host"
             ),
             location=",".join(kinds),
-            evidence={"op_types": kinds, "ms_per_step": round(per_step_ms, 2), "share_of_step_percent": round(min(share, 999.0), 1),
-                      "calls_per_step": round(calls, 1), "ms_per_call": round(mean_call_ms, 2), "step_ms": round(summary.steps.step_ms, 2)},
+            evidence={
+                "op_types": kinds,
+                "ms_per_step": round(per_step_ms, 2),
+                "share_of_step_percent": round(min(share, 999.0), 1),
+                "calls_per_step": round(calls, 1),
+                "ms_per_call": round(mean_call_ms, 2),
+                "step_ms": round(summary.steps.step_ms, 2),
+            },
             fix="rewrite the tf.py_function/tf.numpy_function body with TF ops (tf.image, tf.strings, tf.io) so it runs in "
             "the graph and in parallel; if it must stay Python, precompute its output offline or cache() after it",
         )

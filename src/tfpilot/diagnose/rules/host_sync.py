@@ -21,14 +21,25 @@ def check(observations: Observations) -> list[Finding]:
     location = next(iter(timing.sync_locations), observations.location)
     share = 100.0 * timing.sync_ms / timing.step_ms if timing.step_ms else 0.0
     return [
-        Finding(code=CODE, severity=Severity.WARNING, title="Host sync every step",
-                message=(f"the loop copies a tensor to Python {timing.syncs_per_step:.2f} times per step "
-                         f"({timing.sync_ms:.2f} ms per step, {share:.1f}% of the {timing.step_ms:.1f} ms step; "
-                         f"gap between steps {timing.gap_ms:.2f} ms)"),
-                location=location,
-                evidence={"syncs_per_step": round(timing.syncs_per_step, 2), "sync_ms_per_step": round(timing.sync_ms, 3),
-                          "sync_share_percent": round(share, 1), "gap_ms": round(timing.gap_ms, 3), "steps": timing.steps,
-                          "locations": timing.sync_locations},
-                fix="accumulate in a keras.metrics.Mean or tf.Variable inside the step and read it every N steps "
-                "(or at epoch end); log with tf.summary inside the step instead of float(loss)")
+        Finding(
+            code=CODE,
+            severity=Severity.WARNING,
+            title="Host sync every step",
+            message=(
+                f"the loop copies a tensor to Python {timing.syncs_per_step:.2f} times per step "
+                f"({timing.sync_ms:.2f} ms per step, {share:.1f}% of the {timing.step_ms:.1f} ms step; "
+                f"gap between steps {timing.gap_ms:.2f} ms)"
+            ),
+            location=location,
+            evidence={
+                "syncs_per_step": round(timing.syncs_per_step, 2),
+                "sync_ms_per_step": round(timing.sync_ms, 3),
+                "sync_share_percent": round(share, 1),
+                "gap_ms": round(timing.gap_ms, 3),
+                "steps": timing.steps,
+                "locations": timing.sync_locations,
+            },
+            fix="accumulate in a keras.metrics.Mean or tf.Variable inside the step and read it every N steps "
+            "(or at epoch end); log with tf.summary inside the step instead of float(loss)",
+        )
     ]

@@ -71,10 +71,20 @@ def check(observations: Observations) -> list[Finding]:
     summary, watch = observations.summary, observations.watch
     source = None
     if summary is not None and summary.steps.steps:
-        percent, input_ms, step_ms, source = summary.steps.input_percent, summary.steps.input_ms, summary.steps.step_ms, "profile"
+        percent, input_ms, step_ms, source = (
+            summary.steps.input_percent,
+            summary.steps.input_ms,
+            summary.steps.step_ms,
+            "profile",
+        )
     if watch is not None and watch.timing is not None and source is None:
         # Without a profile, the watcher's time in Python-side next() is the measure.
-        percent, input_ms, step_ms, source = watch.timing.input_percent, watch.timing.input_ms, watch.timing.step_ms, "watcher"
+        percent, input_ms, step_ms, source = (
+            watch.timing.input_percent,
+            watch.timing.input_ms,
+            watch.timing.step_ms,
+            "watcher",
+        )
     if source is None or percent < MODERATE_PERCENT:
         return []
     if input_ms < (MIN_WATCHER_INPUT_MS if source == "watcher" else MIN_INPUT_MS):
@@ -86,8 +96,12 @@ def check(observations: Observations) -> list[Finding]:
     python_ops = bool(summary and summary.host_python_ops)
     severity = Severity.ERROR if percent >= HIGH_PERCENT else Severity.WARNING
     level = "highly" if percent >= HIGH_PERCENT else "moderately"
-    evidence = {"input_percent": round(percent, 1), "input_ms_per_step": round(input_ms, 2), "step_ms": round(step_ms, 2),
-                "measured_by": source}
+    evidence = {
+        "input_percent": round(percent, 1),
+        "input_ms_per_step": round(input_ms, 2),
+        "step_ms": round(step_ms, 2),
+        "measured_by": source,
+    }
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
@@ -95,8 +109,13 @@ def check(observations: Observations) -> list[Finding]:
     location = observations.location
     if stage is not None:
         total = sum(s.self_time_ms for s in summary.input_stages if s.stage not in _WAITING_STAGES) or 1.0
-        evidence.update({"dominant_stage": stage.stage, "stage_iterator": stage.name,
-                         "stage_share_percent": round(100.0 * stage.self_time_ms / total, 1)})
+        evidence.update(
+            {
+                "dominant_stage": stage.stage,
+                "stage_iterator": stage.name,
+                "stage_share_percent": round(100.0 * stage.self_time_ms / total, 1),
+            }
+        )
         message += f"; the dominant tf.data stage is {stage.stage} ({stage.name})"
         fix = _FIXES.get(stage.stage, fix)
         location = stage.name
@@ -105,6 +124,18 @@ def check(observations: Observations) -> list[Finding]:
         message += "; the pipeline has no prefetch"
         fix += "; end the pipeline with .prefetch(tf.data.AUTOTUNE) so input overlaps the step"
     if python_ops:
-        fix = "replace the py_function/numpy_function in the pipeline with TF ops (it holds the GIL and cannot run in parallel); then " + fix
-    return [Finding(code=CODE, severity=severity, title="Input-bound training steps", message=message,
-                    location=location, evidence=evidence, fix=fix)]
+        fix = (
+            "replace the py_function/numpy_function in the pipeline with TF ops (it holds the GIL and cannot run in parallel); then "
+            + fix
+        )
+    return [
+        Finding(
+            code=CODE,
+            severity=severity,
+            title="Input-bound training steps",
+            message=message,
+            location=location,
+            evidence=evidence,
+            fix=fix,
+        )
+    ]

@@ -45,10 +45,14 @@ def check(observations: Observations) -> list[Finding]:
         python = [c for c in changes if c["kind"] == "python scalar"]
         if not python and function.tracing_count <= MAX_SHAPE_TRACES:
             continue
-        described = "; ".join(f"{c['kind']} argument `{c['argument']}` took {', '.join(map(str, c['values']))}" for c in changes)
+        described = "; ".join(
+            f"{c['kind']} argument `{c['argument']}` took {', '.join(map(str, c['values']))}" for c in changes
+        )
         if python:
-            fix = (f"pass {', '.join('`' + c['argument'] + '`' for c in python)} as a tensor (tf.constant(value)) or a "
-                   "tf.Variable you assign to, so one graph serves every value")
+            fix = (
+                f"pass {', '.join('`' + c['argument'] + '`' for c in python)} as a tensor (tf.constant(value)) or a "
+                "tf.Variable you assign to, so one graph serves every value"
+            )
         else:
             fix = "give the function an input_signature with None for the varying dimensions, or tf.function(reduce_retracing=True); pad or bucket batches to few shapes"
         findings.append(
@@ -59,8 +63,12 @@ def check(observations: Observations) -> list[Finding]:
                 message=f"`{function.name}` was traced {function.tracing_count} times in {function.calls} calls"
                 + (f": {described}" if described else ""),
                 location=function.location,
-                evidence={"function": function.name, "tracing_count": function.tracing_count, "calls": function.calls,
-                          "changed": changes},
+                evidence={
+                    "function": function.name,
+                    "tracing_count": function.tracing_count,
+                    "calls": function.calls,
+                    "changed": changes,
+                },
                 fix=fix,
             )
         )

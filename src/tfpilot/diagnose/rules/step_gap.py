@@ -59,10 +59,19 @@ def check(observations: Observations) -> list[Finding]:
     if percent < IDLE_PERCENT or idle_ms < MIN_IDLE_MS:
         return []
     return [
-        Finding(code=CODE, severity=Severity.WARNING, title="Idle time between steps",
-                message=f"{idle_ms:.1f} ms per step (median; {percent:.1f}% of wall time) pass between compiled steps doing neither input nor device work",
-                location=observations.location,
-                evidence={"idle_ms_per_step": round(idle_ms, 2), "idle_percent": round(percent, 1), "steps": steps, "measured_by": source},
-                fix="move per-step Python work (logging, bookkeeping, callbacks) out of the loop or run it every N steps; "
-                "raise steps_per_execution so one call runs several steps")
+        Finding(
+            code=CODE,
+            severity=Severity.WARNING,
+            title="Idle time between steps",
+            message=f"{idle_ms:.1f} ms per step (median; {percent:.1f}% of wall time) pass between compiled steps doing neither input nor device work",
+            location=observations.location,
+            evidence={
+                "idle_ms_per_step": round(idle_ms, 2),
+                "idle_percent": round(percent, 1),
+                "steps": steps,
+                "measured_by": source,
+            },
+            fix="move per-step Python work (logging, bookkeeping, callbacks) out of the loop or run it every N steps; "
+            "raise steps_per_execution so one call runs several steps",
+        )
     ]

@@ -23,11 +23,18 @@ def check(observations: Observations) -> list[Finding]:
         return []
     eager = sum(op.occurrences for op in summary.top_ops if op.eager)
     return [
-        Finding(code=CODE, severity=Severity.WARNING, title="Many tiny ops per step",
-                message=f"{summary.op_occurrences_per_step:.0f} host ops per step averaging {mean_us:.1f} us each",
-                location=observations.location,
-                evidence={"ops_per_step": round(summary.op_occurrences_per_step, 1), "mean_op_us": round(mean_us, 2),
-                          "eager_op_occurrences_in_top_ops": eager},
-                fix="compile the step with tf.function (and try jit_compile=True to fuse small ops); vectorise Python loops over tensors; "
-                "raise steps_per_execution to amortise per-call overhead")
+        Finding(
+            code=CODE,
+            severity=Severity.WARNING,
+            title="Many tiny ops per step",
+            message=f"{summary.op_occurrences_per_step:.0f} host ops per step averaging {mean_us:.1f} us each",
+            location=observations.location,
+            evidence={
+                "ops_per_step": round(summary.op_occurrences_per_step, 1),
+                "mean_op_us": round(mean_us, 2),
+                "eager_op_occurrences_in_top_ops": eager,
+            },
+            fix="compile the step with tf.function (and try jit_compile=True to fuse small ops); vectorise Python loops over tensors; "
+            "raise steps_per_execution to amortise per-call overhead",
+        )
     ]

@@ -268,7 +268,9 @@ class Trainer:
                             containers.update(
                                 t.attr
                                 for t in inner.targets
-                                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                                if isinstance(t, ast.Attribute)
+                                and isinstance(t.value, ast.Name)
+                                and t.value.id == "self"
                             )
                 self._class_containers[id(klass)] = containers
             return node.attr in containers

@@ -107,8 +107,7 @@ def repeat(count):
         ):
             self.report(
                 node,
-                f"{func.id}() of a tensor in a {scope.graph_reason} fails while tracing; "
-                f"use tf.cast instead",
+                f"{func.id}() of a tensor in a {scope.graph_reason} fails while tracing; use tf.cast instead",
             )
 
     def _is_tensor(self, node: ast.AST) -> bool:
@@ -121,7 +120,9 @@ def repeat(count):
             return scope.has_input_signature and node.id in scope.params and node.id not in ("self", "cls")
         if isinstance(node, ast.Call):
             qualname = self.context.qualname(node.func)
-            return bool(qualname) and qualname.startswith(("tensorflow.", "keras.ops.")) and not (
-                qualname.startswith(_NOT_TENSOR_PREFIXES)
+            return (
+                bool(qualname)
+                and qualname.startswith(("tensorflow.", "keras.ops."))
+                and not (qualname.startswith(_NOT_TENSOR_PREFIXES))
             )
         return False

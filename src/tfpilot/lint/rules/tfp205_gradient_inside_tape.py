@@ -60,9 +60,13 @@ with tf.GradientTape() as tape:
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in _GRADIENT_METHODS and isinstance(func.value, ast.Name)):
+        if not (
+            isinstance(func, ast.Attribute) and func.attr in _GRADIENT_METHODS and isinstance(func.value, ast.Name)
+        ):
             return
         for tape in self.context.tapes:
             if tape.name == func.value.id and tape.scope is self.context.scope:
-                self.report(node, f"`{tape.name}.{func.attr}()` inside `with ... as {tape.name}:` records the backward pass too")
+                self.report(
+                    node, f"`{tape.name}.{func.attr}()` inside `with ... as {tape.name}:` records the backward pass too"
+                )
                 return

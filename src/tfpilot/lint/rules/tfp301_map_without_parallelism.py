@@ -108,6 +108,8 @@ def _is_projection(function: ast.expr) -> bool:
     if not isinstance(function, ast.Lambda):
         return False
     for node in ast.walk(function.body):
-        if not isinstance(node, (ast.Name, ast.Tuple, ast.List, ast.Dict, ast.Subscript, ast.Constant, ast.expr_context)):
+        if not isinstance(
+            node, (ast.Name, ast.Tuple, ast.List, ast.Dict, ast.Subscript, ast.Constant, ast.expr_context)
+        ):
             return False
     return True

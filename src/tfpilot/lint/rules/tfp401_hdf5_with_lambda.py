@@ -64,7 +64,9 @@ model.save("model.h5")
         is_save_model = is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model")
         if not (is_save or is_save_model):
             return
-        target = node.args[1] if is_save_model and len(node.args) > 1 else (node.args[0] if node.args and is_save else None)
+        target = (
+            node.args[1] if is_save_model and len(node.args) > 1 else (node.args[0] if node.args and is_save else None)
+        )
         path = path_literal(target)
         save_format = keyword(node, "save_format")
         if (path and path.endswith(_HDF5_SUFFIXES)) or (

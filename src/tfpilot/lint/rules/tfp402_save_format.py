@@ -69,7 +69,12 @@ model.save("model.h5")
         fix: dict[str, Any] | None = None
         if method == "save" and only_path and value == "tf":
             fix = {"action": "export", "description": "model.save(..., save_format='tf') -> model.export(...)"}
-        elif method == "save" and value in ("h5", "keras") and path and path.endswith(".h5" if value == "h5" else ".keras"):
+        elif (
+            method == "save"
+            and value in ("h5", "keras")
+            and path
+            and path.endswith(".h5" if value == "h5" else ".keras")
+        ):
             fix = {"action": "drop", "description": "redundant save_format removed"}
         if path and path.endswith((".h5", ".hdf5", ".keras")):
             outcome = "is deprecated in Keras 3 (the file extension picks the format)"

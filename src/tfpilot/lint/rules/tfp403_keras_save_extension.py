@@ -73,7 +73,9 @@ def save(model, root):
             if not is_keras_model_expr(func.value, self.context):
                 return
             target = node.args[0]
-        elif is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model") and len(node.args) > 1:
+        elif (
+            is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model") and len(node.args) > 1
+        ):
             target = node.args[1]
         else:
             return

@@ -23,8 +23,7 @@ class ResetStates(Rule):
     name = "reset-states"
     message = "reset_states() does not exist on Keras 3 metrics and models"
     fix_hint = (
-        "Use metric.reset_state(); for a stateful model, call layer.reset_state() on its "
-        "stateful recurrent layers"
+        "Use metric.reset_state(); for a stateful model, call layer.reset_state() on its stateful recurrent layers"
     )
     severity = Severity.ERROR
     category = "keras 3"

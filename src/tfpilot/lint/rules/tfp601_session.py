@@ -59,4 +59,6 @@ sess = tf.InteractiveSession()
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_SESSION)
         if match is not None:
-            self.report(node, f"`{self.context.dotted(node) or match}` is TF1 graph mode; TF2 runs eagerly and has no sessions")
+            self.report(
+                node, f"`{self.context.dotted(node) or match}` is TF1 graph mode; TF2 runs eagerly and has no sessions"
+            )

@@ -57,7 +57,10 @@ def run(sess, train_op, x, batch):
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = tf1_match(qualname, TF1_PLACEHOLDER)
         if match is not None:
-            self.report(node, f"`{self.context.dotted(node) or match}` is a TF1 graph input; TF2 functions take tensors as arguments")
+            self.report(
+                node,
+                f"`{self.context.dotted(node) or match}` is a TF1 graph input; TF2 functions take tensors as arguments",
+            )
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg == "feed_dict":
