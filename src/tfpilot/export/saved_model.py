@@ -29,6 +29,7 @@ from tfpilot.export.signatures import (
     make_logits_fn,
     make_serving_fn,
 )
+from tfpilot.export.tolerance import tolerance_for_model
 from tfpilot.export.verify import verify_saved_model, verify_serving_methods, verify_warmup_records
 
 __all__ = [
@@ -141,10 +142,17 @@ def export_saved_model(
                 sample_features=sample_features,
                 **(post_write_context or {}),
             )
-        max_diff = verify_saved_model(tmp, sample_features=sample_features, expected=expected)
+        tolerance = tolerance_for_model(model)
+        max_diff = verify_saved_model(tmp, sample_features=sample_features, expected=expected, tolerance=tolerance)
         max_diff = max(
             max_diff,
-            verify_serving_methods(tmp, sample_features=sample_features, expected=expected, method_names=method_names),
+            verify_serving_methods(
+                tmp,
+                sample_features=sample_features,
+                expected=expected,
+                method_names=method_names,
+                tolerance=tolerance,
+            ),
         )
         warmup_file = tmp / "assets.extra" / "tf_serving_warmup_requests"
         if warmup_file.exists():

@@ -1,6 +1,7 @@
 """Verify a SavedModel with the two loaders that matter.
 
-1. tf.saved_model.load (Python, TF2): outputs must match the in-memory model (atol 1e-5).
+1. tf.saved_model.load (Python, TF2): outputs must match the in-memory model within a tolerance
+   derived from the model's compute dtype (tfpilot.export.tolerance).
 2. The v1 session loader (tf.compat.v1.saved_model.loader), the path `saved_model_cli run` and
    TF Serving's SavedModelBundle take: load the MetaGraph, restore variables, run the
    serving_default signature by tensor names. A Keras 3 model saved with tf.saved_model.save
@@ -17,10 +18,12 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.errors import ExportError
+from tfpilot.export.tolerance import Tolerance, tolerance_for_dtype
 
 __all__ = ["verify_saved_model", "run_with_session_loader", "verify_serving_methods", "verify_warmup_records"]
 
-ATOL = 1e-5
+# Used when a caller does not say what the model computes in.
+DEFAULT_TOLERANCE = tolerance_for_dtype("float32")
 
 
 def run_with_session_loader(
@@ -43,7 +46,11 @@ def run_with_session_loader(
 
 
 def verify_saved_model(
-    path: str | Path, *, sample_features: dict[str, np.ndarray], expected: dict[str, tf.Tensor]
+    path: str | Path,
+    *,
+    sample_features: dict[str, np.ndarray],
+    expected: dict[str, tf.Tensor],
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> float:
     """Return the largest absolute difference of `probabilities` across both loaders."""
     try:
@@ -52,10 +59,11 @@ def verify_saved_model(
     except Exception as exc:
         raise ExportError(f"exported SavedModel at `{path}` does not reload in Python: {exc}") from None
     want = np.asarray(expected["probabilities"])
-    diff_python = float(np.max(np.abs(reloaded["probabilities"].numpy() - want)))
-    if diff_python > ATOL:
+    diff_python, within = tolerance.excess(reloaded["probabilities"].numpy(), want)
+    if not within:
         raise ExportError(
-            f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e} (> {ATOL}); export is not faithful"
+            f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e}, beyond "
+            f"{tolerance.describe()}; export is not faithful"
         )
     try:
         session_out = run_with_session_loader(path, sample_features)
@@ -65,9 +73,11 @@ def verify_saved_model(
             f"exported SavedModel at `{path}` fails in the session loader TF Serving uses ({first}); "
             "export Keras 3 models with keras.export.ExportArchive, not tf.saved_model.save"
         ) from None
-    diff_session = float(np.max(np.abs(session_out["probabilities"] - want)))
-    if diff_session > ATOL:
-        raise ExportError(f"session-loader output differs from the in-memory model by {diff_session:.2e} (> {ATOL})")
+    diff_session, within = tolerance.excess(session_out["probabilities"], want)
+    if not within:
+        raise ExportError(
+            f"session-loader output differs from the in-memory model by {diff_session:.2e}, beyond {tolerance.describe()}"
+        )
     if not np.array_equal(session_out["class_id"], np.asarray(expected["class_id"])):
         raise ExportError("session-loader class_id differs from the in-memory model")
     return max(diff_python, diff_session)
@@ -79,6 +89,7 @@ def verify_serving_methods(
     sample_features: dict[str, np.ndarray],
     expected: dict[str, tf.Tensor],
     method_names: dict[str, str],
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> float:
     """classify/regress: right method_name in the MetaGraph, same scores as serving_default in both loaders."""
     from tfpilot.export.method_names import read_signature_defs
@@ -109,10 +120,11 @@ def verify_serving_methods(
             ) from None
         key, want = ("scores", probabilities) if "scores" in python_out else ("outputs", probabilities[:, 1])
         for loader, out in (("Python", python_out), ("session", session_out)):
-            diff = float(np.max(np.abs(np.asarray(out[key]) - want)))
-            if diff > ATOL:
+            diff, within = tolerance.excess(out[key], want)
+            if not within:
                 raise ExportError(
-                    f"signature `{name}` ({loader} loader) differs from serving_default by {diff:.2e} (> {ATOL}) on the same examples"
+                    f"signature `{name}` ({loader} loader) differs from serving_default by {diff:.2e} on the same "
+                    f"examples, beyond {tolerance.describe()}"
                 )
             worst = max(worst, diff)
     return worst
