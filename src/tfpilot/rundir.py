@@ -30,23 +30,90 @@ class RunDir:
             )
         return run
 
-    config_path = property(lambda self: self.root / "config.yaml")
-    logs = property(lambda self: self.root / "logs")
-    train_logs = property(lambda self: self.root / "logs" / "train")
-    validation_logs = property(lambda self: self.root / "logs" / "validation")
-    checkpoints = property(lambda self: self.root / "checkpoints")
-    model_base = property(lambda self: self.root / "model")
-    exports = property(lambda self: self.root / "exports")
-    parity_path = property(lambda self: self.root / "exports" / "parity.json")
-    keras_path = property(lambda self: self.root / "exports" / "model.keras")
-    metrics_path = property(lambda self: self.root / "metrics.json")
-    findings_path = property(lambda self: self.root / "findings.json")
-    reference_stats_path = property(lambda self: self.root / "reference_stats.json")
-    history_path = property(lambda self: self.root / "history.json")
-    profile_dir = property(lambda self: self.root / "profile")
-    report_path = property(lambda self: self.root / "report.html")
-    preprocessing_path = property(lambda self: self.root / "preprocessing.json")
-    final_checkpoint = property(lambda self: self.root / "checkpoints" / "final")
+    @property
+    def config_path(self) -> Path:
+        """The resolved config, every default filled in."""
+        return self.root / "config.yaml"
+
+    @property
+    def logs(self) -> Path:
+        """TensorBoard root."""
+        return self.root / "logs"
+
+    @property
+    def train_logs(self) -> Path:
+        return self.root / "logs" / "train"
+
+    @property
+    def validation_logs(self) -> Path:
+        return self.root / "logs" / "validation"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def model_base(self) -> Path:
+        """A TF Serving base path: one integer directory per version."""
+        return self.root / "model"
+
+    @property
+    def exports(self) -> Path:
+        return self.root / "exports"
+
+    @property
+    def parity_path(self) -> Path:
+        return self.root / "exports" / "parity.json"
+
+    @property
+    def keras_path(self) -> Path:
+        return self.root / "exports" / "model.keras"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def findings_path(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def reference_stats_path(self) -> Path:
+        return self.root / "reference_stats.json"
+
+    @property
+    def history_path(self) -> Path:
+        return self.root / "history.json"
+
+    @property
+    def profile_dir(self) -> Path:
+        return self.root / "profile"
+
+    @property
+    def profile_summary_path(self) -> Path:
+        return self.root / "profile" / "summary.json"
+
+    @property
+    def report_path(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def preprocessing_path(self) -> Path:
+        return self.root / "preprocessing.json"
+
+    @property
+    def final_checkpoint(self) -> Path:
+        return self.root / "checkpoints" / "final"
+
+    @property
+    def drift_path(self) -> Path:
+        """The last `tfpilot monitor drift` result, shown by the report."""
+        return self.root / "drift.json"
+
+    @property
+    def blessing_path(self) -> Path:
+        """The record `tfpilot validate` writes and `tfpilot push` requires."""
+        return self.root / "blessing.json"
 
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""

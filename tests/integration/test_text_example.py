@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +20,8 @@ def test_text_example_trains_exports_and_serves_strings(tmp_path: Path) -> None:
 
     config = load_config(REPO_ROOT / "examples" / "text" / "config.yaml")
     config = config.model_copy(update={"runs_dir": tmp_path})
-    started = time.perf_counter()
     summary = run(config)
-    elapsed = time.perf_counter() - started
     assert summary["metrics"]["test"]["accuracy"] >= 0.9, summary["metrics"]
-    assert elapsed < 120, elapsed  # < 60 s alone on 2 cores; headroom for a shared machine
 
     trained = load_trained(tmp_path / config.name)  # a fresh model from the run directory
     metrics = evaluate_run(trained)

@@ -95,6 +95,32 @@ def _wait_for_version(url: str, version: int, process: subprocess.Popen, *, time
     raise AssertionError(f"version {version} of `{MODEL}` did not become AVAILABLE within {timeout}s")
 
 
+def _wait_for_logged(log: Path, count: int, *, timeout: float = 60.0) -> None:
+    """The request log writes in a background thread: poll until `count` requests are on disk."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        if log.exists():
+            with sqlite3.connect(log) as connection:
+                seen = connection.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+            if seen >= count:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{seen} of {count} requests reached the request log within {timeout}s")
+
+
+def _wait_for_served_drift(url: str, value: float, *, timeout: float = 60.0) -> None:
+    """The server recomputes drift on its own schedule: poll its gauge until it reads `value`."""
+    deadline = time.monotonic() + timeout
+    seen = _served_drift(url)
+    while seen != value and time.monotonic() < deadline:
+        time.sleep(0.2)
+        seen = _served_drift(url)
+    assert seen == value, f"tfpilot_drift_detected stayed {seen}, expected {value}"
+
+
 def _served_drift(url: str) -> float:
     """The server's `tfpilot_drift_detected{feature="image"}` gauge from its Prometheus endpoint."""
     text = urllib.request.urlopen(f"{url}/monitoring/prometheus/metrics", timeout=30).read().decode()
@@ -156,19 +182,18 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         images = np.random.default_rng(0).permutation(_test_images(baseline))
         for start in range(0, 200, 20):
             assert len(_predict(url, images[start : start + 20])["outputs"]["class_id"]) == 20
-        time.sleep(1.0)  # the request log writes in a background thread
+        _wait_for_logged(log, 10)
         calm = run_tfpilot(
             ["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path
         )
         assert calm.returncode == 0, calm
         assert json.loads((baseline / "drift.json").read_text())["drifted"] is False
         assert _served_drift(url) == 0.0  # the server's own sliding window agrees
-        scraped_at = time.monotonic()
 
         inverted = 255 - images
         for start in range(0, 200, 20):
             _predict(url, inverted[start : start + 20])
-        time.sleep(1.0)
+        _wait_for_logged(log, 20)
         shifted = run_tfpilot(
             ["monitor", "drift", "--reference", baseline, "--requests", log, "--window", "200"], cwd=tmp_path
         )
@@ -176,8 +201,7 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         report = json.loads((baseline / "drift.json").read_text())
         assert "image" in report["drifted_features"] and report["num_examples"] == 200
         assert "MON-DRIFT-FEATURE" in shifted.stdout
-        time.sleep(max(0.0, scraped_at + 5.5 - time.monotonic()))  # the server recomputes at most every 5 s
-        assert _served_drift(url) == 1.0
+        _wait_for_served_drift(url, 1.0)
 
         gate = ["--baseline", served, "--threshold", "accuracy>=0.85", "--threshold", "accuracy change>=0"]
         rejected = run_tfpilot(["validate", "--candidate", worse, *gate], cwd=tmp_path)

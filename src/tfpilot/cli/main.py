@@ -66,9 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:
         # Usage errors from click (vendored inside newer typer, a separate package in older ones):
         # matched by shape so either layout works.
-        if callable(getattr(error, "show", None)) and isinstance(getattr(error, "exit_code", None), int):
-            error.show()
-            sys.exit(error.exit_code)
+        show, exit_code = getattr(error, "show", None), getattr(error, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         raise
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tfpilot.rundir import RunDir
+
 __all__ = ["register"]
 
 
@@ -54,7 +56,7 @@ def register(app: typer.Typer) -> None:
             rows, title=f"Drift over {report.num_examples} served examples ({report.num_requests} requests)"
         )
         render_findings(drift_findings(report, location=str(requests)), title="Drift findings")
-        destination = output or (reference / "drift.json" if reference.is_dir() else None)
+        destination = output or (RunDir.at(reference).drift_path if reference.is_dir() else None)
         if destination is not None:
             atomic_write_json(destination, report.to_dict())
             console.print(f"drift report -> {destination}")

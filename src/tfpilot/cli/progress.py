@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tfpilot.cli.render import console
@@ -21,7 +23,7 @@ class ProgressHook(TrainHook):
             console=console,
             transient=False,
         )
-        self.task = None
+        self.task: Any = None
         self.steps_per_epoch = 0
         self.epochs = 0
 

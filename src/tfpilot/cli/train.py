@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from tfpilot.rundir import RunDir
+
 __all__ = ["register"]
 
 
@@ -41,7 +43,7 @@ def register(app: typer.Typer) -> None:
             console.print(
                 f"SavedModel version {summary['export']['version']} -> {summary['export']['saved_model']} (verified)"
             )
-        render_findings(read_findings(Path(summary["run"]) / "findings.json"))
+        render_findings(read_findings(RunDir.at(summary["run"]).findings_path))
         for key in ("report",):
             if key in summary:
                 console.print(f"report -> {summary[key]}")
@@ -62,7 +64,7 @@ def register(app: typer.Typer) -> None:
             # Under `tfpilot launch` only the chief writes metrics.json; other workers just finish.
             console.print(f"worker finished at step {result.global_step}")
             return
-        metrics = json.loads((Path(resolved.run_path) / "metrics.json").read_text())
+        metrics = json.loads(RunDir.at(resolved.run_path).metrics_path.read_text())
         render_mapping_table(
             [
                 {"split": s, **{k: v for k, v in m.items() if k != "confusion_matrix"}}

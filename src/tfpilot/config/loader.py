@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def _line_index(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str
     return lines
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: Mapping[str, Any]) -> str:
     kind = error["type"]
     message = error["msg"]
     if kind == "extra_forbidden":
@@ -96,8 +97,8 @@ def load_config(path: str | Path, *, overrides: dict[str, Any] | None = None) ->
         data["path"] = str(data_path)
     config = config_from_dict(raw, source=str(path), lines=lines)
     if config.data.path is not None and not config.data.path.exists():
-        line = lines.get(("data", "path"))
-        where = f"{path}:{line}" if line else str(path)
+        data_line = lines.get(("data", "path"))
+        where = f"{path}:{data_line}" if data_line else str(path)
         raise ConfigError(
             f"{where}: `data.path` points to `{config.data.path}`, which does not exist; "
             "expected an existing folder or file (relative paths are resolved from the config file)"

@@ -26,7 +26,6 @@ from tfpilot.errors import MonitorError
 from tfpilot.rundir import RunDir
 
 __all__ = [
-    "BLESSING_FILE",
     "METRICS",
     "CheckResult",
     "Blessing",
@@ -40,7 +39,6 @@ __all__ = [
     "read_blessing",
 ]
 
-BLESSING_FILE = "blessing.json"
 METRICS = ("accuracy", "loss")
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _THRESHOLD = re.compile(
@@ -49,8 +47,7 @@ _THRESHOLD = re.compile(
 
 
 def blessing_path(run: RunDir | str | Path) -> Path:
-    root = run.root if isinstance(run, RunDir) else Path(run)
-    return root / BLESSING_FILE
+    return (run if isinstance(run, RunDir) else RunDir.at(run)).blessing_path
 
 
 def parse_threshold(text: str) -> GateThreshold:

@@ -277,10 +277,11 @@ def load_reference_stats(path: str | Path) -> dict[str, Any]:
     import json
 
     from tfpilot.errors import MonitorError
+    from tfpilot.rundir import RunDir
 
     path = Path(path)
     if path.is_dir():
-        path = path / "reference_stats.json"
+        path = RunDir.at(path).reference_stats_path
     if not path.is_file():
         raise MonitorError(
             f"no reference statistics at `{path}`; expected reference_stats.json written at training time "

@@ -18,11 +18,10 @@ from typing import Any
 from tfpilot.atomic import atomic_write_text
 from tfpilot.errors import TfpilotError
 from tfpilot.report.charts_js import CHARTS_JS
+from tfpilot.rundir import RunDir
 
-__all__ = ["collect_run_data", "render_report", "write_report", "DRIFT_FILE", "BLESSING_FILE"]
+__all__ = ["collect_run_data", "render_report", "write_report"]
 
-DRIFT_FILE = "drift.json"
-BLESSING_FILE = "blessing.json"
 _MAX_TABLE_ROWS = 200
 
 _CSS = """
@@ -56,20 +55,20 @@ def _read_json(path: Path) -> Any:
 
 def collect_run_data(run_dir: str | Path) -> dict[str, Any]:
     """Every optional input of the report that exists in ``run_dir`` (None where missing)."""
-    root = Path(run_dir)
-    config_text = (root / "config.yaml").read_text() if (root / "config.yaml").is_file() else None
+    run = RunDir.at(run_dir)
+    config_text = run.config_path.read_text() if run.config_path.is_file() else None
     return {
-        "name": root.resolve().name,
-        "root": str(root),
+        "name": run.root.resolve().name,
+        "root": str(run.root),
         "config": config_text,
-        "history": _read_json(root / "history.json"),
-        "metrics": _read_json(root / "metrics.json"),
-        "findings": _read_json(root / "findings.json"),
-        "profile": _read_json(root / "profile" / "summary.json"),
-        "parity": _read_json(root / "exports" / "parity.json"),
-        "drift": _read_json(root / DRIFT_FILE),
-        "blessing": _read_json(root / BLESSING_FILE),
-        "reference_stats": _read_json(root / "reference_stats.json"),
+        "history": _read_json(run.history_path),
+        "metrics": _read_json(run.metrics_path),
+        "findings": _read_json(run.findings_path),
+        "profile": _read_json(run.profile_summary_path),
+        "parity": _read_json(run.parity_path),
+        "drift": _read_json(run.drift_path),
+        "blessing": _read_json(run.blessing_path),
+        "reference_stats": _read_json(run.reference_stats_path),
     }
 
 
@@ -196,7 +195,7 @@ def _history_section(page: _Page, history: dict[str, Any]) -> None:
             (v - t) if isinstance(v, (int, float)) and isinstance(t, (int, float)) else None
             for t, v in zip(_series(epochs, "loss"), _series(epochs, "val_loss"), strict=False)
         ]
-        gaps = [{"name": "val_loss - loss", "x": x, "y": gap}]
+        gaps: list[dict[str, Any]] = [{"name": "val_loss - loss", "x": x, "y": gap}]
         if "accuracy" in metric_names:
             gaps.append(
                 {
@@ -534,6 +533,6 @@ def write_report(run_dir: str | Path, *, output: str | Path | None = None) -> Pa
     root = Path(run_dir)
     if not root.is_dir():
         raise TfpilotError(f"run directory `{root}` does not exist; expected runs/<name> as written by `tfpilot train`")
-    path = Path(output) if output is not None else root / "report.html"
+    path = Path(output) if output is not None else RunDir.at(root).report_path
     atomic_write_text(path, render_report(collect_run_data(root)))
     return path
