@@ -42,6 +42,7 @@ class RunDir:
     metrics_path = property(lambda self: self.root / "metrics.json")
     findings_path = property(lambda self: self.root / "findings.json")
     reference_stats_path = property(lambda self: self.root / "reference_stats.json")
+    data_report_path = property(lambda self: self.root / "data_report.json")
     history_path = property(lambda self: self.root / "history.json")
     profile_dir = property(lambda self: self.root / "profile")
     report_path = property(lambda self: self.root / "report.html")

@@ -16,6 +16,8 @@ __all__ = [
     "DataKind",
     "ImageOptions",
     "CsvOptions",
+    "Impute",
+    "BadRecords",
     "TextOptions",
     "SplitConfig",
     "Batching",
@@ -72,6 +74,18 @@ class ImageOptions(_Section):
         return value
 
 
+class Impute(str, enum.Enum):
+    MEAN = "mean"
+    MEDIAN = "median"
+    CONSTANT = "constant"
+    ERROR = "error"
+
+
+class BadRecords(str, enum.Enum):
+    ERROR = "error"
+    SKIP = "skip"
+
+
 class CsvOptions(_Section):
     label_column: str = Field("label", description="Column holding the class label.")
     numeric_columns: list[str] | None = Field(
@@ -81,6 +95,13 @@ class CsvOptions(_Section):
         default_factory=list,
         description="String-valued columns one-hot encoded with a vocabulary built from the training split.",
     )
+    encoding: str = Field("utf-8", description="Text encoding of the CSV file (e.g. `latin-1`, `utf-8-sig`).")
+    impute: Impute = Field(
+        Impute.MEAN,
+        description="Missing numeric cells (empty, NA, NaN, ?): mean or median of the training split, "
+        "constant (`impute_value`), or error.",
+    )
+    impute_value: float = Field(0.0, description="Value that fills missing numeric cells when `impute: constant`.")
 
 
 class TextOptions(_Section):
@@ -97,6 +118,7 @@ class SplitConfig(_Section):
     validation: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for validation.")] = 0.15
     test: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for the test split.")] = 0.15
     seed: int = Field(0, description="Seed of the deterministic split.")
+    stratify: bool = Field(False, description="Keep each class's share the same in every split (split class by class).")
 
     @model_validator(mode="after")
     def _fractions(self) -> SplitConfig:
@@ -124,6 +146,11 @@ class DataConfig(_Section):
         Batching.BATCH, description="batch, padded (variable length) or bucketed (by sequence length)."
     )
     num_parallel_calls: int | None = Field(None, description="Parallel map calls; default AUTOTUNE.")
+    on_bad_records: BadRecords = Field(
+        BadRecords.ERROR,
+        description="Rows with non-numeric cells or no label, and files that do not decode: `error` stops before "
+        "training and names them; `skip` leaves them out and records a finding naming every one.",
+    )
 
     @model_validator(mode="after")
     def _path_needed(self) -> DataConfig:
