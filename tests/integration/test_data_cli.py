@@ -120,3 +120,25 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
     assert [p["class_name"] for p in predicted["predictions"]] == [
         classified["results"][i][int(np.argmax(scores[i]))][0] for i in range(2)
     ]
+
+
+def test_convert_writes_shards_that_a_config_trains_from(tmp_path: Path) -> None:
+    write_iris(tmp_path / "iris.csv")
+    config = write_config(tmp_path, "iris.csv", label="species")
+    converted = run_tfpilot(["data", "convert", config, tmp_path / "shards", "--shards", "3"], cwd=tmp_path)
+    assert converted.returncode == 0, converted.stderr
+    section = json.loads((tmp_path / "shards" / "data_config.json").read_text())
+    assert section["tfrecord"]["class_names"] == ["setosa", "versicolor", "virginica"]
+    assert len(list((tmp_path / "shards").glob("*.tfrecord"))) == 3
+    import yaml
+
+    (tmp_path / "tf.yaml").write_text(
+        yaml.safe_dump({"name": "tf", "runs_dir": "runs", "data": section, "train": {"epochs": 2, "batch_size": 16}})
+    )
+    inspected = run_tfpilot(["data", "inspect", tmp_path / "tf.yaml", "--format", "json"], cwd=tmp_path)
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    assert sum(report["examples"].values()) == 150 and report["kind"] == "tabular"
+    trained = run_tfpilot(["train", tmp_path / "tf.yaml"], cwd=tmp_path, timeout=600)
+    assert trained.returncode == 0, trained.stderr
+    assert json.loads((tmp_path / "runs" / "tf" / "metrics.json").read_text())["train"]["examples"] > 0

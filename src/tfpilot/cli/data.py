@@ -51,3 +51,32 @@ def register(app: typer.Typer) -> None:
         if missing:
             render_mapping_table([{"column": c, "missing": n} for c, n in missing.items()], title="Missing values")
         render_findings(findings, title="Data findings")
+
+    @data_app.command("convert")
+    def convert_command(
+        config: Path = typer.Argument(..., help="YAML run config whose data section is an image folder or a CSV."),
+        out: Path = typer.Argument(..., help="Folder to write the TFRecord shards into."),
+        shards: int = typer.Option(4, "--shards", help="Number of shard files."),
+    ) -> None:
+        """Write the config's image folder or CSV as sharded TFRecords and print the data section that reads them."""
+        from tfpilot.errors import ConfigError
+
+        if shards < 1:
+            raise ConfigError(f"--shards must be >= 1, got {shards}")
+        from tfpilot.config import load_config
+
+        resolved = load_config(config)
+        from tfpilot.cli.render import console
+        from tfpilot.config.schema import DataKind
+        from tfpilot.data import load_source
+        from tfpilot.data.tfrecord import write_tfrecords
+
+        if resolved.data.kind not in (DataKind.IMAGE_FOLDER, DataKind.CSV):
+            raise ConfigError(
+                f"`tfpilot data convert` reads image_folder or csv data, got data.kind `{resolved.data.kind.value}`"
+            )
+        source = load_source(resolved.data)
+        section = write_tfrecords(source, out, num_shards=shards)
+        console.print(f"wrote {len(source)} examples as {min(shards, len(source))} shard(s) to {out}")
+        console.print("use this data section (also in data_config.json there):")
+        typer.echo(json.dumps(section, indent=2))

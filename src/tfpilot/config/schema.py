@@ -19,6 +19,8 @@ __all__ = [
     "Impute",
     "BadRecords",
     "TextOptions",
+    "TfrecordOptions",
+    "TfrecordFeature",
     "SplitConfig",
     "Batching",
     "ModelConfig",
@@ -49,6 +51,7 @@ class DataKind(str, enum.Enum):
     IMAGE_FOLDER = "image_folder"
     CSV = "csv"
     TEXT = "text"
+    TFRECORD = "tfrecord"
     ARRAYS = "arrays"
 
 
@@ -114,6 +117,33 @@ class TextOptions(_Section):
     )
 
 
+class TfrecordFeature(_Section):
+    dtype: str = Field(
+        "float32",
+        description="float32, int64, string, or image (encoded PNG/JPEG bytes decoded and resized per data.image).",
+    )
+    shape: list[int] = Field(default_factory=list, description="Per-example shape ([] for a scalar).")
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        if value not in ("float32", "int64", "string", "image"):
+            raise ValueError(f"must be float32, int64, string or image, got `{value}`")
+        return value
+
+
+class TfrecordOptions(_Section):
+    features: dict[str, TfrecordFeature] = Field(
+        default_factory=dict,
+        description="tf.Example feature name -> {dtype, shape}; `tfpilot data convert` prints the spec it wrote.",
+    )
+    pattern: str = Field(
+        "*.tfrecord*", description="File glob of the shards inside data.path (when data.path is a folder)."
+    )
+    label_key: str = Field("label", description="int64 feature holding the class id.")
+    class_names: list[str] | None = Field(None, description="Names of class ids 0..n-1; default: the ids as strings.")
+
+
 class SplitConfig(_Section):
     validation: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for validation.")] = 0.15
     test: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for the test split.")] = 0.15
@@ -131,14 +161,16 @@ class SplitConfig(_Section):
 
 class DataConfig(_Section):
     kind: DataKind = Field(
-        DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text or arrays (Python API)."
+        DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text, tfrecord or arrays (Python API)."
     )
     path: Path | None = Field(
-        None, description="Folder (image_folder) or file (csv, text); relative to the config file."
+        None,
+        description="Folder (image_folder; tfrecord shards), or file (csv, text, one tfrecord); relative to the config file.",
     )
     image: ImageOptions = Field(default_factory=ImageOptions)
     csv: CsvOptions = Field(default_factory=CsvOptions)
     text: TextOptions = Field(default_factory=TextOptions)
+    tfrecord: TfrecordOptions = Field(default_factory=TfrecordOptions)
     split: SplitConfig = Field(default_factory=SplitConfig)
     cache: str = Field("memory", description="`memory`, `none`, or a file path prefix for an on-disk cache.")
     shuffle_buffer: Annotated[int, Field(ge=0, description="Shuffle buffer size in examples (0 = no shuffle).")] = 10000

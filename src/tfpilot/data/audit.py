@@ -28,9 +28,9 @@ TINY_CLASS = 5
 def _row_keys(pipeline: Pipeline) -> list[str]:
     """A content key per example: file bytes for images, the cell values for tables and text."""
     source = pipeline.source
-    if source.files is not None:
+    if "path" in source.records:
         keys = []
-        for path in source.files:
+        for path in source.records["path"]:
             keys.append(hashlib.sha1(Path(str(path)).read_bytes()).hexdigest())
         return keys
     columns = [np.asarray(source.records[name]) for name in sorted(source.records)]

@@ -253,4 +253,5 @@ def load_source(config: DataConfig, **arrays: Any) -> Source:
     if config.kind not in _LOADERS:
         # Sources with heavier dependencies register themselves on import.
         import tfpilot.data.text  # noqa: F401
+        import tfpilot.data.tfrecord  # noqa: F401
     return _LOADERS[config.kind](config)
