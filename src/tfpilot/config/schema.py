@@ -20,6 +20,7 @@ __all__ = [
     "BadRecords",
     "TextOptions",
     "TfrecordOptions",
+    "AugmentConfig",
     "TfrecordFeature",
     "SplitConfig",
     "Batching",
@@ -144,6 +145,33 @@ class TfrecordOptions(_Section):
     class_names: list[str] | None = Field(None, description="Names of class ids 0..n-1; default: the ids as strings.")
 
 
+class AugmentConfig(_Section):
+    flip: str = Field("none", description="Random flip: none, horizontal, vertical or horizontal_and_vertical.")
+    rotation: Annotated[float, Field(ge=0, le=1, description="Random rotation, as a fraction of a full turn.")] = 0.0
+    zoom: Annotated[float, Field(ge=0, lt=1, description="Random zoom in/out by up to this fraction.")] = 0.0
+    translation: Annotated[
+        float, Field(ge=0, lt=1, description="Random shift by up to this fraction of height and width.")
+    ] = 0.0
+    crop: Annotated[
+        int, Field(ge=0, description="Pad by this many pixels and take a random crop back to the image size.")
+    ] = 0
+    contrast: Annotated[float, Field(ge=0, lt=1, description="Random contrast change by up to this factor.")] = 0.0
+    brightness: Annotated[float, Field(ge=0, lt=1, description="Random brightness shift by up to this factor.")] = 0.0
+
+    @field_validator("flip")
+    @classmethod
+    def _flip(cls, value: str) -> str:
+        if value not in ("none", "horizontal", "vertical", "horizontal_and_vertical"):
+            raise ValueError(f"must be none, horizontal, vertical or horizontal_and_vertical, got `{value}`")
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return self.flip != "none" or any(
+            (self.rotation, self.zoom, self.translation, self.crop, self.contrast, self.brightness)
+        )
+
+
 class SplitConfig(_Section):
     validation: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for validation.")] = 0.15
     test: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for the test split.")] = 0.15
@@ -171,6 +199,10 @@ class DataConfig(_Section):
     csv: CsvOptions = Field(default_factory=CsvOptions)
     text: TextOptions = Field(default_factory=TextOptions)
     tfrecord: TfrecordOptions = Field(default_factory=TfrecordOptions)
+    augment: AugmentConfig = Field(
+        default_factory=AugmentConfig,
+        description="Image augmentation (Keras preprocessing layers) on training batches only; off by default.",
+    )
     split: SplitConfig = Field(default_factory=SplitConfig)
     cache: str = Field("memory", description="`memory`, `none`, or a file path prefix for an on-disk cache.")
     shuffle_buffer: Annotated[int, Field(ge=0, description="Shuffle buffer size in examples (0 = no shuffle).")] = 10000

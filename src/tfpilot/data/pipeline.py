@@ -179,9 +179,27 @@ class Pipeline:
                 self.config.shuffle_buffer, seed=self.seed * 100_003 + epoch, reshuffle_each_iteration=False
             )
         dataset = self._batch(dataset, batch_size, drop_remainder=drop_remainder)
+        dataset = self._augment(dataset, epoch=epoch)
         if skip_batches:
             dataset = dataset.skip(skip_batches)
         return dataset.prefetch(AUTOTUNE)
+
+    def _augment(self, dataset: tf.data.Dataset, *, epoch: int) -> tf.data.Dataset:
+        """Training batches only (see tfpilot.data.augment): after the cache, per batch, seeded by epoch."""
+        augment = self.config.augment
+        if not augment.enabled:
+            return dataset
+        if self.source.kind != "image":
+            raise DataError(
+                f"data.augment applies to images, but this source is `{self.source.kind}`; remove data.augment",
+                exit_code=2,
+            )
+        from tfpilot.data.augment import augmentation_layers
+
+        layers = augmentation_layers(
+            augment, image_shape=tuple(self.preprocessor.output_shape()), seed=self.seed, epoch=epoch
+        )
+        return dataset.map(lambda x, y: (layers(x, training=True), y), num_parallel_calls=self._parallel)
 
     def evaluation(self, split: str, *, batch_size: int | None = None) -> tf.data.Dataset:
         dataset = self._preprocessed(split)
