@@ -69,6 +69,18 @@ class ImageOptions(_Section):
     extensions: list[str] = Field(
         default_factory=lambda: [".png", ".jpg", ".jpeg"], description="File extensions read as images."
     )
+    resize: str = Field(
+        "stretch",
+        description="Images of another size: stretch (ignore aspect ratio), pad (keep it, black borders) or crop "
+        "(keep it, cut the centre).",
+    )
+
+    @field_validator("resize")
+    @classmethod
+    def _resize(cls, value: str) -> str:
+        if value not in ("stretch", "pad", "crop"):
+            raise ValueError(f"must be stretch, pad or crop, got `{value}`")
+        return value
 
     @field_validator("channels")
     @classmethod

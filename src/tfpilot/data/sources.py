@@ -14,6 +14,7 @@ import tensorflow as tf
 from tfpilot.config.schema import BadRecords, DataConfig, DataKind
 from tfpilot.data.csv_table import read_csv_table
 from tfpilot.data.image_check import undecodable_images
+from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.errors import DataError
 from tfpilot.findings import Finding, Severity
 
@@ -132,20 +133,11 @@ def image_folder_source(config: DataConfig) -> Source:
         labels = [labels[i] for i in keep]
     height, width, channels = config.image.height, config.image.width, config.image.channels
 
+    mode = config.image.resize
+
     def decode(record: dict[str, tf.Tensor]) -> Features:
         data = tf.io.read_file(record["path"])
-        # decode_image handles PNG, JPEG, GIF and BMP; expand_animations=False keeps a static rank-3 shape.
-        image = tf.io.decode_image(data, channels=channels, expand_animations=False, dtype=tf.uint8)
-        image = tf.ensure_shape(image, [None, None, channels])
-        resized = tf.image.resize(image, [height, width], method="bilinear", antialias=True)
-        # Resize only when needed so already-sized images stay bit-exact.
-        same = tf.logical_and(tf.equal(tf.shape(image)[0], height), tf.equal(tf.shape(image)[1], width))
-        image = tf.cond(
-            same,
-            lambda: tf.reshape(image, [height, width, channels]),
-            lambda: tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8),
-        )
-        return {"image": image}
+        return {"image": decode_and_resize(data, height=height, width=width, channels=channels, mode=mode)}
 
     path_array = np.asarray(paths)
     return Source(

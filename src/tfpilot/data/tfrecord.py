@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import DataConfig, DataKind
+from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.sources import Source, register_source
 from tfpilot.errors import DataError
 
@@ -109,12 +110,9 @@ def tfrecord_source(config: DataConfig) -> Source:
         out: dict[str, tf.Tensor] = {}
         for name, feature in features.items():
             if feature.dtype == "image":
-                pixels = tf.io.decode_image(
-                    parsed[name], channels=image.channels, expand_animations=False, dtype=tf.uint8
+                out[name] = decode_and_resize(
+                    parsed[name], height=image.height, width=image.width, channels=image.channels, mode=image.resize
                 )
-                pixels = tf.ensure_shape(pixels, [None, None, image.channels])
-                resized = tf.image.resize(pixels, [image.height, image.width], antialias=True)
-                out[name] = tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
             else:
                 out[name] = parsed[name]
         return out
