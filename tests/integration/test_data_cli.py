@@ -72,6 +72,84 @@ def test_folder_as_csv_path_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2 and "is the folder" in one_error_line(result.stderr)
 
 
+def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [*TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_base_path={base_path}", f"--model_name={name}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+    )
+    lines: list[str] = []
+    while not any(line.startswith("serving") for line in lines):
+        line = process.stdout.readline() if process.stdout else ""
+        if not line:
+            process.kill()
+            raise AssertionError(f"server exited: {process.stderr.read() if process.stderr else ''}")
+        lines.append(line.strip())
+    match = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines))
+    assert match, lines
+    return process, match.group(1)
+
+
+def post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_image_bytes_signature_answers_rest_b64_like_the_pixel_signature(tmp_path: Path) -> None:
+    import base64
+
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    for label in ("left", "right"):
+        for i in range(12):
+            shape = [(20, 9, 3), (7, 31, 1), (12, 12, 4)][i % 3]
+            pixels = rng.integers(0, 60, size=shape).astype(np.uint8)
+            half = shape[1] // 2
+            pixels[:, :half] += 180 if label == "left" else 0
+            pixels[:, half:] += 180 if label == "right" else 0
+            path = tmp_path / "images" / label / f"{i}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(tf.io.encode_png(pixels).numpy())
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "name: img\nruns_dir: runs\ndata:\n  kind: image_folder\n  path: images\n"
+        "  image: {height: 10, width: 10, channels: 3, resize: crop}\n"
+        "train: {epochs: 2, batch_size: 8}\n"
+        "export: {formats: [saved_model], signatures: [serving_default, image_bytes]}\n"
+    )
+    result = run_tfpilot(["run", config], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    files = sorted((tmp_path / "images").rglob("*.png"))[:4]
+    from tfpilot.config.schema import DataConfig
+    from tfpilot.data import load_source
+
+    source = load_source(
+        DataConfig(
+            kind="image_folder",
+            path=tmp_path / "images",
+            image={"height": 10, "width": 10, "channels": 3, "resize": "crop"},
+        )
+    )
+    pixels = [source.decode({"path": tf.constant(str(f))})["image"].numpy().tolist() for f in files]
+    process, rest = start_server(tmp_path / "runs" / "img" / "model", "img", tmp_path)
+    try:
+        encoded = [{"b64": base64.b64encode(f.read_bytes()).decode()} for f in files]
+        from_bytes = post(f"{rest}/v1/models/img:predict", {"signature_name": "image_bytes", "instances": encoded})
+        from_pixels = post(f"{rest}/v1/models/img:predict", {"instances": [{"image": p} for p in pixels]})
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    np.testing.assert_allclose(
+        [p["probabilities"] for p in from_bytes["predictions"]],
+        [p["probabilities"] for p in from_pixels["predictions"]],
+        atol=1e-5,
+    )
+
+
 def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
     names = write_iris(tmp_path / "iris.csv")
     config = write_config(tmp_path, "iris.csv", label="species")

@@ -261,6 +261,9 @@ def build_pipeline(
             preprocessor = fit_preprocessor(
                 source, indices["train"], impute=config.csv.impute.value, impute_value=config.csv.impute_value
             )
+    if source.kind == "image":
+        # The image_bytes serving signature resizes served files the way the pipeline resized training files.
+        preprocessor.extra.setdefault("resize", config.image.resize)
     return Pipeline(
         config=config, source=source, preprocessor=preprocessor, indices=indices, batch_size=batch_size, seed=seed
     )
