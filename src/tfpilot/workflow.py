@@ -85,6 +85,9 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
         if is_chief():
             pipeline.preprocessor.save(run.preprocessing_path)
+            from tfpilot.data.audit import write_data_report
+
+            write_data_report(run.data_report_path, pipeline.audit()[0])
     hooks = list(hooks or [])
     if config.train.profile_steps:
         from tfpilot.diagnose import ProfileHook
@@ -99,7 +102,11 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
     trainer = Trainer(config, pipeline=pipeline, run=run, hooks=hooks)
 
     def record_findings() -> None:
-        collected = [*trainer.findings, *(f for hook in hooks for f in getattr(hook, "findings", []) or [])]
+        collected = [
+            *([] if resume else pipeline.findings),
+            *trainer.findings,
+            *(f for hook in hooks for f in getattr(hook, "findings", []) or []),
+        ]
         if collected and is_chief():
             write_findings(run.findings_path, collected, append=True)
 

@@ -16,7 +16,12 @@ __all__ = [
     "DataKind",
     "ImageOptions",
     "CsvOptions",
+    "Impute",
+    "BadRecords",
     "TextOptions",
+    "TfrecordOptions",
+    "AugmentConfig",
+    "TfrecordFeature",
     "SplitConfig",
     "Batching",
     "ModelConfig",
@@ -47,6 +52,7 @@ class DataKind(str, enum.Enum):
     IMAGE_FOLDER = "image_folder"
     CSV = "csv"
     TEXT = "text"
+    TFRECORD = "tfrecord"
     ARRAYS = "arrays"
 
 
@@ -63,6 +69,18 @@ class ImageOptions(_Section):
     extensions: list[str] = Field(
         default_factory=lambda: [".png", ".jpg", ".jpeg"], description="File extensions read as images."
     )
+    resize: str = Field(
+        "stretch",
+        description="Images of another size: stretch (ignore aspect ratio), pad (keep it, black borders) or crop "
+        "(keep it, cut the centre).",
+    )
+
+    @field_validator("resize")
+    @classmethod
+    def _resize(cls, value: str) -> str:
+        if value not in ("stretch", "pad", "crop"):
+            raise ValueError(f"must be stretch, pad or crop, got `{value}`")
+        return value
 
     @field_validator("channels")
     @classmethod
@@ -70,6 +88,18 @@ class ImageOptions(_Section):
         if value not in (1, 3):
             raise ValueError(f"must be 1 or 3, got {value}")
         return value
+
+
+class Impute(str, enum.Enum):
+    MEAN = "mean"
+    MEDIAN = "median"
+    CONSTANT = "constant"
+    ERROR = "error"
+
+
+class BadRecords(str, enum.Enum):
+    ERROR = "error"
+    SKIP = "skip"
 
 
 class CsvOptions(_Section):
@@ -81,6 +111,13 @@ class CsvOptions(_Section):
         default_factory=list,
         description="String-valued columns one-hot encoded with a vocabulary built from the training split.",
     )
+    encoding: str = Field("utf-8", description="Text encoding of the CSV file (e.g. `latin-1`, `utf-8-sig`).")
+    impute: Impute = Field(
+        Impute.MEAN,
+        description="Missing numeric cells (empty, NA, NaN, ?): mean or median of the training split, "
+        "constant (`impute_value`), or error.",
+    )
+    impute_value: float = Field(0.0, description="Value that fills missing numeric cells when `impute: constant`.")
 
 
 class TextOptions(_Section):
@@ -93,10 +130,65 @@ class TextOptions(_Section):
     )
 
 
+class TfrecordFeature(_Section):
+    dtype: str = Field(
+        "float32",
+        description="float32, int64, string, or image (encoded PNG/JPEG bytes decoded and resized per data.image).",
+    )
+    shape: list[int] = Field(default_factory=list, description="Per-example shape ([] for a scalar).")
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        if value not in ("float32", "int64", "string", "image"):
+            raise ValueError(f"must be float32, int64, string or image, got `{value}`")
+        return value
+
+
+class TfrecordOptions(_Section):
+    features: dict[str, TfrecordFeature] = Field(
+        default_factory=dict,
+        description="tf.Example feature name -> {dtype, shape}; `tfpilot data convert` prints the spec it wrote.",
+    )
+    pattern: str = Field(
+        "*.tfrecord*", description="File glob of the shards inside data.path (when data.path is a folder)."
+    )
+    label_key: str = Field("label", description="int64 feature holding the class id.")
+    class_names: list[str] | None = Field(None, description="Names of class ids 0..n-1; default: the ids as strings.")
+
+
+class AugmentConfig(_Section):
+    flip: str = Field("none", description="Random flip: none, horizontal, vertical or horizontal_and_vertical.")
+    rotation: Annotated[float, Field(ge=0, le=1, description="Random rotation, as a fraction of a full turn.")] = 0.0
+    zoom: Annotated[float, Field(ge=0, lt=1, description="Random zoom in/out by up to this fraction.")] = 0.0
+    translation: Annotated[
+        float, Field(ge=0, lt=1, description="Random shift by up to this fraction of height and width.")
+    ] = 0.0
+    crop: Annotated[
+        int, Field(ge=0, description="Pad by this many pixels and take a random crop back to the image size.")
+    ] = 0
+    contrast: Annotated[float, Field(ge=0, lt=1, description="Random contrast change by up to this factor.")] = 0.0
+    brightness: Annotated[float, Field(ge=0, lt=1, description="Random brightness shift by up to this factor.")] = 0.0
+
+    @field_validator("flip")
+    @classmethod
+    def _flip(cls, value: str) -> str:
+        if value not in ("none", "horizontal", "vertical", "horizontal_and_vertical"):
+            raise ValueError(f"must be none, horizontal, vertical or horizontal_and_vertical, got `{value}`")
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return self.flip != "none" or any(
+            (self.rotation, self.zoom, self.translation, self.crop, self.contrast, self.brightness)
+        )
+
+
 class SplitConfig(_Section):
     validation: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for validation.")] = 0.15
     test: Annotated[float, Field(ge=0, lt=1, description="Fraction of examples held out for the test split.")] = 0.15
     seed: int = Field(0, description="Seed of the deterministic split.")
+    stratify: bool = Field(False, description="Keep each class's share the same in every split (split class by class).")
 
     @model_validator(mode="after")
     def _fractions(self) -> SplitConfig:
@@ -109,14 +201,20 @@ class SplitConfig(_Section):
 
 class DataConfig(_Section):
     kind: DataKind = Field(
-        DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text or arrays (Python API)."
+        DataKind.IMAGE_FOLDER, description="Source type: image_folder, csv, text, tfrecord or arrays (Python API)."
     )
     path: Path | None = Field(
-        None, description="Folder (image_folder) or file (csv, text); relative to the config file."
+        None,
+        description="Folder (image_folder; tfrecord shards), or file (csv, text, one tfrecord); relative to the config file.",
     )
     image: ImageOptions = Field(default_factory=ImageOptions)
     csv: CsvOptions = Field(default_factory=CsvOptions)
     text: TextOptions = Field(default_factory=TextOptions)
+    tfrecord: TfrecordOptions = Field(default_factory=TfrecordOptions)
+    augment: AugmentConfig = Field(
+        default_factory=AugmentConfig,
+        description="Image augmentation (Keras preprocessing layers) on training batches only; off by default.",
+    )
     split: SplitConfig = Field(default_factory=SplitConfig)
     cache: str = Field("memory", description="`memory`, `none`, or a file path prefix for an on-disk cache.")
     shuffle_buffer: Annotated[int, Field(ge=0, description="Shuffle buffer size in examples (0 = no shuffle).")] = 10000
@@ -124,6 +222,11 @@ class DataConfig(_Section):
         Batching.BATCH, description="batch, padded (variable length) or bucketed (by sequence length)."
     )
     num_parallel_calls: int | None = Field(None, description="Parallel map calls; default AUTOTUNE.")
+    on_bad_records: BadRecords = Field(
+        BadRecords.ERROR,
+        description="Rows with non-numeric cells or no label, and files that do not decode: `error` stops before "
+        "training and names them; `skip` leaves them out and records a finding naming every one.",
+    )
 
     @model_validator(mode="after")
     def _path_needed(self) -> DataConfig:

@@ -17,6 +17,7 @@ from tfpilot.config.schema import Batching, DataConfig
 from tfpilot.data.preprocessing import Preprocessor, fit_preprocessor
 from tfpilot.data.sources import Source, load_source
 from tfpilot.errors import DataError
+from tfpilot.findings import Finding
 
 __all__ = ["Pipeline", "build_pipeline", "split_indices", "SPLITS"]
 
@@ -24,8 +25,24 @@ SPLITS = ("train", "validation", "test")
 AUTOTUNE = tf.data.AUTOTUNE
 
 
-def split_indices(num_examples: int, *, validation: float, test: float, seed: int) -> dict[str, np.ndarray]:
-    """A deterministic shuffled split: the same seed gives the same examples in each split."""
+def split_indices(
+    num_examples: int, *, validation: float, test: float, seed: int, labels: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """A deterministic shuffled split: the same seed gives the same examples in each split.
+
+    With ``labels`` (data.split.stratify) each class is split on its own, so every split holds
+    each class in the same proportion (a rare class is not left out of validation by chance)."""
+    if labels is not None:
+        rng = np.random.default_rng(seed)
+        parts: dict[str, list[np.ndarray]] = {"test": [], "validation": [], "train": []}
+        for label in np.unique(labels):
+            members = rng.permutation(np.flatnonzero(labels == label))
+            num_test = int(round(members.size * test))
+            num_validation = int(round(members.size * validation))
+            parts["test"].append(members[:num_test])
+            parts["validation"].append(members[num_test : num_test + num_validation])
+            parts["train"].append(members[num_test + num_validation :])
+        return {split: np.sort(np.concatenate(chunks)).astype(np.int64) for split, chunks in parts.items()}
     order = np.random.default_rng(seed).permutation(num_examples)
     num_test = int(round(num_examples * test))
     num_validation = int(round(num_examples * validation))
@@ -45,6 +62,7 @@ class Pipeline:
     batch_size: int
     seed: int = 0
     _cached: dict[str, tf.data.Dataset] = dataclasses.field(default_factory=dict, repr=False)
+    _audit: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -58,6 +76,19 @@ class Pipeline:
     @property
     def feature_spec(self) -> dict[str, tf.TensorSpec]:
         return self.source.feature_spec
+
+    def audit(self) -> tuple[dict[str, Any], list[Finding]]:
+        """The data report and its findings (computed once; see tfpilot.data.audit)."""
+        if "audit" not in self._audit:
+            from tfpilot.data.audit import audit_pipeline
+
+            self._audit["audit"] = audit_pipeline(self)
+        return self._audit["audit"]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Everything the source and the audit found (skipped rows, empty classes, leaks...)."""
+        return self.audit()[1]
 
     def num_examples(self, split: str) -> int:
         return int(self.indices[split].shape[0])
@@ -148,9 +179,27 @@ class Pipeline:
                 self.config.shuffle_buffer, seed=self.seed * 100_003 + epoch, reshuffle_each_iteration=False
             )
         dataset = self._batch(dataset, batch_size, drop_remainder=drop_remainder)
+        dataset = self._augment(dataset, epoch=epoch)
         if skip_batches:
             dataset = dataset.skip(skip_batches)
         return dataset.prefetch(AUTOTUNE)
+
+    def _augment(self, dataset: tf.data.Dataset, *, epoch: int) -> tf.data.Dataset:
+        """Training batches only (see tfpilot.data.augment): after the cache, per batch, seeded by epoch."""
+        augment = self.config.augment
+        if not augment.enabled:
+            return dataset
+        if self.source.kind != "image":
+            raise DataError(
+                f"data.augment applies to images, but this source is `{self.source.kind}`; remove data.augment",
+                exit_code=2,
+            )
+        from tfpilot.data.augment import augmentation_layers
+
+        layers = augmentation_layers(
+            augment, image_shape=tuple(self.preprocessor.output_shape()), seed=self.seed, epoch=epoch
+        )
+        return dataset.map(lambda x, y: (layers(x, training=True), y), num_parallel_calls=self._parallel)
 
     def evaluation(self, split: str, *, batch_size: int | None = None) -> tf.data.Dataset:
         dataset = self._preprocessed(split)
@@ -195,7 +244,11 @@ def build_pipeline(
             f"found {len(source)} example(s) under `{config.path}`; need enough to split into train/validation/test"
         )
     indices = split_indices(
-        len(source), validation=config.split.validation, test=config.split.test, seed=config.split.seed
+        len(source),
+        validation=config.split.validation,
+        test=config.split.test,
+        seed=config.split.seed,
+        labels=source.labels if config.split.stratify else None,
     )
     if indices["train"].size == 0:
         raise DataError("the training split is empty; lower data.split.validation/test or add data")
@@ -205,7 +258,12 @@ def build_pipeline(
 
             preprocessor = fit_text_preprocessor(source, indices["train"], config)
         else:
-            preprocessor = fit_preprocessor(source, indices["train"])
+            preprocessor = fit_preprocessor(
+                source, indices["train"], impute=config.csv.impute.value, impute_value=config.csv.impute_value
+            )
+    if source.kind == "image":
+        # The image_bytes serving signature resizes served files the way the pipeline resized training files.
+        preprocessor.extra.setdefault("resize", config.image.resize)
     return Pipeline(
         config=config, source=source, preprocessor=preprocessor, indices=indices, batch_size=batch_size, seed=seed
     )

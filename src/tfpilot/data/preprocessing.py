@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.atomic import atomic_write_json
+from tfpilot.data.names import signature_keys
 
 __all__ = ["Preprocessor", "fit_preprocessor"]
 
@@ -49,8 +50,10 @@ class Preprocessor:
     # ------------------------------------------------------------------ specs
     def input_signature(self, *, batched: bool = True) -> dict[str, tf.TensorSpec]:
         lead = [None] if batched else []
+        # The TensorSpec name is the signature key, sanitised (see tfpilot.data.names); the dict keeps the feature name.
+        keys = signature_keys(list(self.feature_spec))
         return {
-            name: tf.TensorSpec([*lead, *spec["shape"]], tf.as_dtype(spec["dtype"]), name=name)
+            name: tf.TensorSpec([*lead, *spec["shape"]], tf.as_dtype(spec["dtype"]), name=keys[name])
             for name, spec in self.feature_spec.items()
         }
 
@@ -109,7 +112,10 @@ class Preprocessor:
             parts: list[tf.Tensor] = []
             if self.numeric_columns:
                 numeric = tf.concat([self._flat_numeric(features[c], c) for c in self.numeric_columns], axis=-1)
-                # Missing numeric values (NaN) become the training mean, i.e. 0 after scaling.
+                if "fill" in self.extra:
+                    # data.csv.impute median/constant: missing cells take that value before scaling.
+                    numeric = tf.where(tf.math.is_nan(numeric), tf.constant(self.extra["fill"], tf.float32), numeric)
+                # Any remaining missing value (NaN) becomes the training mean, i.e. 0 after scaling.
                 scaled = (numeric - tf.constant(self.mean, tf.float32)) / tf.constant(self.std, tf.float32)
                 parts.append(tf.where(tf.math.is_nan(scaled), tf.zeros_like(scaled), scaled))
             for column, vocabulary in self.vocabularies.items():
@@ -134,8 +140,13 @@ class Preprocessor:
         return tf.reshape(value, tf.concat([leading, [self.numeric_width(column)]], axis=0))
 
 
-def fit_preprocessor(source, train_indices: np.ndarray) -> Preprocessor:
-    """Compute statistics on the training split only (never validation/test: that would leak)."""
+def fit_preprocessor(
+    source: Any, train_indices: np.ndarray, *, impute: str = "mean", impute_value: float = 0.0
+) -> Preprocessor:
+    """Compute statistics on the training split only (never validation/test: that would leak).
+
+    impute: how missing numeric values are filled (mean, median or constant ``impute_value``);
+    the fill is part of the transform, so serving fills a missing value exactly as training did."""
     spec = {
         name: {"shape": [int(d) for d in s.shape], "dtype": s.dtype.name} for name, s in source.feature_spec.items()
     }
@@ -144,6 +155,7 @@ def fit_preprocessor(source, train_indices: np.ndarray) -> Preprocessor:
     if source.kind == "tabular":
         mean: list[float] = []
         std: list[float] = []
+        fill: list[float] = []
         for column in source.numeric_columns:
             # One statistic per value an example holds (an array feature of shape [k] has k).
             values = np.asarray(source.records[column], np.float64)[train_indices].reshape(len(train_indices), -1)
@@ -151,6 +163,7 @@ def fit_preprocessor(source, train_indices: np.ndarray) -> Preprocessor:
                 m = float(np.nanmean(series)) if np.isfinite(series).any() else 0.0
                 s = float(np.nanstd(series)) if np.isfinite(series).any() else 1.0
                 mean.append(m)
+                fill.append(float(np.nanmedian(series)) if np.isfinite(series).any() else 0.0)
                 std.append(s if s > 1e-12 else 1.0)
         vocabularies = {}
         for column in source.categorical_columns:
@@ -164,5 +177,8 @@ def fit_preprocessor(source, train_indices: np.ndarray) -> Preprocessor:
             mean=mean,
             std=std,
             vocabularies=vocabularies,
+            extra={"fill": fill if impute == "median" else [float(impute_value)] * len(fill)}
+            if impute in ("median", "constant")
+            else {},
         )
     raise ValueError(f"no built-in preprocessing for source kind `{source.kind}`")

@@ -3,7 +3,6 @@ that runs inside the tf.data pipeline (so file reads and image decoding are para
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +11,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfpilot.config.schema import DataConfig, DataKind
+from tfpilot.config.schema import BadRecords, DataConfig, DataKind
+from tfpilot.data.csv_table import read_csv_table
+from tfpilot.data.image_check import undecodable_images
+from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.errors import DataError
+from tfpilot.findings import Finding, Severity
 
 __all__ = ["Source", "load_source", "image_folder_source", "csv_source", "arrays_source"]
 
@@ -42,47 +45,99 @@ class Source:
     numeric_columns: list[str] = dataclasses.field(default_factory=list)
     categorical_columns: list[str] = dataclasses.field(default_factory=list)
     files: np.ndarray | None = None
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    report: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What names an example to a person: the CSV file line, or the image file (for the audit).
+    row_ids: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
 
 def image_folder_source(config: DataConfig) -> Source:
-    root = Path(config.path)
+    root = Path(str(config.path))
+    if root.is_file():
+        raise DataError(
+            f"`data.path` is the file `{root}`, but data.kind image_folder reads a folder with one subfolder per "
+            "class; point data.path at that folder, or set data.kind: csv for a CSV file",
+            exit_code=2,
+        )
     if not root.is_dir():
         raise DataError(
             f"`data.path` must be a folder with one subfolder per class for kind image_folder, got `{root}`"
         )
+    skip = config.on_bad_records == BadRecords.SKIP
+    findings: list[Finding] = []
     extensions = {e.lower() for e in config.image.extensions}
     class_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    per_class = {
+        d: sorted(p for p in d.iterdir() if p.is_file() and p.suffix.lower() in extensions) for d in class_dirs
+    }
+    empty = [d for d in class_dirs if not per_class[d]]
+    if empty and len(empty) < len(class_dirs):
+        names = [d.name for d in empty]
+        if not skip:
+            raise DataError(
+                f"class folder(s) {names} under `{root}` hold no {sorted(extensions)} files; a class with no examples "
+                "cannot be learned: add images, remove the folder(s), or set data.on_bad_records: skip",
+                exit_code=2,
+            )
+        findings.append(
+            Finding(
+                code="DATA-EMPTY-CLASS",
+                severity=Severity.WARNING,
+                title=f"{len(empty)} empty class folder(s) left out",
+                message=f"class folder(s) {names} under `{root}` hold no images and are not classes of this model",
+                location=str(root),
+                evidence={"folders": [str(d) for d in empty]},
+                fix="add images to them, or remove the folders",
+            )
+        )
+        class_dirs = [d for d in class_dirs if per_class[d]]
     paths: list[str] = []
     labels: list[int] = []
     for index, class_dir in enumerate(class_dirs):
-        files = sorted(p for p in class_dir.iterdir() if p.suffix.lower() in extensions)
-        paths.extend(str(p) for p in files)
-        labels.extend([index] * len(files))
+        paths.extend(str(p) for p in per_class[class_dir])
+        labels.extend([index] * len(per_class[class_dir]))
     if len(class_dirs) < 2 or not paths:
         raise DataError(
             f"`{root}` holds {len(class_dirs)} class folder(s) and {len(paths)} image(s); expected at least 2 "
             f"subfolders (one per class) containing {sorted(extensions)} files"
         )
-    _check_image_headers(paths)
+    # Decode every file once, in parallel, before training: a truncated JPEG would otherwise stop
+    # training mid-epoch with a TensorFlow error that does not name the file.
+    bad = undecodable_images(paths, channels=config.image.channels)
+    if bad and not skip:
+        shown = "; ".join(f"`{p}` ({why})" for p, why in list(bad.items())[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise DataError(
+            f"{len(bad)} image file(s) do not decode: {shown}{more}; replace or remove them, or set "
+            "data.on_bad_records: skip to leave them out",
+            exit_code=2,
+        )
+    if bad:
+        findings.append(
+            Finding(
+                code="DATA-FILES-SKIPPED",
+                severity=Severity.WARNING,
+                title=f"{len(bad)} image file(s) skipped",
+                message=f"{len(bad)} file(s) that do not decode were left out (data.on_bad_records: skip): "
+                + "; ".join(f"`{p}` ({why})" for p, why in bad.items()),
+                location=str(root),
+                evidence={"files": list(bad)},
+                fix="replace or remove those files",
+            )
+        )
+        keep = [i for i, p in enumerate(paths) if p not in bad]
+        paths = [paths[i] for i in keep]
+        labels = [labels[i] for i in keep]
     height, width, channels = config.image.height, config.image.width, config.image.channels
+
+    mode = config.image.resize
 
     def decode(record: dict[str, tf.Tensor]) -> Features:
         data = tf.io.read_file(record["path"])
-        # decode_image handles PNG, JPEG, GIF and BMP; expand_animations=False keeps a static rank-3 shape.
-        image = tf.io.decode_image(data, channels=channels, expand_animations=False, dtype=tf.uint8)
-        image = tf.ensure_shape(image, [None, None, channels])
-        resized = tf.image.resize(image, [height, width], method="bilinear", antialias=True)
-        # Resize only when needed so already-sized images stay bit-exact.
-        same = tf.logical_and(tf.equal(tf.shape(image)[0], height), tf.equal(tf.shape(image)[1], width))
-        image = tf.cond(
-            same,
-            lambda: tf.reshape(image, [height, width, channels]),
-            lambda: tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8),
-        )
-        return {"image": image}
+        return {"image": decode_and_resize(data, height=height, width=width, channels=channels, mode=mode)}
 
     path_array = np.asarray(paths)
     return Source(
@@ -93,39 +148,34 @@ def image_folder_source(config: DataConfig) -> Source:
         feature_spec={"image": tf.TensorSpec([height, width, channels], tf.uint8)},
         kind="image",
         files=path_array,
+        findings=findings,
+        row_ids=path_array,
     )
 
 
-# Leading bytes of the formats tf.io.decode_image reads. A file with none of them would fail
-# inside the tf.data graph mid-training with a TensorFlow traceback that does not name the file.
-_IMAGE_SIGNATURES = (
-    b"\x89PNG\r\n\x1a\n",
-    b"\xff\xd8\xff",
-    b"GIF87a",
-    b"GIF89a",
-    b"BM",
-    b"\xff\x0a",
-    b"\x00\x00\x00\x0cJXL ",
-)
-
-
-def _is_image_header(head: bytes) -> bool:
-    return head.startswith(_IMAGE_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
-
-
-def _check_image_headers(paths: list[str]) -> None:
-    """Read 12 bytes per file up front so a corrupt or mislabelled file is a DataError naming it."""
-    bad = []
-    for path in paths:
-        with open(path, "rb") as handle:
-            if not _is_image_header(handle.read(12)):
-                bad.append(path)
-    if bad:
-        shown = ", ".join(f"`{p}`" for p in bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise DataError(
-            f"{len(bad)} file(s) are not PNG, JPEG, GIF, BMP or WebP images: {shown}; remove or replace them "
-            "(or narrow data.image.extensions)"
-        )
+def csv_source(config: DataConfig) -> Source:
+    table = read_csv_table(config)
+    class_names = sorted(set(table.labels), key=lambda v: (not _is_number(v), float(v) if _is_number(v) else 0, v))
+    index = {name: i for i, name in enumerate(class_names)}
+    records: dict[str, np.ndarray] = {**table.numeric, **table.categorical}
+    spec = {c: tf.TensorSpec([], tf.float32) for c in table.numeric}
+    spec.update({c: tf.TensorSpec([], tf.string) for c in table.categorical})
+    return Source(
+        records=records,
+        labels=np.asarray([index[v] for v in table.labels], np.int32),
+        class_names=class_names,
+        decode=lambda record: dict(record),
+        feature_spec=spec,
+        kind="tabular",
+        numeric_columns=list(table.numeric),
+        categorical_columns=list(table.categorical),
+        findings=table.findings,
+        report={
+            "missing_values": table.missing,
+            "non_numeric_cells": {c: lines for c, lines in table.non_numeric.items()},
+        },
+        row_ids=table.lines,
+    )
 
 
 def _is_number(text: str) -> bool:
@@ -134,58 +184,6 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def csv_source(config: DataConfig) -> Source:
-    path = Path(config.path)
-    options = config.csv
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        rows = list(reader)
-    if not rows:
-        raise DataError(f"CSV `{path}` has no data rows; expected a header line and at least one row")
-    if options.label_column not in header:
-        raise DataError(
-            f"CSV `{path}` has no label column `{options.label_column}` (columns: {header}); set `data.csv.label_column`"
-        )
-    categorical = list(options.categorical_columns)
-    missing = [c for c in categorical + list(options.numeric_columns or []) if c not in header]
-    if missing:
-        raise DataError(f"CSV `{path}` lacks column(s) {missing}; available columns: {header}")
-    if options.numeric_columns is None:
-        numeric = [
-            c
-            for c in header
-            if c != options.label_column and c not in categorical and all(_is_number(r[c]) for r in rows if r[c] != "")
-        ]
-    else:
-        numeric = list(options.numeric_columns)
-    records: dict[str, np.ndarray] = {}
-    for column in numeric:
-        try:
-            records[column] = np.asarray([float(r[column]) if r[column] != "" else np.nan for r in rows], np.float32)
-        except ValueError as exc:
-            raise DataError(
-                f"CSV `{path}` column `{column}` is listed as numeric but holds a non-number ({exc})"
-            ) from None
-    for column in categorical:
-        records[column] = np.asarray([r[column] for r in rows], dtype=object).astype(str)
-    raw_labels = [r[options.label_column] for r in rows]
-    class_names = sorted(set(raw_labels), key=lambda v: (not _is_number(v), float(v) if _is_number(v) else 0, v))
-    index = {name: i for i, name in enumerate(class_names)}
-    spec = {c: tf.TensorSpec([], tf.float32) for c in numeric}
-    spec.update({c: tf.TensorSpec([], tf.string) for c in categorical})
-    return Source(
-        records=records,
-        labels=np.asarray([index[v] for v in raw_labels], np.int32),
-        class_names=class_names,
-        decode=lambda record: dict(record),
-        feature_spec=spec,
-        kind="tabular",
-        numeric_columns=numeric,
-        categorical_columns=categorical,
-    )
 
 
 def arrays_source(
@@ -247,4 +245,5 @@ def load_source(config: DataConfig, **arrays: Any) -> Source:
     if config.kind not in _LOADERS:
         # Sources with heavier dependencies register themselves on import.
         import tfpilot.data.text  # noqa: F401
+        import tfpilot.data.tfrecord  # noqa: F401
     return _LOADERS[config.kind](config)

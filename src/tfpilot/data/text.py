@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import Batching, DataConfig, DataKind
+from tfpilot.data.csv_table import check_file_path
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.data.sources import Source, register_source
 from tfpilot.errors import DataError
@@ -97,7 +98,9 @@ def _sorted_labels(raw: list[str]) -> list[str]:
 
 
 def text_source(config: DataConfig) -> Source:
-    path = Path(config.path)
+    path = Path(str(config.path))
+    if path.is_dir():
+        check_file_path(path, kind="text")
     if not path.is_file():
         raise DataError(f"`data.path` must be a .csv, .tsv or .txt file for kind text, got `{path}`")
     reader = _read_csv if path.suffix.lower() == ".csv" else _read_delimited

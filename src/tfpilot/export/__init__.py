@@ -1,6 +1,7 @@
 """Export: verified SavedModel versions (serving_default, logits, classify, regress), warmup records,
 a model contract, the .keras archive, TFLite variants and TF.js with parity."""
 
+import tfpilot.export.image_bytes  # noqa: F401  (registers the image_bytes signature)
 from tfpilot.export.contract import CONTRACT_FILENAME, build_contract, check_contract, contract_hook, read_contract
 from tfpilot.export.keras_archive import keras_archive_hook, unserializable_layers, write_keras_archive
 from tfpilot.export.method_names import read_signature_defs, set_method_names

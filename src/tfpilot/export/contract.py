@@ -17,6 +17,7 @@ from typing import Any
 import keras
 
 from tfpilot.atomic import atomic_write_json
+from tfpilot.data.names import signature_keys
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.errors import ExportError
 
@@ -107,8 +108,10 @@ def build_contract(
 
 
 def _expected_inputs(preprocessor: Preprocessor) -> dict[str, dict[str, Any]]:
+    # Signature keys are the sanitised feature names (tfpilot.data.names): `sepal length (cm)` -> `sepal_length_cm`.
+    keys = signature_keys(list(preprocessor.feature_spec))
     return {
-        name: {"dtype": spec["dtype"], "shape": [-1, *spec["shape"]]}
+        keys[name]: {"dtype": spec["dtype"], "shape": [-1, *spec["shape"]]}
         for name, spec in preprocessor.feature_spec.items()
     }
 

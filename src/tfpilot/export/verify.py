@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from tfpilot.data.names import signature_key
 from tfpilot.errors import ExportError
 from tfpilot.export.tolerance import Tolerance, tolerance_for_dtype
 
@@ -40,7 +41,7 @@ def run_with_session_loader(
         finally:
             logger.setLevel(level)
         signature_def = meta_graph.signature_def[signature]
-        feed_dict = {signature_def.inputs[name].name: value for name, value in feeds.items()}
+        feed_dict = {signature_def.inputs[signature_key(name)].name: value for name, value in feeds.items()}
         fetches = {name: info.name for name, info in signature_def.outputs.items()}
         return session.run(fetches, feed_dict=feed_dict)
 
@@ -55,7 +56,9 @@ def verify_saved_model(
     """Return the largest absolute difference of `probabilities` across both loaders."""
     try:
         loaded = tf.saved_model.load(str(path))
-        reloaded = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in sample_features.items()})
+        reloaded = loaded.signatures["serving_default"](
+            **{signature_key(k): tf.constant(v) for k, v in sample_features.items()}
+        )
     except Exception as exc:
         raise ExportError(f"exported SavedModel at `{path}` does not reload in Python: {exc}") from None
     want = np.asarray(expected["probabilities"])

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from tfpilot.data.names import signature_key
+
 __all__ = [
     "WARMUP_PATH",
     "MAX_WARMUP_RECORDS",
@@ -53,7 +55,7 @@ def build_warmup_records(
             model_spec=model_pb2.ModelSpec(name=model_name, signature_name="serving_default")
         )
         for name, values in features.items():
-            request.inputs[name].CopyFrom(tf.make_tensor_proto(np.asarray(values[row : row + 1])))
+            request.inputs[signature_key(name)].CopyFrom(tf.make_tensor_proto(np.asarray(values[row : row + 1])))
         records.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
     if count == 0:
         return records

@@ -100,7 +100,7 @@ def test_csv_explicit_numeric_columns(table: Path) -> None:
         ("a,label\n", {}, "no data rows"),
         ("a,b\n1,2\n", {"categorical_columns": []}, "no label column `label`"),
         ("a,label\n1,x\n", {"categorical_columns": ["colour"]}, r"lacks column\(s\) \['colour'\]"),
-        ("a,label\nfoo,x\n", {"numeric_columns": ["a"], "categorical_columns": []}, "listed as numeric"),
+        ("a,label\nfoo,x\n", {"numeric_columns": ["a"], "categorical_columns": []}, "holds non-numbers"),
     ],
 )
 def test_bad_csv_raises_data_error(tmp_path: Path, text: str, options: dict, match: str) -> None:
