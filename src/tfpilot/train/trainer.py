@@ -34,6 +34,7 @@ from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
+from tfpilot.train.sharding import replica_slices, usable_batches
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy, uses_parameter_server
 from tfpilot.train.summaries import SummaryWriters
@@ -91,7 +92,27 @@ class Trainer:
         train = config.train
         seed_everything(train.seed, deterministic=train.deterministic)
         self.strategy = make_strategy(train.strategy)
-        self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
+        replicas = self.strategy.num_replicas_in_sync
+        batches, self.dropped_examples = usable_batches(
+            pipeline.num_examples("train"), batch_size=pipeline.batch_size, num_replicas=replicas
+        )
+        if self.dropped_examples:
+            self.findings.append(
+                Finding(
+                    code="TRAIN-REMAINDER-DROPPED",
+                    severity=Severity.INFO,
+                    title="Last partial batch left out",
+                    message=(
+                        f"{self.dropped_examples} training example(s) of {pipeline.num_examples('train')} left out "
+                        f"each epoch: the last global batch is smaller than the {replicas} replicas, so some "
+                        "replica would get no rows"
+                    ),
+                    location=str(self.run.root),
+                    evidence={"dropped": self.dropped_examples, "replicas": replicas},
+                    fix="change train.batch_size so the training split is not 1 example past a multiple of it",
+                )
+            )
+        self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
         with self.strategy.scope():
             self._build_model_and_optimizer(model)
@@ -144,34 +165,33 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ datasets
-    def _distribute(self, make):
-        if self.steps.distributed:
-            return self.strategy.distribute_datasets_from_function(lambda ctx: make(ctx))
-        return make(None)
+    def _distribute(self, make, *, with_global_size: bool, min_rows: int = 0):
+        """Single device: the global batches as they are. Distributed: every input pipeline reads
+        the same global batches and keeps its replicas' slices (sharding.py), so every worker steps
+        the same number of times on the examples one device would see."""
+        if not self.steps.distributed:
+            return make()
+        replicas = self.strategy.num_replicas_in_sync
+        return self.strategy.distribute_datasets_from_function(
+            lambda ctx: replica_slices(
+                make(), num_replicas=replicas, input_context=ctx, with_global_size=with_global_size, min_rows=min_rows
+            )
+        )
 
     def _train_dataset(self, epoch: int, skip_batches: int):
-        drop = self.strategy.num_replicas_in_sync > 1
-        if self.steps.distributed:
-            return self._distribute(
-                lambda ctx: self.pipeline.train(
-                    epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop
-                )
-            )
-        dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
-        return dataset.skip(skip_batches) if skip_batches else dataset
+        def make():
+            dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
+            return dataset.skip(skip_batches) if skip_batches else dataset
+
+        min_rows = self.strategy.num_replicas_in_sync if self.dropped_examples else 0
+        return self._distribute(make, with_global_size=True, min_rows=min_rows)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, split: str) -> dict[str, float]:
         self.steps.reset_eval_metrics()
-
-        def make(ctx):
-            batch = ctx.get_per_replica_batch_size(self.pipeline.batch_size) if ctx else self.pipeline.batch_size
-            dataset = self.pipeline.evaluation(split, batch_size=batch)
-            if ctx is not None and ctx.num_input_pipelines > 1:
-                dataset = dataset.unbatch().shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
-            return dataset
-
-        self.steps.eval_function(self._distribute(make))
+        # Every example is evaluated once; empty slices are harmless here (no training-mode layers).
+        dataset = self._distribute(lambda: self.pipeline.evaluation(split), with_global_size=False)
+        self.steps.eval_function(dataset)
         return self.steps.eval_logs()
 
     def _local_logits(self, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -232,9 +252,10 @@ class Trainer:
             self.checkpoints.save(step=int(self.steps.global_step.numpy()), trainer_state=self._trainer_state())
 
     def _skip_filter(self, dataset, epoch: int):
-        """Leave out batches that a rollback already found non-finite (single-process runs only)."""
+        """Leave out global batches that a rollback already found non-finite (every worker sees the
+        same global batches, so they all leave out the same ones)."""
         skipped = sorted(index for e, index in self.guard.skipped if e == epoch)
-        if not skipped or self.steps.distributed:
+        if not skipped:
             return dataset
         bad = tf.constant(skipped, tf.int64)
         return (
@@ -383,7 +404,9 @@ class Trainer:
         self.summaries.scalars(
             self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step
         )
-        if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0 and self.chief:
+        if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0:
+            # The gradients are a collective (strategy.reduce): every worker computes them on the
+            # same batch; only the chief's writer is real (the others' are no-op writers).
             features, labels = next(iter(self.pipeline.train(epoch=epoch)))
             gradients = self.steps.gradient_function(features, labels)
             self.summaries.histograms(self.model, gradients, step=global_step)
@@ -409,8 +432,10 @@ class Trainer:
         return should_stop
 
     def _write_history(self) -> None:
-        if self.chief:
-            atomic_write_json(self.run.history_path, {"epochs": self.history})
+        # Other workers write theirs to their own directory: `tfpilot launch --worker-dir` keeps it,
+        # so every worker's metrics can be compared with the chief's.
+        self.run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.run.history_path, {"epochs": self.history})
 
     def _overfitting_findings(self) -> list[Finding]:
         """Validation loss rising for K epochs while training loss falls."""
