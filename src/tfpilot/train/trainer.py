@@ -139,6 +139,7 @@ class Trainer:
             global_step=self.steps.global_step,
             state=self.state,
             max_to_keep=train.max_checkpoints,
+            metrics=[self.steps.train_loss, self.steps.train_accuracy],
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
@@ -330,7 +331,9 @@ class Trainer:
         global_step = int(self.steps.global_step.numpy())
         while epoch < train.epochs:
             self.state.epoch.assign(epoch)
-            self.steps.reset_train_metrics()
+            if step_in_epoch == 0:
+                # A resumed (or rolled-back) epoch keeps the metrics restored with its checkpoint.
+                self.steps.reset_train_metrics()
             self.hooks.on_epoch_begin(epoch=epoch)
             iterator = iter(self._train_dataset(epoch, step_in_epoch))
             last_log_step, last_log_time = global_step, time.perf_counter()
