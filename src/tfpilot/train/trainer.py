@@ -25,6 +25,7 @@ from tfpilot.data.pipeline import Pipeline
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
 from tfpilot.models import build_model
+from tfpilot.models.logits import SOFTMAX_REMOVED_ATTRIBUTE, strip_final_softmax
 from tfpilot.rundir import RunDir
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
@@ -157,6 +158,24 @@ class Trainer:
                 input_shape=pipeline.preprocessor.output_shape(),
                 num_classes=pipeline.num_classes,
                 vocab_size=pipeline.preprocessor.vocab_size,
+            )
+        self.model = strip_final_softmax(self.model)
+        removed = getattr(self.model, SOFTMAX_REMOVED_ATTRIBUTE, None)
+        if removed:
+            self.findings.append(
+                Finding(
+                    code="TRAIN-SOFTMAX-OUTPUT",
+                    severity=Severity.INFO,
+                    title="Final softmax removed",
+                    message=(
+                        f"the model ends in a softmax ({removed}); tfpilot trains on logits (cross-entropy "
+                        "from_logits) and applies softmax once in the export signatures, so it trained and "
+                        "exports the model without it"
+                    ),
+                    location=str(self.config.model.name),
+                    evidence={"layer": removed},
+                    fix="end the model with a linear Dense(num_classes) layer (logits) to silence this note",
+                )
             )
         self.optimizer = wrap_for_mixed_precision(
             build_optimizer(
