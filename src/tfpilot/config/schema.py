@@ -375,6 +375,12 @@ class TrainConfig(_Section):
         None, description="Profile a window of steps, e.g. `10:20` (see `tfpilot profile`)."
     )
 
+    @field_validator("jit_compile", mode="before")
+    @classmethod
+    def _yaml_boolean(cls, value: Any) -> Any:
+        # YAML reads `jit_compile: false` as a boolean; it means the same as the string "false".
+        return str(value).lower() if isinstance(value, bool) else value
+
     @field_validator("profile_steps")
     @classmethod
     def _window(cls, value: str | None) -> str | None:

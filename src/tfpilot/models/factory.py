@@ -12,6 +12,7 @@ import keras
 from tfpilot.config.schema import ModelConfig
 from tfpilot.errors import ModelError
 from tfpilot.models import builtin
+from tfpilot.models.logits import strip_final_softmax
 
 __all__ = ["build_model", "register_model"]
 
@@ -77,6 +78,7 @@ def build_model(
             ) from exc
     if not isinstance(model, keras.Model):
         raise ModelError(f"`model.name` `{config.name}` returned {type(model).__name__}; expected a keras.Model")
+    model = strip_final_softmax(model)
     if model.outputs and model.outputs[0].shape[-1] != num_classes:
         raise ModelError(
             f"`model.name` `{config.name}` outputs {model.outputs[0].shape[-1]} units; expected {num_classes} logits (one per class)"

@@ -7,6 +7,7 @@ index file, so a kill mid-save leaves the previous checkpoint as the latest one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import keras
@@ -35,14 +36,19 @@ class CheckpointStore:
         global_step: tf.Variable,
         state: TrainingState,
         max_to_keep: int,
+        metrics: Sequence[keras.metrics.Metric] = (),
     ) -> None:
         self.directory = Path(directory)
+        # The epoch's running metrics are saved too: a resume in the middle (or at the very end)
+        # of an epoch continues them, so that epoch's logged loss covers all of its steps.
+        metric_variables = [variable for metric in metrics for variable in metric.variables]
         self.checkpoint = tf.train.Checkpoint(
             model=model,
             optimizer=optimizer,
             global_step=global_step,
             epoch=state.epoch,
             step_in_epoch=state.step_in_epoch,
+            **({"train_metrics": metric_variables} if metric_variables else {}),
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), max_to_keep=max_to_keep)
         self.best = tf.train.CheckpointManager(

@@ -74,6 +74,7 @@ class _Worker:
         self.label = label or f"worker {index}"
         self.process = process
         self.tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self.last_output = time.monotonic()
         self.thread = threading.Thread(target=self._pump, args=(echo,), daemon=True)
         self.thread.start()
 
@@ -82,7 +83,15 @@ class _Worker:
         for line in self.process.stdout:
             line = line.rstrip("\n")
             self.tail.append(line)
+            self.last_output = time.monotonic()
             echo(f"[{self.label}] {line}")
+
+
+def _last_activity(worker: _Worker) -> str:
+    """What a worker was last seen doing: its last non-empty output line and how long ago."""
+    lines = [line for line in worker.tail if line.strip()]
+    last = lines[-1].strip() if lines else "(no output yet)"
+    return f"{worker.label}: `{last}` ({time.monotonic() - worker.last_output:.0f}s ago)"
 
 
 def _stop(workers: list[_Worker], *, grace: float) -> None:
@@ -158,21 +167,26 @@ def launch_workers(
                 break
             if failed and forwarded["signal"] is None:
                 worker = failed[0]
+                # Snapshot the others before stopping them: they are usually waiting in a collective.
+                others = "; ".join(_last_activity(w) for w in workers if w is not worker and w.process.poll() is None)
                 _stop(workers, grace=10)
                 worker.thread.join(timeout=2)
                 tail = " | ".join(list(worker.tail)[-5:])
                 raise TrainError(
                     f"worker {worker.index} exited with code {worker.process.returncode}; stopped the other "
                     f"{num_workers - 1} worker(s). Last lines: {tail or '(no output)'}"
+                    + (f". The others were last at: {others}" if others else "")
                 )
             if all(code == 0 for code in codes):
                 break
             if timeout and time.monotonic() - started > timeout:
+                running = [w for w, code in zip(workers, codes, strict=False) if code is None]
+                activity = "; ".join(_last_activity(w) for w in running)
                 _stop(workers, grace=10)
-                running = [w.index for w, code in zip(workers, codes, strict=False) if code is None]
                 raise TrainError(
-                    f"workers {running} still running after --timeout {timeout:g}s (a hung collective or a "
-                    "stuck worker); stopped all workers. Raise --timeout if the run is just long"
+                    f"workers {[w.index for w in running]} still running after --timeout {timeout:g}s (a hung "
+                    f"collective or a stuck worker); stopped all workers. Last activity: {activity}. "
+                    "Raise --timeout if the run is just long"
                 )
             time.sleep(poll_seconds)
         for worker in workers:

@@ -135,11 +135,17 @@ class StepFunctions:
             else loss
         )
 
-    def loss_and_gradients(self, features, labels, *, training: bool = True):
+    def loss_and_gradients(self, features, labels, global_batch_size=None, *, training: bool = True):
+        """`global_batch_size`: rows in the whole global batch this replica's slice belongs to; the
+        slices of a short last batch differ in size, so the per-replica mean would weight them wrongly."""
         with tf.GradientTape() as tape:
             logits = self.model(features, training=training)
             per_example = self._per_example_loss(labels, logits)
-            loss = tf.nn.compute_average_loss(per_example) + self._regularization()
+            if global_batch_size is None:
+                data_loss = tf.nn.compute_average_loss(per_example)
+            else:
+                data_loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
+            loss = data_loss + self._regularization()
             scaled = self._scaled_loss(loss)
         gradients = tape.gradient(scaled, self.model.trainable_variables)
         gradients = [
@@ -148,12 +154,12 @@ class StepFunctions:
         ]
         return loss, logits, per_example, gradients
 
-    def _forward(self, features, labels):
+    def _forward(self, features, labels, global_batch_size=None):
         if self.jit_compile:
             if not hasattr(self, "_jit_forward"):
                 self._jit_forward = tf.function(self.loss_and_gradients, jit_compile=True, reduce_retracing=True)
-            return self._jit_forward(features, labels)
-        return self.loss_and_gradients(features, labels)
+            return self._jit_forward(features, labels, global_batch_size)
+        return self.loss_and_gradients(features, labels, global_batch_size)
 
     def _unscaled_norm(self, gradients) -> tf.Tensor:
         norm = tf.linalg.global_norm([tf.cast(g, tf.float32) for g in gradients])
@@ -203,8 +209,8 @@ class StepFunctions:
         return norm, finite
 
     # ------------------------------------------------------------------ one step, distributed
-    def _replica_forward(self, features, labels):
-        loss, logits, per_example, gradients = self._forward(features, labels)
+    def _replica_forward(self, features, labels, global_batch_size):
+        loss, logits, per_example, gradients = self._forward(features, labels, global_batch_size)
         replica = tf.distribute.get_replica_context()
         reduced = replica.all_reduce(tf.distribute.ReduceOp.SUM, [loss, *gradients])
         loss_total, global_gradients = reduced[0], reduced[1:]
@@ -222,8 +228,10 @@ class StepFunctions:
         # Every replica holds the same value (it was computed from all-reduced tensors).
         return self.strategy.experimental_local_results(value)[0]
 
-    def _distributed_step(self, features, labels):
-        gradients, norm, finite, logits, per_example = self.strategy.run(self._replica_forward, args=(features, labels))
+    def _distributed_step(self, features, labels, global_batch_size):
+        gradients, norm, finite, logits, per_example = self.strategy.run(
+            self._replica_forward, args=(features, labels, global_batch_size)
+        )
         norm, finite = self._local(norm), self._local(finite)
 
         def apply():
@@ -267,8 +275,8 @@ class StepFunctions:
                     optional = iterator.get_next_as_optional()
                     if not optional.has_value():
                         break
-                    features, labels = optional.get_value()
-                    norm, finite = step_fn(features, labels)
+                    # Distributed elements carry their global batch size (see sharding.py).
+                    norm, finite = step_fn(*optional.get_value())
                     self._record(norm, finite)
                     executed += 1
                     if not finite:
@@ -286,8 +294,8 @@ class StepFunctions:
 
             @tf.function(reduce_retracing=True)
             def eval_function(iterator):
-                for features, labels in iterator:
-                    strategy.run(self._replica_eval, args=(features, labels))
+                for element in iterator:
+                    strategy.run(self._replica_eval, args=element[:2])
 
             self._eval_function = eval_function
         return self._eval_function

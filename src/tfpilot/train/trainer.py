@@ -25,6 +25,7 @@ from tfpilot.data.pipeline import Pipeline
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
 from tfpilot.models import build_model
+from tfpilot.models.logits import SOFTMAX_REMOVED_ATTRIBUTE, strip_final_softmax
 from tfpilot.rundir import RunDir
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
@@ -34,6 +35,7 @@ from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
+from tfpilot.train.sharding import replica_slices, usable_batches
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy, uses_parameter_server
 from tfpilot.train.summaries import SummaryWriters
@@ -91,7 +93,27 @@ class Trainer:
         train = config.train
         seed_everything(train.seed, deterministic=train.deterministic)
         self.strategy = make_strategy(train.strategy)
-        self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
+        replicas = self.strategy.num_replicas_in_sync
+        batches, self.dropped_examples = usable_batches(
+            pipeline.num_examples("train"), batch_size=pipeline.batch_size, num_replicas=replicas
+        )
+        if self.dropped_examples:
+            self.findings.append(
+                Finding(
+                    code="TRAIN-REMAINDER-DROPPED",
+                    severity=Severity.INFO,
+                    title="Last partial batch left out",
+                    message=(
+                        f"{self.dropped_examples} training example(s) of {pipeline.num_examples('train')} left out "
+                        f"each epoch: the last global batch is smaller than the {replicas} replicas, so some "
+                        "replica would get no rows"
+                    ),
+                    location=str(self.run.root),
+                    evidence={"dropped": self.dropped_examples, "replicas": replicas},
+                    fix="change train.batch_size so the training split is not 1 example past a multiple of it",
+                )
+            )
+        self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
         with self.strategy.scope():
             self._build_model_and_optimizer(model)
@@ -118,6 +140,7 @@ class Trainer:
             global_step=self.steps.global_step,
             state=self.state,
             max_to_keep=train.max_checkpoints,
+            metrics=[self.steps.train_loss, self.steps.train_accuracy],
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
@@ -136,6 +159,24 @@ class Trainer:
                 num_classes=pipeline.num_classes,
                 vocab_size=pipeline.preprocessor.vocab_size,
             )
+        self.model = strip_final_softmax(self.model)
+        removed = getattr(self.model, SOFTMAX_REMOVED_ATTRIBUTE, None)
+        if removed:
+            self.findings.append(
+                Finding(
+                    code="TRAIN-SOFTMAX-OUTPUT",
+                    severity=Severity.INFO,
+                    title="Final softmax removed",
+                    message=(
+                        f"the model ends in a softmax ({removed}); tfpilot trains on logits (cross-entropy "
+                        "from_logits) and applies softmax once in the export signatures, so it trained and "
+                        "exports the model without it"
+                    ),
+                    location=str(self.config.model.name),
+                    evidence={"layer": removed},
+                    fix="end the model with a linear Dense(num_classes) layer (logits) to silence this note",
+                )
+            )
         self.optimizer = wrap_for_mixed_precision(
             build_optimizer(
                 train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
@@ -144,34 +185,33 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ datasets
-    def _distribute(self, make):
-        if self.steps.distributed:
-            return self.strategy.distribute_datasets_from_function(lambda ctx: make(ctx))
-        return make(None)
+    def _distribute(self, make, *, with_global_size: bool, min_rows: int = 0):
+        """Single device: the global batches as they are. Distributed: every input pipeline reads
+        the same global batches and keeps its replicas' slices (sharding.py), so every worker steps
+        the same number of times on the examples one device would see."""
+        if not self.steps.distributed:
+            return make()
+        replicas = self.strategy.num_replicas_in_sync
+        return self.strategy.distribute_datasets_from_function(
+            lambda ctx: replica_slices(
+                make(), num_replicas=replicas, input_context=ctx, with_global_size=with_global_size, min_rows=min_rows
+            )
+        )
 
     def _train_dataset(self, epoch: int, skip_batches: int):
-        drop = self.strategy.num_replicas_in_sync > 1
-        if self.steps.distributed:
-            return self._distribute(
-                lambda ctx: self.pipeline.train(
-                    epoch=epoch, skip_batches=skip_batches, input_context=ctx, drop_remainder=drop
-                )
-            )
-        dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
-        return dataset.skip(skip_batches) if skip_batches else dataset
+        def make():
+            dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
+            return dataset.skip(skip_batches) if skip_batches else dataset
+
+        min_rows = self.strategy.num_replicas_in_sync if self.dropped_examples else 0
+        return self._distribute(make, with_global_size=True, min_rows=min_rows)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, split: str) -> dict[str, float]:
         self.steps.reset_eval_metrics()
-
-        def make(ctx):
-            batch = ctx.get_per_replica_batch_size(self.pipeline.batch_size) if ctx else self.pipeline.batch_size
-            dataset = self.pipeline.evaluation(split, batch_size=batch)
-            if ctx is not None and ctx.num_input_pipelines > 1:
-                dataset = dataset.unbatch().shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
-            return dataset
-
-        self.steps.eval_function(self._distribute(make))
+        # Every example is evaluated once; empty slices are harmless here (no training-mode layers).
+        dataset = self._distribute(lambda: self.pipeline.evaluation(split), with_global_size=False)
+        self.steps.eval_function(dataset)
         return self.steps.eval_logs()
 
     def _local_logits(self, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -232,9 +272,10 @@ class Trainer:
             self.checkpoints.save(step=int(self.steps.global_step.numpy()), trainer_state=self._trainer_state())
 
     def _skip_filter(self, dataset, epoch: int):
-        """Leave out batches that a rollback already found non-finite (single-process runs only)."""
+        """Leave out global batches that a rollback already found non-finite (every worker sees the
+        same global batches, so they all leave out the same ones)."""
         skipped = sorted(index for e, index in self.guard.skipped if e == epoch)
-        if not skipped or self.steps.distributed:
+        if not skipped:
             return dataset
         bad = tf.constant(skipped, tf.int64)
         return (
@@ -309,7 +350,9 @@ class Trainer:
         global_step = int(self.steps.global_step.numpy())
         while epoch < train.epochs:
             self.state.epoch.assign(epoch)
-            self.steps.reset_train_metrics()
+            if step_in_epoch == 0:
+                # A resumed (or rolled-back) epoch keeps the metrics restored with its checkpoint.
+                self.steps.reset_train_metrics()
             self.hooks.on_epoch_begin(epoch=epoch)
             iterator = iter(self._train_dataset(epoch, step_in_epoch))
             last_log_step, last_log_time = global_step, time.perf_counter()
@@ -383,7 +426,9 @@ class Trainer:
         self.summaries.scalars(
             self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step
         )
-        if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0 and self.chief:
+        if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0:
+            # The gradients are a collective (strategy.reduce): every worker computes them on the
+            # same batch; only the chief's writer is real (the others' are no-op writers).
             features, labels = next(iter(self.pipeline.train(epoch=epoch)))
             gradients = self.steps.gradient_function(features, labels)
             self.summaries.histograms(self.model, gradients, step=global_step)
@@ -409,8 +454,10 @@ class Trainer:
         return should_stop
 
     def _write_history(self) -> None:
-        if self.chief:
-            atomic_write_json(self.run.history_path, {"epochs": self.history})
+        # Other workers write theirs to their own directory: `tfpilot launch --worker-dir` keeps it,
+        # so every worker's metrics can be compared with the chief's.
+        self.run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.run.history_path, {"epochs": self.history})
 
     def _overfitting_findings(self) -> list[Finding]:
         """Validation loss rising for K epochs while training loss falls."""
