@@ -42,20 +42,31 @@ def model_flops_per_example(model: keras.Model) -> float:
     return flops
 
 
-def matmul_gflops(size: int = 2048, repeats: int = 10) -> float:
+def matmul_gflops(size: int = 2048, repeats: int = 10, *, dependent: bool = True) -> float:
+    """GFLOP/s of `repeats` float32 size x size matmuls in one tf.function.
+
+    The operands must differ: ten identical `tf.matmul(a, b)` are one matmul after grappler's
+    common-subexpression elimination and read 10x too high. `dependent`: a chain where each product
+    feeds the next (nothing can run in parallel or be merged); otherwise independent products of
+    distinct operands (what inter-op parallelism can overlap)."""
     a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size])
+    bs = [tf.random.normal([size, size]) / size**0.5 for _ in range(repeats)]
 
     @tf.function
-    def chain(a, b):
-        out = tf.zeros([size, size])
-        for _ in range(repeats):
-            out += tf.matmul(a, b)
+    def chain(a, bs):
+        out = a
+        for b in bs:
+            out = tf.matmul(out, b)
         return tf.reduce_sum(out)
 
-    chain(a, b).numpy()
+    @tf.function
+    def independent(a, bs):
+        return tf.add_n([tf.reduce_sum(tf.matmul(a, b)) for b in bs])
+
+    run = chain if dependent else independent
+    run(a, bs).numpy()
     start = time.perf_counter()
-    chain(a, b).numpy()
+    run(a, bs).numpy()
     return 2.0 * size**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
@@ -189,8 +200,12 @@ def main() -> None:
     args = parser.parse_args()
     from tfpilot.data import build_pipeline
 
-    peak = matmul_gflops()
-    print(f"anchor: 2048x2048 float32 matmul = {peak:.1f} GFLOP/s in this process")
+    peak = matmul_gflops(dependent=True)
+    independent = matmul_gflops(dependent=False)
+    print(
+        f"anchor: 2048x2048 float32 matmul = {peak:.1f} GFLOP/s (chain of dependent products; "
+        f"independent products of distinct operands: {independent:.1f} = {independent / peak:.2f}x) in this process"
+    )
     with tempfile.TemporaryDirectory() as runs:
         for kind, steps in (("mlp", 200 if args.quick else 1500), ("cnn", 40 if args.quick else 300)):
             config = make_config(kind, runs, steps_per_execution=args.steps_per_execution)

@@ -71,7 +71,8 @@ def parse_check_numerics(message: str, *, model: keras.Model | None = None) -> d
     user = [f for f in frames if not _is_library(f["path"])]
     tfpilot_root = str(Path(__file__).resolve().parents[1])
     outside_tfpilot = [f for f in user if not f["path"].startswith(tfpilot_root)]
-    chosen = (outside_tfpilot or user or [None])[-1]
+    candidates = outside_tfpilot or user
+    chosen = candidates[-1] if candidates else None
     if chosen is not None:
         evidence["source"] = f"{chosen['path']}:{chosen['line']}"
         evidence["function"] = chosen["function"]

@@ -195,13 +195,14 @@ def launch_workers(
         _stop(workers, grace=30)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    codes = [w.process.returncode for w in workers]
+    # Every worker has exited here (the loop waits for all of them, _stop waits or kills).
+    exit_codes = [w.process.wait() for w in workers]
     preempted = forwarded["signal"] is not None
-    if preempted and any(code not in (0, PREEMPTED_EXIT_CODE) for code in codes):
+    if preempted and any(code not in (0, PREEMPTED_EXIT_CODE) for code in exit_codes):
         raise TrainError(
-            f"after SIGTERM the workers exited with codes {codes}; expected {PREEMPTED_EXIT_CODE} (checkpoint saved)"
+            f"after SIGTERM the workers exited with codes {exit_codes}; expected {PREEMPTED_EXIT_CODE} (checkpoint saved)"
         )
-    return LaunchResult(exit_codes=codes, preempted=preempted, seconds=time.monotonic() - started)
+    return LaunchResult(exit_codes=exit_codes, preempted=preempted, seconds=time.monotonic() - started)
 
 
 def launch_parameter_server(
@@ -305,4 +306,4 @@ def launch_parameter_server(
         raise TrainError(
             f"the chief exited with code {chief.process.returncode}; stopped the cluster. Last lines: {tail or '(no output)'}"
         )
-    return LaunchResult(exit_codes=[chief.process.returncode], preempted=preempted, seconds=time.monotonic() - started)
+    return LaunchResult(exit_codes=[chief.process.wait()], preempted=preempted, seconds=time.monotonic() - started)

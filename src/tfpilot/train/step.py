@@ -26,6 +26,8 @@ MirroredStrategy refuses inside a control-flow branch built in replica context.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import keras
 import tensorflow as tf
 
@@ -261,10 +263,10 @@ class StepFunctions:
         """
         if self._train_function is None:
             steps = self.steps_per_execution
-            if self.distributed:
-                step_fn = self._distributed_step
-            else:
-                step_fn = self._single_step
+            # Distributed elements carry a third item (the global batch size); see sharding.py.
+            step_fn: Callable[..., tuple[tf.Tensor, tf.Tensor]] = (
+                self._distributed_step if self.distributed else self._single_step
+            )
 
             @tf.function(reduce_retracing=True)
             def train_function(iterator, max_steps=None):

@@ -18,7 +18,7 @@ def uses_parameter_server(kind: Strategy) -> bool:
     if kind == Strategy.PARAMETER_SERVER:
         return True
     raw = os.environ.get("TF_CONFIG")
-    return kind == Strategy.AUTO and bool(raw) and "ps" in json.loads(raw).get("cluster", {})
+    return kind == Strategy.AUTO and raw is not None and bool(raw) and "ps" in json.loads(raw).get("cluster", {})
 
 
 def make_strategy(kind: Strategy) -> tf.distribute.Strategy:

@@ -11,8 +11,10 @@ from tfpilot.config.schema import JitCompile
 from tfpilot.errors import ConfigError
 
 
-@pytest.mark.parametrize(("written", "expected"), [("false", JitCompile.FALSE), ("true", JitCompile.TRUE),
-                                                   ("auto", JitCompile.AUTO), ("'false'", JitCompile.FALSE)])
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [("false", JitCompile.FALSE), ("true", JitCompile.TRUE), ("auto", JitCompile.AUTO), ("'false'", JitCompile.FALSE)],
+)
 def test_jit_compile_accepts_yaml_booleans(tmp_path: Path, written: str, expected: JitCompile) -> None:
     path = tmp_path / "run.yaml"
     path.write_text(f"name: t\ndata: {{kind: arrays}}\ntrain: {{jit_compile: {written}}}\n")

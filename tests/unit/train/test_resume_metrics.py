@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _train_helpers import blobs, build, tiny_config
+
 from tfpilot.train.callbacks import TrainHook
 
 

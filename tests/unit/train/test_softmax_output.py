@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _train_helpers import blobs, build, tiny_config
 
 
