@@ -220,3 +220,19 @@ def test_convert_writes_shards_that_a_config_trains_from(tmp_path: Path) -> None
     trained = run_tfpilot(["train", tmp_path / "tf.yaml"], cwd=tmp_path, timeout=600)
     assert trained.returncode == 0, trained.stderr
     assert json.loads((tmp_path / "runs" / "tf" / "metrics.json").read_text())["train"]["examples"] > 0
+
+
+def test_bench_reports_consistent_ratios_and_verdict(tmp_path: Path) -> None:
+    write_iris(tmp_path / "iris.csv")
+    config = write_config(tmp_path, "iris.csv", label="species")
+    result = run_tfpilot(["data", "bench", config, "--format", "json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    bench = json.loads(result.stdout)
+    tuned, naive, step = (bench[k] for k in ("tuned_examples_per_s", "naive_examples_per_s", "step_examples_per_s"))
+    assert min(tuned, naive, step) > 0
+    assert bench["tuned_vs_naive"] == pytest.approx(tuned / naive)
+    assert bench["pipeline_vs_step"] == pytest.approx(tuned / step)
+    assert bench["input_bound"] == (tuned < step)
+    assert [f["code"] for f in bench["findings"]] == (["DATA-INPUT-BOUND"] if bench["input_bound"] else [])
+    text = run_tfpilot(["data", "bench", config], cwd=tmp_path)
+    assert text.returncode == 0 and "verdict: " in text.stdout

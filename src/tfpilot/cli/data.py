@@ -80,3 +80,38 @@ def register(app: typer.Typer) -> None:
         console.print(f"wrote {len(source)} examples as {min(shards, len(source))} shard(s) to {out}")
         console.print("use this data section (also in data_config.json there):")
         typer.echo(json.dumps(section, indent=2))
+
+    @data_app.command("bench")
+    def bench_command(
+        config: Path = typer.Argument(..., help="YAML run config."),
+        output_format: str = typer.Option("text", "--format", help="text or json."),
+    ) -> None:
+        """Tuned pipeline throughput vs the naive pipeline and vs the model's step rate, with a verdict."""
+        from tfpilot.errors import ConfigError
+
+        if output_format not in ("text", "json"):
+            raise ConfigError(f"--format must be text or json, got `{output_format}`")
+        from tfpilot.config import load_config
+
+        resolved = load_config(config)
+        from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.data import build_pipeline
+        from tfpilot.data.bench import bench_pipeline
+        from tfpilot.models import build_model
+
+        pipeline = build_pipeline(resolved.data, batch_size=resolved.train.batch_size, seed=resolved.train.seed)
+        model = build_model(
+            resolved.model,
+            input_shape=pipeline.preprocessor.output_shape(),
+            num_classes=pipeline.num_classes,
+            vocab_size=pipeline.preprocessor.vocab_size,
+        )
+        result = bench_pipeline(pipeline, model)
+        findings = result.pop("findings")
+        if output_format == "json":
+            typer.echo(json.dumps({**result, "findings": [f.to_dict() for f in findings]}, indent=2))
+            return
+        render_mapping_table([result], title="Input pipeline (examples/s, same run)")
+        verdict = "input-bound" if result["input_bound"] else "not input-bound"
+        console.print(f"verdict: {verdict} (pipeline/step = {result['pipeline_vs_step']:.2f})")
+        render_findings(findings, title="Data findings")

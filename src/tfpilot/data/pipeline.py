@@ -199,6 +199,8 @@ class Pipeline:
         layers = augmentation_layers(
             augment, image_shape=tuple(self.preprocessor.output_shape()), seed=self.seed, epoch=epoch
         )
+        if layers is None:
+            return dataset
         return dataset.map(lambda x, y: (layers(x, training=True), y), num_parallel_calls=self._parallel)
 
     def evaluation(self, split: str, *, batch_size: int | None = None) -> tf.data.Dataset:
