@@ -114,11 +114,11 @@ class RunDir:
     def blessing_path(self) -> Path:
         """The record `tfpilot validate` writes and `tfpilot push` requires."""
         return self.root / "blessing.json"
+
     @property
     def data_report_path(self) -> Path:
         """The data audit written before training (`tfpilot data inspect` shows it)."""
         return self.root / "data_report.json"
-
 
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""

@@ -83,6 +83,12 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
     else:
         pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
+        from tfpilot.data.task import check_task
+
+        # Before anything is written or trained: a regression target must not become 214 classes.
+        pipeline.source.findings.append(
+            check_task(config.model.task, label_values=pipeline.source.label_values, num_classes=pipeline.num_classes)
+        )
         if is_chief():
             pipeline.preprocessor.save(run.preprocessing_path)
             from tfpilot.data.audit import write_data_report

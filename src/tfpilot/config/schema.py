@@ -21,6 +21,7 @@ __all__ = [
     "TextOptions",
     "TfrecordOptions",
     "AugmentConfig",
+    "Task",
     "TfrecordFeature",
     "SplitConfig",
     "Batching",
@@ -238,7 +239,21 @@ class DataConfig(_Section):
 # --------------------------------------------------------------------------------------- model
 
 
+class Task(str, enum.Enum):
+    """What the labels are. tfpilot trains classifiers (softmax over classes); `auto` checks that
+    the labels really are classes and refuses a regression-like target instead of training a
+    classifier with one class per distinct value."""
+
+    AUTO = "auto"
+    MULTICLASS = "multiclass"
+    BINARY = "binary"
+
+
 class ModelConfig(_Section):
+    task: Task = Field(
+        Task.AUTO,
+        description="`auto` (infer from the labels; refuse regression-like targets), `multiclass`, or `binary` (exactly two classes).",
+    )
     name: str = Field(
         "mlp",
         description="Built-in architecture (`mlp`, `cnn`, `text`) or a user factory `package.module:function` returning a keras.Model.",

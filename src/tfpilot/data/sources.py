@@ -49,6 +49,9 @@ class Source:
     report: dict[str, Any] = dataclasses.field(default_factory=dict)
     # What names an example to a person: the CSV file line, or the image file (for the audit).
     row_ids: np.ndarray | None = None
+    # Raw label values before they became class ids (CSV cells, array values), so the task can be
+    # checked; None where labels are classes by construction (class folders).
+    label_values: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -175,6 +178,7 @@ def csv_source(config: DataConfig) -> Source:
             "non_numeric_cells": {c: lines for c, lines in table.non_numeric.items()},
         },
         row_ids=table.lines,
+        label_values=np.asarray(table.labels, dtype=object),
     )
 
 
@@ -197,7 +201,8 @@ def arrays_source(
     records = {name: np.asarray(value) for name, value in features.items()}
     # numpy unicode arrays have no TF dtype; object arrays of str become tf.string.
     records = {name: value.astype(object) if value.dtype.kind in "US" else value for name, value in records.items()}
-    labels = np.asarray(labels).astype(np.int32).reshape(-1)
+    raw_labels = np.asarray(labels).reshape(-1)
+    labels = raw_labels.astype(np.int32)
     for name, value in records.items():
         if value.shape[0] != labels.shape[0]:
             raise DataError(
@@ -223,6 +228,7 @@ def arrays_source(
         feature_spec=spec,
         kind=kind,
         numeric_columns=numeric,
+        label_values=raw_labels,
     )
 
 

@@ -1,0 +1,93 @@
+"""What kind of prediction problem the labels describe, inferred before anything trains.
+
+A regression target read as classes trains "successfully" as a classifier with one class per
+distinct value (scikit-learn's diabetes: 214 classes, 0.015 test accuracy, exit 0). The
+inference is deliberately conservative: it only calls a target regression-like when the values
+are numbers and either have fractional parts or are so many distinct values that they cannot be
+classes; everything else is left to the user's `model.task`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from tfpilot.errors import ConfigError
+from tfpilot.findings import Finding, Severity
+
+__all__ = ["TaskGuess", "infer_task", "check_task"]
+
+# More distinct numeric values than this, and at least this share of the examples, is not a
+# label set a person would call classes (MNIST has 10, ImageNet 1000 over 1.2M examples).
+_MAX_CLASS_LIKE_DISTINCT = 50
+_MIN_DISTINCT_SHARE = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskGuess:
+    task: str  # "binary", "multiclass" or "regression"
+    num_distinct: int
+    reason: str
+
+
+def _as_numbers(values: Sequence[object] | np.ndarray) -> np.ndarray | None:
+    array = np.asarray(values)
+    if array.dtype.kind in "iub":
+        return array.astype(np.float64)
+    if array.dtype.kind == "f":
+        return array.astype(np.float64)
+    try:
+        return np.asarray([float(str(v)) for v in array.reshape(-1)], np.float64)
+    except ValueError:
+        return None
+
+
+def infer_task(values: Sequence[object] | np.ndarray) -> TaskGuess:
+    """Guess the task from raw label values (strings as read from a CSV, or an array)."""
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    distinct = len({str(v) for v in flat})
+    numbers = _as_numbers(flat)
+    if numbers is not None and numbers.size:
+        finite = numbers[np.isfinite(numbers)]
+        fractional = bool(finite.size) and bool(np.any(finite != np.round(finite)))
+        many = distinct > _MAX_CLASS_LIKE_DISTINCT and distinct >= _MIN_DISTINCT_SHARE * numbers.size
+        if fractional and distinct > 2:
+            return TaskGuess("regression", distinct, f"{distinct} distinct values with fractional parts")
+        if many:
+            return TaskGuess("regression", distinct, f"{distinct} distinct numeric values over {numbers.size} examples")
+    if distinct == 2:
+        return TaskGuess("binary", distinct, "two distinct labels")
+    return TaskGuess("multiclass", distinct, f"{distinct} distinct labels")
+
+
+def check_task(requested: str, *, label_values: np.ndarray | None, num_classes: int) -> Finding:
+    """Refuse a task that does not fit the labels; otherwise return an info finding naming it.
+
+    Raises ConfigError (exit 2) for a regression-like target under `auto`, and for `binary`
+    with a number of classes other than two.
+    """
+    requested = str(getattr(requested, "value", requested))
+    guess = infer_task(label_values) if label_values is not None else None
+    if requested == "auto" and guess is not None and guess.task == "regression":
+        raise ConfigError(
+            f"the labels look like a regression target ({guess.reason}), but tfpilot trains classifiers; "
+            f"training would make {num_classes} classes of them. Set `model.task: multiclass` to train on "
+            "them as classes anyway, or bin the target into classes first"
+        )
+    if requested == "binary" and num_classes != 2:
+        raise ConfigError(
+            f"`model.task` is binary but the labels have {num_classes} classes; expected exactly 2 "
+            "(set `model.task: multiclass` or `auto`)"
+        )
+    chosen = requested if requested != "auto" else ("binary" if num_classes == 2 else "multiclass")
+    how = "from `model.task`" if requested != "auto" else (f"inferred: {guess.reason}" if guess else "class folders")
+    return Finding(
+        code="DATA-TASK",
+        severity=Severity.INFO,
+        title=f"task: {chosen}",
+        message=f"training a {chosen} classifier over {num_classes} classes ({how})",
+        evidence={"task": chosen, "requested": requested, "num_classes": num_classes},
+        fix="set `model.task` to override",
+    )
