@@ -125,26 +125,42 @@ def test_full_queue_answers_resource_exhausted_and_deadline_answers_504():
     batcher.close()
 
 
+async def _wait_queued(batcher: Batcher, count: int) -> None:
+    """Yield to the event loop until `count` requests are queued (bounded by a generous deadline)."""
+    deadline = time.monotonic() + 60
+    while batcher.queue_depth().get("numpy", 0) < count:
+        assert time.monotonic() < deadline, batcher.queue_depth()
+        await asyncio.sleep(0.001)
+
+
 def test_batch_timeout_waits_to_fill_a_batch():
     model = NumpyModel()
-    batcher = Batcher(BatchingParameters(max_batch_size=4, batch_timeout_micros=200_000, num_batch_threads=1))
+    # An hour: a batch can only be dispatched here because it became full, never because time ran out.
+    batcher = Batcher(BatchingParameters(max_batch_size=4, batch_timeout_micros=3_600_000_000, num_batch_threads=1))
 
     async def main():
-        started = time.monotonic()
         first = asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)}))
-        await asyncio.sleep(0.02)
+        await _wait_queued(batcher, 1)
+        assert model.calls == []  # the lone request waits for company instead of running alone
         others = [asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)})) for _ in range(3)]
         await asyncio.gather(first, *others)
-        full_batch_elapsed = time.monotonic() - started
-        started = time.monotonic()
-        await batcher.run(model, "s", {"x": np.ones(1, np.float32)})
-        return full_batch_elapsed, time.monotonic() - started
 
-    full_batch_elapsed, lone_elapsed = run(main())
+    run(main())
     batcher.close()
-    assert model.calls == [4, 1]
-    assert full_batch_elapsed < 0.15  # dispatched as soon as the batch was full
-    assert lone_elapsed >= 0.19  # a lone request waits for the timeout
+    assert model.calls == [4]  # one full batch, dispatched as soon as it was full
+
+
+def test_a_lone_request_runs_once_the_batch_timeout_passes():
+    model = NumpyModel()
+    batcher = Batcher(BatchingParameters(max_batch_size=4, batch_timeout_micros=20_000, num_batch_threads=1))
+
+    async def main():
+        return await batcher.run(model, "s", {"x": np.ones(1, np.float32)})
+
+    result = run(main())
+    batcher.close()
+    np.testing.assert_array_equal(result["y"], [3.0])
+    assert model.calls == [1]
 
 
 def test_allowed_batch_sizes_pad_and_unbatched_runs_one_request_per_call():
