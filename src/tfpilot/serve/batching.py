@@ -15,6 +15,7 @@ import asyncio
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -124,7 +125,7 @@ class Batcher:
                 task.future.set_exception(
                     RequestError(
                         Code.DEADLINE_EXCEEDED,
-                        f"Deadline exceeded: no result within {timeout * 1000:.0f} ms (--rest_api_timeout_in_ms)",
+                        f"Deadline exceeded: no result within {(timeout or 0.0) * 1000:.0f} ms (--rest_api_timeout_in_ms)",
                     )
                 )
 
@@ -188,7 +189,7 @@ class Batcher:
             future = asyncio.get_running_loop().run_in_executor(
                 self._executor, _execute, queue.servable, queue.signature_name, batch, self.parameters
             )
-            future.add_done_callback(lambda done, batch=batch, queue=queue: self._finished(done, batch, queue))
+            future.add_done_callback(functools.partial(self._finished_batch, batch, queue))
         self._forget_empty_queues()
         self._arm_timer(now)
 
@@ -213,6 +214,10 @@ class Batcher:
             if not self.batching or task.merge_key is None:
                 break
         return batch
+
+    def _finished_batch(self, batch: list[_Task], queue: _Queue, done: asyncio.Future[Any]) -> None:
+        # Bound with functools.partial: a lambda with default arguments hides the types from mypy.
+        self._finished(done, batch, queue)
 
     def _finished(self, done: asyncio.Future[Any], batch: list[_Task], queue: _Queue) -> None:
         self._free_workers += 1
@@ -287,6 +292,7 @@ def _run_one(
     servable: Any, signature_name: str, inputs: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray] | BaseException:
     try:
-        return servable.run(signature_name, inputs)
+        outputs: dict[str, np.ndarray] = servable.run(signature_name, inputs)
+        return outputs
     except Exception as error:
         return error

@@ -216,7 +216,7 @@ def _batching_message_class() -> Any:
     if _BATCHING_MESSAGE is not None:
         return _BATCHING_MESSAGE
     try:
-        from tensorflow_serving.servables.tensorflow import session_bundle_config_pb2  # type: ignore[import-not-found]
+        from tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
 
         _BATCHING_MESSAGE = session_bundle_config_pb2.BatchingParameters
         return _BATCHING_MESSAGE

@@ -18,6 +18,7 @@ import numpy as np
 from tfpilot.serve.servable import SignatureInfo, TensorSpecInfo
 from tfpilot.serve.status import RequestError
 
+_orjson: Any
 try:  # optional: parses numeric arrays ~5x faster than the standard library
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment

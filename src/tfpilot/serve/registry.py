@@ -171,9 +171,9 @@ class ModelRegistry:
                     self._models[model.name] = _Model(model)
                 else:
                     existing.config = model
-        for model in removed:
-            for record in list(model.versions.values()):
-                self._unload(model, record)
+        for stale in removed:
+            for record in list(stale.versions.values()):
+                self._unload(stale, record)
 
     @property
     def models(self) -> list[ServedModel]:

@@ -66,11 +66,11 @@ class LoggedRequest:
     model: str
     version: int
     signature: str
-    inputs: dict[str, list]
-    outputs: dict[str, list]
+    inputs: dict[str, list[Any]]
+    outputs: dict[str, list[Any]]
 
 
-def _jsonable(array: Any) -> list | Any:
+def _jsonable(array: Any) -> Any:
     array = np.asarray(array)
     if array.dtype.kind in "OSU":
         flat = [
@@ -87,11 +87,11 @@ def _jsonable(array: Any) -> list | Any:
     return array.tolist()
 
 
-def _examples_to_columns(serialized: Any) -> dict[str, list]:
+def _examples_to_columns(serialized: Any) -> dict[str, list[Any]]:
     """Serialized tf.Examples -> {feature: [values per example]}, which drift checks can use."""
     from tensorflow.core.example import example_pb2
 
-    columns: dict[str, list] = {}
+    columns: dict[str, list[Any]] = {}
     items = list(np.asarray(serialized, dtype=object).reshape(-1))
     for index, raw in enumerate(items):
         example = example_pb2.Example.FromString(raw)
@@ -207,8 +207,8 @@ class RequestLog:
                         break
                     batch.append(item)
                 stop = batch[-1] is None
-                rows = [self._row(entry) for entry in batch if entry is not None]
-                rows = [row for row in rows if row is not None]
+                candidates = [self._row(entry) for entry in batch if entry is not None]
+                rows = [row for row in candidates if row is not None]
                 if rows:
                     try:
                         with connection:

@@ -45,7 +45,7 @@ def numpy_dtype(dtype_name: str) -> np.dtype:
     if dtype_name == "bfloat16":
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(ml_dtypes.bfloat16)  # type: ignore[no-any-return]  # ml_dtypes is untyped
     if dtype_name == "half":
         return np.dtype(np.float16)
     return np.dtype(dtype_name)

@@ -16,7 +16,8 @@ def tensor_proto_to_array(proto: Any, *, name: str) -> np.ndarray:
     import tensorflow as tf
 
     try:
-        return tf.make_ndarray(proto)
+        array: np.ndarray = tf.make_ndarray(proto)
+        return array
     except Exception as error:  # malformed protos raise TypeError/ValueError from numpy
         raise RequestError.invalid(f"input `{name}` is not a valid TensorProto: {error}") from None
 
