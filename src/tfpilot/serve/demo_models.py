@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_directory
+from tfpilot.export.method_names import set_method_names
 
 __all__ = [
     "set_method_names",
@@ -22,20 +23,6 @@ __all__ = [
     "write_sleep_model",
     "write_corrupt_version",
 ]
-
-
-def set_method_names(version_dir: str | Path, methods: dict[str, str]) -> None:
-    """Set signature method_names (e.g. ``tensorflow/serving/classify``) in saved_model.pb."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    path = Path(version_dir) / "saved_model.pb"
-    saved_model = saved_model_pb2.SavedModel.FromString(path.read_bytes())
-    for meta_graph in saved_model.meta_graphs:
-        for name, method in methods.items():
-            if name not in meta_graph.signature_def:
-                raise KeyError(f"signature `{name}` not in {path}")
-            meta_graph.signature_def[name].method_name = method
-    path.write_bytes(saved_model.SerializeToString())
 
 
 def _save(

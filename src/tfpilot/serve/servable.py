@@ -87,26 +87,15 @@ class SignatureInfo:
         return ", ".join(f"`{key}` {spec.describe()}" for key, spec in sorted(self.inputs.items()))
 
 
-def read_signature_defs(version_dir: Path) -> Any:
-    """The serving meta graph's SignatureDef map, read from saved_model.pb (or .pbtxt)."""
-    from google.protobuf import text_format
-    from tensorflow.core.protobuf import saved_model_pb2
+def read_signature_defs(version_dir: Path) -> dict[str, Any]:
+    """The serving meta graph's SignatureDef map (export's reader; errors as ServeError here)."""
+    from tfpilot.errors import ExportError
+    from tfpilot.export.method_names import read_signature_defs as read_definitions
 
-    saved_model = saved_model_pb2.SavedModel()
-    binary, text = version_dir / "saved_model.pb", version_dir / "saved_model.pbtxt"
     try:
-        if binary.exists():
-            saved_model.ParseFromString(binary.read_bytes())
-        else:
-            text_format.Parse(text.read_text(encoding="utf-8"), saved_model)
-    except Exception as error:  # DecodeError, ParseError, OSError: all mean "not a SavedModel"
-        raise ServeError(f"{version_dir} does not hold a readable saved_model.pb: {error}") from None
-    for meta_graph in saved_model.meta_graphs:
-        if "serve" in meta_graph.meta_info_def.tags:
-            return meta_graph.signature_def
-    if saved_model.meta_graphs:
-        return saved_model.meta_graphs[0].signature_def
-    raise ServeError(f"{version_dir}/saved_model.pb has no meta graph")
+        return read_definitions(version_dir, any_meta_graph=True)
+    except ExportError as error:
+        raise ServeError(str(error)) from None
 
 
 def _spec_from_proto(key: str, info: Any) -> TensorSpecInfo:
