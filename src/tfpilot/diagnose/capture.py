@@ -148,7 +148,7 @@ class ProfileHook(TrainHook):
     def __init__(self, profile_dir: str | Path, *, start_step: int, stop_step: int, analyze: bool = True) -> None:
         self.window = ProfileWindow(profile_dir, start_step=start_step, stop_step=stop_step)
         self.analyze = analyze
-        self.summary = None
+        self.summary: Any = None  # the ProfileSummary, once the window has been converted
         self.findings: list = []
 
     @classmethod

@@ -151,7 +151,7 @@ def _argument_names(function, count: int) -> list[str]:
 
     python_function = getattr(function, "python_function", None)
     try:
-        names = [p for p in inspect.signature(python_function).parameters]
+        names = [p for p in inspect.signature(python_function or function).parameters]
     except (TypeError, ValueError):
         names = []
     return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
@@ -179,7 +179,7 @@ class Watcher:
         self.compiled_calls = 0
         self.sync_count = 0
         self.nonfinite: dict[str, Any] | None = None
-        self.window = None
+        self.window: Any = None  # a ProfileWindow once the driving function is known
         self.window_driver: str | None = None
         self._depth = 0
         self._in_sync = False

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tfpilot.diagnose.op_types import canonical_op_type
 from tfpilot.errors import TfpilotError
 
 __all__ = [
@@ -74,6 +75,8 @@ class OpStat:
     avg_self_time_us: float
     self_time_percent: float
     eager: bool
+    # `type` is canonical (MatMul for oneDNN's _MklMatMul); this is what the profile said.
+    raw_type: str = ""
 
 
 @dataclasses.dataclass
@@ -233,7 +236,7 @@ def _as_json(data: Any) -> Any:
 def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, str, str]:
     table = _find_table(input_tables, "stepnum")
     properties = table.get("p") or {}
-    per_step = []
+    per_step: list[dict[str, Any]] = []
     for row in _table_rows(table):
         compute = sum(
             float(row.get(k) or 0.0)
@@ -255,7 +258,7 @@ def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, 
     count = len(per_step)
 
     def mean(key: str) -> float:
-        return sum(s[key] for s in per_step) / count if count else 0.0
+        return sum(float(s[key]) for s in per_step) / count if count else 0.0
 
     step_ms = mean("step_ms")
 
@@ -302,7 +305,8 @@ def _op_stats(op_tables: list[dict[str, Any]]) -> tuple[list[OpStat], list[dict[
         ops.append(
             OpStat(
                 operation=str(row.get("operation")),
-                type=str(row.get("type")),
+                type=canonical_op_type(str(row.get("type"))),
+                raw_type=str(row.get("type")),
                 host_or_device=str(row.get("host_or_device")),
                 occurrences=int(row.get("occurrences") or 0),
                 total_self_time_ms=float(row.get("total_self_time") or 0.0) / 1e3,

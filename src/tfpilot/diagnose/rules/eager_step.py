@@ -6,6 +6,8 @@ slower eagerly than under tf.function. Seen as GradientTape.gradient called eage
 
 from __future__ import annotations
 
+from typing import Any
+
 from tfpilot.diagnose.rules.base import Observations
 from tfpilot.diagnose.watchers import EAGER_DRIVER
 from tfpilot.findings import Finding, Severity
@@ -19,7 +21,10 @@ def check(observations: Observations) -> list[Finding]:
     if watch is None or watch.eager_gradient_calls < MIN_EAGER_STEPS:
         return []
     timing = watch.timing
-    evidence = {"eager_gradient_calls": watch.eager_gradient_calls, "compiled_calls": watch.compiled_calls}
+    evidence: dict[str, Any] = {
+        "eager_gradient_calls": watch.eager_gradient_calls,
+        "compiled_calls": watch.compiled_calls,
+    }
     message = f"GradientTape.gradient ran eagerly {watch.eager_gradient_calls} times: the training step is not compiled"
     if timing is not None and timing.driver == EAGER_DRIVER:
         evidence["step_ms"] = round(timing.step_ms, 2)

@@ -107,7 +107,7 @@ def check(observations: Observations) -> list[Finding]:
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
     fix = "parallelise the pipeline: map(..., num_parallel_calls=tf.data.AUTOTUNE), cache(), prefetch(tf.data.AUTOTUNE)"
     location = observations.location
-    if stage is not None:
+    if stage is not None and summary is not None:
         total = sum(s.self_time_ms for s in summary.input_stages if s.stage not in _WAITING_STAGES) or 1.0
         evidence.update(
             {

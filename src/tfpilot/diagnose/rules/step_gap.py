@@ -37,8 +37,8 @@ def _from_capture(observations: Observations) -> tuple[float, float, int] | None
 
 
 def _from_watcher(observations: Observations) -> tuple[float, float, int] | None:
-    timing = observations.watch.timing
-    if timing.steps < MIN_GAPS:
+    timing = observations.watch.timing if observations.watch is not None else None
+    if timing is None or timing.steps < MIN_GAPS:
         return None
     # watch.json written before the medians existed carries zeros: fall back to the means.
     idle = timing.idle_median_ms if timing.step_median_ms else timing.idle_ms
