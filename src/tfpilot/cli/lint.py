@@ -54,8 +54,8 @@ def _explain(code: str) -> str:
     ]
     for example in rule.invalid_examples()[:1]:
         parts += ["", "Flagged:", example.code.strip("\n")]
-    for example in rule.VALID[:1]:
-        parts += ["", "Fine:", example.strip("\n")]
+    for valid in rule.VALID[:1]:
+        parts += ["", "Fine:", valid.strip("\n")]
     return "\n".join(parts) + "\n"
 
 

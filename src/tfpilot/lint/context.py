@@ -385,7 +385,7 @@ class FileContext:
     def _emit_reference(self, node: ast.AST) -> None:
         stack = self.stack
         parent = stack[-2] if len(stack) > 1 else None
-        if parent.__class__ is _ATTRIBUTE and parent.value is node:  # type: ignore[attr-defined]
+        if type(parent) is _ATTRIBUTE and parent.value is node:  # type() is: hot path, no subclasses
             return  # only the longest dotted name is a reference
         qualname = self.qualname(node)
         if qualname is not None:

@@ -19,6 +19,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from tfpilot.atomic import atomic_directory, atomic_write_text
 from tfpilot.errors import LintError
@@ -74,7 +75,7 @@ def default_report_path(destination: Path, *, is_directory: bool) -> Path:
     return destination.with_name(destination.name + ".migration.md")
 
 
-def _upgrader():
+def _upgrader() -> Any:
     """tf_upgrade_v2's upgrader (imports TensorFlow, hence only here)."""
     try:
         from tensorflow.tools.compatibility import ast_edits, tf_upgrade_v2
@@ -100,7 +101,7 @@ def _plan(source: Path, destination: Path) -> list[tuple[Path, Path]]:
 
 
 def _upgrade_file(
-    upgrader, source: Path, target: Path, relative: str
+    upgrader: Any, source: Path, target: Path, relative: str
 ) -> tuple[list[MigrationItem], list[MigrationItem]]:
     rewritten: list[MigrationItem] = []
     attention: list[MigrationItem] = []
@@ -206,9 +207,9 @@ def migrate(
             else:
                 atomic_write_text(report_file, render_markdown(report))
     else:
-        with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-") as staging:
-            process(Path(staging))
-            atomic_write_text(destination, (Path(staging) / destination.name).read_text(encoding="utf-8"))
+        with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-") as staging_name:
+            process(Path(staging_name))
+            atomic_write_text(destination, (Path(staging_name) / destination.name).read_text(encoding="utf-8"))
         report = _report(source, destination, report_file, files, rewritten, attention)
         atomic_write_text(report_file, render_markdown(report))
     return report

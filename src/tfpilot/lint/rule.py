@@ -107,7 +107,8 @@ class Rule:
             )
         )
 
-    def fix(self, node: Any, data: dict[str, Any]) -> Any:
+    @classmethod
+    def fix(cls, node: Any, data: dict[str, Any]) -> Any:
         """Return the libcst replacement for ``node`` (fixable rules override this)."""
         return None
 

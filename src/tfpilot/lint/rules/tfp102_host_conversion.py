@@ -121,7 +121,7 @@ def repeat(count):
         if isinstance(node, ast.Call):
             qualname = self.context.qualname(node.func)
             return (
-                bool(qualname)
+                qualname is not None
                 and qualname.startswith(("tensorflow.", "keras.ops."))
                 and not (qualname.startswith(_NOT_TENSOR_PREFIXES))
             )

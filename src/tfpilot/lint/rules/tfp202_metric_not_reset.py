@@ -116,12 +116,12 @@ def fit(dataset, epochs):
         method = func.attr if isinstance(func, ast.Attribute) else None
         if method == "update_state":
             if len(loops) >= 2:
-                key = self.context.dotted(func.value)  # type: ignore[union-attr]
+                key = self.context.dotted(getattr(func, "value", func))
                 if key:
                     self._updates.setdefault(outer, {}).setdefault(key, node)
             return
         if method in _RESETS:
-            key = self.context.dotted(func.value)  # type: ignore[union-attr]
+            key = self.context.dotted(getattr(func, "value", func))
             loop_targets = {
                 loop.target.id for loop in loops if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
             }

@@ -117,7 +117,7 @@ def fit(model, optimizer, dataset):
                 break
             if isinstance(ancestor, ast.If) and any(isinstance(n, ast.Mod) for n in ast.walk(ancestor.test)):
                 return  # periodic logging: `if step % 100 == 0`
-        what = ".numpy()" if is_numpy else f"{func.id}()"  # type: ignore[union-attr]
+        what = ".numpy()" if is_numpy else f"{getattr(func, 'id', 'float')}()"
         self.report(node, f"{what} on every step of a training loop blocks until the step finishes")
 
     def _training_loop(self, loop: ast.AST) -> tuple[bool, set[str]]:

@@ -155,7 +155,7 @@ for batch in dataset:
         alias = self.context.local_alias("tensorflow")
         self.report(
             origin,
-            f"dataset consumed at line {consumer.lineno} has no .prefetch() at the end: input "
+            f"dataset consumed at line {getattr(consumer, 'lineno', '?')} has no .prefetch() at the end: input "
             "preparation and training steps take turns instead of overlapping",
             fix_data={"value": f"{alias}.data.AUTOTUNE", "description": ".prefetch(AUTOTUNE) appended"}
             if alias and isinstance(origin, ast.Call)

@@ -90,6 +90,6 @@ model = keras.Sequential([layers.Dense(1)])
         if self._standalone is not None and self._tf_keras is not None:
             self.report(
                 self._tf_keras,
-                f"tf.keras used here and standalone `keras` imported on line {self._standalone.lineno}: "
+                f"tf.keras used here and standalone `keras` imported on line {getattr(self._standalone, 'lineno', '?')}: "
                 "with tf_keras installed they are different libraries",
             )
