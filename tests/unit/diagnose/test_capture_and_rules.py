@@ -87,7 +87,8 @@ def test_step_gap_needs_host_work_in_most_gaps():
     # Host work after every call (4 ms of sleep standing in for logging) is idle time between steps ...
     steady = _watch_loop([0.004] * 14)
     finding = next(f for f in steady.findings if f.code == "DOC-STEP-GAP")
-    assert 3.9 <= finding.evidence["idle_ms_per_step"] < 15 and finding.evidence["steps"] == 11
+    # time.sleep never returns early, so every gap holds at least 4 ms; a loaded machine only adds to it.
+    assert finding.evidence["idle_ms_per_step"] >= 3.9 and finding.evidence["steps"] == 11
     # ... two long stops (what a busy scheduler does to a few gaps) are not, although the mean gap is 3.6 ms.
     stopped = _watch_loop([0.0] * 5 + [0.02, 0.0, 0.0, 0.02] + [0.0] * 5)
     assert stopped.report.timing.idle_ms > 3
