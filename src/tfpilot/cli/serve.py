@@ -25,6 +25,13 @@ class _AbslStyleCommand(TyperCommand):
     """Accepts absl's ``--flag=true|false`` spelling of boolean flags, as TF Serving does."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        import sys
+
+        from tfpilot.serve.tf_serving_flags import strip_accepted_flags
+
+        args, notices = strip_accepted_flags(list(args))
+        for notice in notices:
+            print(notice, file=sys.stderr)
         rewritten = []
         for arg in args:
             name, _, value = arg.partition("=")
@@ -36,6 +43,25 @@ class _AbslStyleCommand(TyperCommand):
                     arg = "--no" + name[2:]
             rewritten.append(arg)
         return super().parse_args(ctx, rewritten)
+
+
+def _set_parallelism(*, intra: int, inter: int) -> None:
+    """TF Serving's thread flags, applied before any model loads (TensorFlow fixes them at its first op)."""
+    from tfpilot.errors import ServeError
+
+    if intra < 0 or inter < 0:
+        raise ServeError(f"thread counts must be >= 0 (0 = TensorFlow decides), got intra {intra}, inter {inter}")
+    if not intra and not inter:
+        return
+    import tensorflow as tf
+
+    try:
+        if intra:
+            tf.config.threading.set_intra_op_parallelism_threads(intra)
+        if inter:
+            tf.config.threading.set_inter_op_parallelism_threads(inter)
+    except RuntimeError as error:
+        raise ServeError(f"cannot set TensorFlow's thread pools ({error}); pass the flags at server start") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -95,6 +121,19 @@ def register(app: typer.Typer) -> None:
         drift_window: int = typer.Option(
             1000, "--drift_window", help="Newest logged examples judged for drift (with --reference_stats)."
         ),
+        grpc_socket_path: Path = typer.Option(
+            None, "--grpc_socket_path", help="Also serve gRPC on this Unix socket (as TF Serving does)."
+        ),
+        tensorflow_session_parallelism: int = typer.Option(
+            0, "--tensorflow_session_parallelism", help="Threads per op and across ops (0 = TensorFlow decides)."
+        ),
+        tensorflow_intra_op_parallelism: int = typer.Option(
+            0, "--tensorflow_intra_op_parallelism", help="Threads inside one op (0 = TensorFlow decides)."
+        ),
+        tensorflow_inter_op_parallelism: int = typer.Option(
+            0, "--tensorflow_inter_op_parallelism", help="Ops run in parallel (0 = TensorFlow decides)."
+        ),
+        version: bool = typer.Option(False, "--version", help="Print the server and TensorFlow versions and exit."),
     ) -> None:
         """Serve SavedModels over TF Serving's REST and gRPC APIs, with hot reload and batching."""
         import logging
@@ -112,6 +151,19 @@ def register(app: typer.Typer) -> None:
             load_model_config_file,
         )
 
+        if version:
+            from importlib.metadata import version as package_version
+
+            import tensorflow as tf
+
+            # The two lines tensorflow_model_server --version prints, so scripts that parse them work.
+            console.print(f"TensorFlow ModelServer: tfpilot-{package_version('tfpilot')}", highlight=False)
+            console.print(f"TensorFlow Library: {tf.__version__}", highlight=False)
+            return
+        _set_parallelism(
+            intra=tensorflow_intra_op_parallelism or tensorflow_session_parallelism,
+            inter=tensorflow_inter_op_parallelism or tensorflow_session_parallelism,
+        )
         if model_config_file is not None and model_base_path is not None:
             raise ServeError("pass either --model_config_file or --model_base_path, not both")
         if model_config_file is not None:
@@ -144,6 +196,7 @@ def register(app: typer.Typer) -> None:
             request_log_path=request_log,
             request_log_sample_rate=request_log_sample_rate,
             request_log_max_rows=request_log_max_rows,
+            grpc_socket_path=grpc_socket_path,
         )
         drift = None
         if reference_stats is not None:

@@ -46,6 +46,7 @@ class ServerOptions:
     request_log_path: Path | None = None
     request_log_sample_rate: float = 1.0
     request_log_max_rows: int = 100_000
+    grpc_socket_path: Path | None = None
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
@@ -267,6 +268,14 @@ class ModelServer:
                 raise ServeError(
                     f"cannot bind the gRPC port {options.grpc_port} on {options.host}; choose another --port"
                 )
+            if options.grpc_socket_path is not None:
+                # TF Serving's --grpc_socket_path: the same services on a Unix socket beside the TCP port.
+                if grpc_server.add_insecure_port(f"unix:{options.grpc_socket_path}") == 0:
+                    if runner is not None:
+                        await runner.cleanup()
+                    raise ServeError(
+                        f"cannot bind the gRPC Unix socket {options.grpc_socket_path}; check the directory exists"
+                    )
             await grpc_server.start()
             self.grpc_port = port
 
