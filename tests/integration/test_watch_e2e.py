@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -61,10 +60,16 @@ def _train(
     return trained.run.root
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _rest_url(process: subprocess.Popen) -> str:
+    """The server binds port 0 and prints the port it got: no free-port race with other tests."""
+    seen = []
+    while True:
+        line = process.stdout.readline() if process.stdout else ""
+        assert line, "server exited before printing its REST address:\n" + "".join(seen)
+        seen.append(line)
+        match = re.search(r"REST  (http://127\.0\.0\.1:\d+)", line)
+        if match:
+            return match.group(1)
 
 
 def _get(url: str) -> dict:
@@ -146,8 +151,6 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
     served = tmp_path / "serving"
     shutil.copytree(baseline / "model" / "1", served / "1")  # the first deployment
     log = tmp_path / "requests.db"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [
             sys.executable,
@@ -159,7 +162,7 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
             "--model_base_path",
             str(served),
             "--rest_api_port",
-            str(port),
+            "0",
             "--port",
             "-1",
             "--request_log",
@@ -177,6 +180,7 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
         text=True,
     )
     try:
+        url = _rest_url(server)
         _wait_for_version(url, 1, server)
         # Shuffled: the split is ordered by class folder, and a class-sorted slice is a real shift in the class mix.
         images = np.random.default_rng(0).permutation(_test_images(baseline))
