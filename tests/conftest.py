@@ -73,3 +73,17 @@ def write_blobs_csv(path: Path, *, rows: int = 240) -> Path:
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def wait_until_serving(process: subprocess.Popen) -> str:
+    """Read a `tfpilot serve` process's stdout until its `serving` line; return what it printed.
+
+    The server prints the ports it bound (`REST  http://127.0.0.1:N/...`, `gRPC  127.0.0.1:N`)
+    before that line, so tests bind port 0 and read the real port here instead of racing for one.
+    """
+    lines: list[str] = []
+    while not any(line.startswith("serving") for line in lines):
+        line = process.stdout.readline() if process.stdout else ""
+        assert line, f"server exited: {process.stderr.read() if process.stderr else ''}"
+        lines.append(line.strip())
+    return "\n".join(lines)

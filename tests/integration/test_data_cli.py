@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_tfpilot
+from conftest import run_tfpilot, wait_until_serving
 
 pytestmark = pytest.mark.slow
 
@@ -167,12 +167,7 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     try:
-        lines: list[str] = []
-        while not any(line.startswith("serving") for line in lines):
-            line = process.stdout.readline() if process.stdout else ""
-            assert line, f"server exited: {process.stderr.read() if process.stderr else ''}"
-            lines.append(line.strip())
-        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines)).group(1)
+        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", wait_until_serving(process)).group(1)
         rows = [[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]
 
         def post(verb: str, body: dict) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_until_serving
 from tfpilot.serve import demo_models
 
 TFPILOT = [sys.executable, "-c", "from tfpilot.cli.main import main; main()"]
@@ -82,12 +83,7 @@ def test_serve_with_tf_serving_flags_answers_rest_and_grpc_and_stops_on_sigterm(
         env=ENV,
     )
     try:
-        lines = []
-        while not any(line.startswith("serving") for line in lines):
-            line = process.stdout.readline()
-            assert line, f"server exited: {process.stderr.read()}"
-            lines.append(line.strip())
-        output = "\n".join(lines)
+        output = wait_until_serving(process)
         assert "model half: v1 AVAILABLE" in output and "batching: max_batch_size=16" in output
         rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", output).group(1)
         target = re.search(r"gRPC  (127\.0\.0\.1:\d+)", output).group(1)

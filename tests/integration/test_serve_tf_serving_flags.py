@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_until_serving
 from tfpilot.serve import demo_models
 from tfpilot.serve.tf_serving_flags import ACCEPTED_FLAGS, BOOLEAN_FLAGS, strip_accepted_flags
 
@@ -82,12 +83,7 @@ def test_server_started_with_tf_serving_flags_answers_on_its_grpc_unix_socket(tm
         env=ENV,
     )
     try:
-        lines: list[str] = []
-        while not any(line.startswith("serving") for line in lines):
-            line = process.stdout.readline() if process.stdout else ""
-            assert line, f"server exited: {process.stderr.read() if process.stderr else ''}"
-            lines.append(line.strip())
-        assert re.search(r"gRPC  127\.0\.0\.1:\d+", "\n".join(lines))
+        assert re.search(r"gRPC  127\.0\.0\.1:\d+", wait_until_serving(process))
         with grpc.insecure_channel(f"unix:{socket_path}") as channel:
             status_request = get_model_status_pb2.GetModelStatusRequest()
             status_request.model_spec.name = "half"
