@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tfpilot.config.schema import Strategy
 from tfpilot.errors import TrainError
+from tfpilot.train.cluster import ClusterManager, cluster_manager, slurm_resolver, task_rank
 
 __all__ = ["make_strategy", "is_chief", "uses_parameter_server"]
 
@@ -23,7 +24,7 @@ def uses_parameter_server(kind: Strategy) -> bool:
 
 def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
     if kind == Strategy.AUTO:
-        if os.environ.get("TF_CONFIG"):
+        if cluster_manager() != ClusterManager.NONE:
             kind = Strategy.MULTI_WORKER
         elif len(tf.config.list_logical_devices("GPU")) > 1:
             kind = Strategy.MIRRORED
@@ -38,17 +39,20 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
         devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
         return tf.distribute.MirroredStrategy(devices=devices)
     if kind == Strategy.MULTI_WORKER:
-        if not os.environ.get("TF_CONFIG"):
+        manager = cluster_manager()
+        if manager == ClusterManager.NONE:
             raise TrainError(
-                "`train.strategy` is multi_worker but TF_CONFIG is not set; start workers with "
-                "`tfpilot launch --workers N -- tfpilot train CONFIG`",
+                "`train.strategy` is multi_worker but neither TF_CONFIG nor a Slurm step with several tasks is set; "
+                "start workers with `tfpilot launch --workers N -- tfpilot train CONFIG`, `srun -n N tfpilot train "
+                "CONFIG`, or a cluster manager that sets TF_CONFIG",
                 exit_code=2,
             )
         # `tfpilot launch --timeout S` bounds every collective, so a dead peer fails the step
         # instead of hanging it.
         timeout = os.environ.get("TFPILOT_COLLECTIVE_TIMEOUT_S")
         options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=float(timeout) if timeout else None)
-        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        resolver = slurm_resolver() if manager == ClusterManager.SLURM else None
+        return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver, communication_options=options)
     if kind == Strategy.PARAMETER_SERVER:
         # Steps must be scheduled through a ClusterCoordinator, which the compiled loop does not do;
         # Trainer(...) hands parameter_server runs to ParameterServerTrainer (train/ps.py) instead.
@@ -60,10 +64,5 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
 
 def is_chief() -> bool:
     """The chief writes checkpoints, summaries and exports; other workers write to throwaway dirs."""
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        return True
-    task = json.loads(raw).get("task", {})
-    kind, index = task.get("type", "worker"), int(task.get("index", 0))
-    has_chief = "chief" in json.loads(raw).get("cluster", {})
+    kind, index, has_chief = task_rank()
     return kind == "chief" or (not has_chief and kind == "worker" and index == 0)
