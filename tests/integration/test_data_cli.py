@@ -72,7 +72,8 @@ def test_folder_as_csv_path_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2 and "is the folder" in one_error_line(result.stderr)
 
 
-def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+def start_server_lines(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, list[str]]:
+    """Start `tfpilot serve` on free ports; return it and its startup lines (which name the ports)."""
     process = subprocess.Popen(
         [*TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_base_path={base_path}", f"--model_name={name}"],
         stdout=subprocess.PIPE,
@@ -87,9 +88,20 @@ def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Pope
             process.kill()
             raise AssertionError(f"server exited: {process.stderr.read() if process.stderr else ''}")
         lines.append(line.strip())
+    return process, lines
+
+
+def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+    process, lines = start_server_lines(base_path, name, cwd)
     match = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines))
     assert match, lines
     return process, match.group(1)
+
+
+def grpc_target(lines: list[str]) -> str:
+    match = re.search(r"gRPC  (\S+)", "\n".join(lines))
+    assert match, lines
+    return match.group(1)
 
 
 def post(url: str, body: dict) -> dict:
@@ -135,19 +147,41 @@ def test_image_bytes_signature_answers_rest_b64_like_the_pixel_signature(tmp_pat
         )
     )
     pixels = [source.decode({"path": tf.constant(str(f))})["image"].numpy().tolist() for f in files]
-    process, rest = start_server(tmp_path / "runs" / "img" / "model", "img", tmp_path)
+    # The warmup records warm the encoded-image path too, with a PNG a server can decode.
+    from tfpilot.export.warmup import WARMUP_PATH, read_warmup_records
+
+    (version,) = [p for p in (tmp_path / "runs" / "img" / "model").iterdir() if p.name.isdigit()]
+    warmup = [r.predict_log.request for r in read_warmup_records(version / WARMUP_PATH) if r.HasField("predict_log")]
+    image_requests = [r for r in warmup if r.model_spec.signature_name == "image_bytes"]
+    assert len(image_requests) == 1
+    png = tf.make_ndarray(image_requests[0].inputs["image_bytes"])[0]
+    assert tf.io.decode_png(png).shape == (10, 10, 3)
+
+    process, lines = start_server_lines(tmp_path / "runs" / "img" / "model", "img", tmp_path)
+    rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines)).group(1)  # type: ignore[union-attr]
     try:
         encoded = [{"b64": base64.b64encode(f.read_bytes()).decode()} for f in files]
         from_bytes = post(f"{rest}/v1/models/img:predict", {"signature_name": "image_bytes", "instances": encoded})
         from_pixels = post(f"{rest}/v1/models/img:predict", {"instances": [{"image": p} for p in pixels]})
+        # The same files as a gRPC client sends them: a DT_STRING tensor of the encoded bytes.
+        import grpc
+        from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+        with grpc.insecure_channel(grpc_target(lines)) as channel:
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "img"
+            request.model_spec.signature_name = "image_bytes"
+            request.inputs["image_bytes"].CopyFrom(
+                tf.make_tensor_proto([f.read_bytes() for f in files], dtype=tf.string)
+            )
+            response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=60)
+        from_grpc = tf.make_ndarray(response.outputs["probabilities"])
     finally:
         process.terminate()
         process.wait(timeout=60)
-    np.testing.assert_allclose(
-        [p["probabilities"] for p in from_bytes["predictions"]],
-        [p["probabilities"] for p in from_pixels["predictions"]],
-        atol=1e-5,
-    )
+    expected = [p["probabilities"] for p in from_pixels["predictions"]]
+    np.testing.assert_allclose([p["probabilities"] for p in from_bytes["predictions"]], expected, atol=1e-5)
+    np.testing.assert_allclose(from_grpc, expected, atol=1e-5)
 
 
 def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 TF Serving (and tfpilot serve) replays this TFRecord file of PredictionLog protos when a version
 loads, so the first user request does not pay for graph initialisation. The requests are real
-validation examples, batch 1, on serving_default; when classify/regress were exported one request
-of each is added, so those signatures are warm too. TF Serving reads at most 1000 records.
+validation examples, batch 1, on serving_default; when classify/regress/image_bytes were exported
+one request of each is added (image_bytes: a real example encoded as PNG), so those signatures are
+warm too. TF Serving reads at most 1000 records.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ def build_warmup_records(
         records.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
     if count == 0:
         return records
+    if "image_bytes" in signatures and "image" in features and len(records) < MAX_WARMUP_RECORDS:
+        # The encoded-image signature decodes and resizes inside the graph: warm that path with a PNG
+        # of a real example, as an image client would send it.
+        png = tf.io.encode_png(np.asarray(features["image"][0], dtype=np.uint8)).numpy()
+        request = predict_pb2.PredictRequest(
+            model_spec=model_pb2.ModelSpec(name=model_name, signature_name="image_bytes")
+        )
+        request.inputs["image_bytes"].CopyFrom(tf.make_tensor_proto([png], dtype=tf.string))
+        records.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
     head = {name: np.asarray(values[:EXAMPLES_PER_REQUEST]) for name, values in features.items()}
     examples = input_pb2.Input(
         example_list=input_pb2.ExampleList(examples=[tf.train.Example.FromString(e) for e in to_examples(head)])
