@@ -173,6 +173,9 @@ def register(app: typer.Typer) -> None:
                 )
             console.print(f"doctor output -> {result.output_dir}")
             _finish(result.findings, fail_on=fail_on, title=f"Doctor: {path.name}")
+            if result.returncode:
+                # A failed script is never a clean diagnosis, whatever --fail-on says.
+                raise typer.Exit(1)
         elif path.suffix in (".yaml", ".yml"):
             hook, run = _profile_config(path, steps)
             if hook.summary is not None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfpilot.diagnose.analysis import WATCH_FILE, analyze
+from tfpilot.diagnose.outcomes import OUTPUT_FILE, crash_finding, no_step_finding
 from tfpilot.diagnose.watchers import Watcher, WatchReport
 from tfpilot.diagnose.xplane import ProfileSummary, summarize_profile
 from tfpilot.errors import ConfigError, TfpilotError
@@ -132,6 +133,9 @@ def doctor_script(
     ]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
+    # The script's own output is kept beside the findings: a crash must never be swallowed.
+    output_path = directory / OUTPUT_FILE
+    output_path.write_text(f"--- stdout ---\n{completed.stdout}\n--- stderr ---\n{completed.stderr}")
     watch_path = directory / WATCH_FILE
     if not watch_path.exists():
         tail = completed.stderr.strip().splitlines()[-1:] or ["no output"]
@@ -139,6 +143,15 @@ def doctor_script(
     report = WatchReport.from_dict(json.loads(watch_path.read_text()))
     summary = summarize_profile(report.profile_dir) if report.profile_dir else None
     findings = analyze(summary=summary, watch=report, location=str(script))
+    crash = crash_finding(
+        returncode=completed.returncode, stderr=completed.stderr, script=script, output_path=output_path
+    )
+    if crash is not None:
+        findings.insert(0, crash)
+    else:
+        no_step = no_step_finding(report, location=str(script))
+        if no_step is not None:
+            findings.insert(0, no_step)
     write_findings(directory / "findings.json", findings, append=True)
     return DoctorResult(
         output_dir=directory,

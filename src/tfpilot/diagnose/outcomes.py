@@ -1,0 +1,84 @@
+"""How a doctored script ended: a crash with its last user frame, or no training step seen at all.
+
+These are findings about the run itself rather than about its performance, so they come from the
+script's exit status, its stderr and the watch report, not from the profile rules.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tfpilot.diagnose.watchers import WatchReport
+from tfpilot.findings import Finding, Severity
+
+__all__ = ["crash_finding", "no_step_finding", "last_user_frame", "OUTPUT_FILE"]
+
+OUTPUT_FILE = "script_output.txt"
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_LIBRARY = ("site-packages", "dist-packages", "/tfpilot/", "<frozen", "/lib/python")
+
+
+def last_user_frame(stderr: str, script: Path) -> str | None:
+    """`path:line` of the deepest traceback frame in the user's code (outside libraries and tfpilot)."""
+    script_dir = str(script.resolve().parent)
+    found: str | None = None
+    for line in stderr.splitlines():
+        match = _FRAME.match(line)
+        if match is None:
+            continue
+        filename = match.group("file")
+        resolved = str(Path(filename).resolve()) if not filename.startswith("<") else filename
+        # A file beside the script is the user's even if it sits under a path that looks like a library.
+        if resolved.startswith(script_dir) or not any(marker in resolved for marker in _LIBRARY):
+            found = f"{filename}:{match.group('line')}"
+    return found
+
+
+def _exception_line(stderr: str) -> str:
+    """The exception's own line: the last non-empty line that is not part of a traceback frame."""
+    for line in reversed(stderr.strip().splitlines()):
+        text = line.strip()
+        if text and not text.startswith(("File ", "^", "~")):
+            return text
+    return "no output on stderr"
+
+
+def crash_finding(*, returncode: int, stderr: str, script: Path, output_path: Path) -> Finding | None:
+    if returncode == 0:
+        return None
+    frame = last_user_frame(stderr, script)
+    exception = _exception_line(stderr)
+    where = f" at {frame}" if frame else ""
+    return Finding(
+        code="DOC-SCRIPT-CRASH",
+        severity=Severity.ERROR,
+        title="The script failed",
+        message=f"`{script.name}` exited with status {returncode}{where}: {exception}",
+        location=frame or str(script),
+        evidence={"returncode": returncode, "exception": exception, "output": str(output_path)},
+        fix=f"Fix the error{where}; the script's full output is in {output_path}.",
+    )
+
+
+def no_step_finding(report: WatchReport, *, location: str) -> Finding | None:
+    """A run without a repeated step function or eager gradient step has nothing the doctor can judge."""
+    if report.timing is not None or report.eager_gradient_calls or report.nonfinite:
+        return None
+    called = max((f.calls for f in report.functions), default=0)
+    return Finding(
+        code="DOC-NO-STEP",
+        severity=Severity.WARNING,
+        title="No training step observed",
+        message=(
+            "the doctor saw no repeated training step (no tf.function called repeatedly, no eager "
+            f"GradientTape step; most calls of one tf.function: {called}), so nothing was measured"
+        ),
+        location=location,
+        evidence={"compiled_calls": report.compiled_calls, "most_calls_of_one_function": called},
+        fix=(
+            "Run the script so it trains for at least ~10 steps (a step is one call of a tf.function, "
+            "model.fit's train_function, or an eager tape.gradient)."
+        ),
+    )
