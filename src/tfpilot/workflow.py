@@ -64,9 +64,13 @@ def _build_pipeline(config: RunConfig, run: RunDir, *, reuse_preprocessing: bool
     preprocessor = (
         Preprocessor.load(run.preprocessing_path) if reuse_preprocessing and run.preprocessing_path.exists() else None
     )
-    return build_pipeline(
+    pipeline = build_pipeline(
         config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor
     )
+    from tfpilot.data.regression import apply_saved_task
+
+    apply_saved_task(pipeline)  # a regression run's targets, standardised with its saved statistics
+    return pipeline
 
 
 def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = None, **arrays: Any):
@@ -86,9 +90,14 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         from tfpilot.data.task import check_task
 
         # Before anything is written or trained: a regression target must not become 214 classes.
-        pipeline.source.findings.append(
-            check_task(config.model.task, label_values=pipeline.source.label_values, num_classes=pipeline.num_classes)
+        task = check_task(
+            config.model.task, label_values=pipeline.source.label_values, num_classes=pipeline.num_classes
         )
+        pipeline.source.findings.append(task)
+        if task.evidence["task"] == "regression":
+            from tfpilot.data.regression import make_regression, target_name
+
+            make_regression(pipeline, name=target_name(config.data))
         if is_chief():
             pipeline.preprocessor.save(run.preprocessing_path)
             from tfpilot.data.audit import write_data_report
@@ -172,14 +181,13 @@ def load_trained(run_path: str | Path) -> TrainedRun:
 
 
 def evaluate_run(trained: TrainedRun, *, split: str = "test") -> dict[str, float]:
-    import keras
-    import numpy as np
+    """Loss and the task's metrics (accuracy; or mae/rmse in the target's units) on one split."""
+    from tfpilot.train.heads import head_for
 
     features, labels = trained.pipeline.arrays(split)
     logits = trained.model.predict(features, batch_size=512, verbose=0)
-    loss = float(np.mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)))
-    accuracy = float(np.mean(np.argmax(logits, axis=-1) == labels))
-    return {"loss": loss, "accuracy": accuracy, "examples": int(labels.shape[0])}
+    head = head_for(trained.pipeline.preprocessor, num_classes=trained.pipeline.num_classes)
+    return {**head.evaluate_arrays(labels, logits), "examples": int(labels.shape[0])}
 
 
 def sample_features(trained: TrainedRun, *, split: str = "validation", count: int = 16) -> dict[str, Any]:
@@ -195,6 +203,10 @@ def export_run(trained: TrainedRun, *, version: int | None = None, formats: list
     from tfpilot.export import export_saved_model
 
     config = trained.config
+    signatures = list(config.export.signatures)
+    if trained.pipeline.task == "regression":
+        # TF Serving's classify method has no meaning for a numeric target; its counterpart is regress.
+        signatures = list(dict.fromkeys("regress" if s == "classify" else s for s in signatures))
     result = export_saved_model(
         model=trained.model,
         preprocessor=trained.pipeline.preprocessor,
@@ -202,7 +214,7 @@ def export_run(trained: TrainedRun, *, version: int | None = None, formats: list
         base_path=trained.run.model_base,
         sample_features=sample_features(trained),
         version=version,
-        signatures=config.export.signatures,
+        signatures=signatures,
         post_write_context={"trained": trained},
     )
     summary: dict[str, Any] = {

@@ -54,16 +54,16 @@ class ProgressHook(TrainHook):
             self.progress.advance(self.task, steps_run)
 
     def on_step_logs(self, *, step, logs):
-        text = f"loss {logs['loss']:.4f} acc {logs['accuracy']:.4f} lr {logs['learning_rate']:.2e} {logs['steps_per_second']:.0f} steps/s"
+        shown = " ".join(f"{_short(k)} {logs[k]:.4f}" for k in ("loss", "accuracy", "mae", "rmse") if k in logs)
+        text = f"{shown} lr {logs['learning_rate']:.2e} {logs['steps_per_second']:.0f} steps/s"
         if self.plain:
             self._line(f"epoch {self.epoch_label} step {step} {text}")
         elif self.task is not None:
             self.progress.update(self.task, logs=text)
 
     def on_epoch_end(self, *, epoch, logs):
-        parts = [f"loss {logs['loss']:.4f}", f"acc {logs['accuracy']:.4f}"]
-        if "val_loss" in logs:
-            parts += [f"val_loss {logs['val_loss']:.4f}", f"val_acc {logs['val_accuracy']:.4f}"]
+        names = ("loss", "accuracy", "mae", "rmse", "val_loss", "val_accuracy", "val_mae", "val_rmse")
+        parts = [f"{_short(k)} {logs[k]:.4f}" for k in names if k in logs]
         if self.plain:
             self._line(f"epoch {epoch + 1}/{self.epochs} done {' '.join(parts)}")
         elif self.task is not None:
@@ -78,3 +78,8 @@ class ProgressHook(TrainHook):
             self.progress.stop()
         if logs.get("stopped_early"):
             console.print(f"early stopping after {logs['epochs_run']} epochs")
+
+
+def _short(name: str) -> str:
+    # The progress line keeps its historical `acc` / `val_acc` labels.
+    return name.replace("accuracy", "acc")

@@ -240,19 +240,21 @@ class DataConfig(_Section):
 
 
 class Task(str, enum.Enum):
-    """What the labels are. tfpilot trains classifiers (softmax over classes); `auto` checks that
-    the labels really are classes and refuses a regression-like target instead of training a
-    classifier with one class per distinct value."""
+    """What the labels are: classes (softmax over them) or a numeric target (regression). `auto`
+    infers it from the label values: numbers with fractional parts or too many distinct values to
+    be classes are a regression, two labels binary, otherwise multiclass."""
 
     AUTO = "auto"
     MULTICLASS = "multiclass"
     BINARY = "binary"
+    REGRESSION = "regression"
 
 
 class ModelConfig(_Section):
     task: Task = Field(
         Task.AUTO,
-        description="`auto` (infer from the labels; refuse regression-like targets), `multiclass`, or `binary` (exactly two classes).",
+        description="`auto` (infer from the labels), `multiclass`, `binary` (exactly two classes) or `regression` "
+        "(numeric target, standardised on the training split; served in original units).",
     )
     name: str = Field(
         "mlp",

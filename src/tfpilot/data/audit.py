@@ -62,6 +62,10 @@ def audit_pipeline(pipeline: Pipeline) -> tuple[dict[str, Any], list[Finding]]:
     names = source.class_names
     per_split: dict[str, dict[str, int]] = {}
     for split, index in pipeline.indices.items():
+        if pipeline.task == "regression":
+            # A numeric target has no classes to count: the split sizes stand in for them.
+            per_split[split] = {names[0]: int(index.size)}
+            continue
         counts = np.bincount(source.labels[index], minlength=len(names))
         per_split[split] = {names[i]: int(c) for i, c in enumerate(counts)}
     train_counts = per_split.get("train", {})

@@ -70,6 +70,13 @@ class Pipeline:
         return self.source.class_names
 
     @property
+    def task(self) -> str:
+        """`regression` once the labels are a standardised target (data/regression.py), else `classification`."""
+        from tfpilot.data.regression import task_of
+
+        return task_of(self.preprocessor)
+
+    @property
     def num_classes(self) -> int:
         return len(self.source.class_names)
 

@@ -4,7 +4,8 @@ A regression target read as classes trains "successfully" as a classifier with o
 distinct value (scikit-learn's diabetes: 214 classes, 0.015 test accuracy, exit 0). The
 inference is deliberately conservative: it only calls a target regression-like when the values
 are numbers and either have fractional parts or are so many distinct values that they cannot be
-classes; everything else is left to the user's `model.task`.
+classes; everything else is left to the user's `model.task`. Under `auto` such a target trains
+as a regression, and the DATA-TASK finding says so.
 """
 
 from __future__ import annotations
@@ -62,20 +63,36 @@ def infer_task(values: Sequence[object] | np.ndarray) -> TaskGuess:
     return TaskGuess("multiclass", distinct, f"{distinct} distinct labels")
 
 
+def _regression_finding(requested: str, guess: TaskGuess | None, count: int) -> Finding:
+    how = "from `model.task`" if requested != "auto" else f"inferred: {guess.reason if guess else 'numeric target'}"
+    return Finding(
+        code="DATA-TASK",
+        severity=Severity.INFO,
+        title="task: regression",
+        message=f"training a regression on {count} numeric targets, standardised on the training split ({how})",
+        evidence={"task": "regression", "requested": requested, "num_classes": 1},
+        fix="set `model.task: multiclass` to train on the values as classes instead",
+    )
+
+
 def check_task(requested: str, *, label_values: np.ndarray | None, num_classes: int) -> Finding:
     """Refuse a task that does not fit the labels; otherwise return an info finding naming it.
 
-    Raises ConfigError (exit 2) for a regression-like target under `auto`, and for `binary`
-    with a number of classes other than two.
+    The finding's evidence["task"] is the task that trains: a regression-like target under `auto`
+    is a regression. Raises ConfigError (exit 2) for `binary` with a number of classes other than
+    two, and for `regression` on labels that are not numbers (or not available as values).
     """
     requested = str(getattr(requested, "value", requested))
     guess = infer_task(label_values) if label_values is not None else None
+    if requested == "regression":
+        if label_values is None or _as_numbers(np.asarray(label_values, dtype=object).reshape(-1)) is None:
+            raise ConfigError(
+                "`model.task` is regression but the labels are not numbers (or this source gives class ids "
+                "only); expected a numeric target column; set `model.task: auto` to train a classifier"
+            )
+        return _regression_finding(requested, guess, int(np.asarray(label_values).size))
     if requested == "auto" and guess is not None and guess.task == "regression":
-        raise ConfigError(
-            f"the labels look like a regression target ({guess.reason}), but tfpilot trains classifiers; "
-            f"training would make {num_classes} classes of them. Set `model.task: multiclass` to train on "
-            "them as classes anyway, or bin the target into classes first"
-        )
+        return _regression_finding(requested, guess, int(np.asarray(label_values).size))
     if requested == "binary" and num_classes != 2:
         raise ConfigError(
             f"`model.task` is binary but the labels have {num_classes} classes; expected exactly 2 "

@@ -19,6 +19,7 @@ import keras
 import tensorflow as tf
 
 from tfpilot.data.preprocessing import Preprocessor
+from tfpilot.data.regression import REGRESSION, target_stats, task_of
 from tfpilot.errors import ExportError
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "REGRESS_METHOD",
     "EXAMPLES_INPUT",
     "serving_outputs",
+    "regression_predictions",
     "make_serving_fn",
     "make_logits_fn",
     "example_parsing_spec",
@@ -53,13 +55,24 @@ def serving_outputs(logits: tf.Tensor, class_names: list[str]) -> dict[str, tf.T
     }
 
 
+def regression_predictions(outputs: tf.Tensor, preprocessor: Preprocessor) -> tf.Tensor:
+    """[batch] predictions in the target's own units: the model predicts the standardised target."""
+    mean, std = target_stats(preprocessor)
+    column = tf.cast(outputs, tf.float32)[:, 0]
+    return column * std + mean
+
+
 def make_serving_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
-    """fn(**raw_features) -> {probabilities, class_id, class_name}."""
+    """fn(**raw_features) -> {probabilities, class_id, class_name}; a regression -> {predictions}."""
     names = list(preprocessor.feature_spec)
+    regression = task_of(preprocessor) == REGRESSION
 
     def serve(*tensors):
         features = dict(zip(names, tensors, strict=False))
-        return serving_outputs(model(preprocessor(features), training=False), class_names)
+        outputs = model(preprocessor(features), training=False)
+        if regression:
+            return {"predictions": regression_predictions(outputs, preprocessor)}
+        return serving_outputs(outputs, class_names)
 
     return serve
 
@@ -108,6 +121,12 @@ def _parse(serialized: tf.Tensor, preprocessor: Preprocessor) -> dict[str, tf.Te
 
 def make_classify_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
     """fn(serialized tf.Example [batch]) -> {classes [batch, num_classes] string, scores [batch, num_classes]}."""
+    if task_of(preprocessor) == REGRESSION:
+        raise ExportError(
+            "the `classify` signature needs a classifier, but this run is a regression; "
+            "use `regress` in export.signatures instead",
+            exit_code=2,
+        )
 
     def classify(serialized):
         logits = tf.cast(model(preprocessor(_parse(serialized, preprocessor)), training=False), tf.float32)
@@ -120,11 +139,18 @@ def make_classify_fn(model: keras.Model, preprocessor: Preprocessor, class_names
 
 
 def make_regress_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
-    """Binary classifiers only: fn(serialized tf.Example [batch]) -> {outputs: P(class_names[1]) [batch]}.
+    """fn(serialized tf.Example [batch]) -> {outputs [batch]}.
 
-    This is what TF Estimator's binary heads exported as their regression signature: the
-    positive-class probability as one float per example.
+    A regression: the prediction in the target's units. A binary classifier: P(class_names[1]),
+    what TF Estimator's binary heads exported as their regression signature.
     """
+    if task_of(preprocessor) == REGRESSION:
+
+        def regress_target(serialized):
+            outputs = model(preprocessor(_parse(serialized, preprocessor)), training=False)
+            return {"outputs": regression_predictions(outputs, preprocessor)}
+
+        return regress_target
     if len(class_names) != 2:
         raise ExportError(
             f"the `regress` signature needs a binary classifier (2 classes, outputs = P(second class)), got "

@@ -53,7 +53,7 @@ def verify_saved_model(
     expected: dict[str, tf.Tensor],
     tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> float:
-    """Return the largest absolute difference of `probabilities` across both loaders."""
+    """Return the largest absolute difference of `probabilities` (a regression: `predictions`) across both loaders."""
     try:
         loaded = tf.saved_model.load(str(path))
         reloaded = loaded.signatures["serving_default"](
@@ -61,8 +61,9 @@ def verify_saved_model(
         )
     except Exception as exc:
         raise ExportError(f"exported SavedModel at `{path}` does not reload in Python: {exc}") from None
-    want = np.asarray(expected["probabilities"])
-    diff_python, within = tolerance.excess(reloaded["probabilities"].numpy(), want)
+    key = _primary_output(expected)
+    want = np.asarray(expected[key])
+    diff_python, within = tolerance.excess(reloaded[key].numpy(), want)
     if not within:
         raise ExportError(
             f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e}, beyond "
@@ -76,14 +77,18 @@ def verify_saved_model(
             f"exported SavedModel at `{path}` fails in the session loader TF Serving uses ({first}); "
             "export Keras 3 models with keras.export.ExportArchive, not tf.saved_model.save"
         ) from None
-    diff_session, within = tolerance.excess(session_out["probabilities"], want)
+    diff_session, within = tolerance.excess(session_out[key], want)
     if not within:
         raise ExportError(
             f"session-loader output differs from the in-memory model by {diff_session:.2e}, beyond {tolerance.describe()}"
         )
-    if not np.array_equal(session_out["class_id"], np.asarray(expected["class_id"])):
+    if "class_id" in expected and not np.array_equal(session_out["class_id"], np.asarray(expected["class_id"])):
         raise ExportError("session-loader class_id differs from the in-memory model")
     return max(diff_python, diff_session)
+
+
+def _primary_output(expected: dict[str, tf.Tensor]) -> str:
+    return "probabilities" if "probabilities" in expected else "predictions"
 
 
 def verify_serving_methods(
@@ -103,7 +108,7 @@ def verify_serving_methods(
         return 0.0
     signature_defs = read_signature_defs(path)
     examples = np.array(to_examples(sample_features), dtype=object)
-    probabilities = np.asarray(expected["probabilities"])
+    primary = np.asarray(expected[_primary_output(expected)])
     loaded = tf.saved_model.load(str(path))
     worst = 0.0
     for name, method in method_names.items():
@@ -121,7 +126,11 @@ def verify_serving_methods(
             raise ExportError(
                 f"signature `{name}` of `{path}` fails in the session loader TF Serving uses ({first})"
             ) from None
-        key, want = ("scores", probabilities) if "scores" in python_out else ("outputs", probabilities[:, 1])
+        if "scores" in python_out:
+            key, want = "scores", primary
+        else:
+            # regress: a regression's predictions, or a binary classifier's P(second class).
+            key, want = "outputs", primary if primary.ndim == 1 else primary[:, 1]
         for loader, out in (("Python", python_out), ("session", session_out)):
             diff, within = tolerance.excess(out[key], want)
             if not within:

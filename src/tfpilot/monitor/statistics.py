@@ -251,7 +251,11 @@ def compute_reference_stats(
         features[name] = feature_statistics(values, kind=kind, dtype=dtype)
     label_array = np.concatenate(labels)[: max_examples or None] if labels else np.zeros((0,), np.int64)
     class_names = list(pipeline.class_names)
-    counts = np.bincount(label_array.astype(np.int64), minlength=len(class_names))[: len(class_names)]
+    if getattr(pipeline, "task", "classification") == "regression":
+        # A standardised numeric target: one "class" (the target) counting every example.
+        counts = np.asarray([label_array.shape[0]], np.int64)
+    else:
+        counts = np.bincount(label_array.astype(np.int64), minlength=len(class_names))[: len(class_names)]
     total = int(counts.sum())
     return {
         "format_version": FORMAT_VERSION,

@@ -31,6 +31,8 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tfpilot.train.heads import ClassificationHead, Head
+
 __all__ = ["StepFunctions", "disable_optimizer_aggregation", "is_default_strategy"]
 
 # Bookkeeping variables hold the same value on every replica (computed from all-reduced values).
@@ -74,6 +76,7 @@ class StepFunctions:
         num_classes: int,
         steps_per_execution: int = 1,
         jit_compile: bool = False,
+        head: Head | None = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -84,13 +87,15 @@ class StepFunctions:
         self.num_classes = num_classes
         self.steps_per_execution = steps_per_execution
         self.jit_compile = jit_compile
+        # The task's loss and metrics (classification by default; see heads.py).
+        self.head = head or ClassificationHead(num_classes=num_classes, label_smoothing=label_smoothing)
         self.distributed = not is_default_strategy(strategy)
         with strategy.scope():
             # Metrics are updated inside the step and reset by the outer loop every epoch.
             self.train_loss = keras.metrics.Mean(name="loss")
-            self.train_accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+            self.train_metrics = self.head.make_metrics()
             self.eval_loss = keras.metrics.Mean(name="loss")
-            self.eval_accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+            self.eval_metrics = self.head.make_metrics()
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step", aggregation=_SAME)
             self.grad_norm = tf.Variable(0.0, dtype=tf.float32, trainable=False, name="grad_norm", aggregation=_SAME)
             self.nonfinite_steps = tf.Variable(
@@ -107,13 +112,7 @@ class StepFunctions:
 
     # ------------------------------------------------------------------ loss
     def _per_example_loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-        logits = tf.cast(logits, tf.float32)
-        if self.label_smoothing:
-            one_hot = tf.one_hot(tf.cast(labels, tf.int32), self.num_classes)
-            return keras.losses.categorical_crossentropy(
-                one_hot, logits, from_logits=True, label_smoothing=self.label_smoothing
-            )
-        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
+        return self.head.per_example_loss(labels, logits)
 
     def _regularization(self) -> tf.Tensor:
         penalty = tf.constant(0.0)
@@ -193,7 +192,7 @@ class StepFunctions:
     def _update_metrics(self, labels, logits, per_example) -> None:
         # Metrics see the per-example loss so the epoch mean is exact even with a short last batch.
         self.train_loss.update_state(per_example)
-        self.train_accuracy.update_state(labels, logits)
+        self.head.update_metrics(self.train_metrics, labels, logits)
 
     # ------------------------------------------------------------------ one step, no distribution
     def _single_step(self, features, labels):
@@ -305,7 +304,7 @@ class StepFunctions:
     def _replica_eval(self, features, labels):
         logits = self.model(features, training=False)
         self.eval_loss.update_state(self._per_example_loss(labels, logits))
-        self.eval_accuracy.update_state(labels, logits)
+        self.head.update_metrics(self.eval_metrics, labels, logits)
 
     def _replica_gradients(self, features, labels):
         _, _, _, gradients = self.loss_and_gradients(features, labels)
@@ -326,15 +325,15 @@ class StepFunctions:
         return self._gradient_function
 
     def reset_train_metrics(self) -> None:
-        self.train_loss.reset_state()
-        self.train_accuracy.reset_state()
+        for metric in (self.train_loss, *self.train_metrics):
+            metric.reset_state()
 
     def reset_eval_metrics(self) -> None:
-        self.eval_loss.reset_state()
-        self.eval_accuracy.reset_state()
+        for metric in (self.eval_loss, *self.eval_metrics):
+            metric.reset_state()
 
     def train_logs(self) -> dict[str, float]:
-        return {"loss": float(self.train_loss.result()), "accuracy": float(self.train_accuracy.result())}
+        return {"loss": float(self.train_loss.result()), **{m.name: float(m.result()) for m in self.train_metrics}}
 
     def eval_logs(self) -> dict[str, float]:
-        return {"loss": float(self.eval_loss.result()), "accuracy": float(self.eval_accuracy.result())}
+        return {"loss": float(self.eval_loss.result()), **{m.name: float(m.result()) for m in self.eval_metrics}}

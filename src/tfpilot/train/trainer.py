@@ -31,6 +31,7 @@ from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
+from tfpilot.train.heads import head_for
 from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
@@ -115,6 +116,9 @@ class Trainer:
             )
         self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
+        self.head = head_for(
+            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
+        )
         with self.strategy.scope():
             self._build_model_and_optimizer(model)
             self.steps = StepFunctions(
@@ -127,6 +131,7 @@ class Trainer:
                 num_classes=pipeline.num_classes,
                 steps_per_execution=train.steps_per_execution,
                 jit_compile=train.jit_compile == JitCompile.TRUE,
+                head=self.head,
             )
             self.state = TrainingState()
         self.jit_timings: dict[str, float] = {}
@@ -140,7 +145,7 @@ class Trainer:
             global_step=self.steps.global_step,
             state=self.state,
             max_to_keep=train.max_checkpoints,
-            metrics=[self.steps.train_loss, self.steps.train_accuracy],
+            metrics=[self.steps.train_loss, *self.steps.train_metrics],
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
@@ -240,8 +245,7 @@ class Trainer:
         if not self._multi_worker():
             return self.evaluate(split)
         logits, labels = self._local_logits(split)
-        per_example = self.steps._per_example_loss(tf.constant(labels), tf.constant(logits)).numpy()
-        return {"loss": float(np.mean(per_example)), "accuracy": float(np.mean(np.argmax(logits, axis=-1) == labels))}
+        return self.head.evaluate_arrays(labels, logits)
 
     def final_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
@@ -249,7 +253,7 @@ class Trainer:
             if self.pipeline.num_examples(split) == 0:
                 continue
             metrics[split] = {**self._split_metrics(split), "examples": self.pipeline.num_examples(split)}
-        if "test" in metrics:
+        if "test" in metrics and self.head.task != "regression":
             predicted, labels = self.predict_classes("test")
             num_classes = self.pipeline.num_classes
             confusion = np.zeros((num_classes, num_classes), dtype=int)
@@ -424,7 +428,9 @@ class Trainer:
         logs["learning_rate"] = self._learning_rate()
         logs["grad_norm"] = float(self.steps.grad_norm.numpy())
         self.summaries.scalars(
-            self.summaries.train, {"epoch_loss": logs["loss"], "epoch_accuracy": logs["accuracy"]}, step=global_step
+            self.summaries.train,
+            {f"epoch_{name}": value for name, value in self.steps.train_logs().items()},
+            step=global_step,
         )
         if train.histogram_every_epochs and (epoch + 1) % train.histogram_every_epochs == 0:
             # The gradients are a collective (strategy.reduce): every worker computes them on the
