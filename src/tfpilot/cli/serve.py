@@ -16,7 +16,7 @@ from typer.core import TyperCommand
 
 __all__ = ["register"]
 
-_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup")
+_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup", "enable_signature_method_name_check")
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 
@@ -95,6 +95,11 @@ def register(app: typer.Typer) -> None:
         ),
         rest_api_timeout_in_ms: int = typer.Option(
             30000, "--rest_api_timeout_in_ms", help="Per-request deadline for REST calls; later answers are 504."
+        ),
+        enable_signature_method_name_check: bool = typer.Option(
+            False,
+            "--enable_signature_method_name_check/--noenable_signature_method_name_check",
+            help="Refuse classify/regress on signatures whose method name says otherwise (TF Serving: off).",
         ),
         enable_model_warmup: bool = typer.Option(
             True,
@@ -192,6 +197,7 @@ def register(app: typer.Typer) -> None:
             batching=batching,
             rest_api_timeout_in_ms=rest_api_timeout_in_ms,
             enable_model_warmup=enable_model_warmup,
+            enable_signature_method_name_check=enable_signature_method_name_check,
             max_request_bytes=max_request_bytes,
             request_log_path=request_log,
             request_log_sample_rate=request_log_sample_rate,

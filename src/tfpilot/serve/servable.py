@@ -154,6 +154,17 @@ class Servable:
             tensors[key] = tf.convert_to_tensor(value, dtype=tf.dtypes.as_dtype(spec.dtype))
         try:
             result = function(**tensors)
+        except (TypeError, ValueError):
+            # A TF2 signature binds its declared shapes strictly (a TF1 graph lets the ops decide):
+            # name the first input whose shape the declaration does not admit.
+            for key, value in inputs.items():
+                spec = signature.inputs[key]
+                if not spec.accepts_shape(np.shape(value)):
+                    shape = "[" + ",".join(str(d) for d in np.shape(value)) + "]"
+                    raise RequestError.invalid(f"input `{key}` expects {spec.describe()}, got shape {shape}") from None
+            raise RequestError.invalid(
+                f"the inputs do not match signature `{signature_name}`, which expects {signature.describe_inputs()}"
+            ) from None
         except tf.errors.OpError as error:
             code = next((c for c in Code if c.number == error.error_code), Code.UNKNOWN)
             message = str(error.message).split("\n\t [[")[0].strip()

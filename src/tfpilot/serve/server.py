@@ -42,6 +42,9 @@ class ServerOptions:
     batching: BatchingParameters | None = None
     rest_api_timeout_in_ms: int = 30_000
     enable_model_warmup: bool = True
+    # TF Serving's default: classify/regress run on any signature with the right inputs and outputs,
+    # whatever its method name (TF2 SavedModels carry the predict method name on every signature).
+    enable_signature_method_name_check: bool = False
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     request_log_path: Path | None = None
     request_log_sample_rate: float = 1.0
@@ -229,7 +232,11 @@ class ModelServer:
         options = self.options
         self._batcher = Batcher(options.batching, on_batch=self.server_metrics.observe_batch)
         service = InferenceService(
-            registry=self.registry, batcher=self._batcher, metrics=self.server_metrics, request_log=self.request_log
+            registry=self.registry,
+            batcher=self._batcher,
+            metrics=self.server_metrics,
+            request_log=self.request_log,
+            method_name_check=options.enable_signature_method_name_check,
         )
         runner = None
         grpc_server = None

@@ -55,7 +55,9 @@ class InferenceService:
         batcher: Batcher,
         metrics: ServerMetrics,
         request_log: RequestLog | None = None,
+        method_name_check: bool = False,
     ) -> None:
+        self.method_name_check = method_name_check
         self.registry = registry
         self.batcher = batcher
         self.metrics = metrics
@@ -93,7 +95,9 @@ class InferenceService:
     async def classify(
         self, servable: Servable, signature_name: str, examples: list[bytes], *, timeout: float | None
     ) -> tuple[SignatureInfo, list[list[tuple[str, float]]]]:
-        signature = _example_signature(servable, signature_name, CLASSIFY_METHOD, "classification")
+        signature = _example_signature(
+            servable, signature_name, CLASSIFY_METHOD, "classification", check_method=self.method_name_check
+        )
         if "classes" not in signature.outputs and "scores" not in signature.outputs:
             raise RequestError.invalid(
                 f"Expected classification signature `{signature.name}` outputs to contain at least one of "
@@ -106,7 +110,9 @@ class InferenceService:
     async def regress(
         self, servable: Servable, signature_name: str, examples: list[bytes], *, timeout: float | None
     ) -> tuple[SignatureInfo, list[float]]:
-        signature = _example_signature(servable, signature_name, REGRESS_METHOD, "regression")
+        signature = _example_signature(
+            servable, signature_name, REGRESS_METHOD, "regression", check_method=self.method_name_check
+        )
         if "outputs" not in signature.outputs:
             raise RequestError.invalid(
                 f"No regression outputs found in signature `{signature.name}`: expected output `outputs`, got "
@@ -123,12 +129,13 @@ def _string_batch(examples: list[bytes]) -> np.ndarray:
     return array
 
 
-def _example_signature(servable: Servable, name: str, method: str, kind: str) -> SignatureInfo:
+def _example_signature(servable: Servable, name: str, method: str, kind: str, *, check_method: bool) -> SignatureInfo:
     signature = servable.signature(name)
-    if signature.method_name != method:
+    if check_method and signature.method_name != method:
         raise RequestError.invalid(
             f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name} "
-            f"(signature `{signature.name}`; call :predict for predict signatures)"
+            f"(signature `{signature.name}`; call :predict for predict signatures, or serve without "
+            "--enable_signature_method_name_check)"
         )
     spec = signature.inputs.get("inputs")
     if len(signature.inputs) != 1 or spec is None:
