@@ -37,6 +37,7 @@ from tfpilot.rundir import RunDir
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
+from tfpilot.train.heads import head_for
 from tfpilot.train.step import disable_optimizer_aggregation
 from tfpilot.train.summaries import SummaryWriters
 from tfpilot.train.trainer import Trainer, TrainResult, seed_everything
@@ -106,6 +107,16 @@ class ParameterServerTrainer(Trainer):
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
         self.steps_per_epoch = train.steps_per_epoch or pipeline.steps_per_epoch()
         self.steps_per_execution = 1
+        # The coordinator's step is classification-only; the head still drives evaluation and the report.
+        self.head = head_for(
+            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
+        )
+        if self.head.task == "regression":
+            raise TrainError(
+                "train.strategy parameter_server trains classification only; use train.strategy: multi_worker "
+                "(or default) for model.task regression",
+                exit_code=2,
+            )
         with self.strategy.scope():
             # mixed_precision is refused above, so the shared builder adds no policy or loss scaling.
             self._build_model_and_optimizer(model)
