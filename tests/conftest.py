@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,15 @@ def wait_until_serving(process: subprocess.Popen) -> str:
         assert line, f"server exited: {process.stderr.read() if process.stderr else ''}"
         lines.append(line.strip())
     return "\n".join(lines)
+
+
+def checkpoint_weights(directory: Path) -> dict[str, Any]:
+    """The model weights in the latest checkpoint of `directory`, by checkpoint key."""
+    import tensorflow as tf
+
+    path = tf.train.latest_checkpoint(str(directory))
+    assert path is not None, f"no checkpoint in {directory}"
+    reader = tf.train.load_checkpoint(path)
+    # The model's weights are stored under the first path that reaches them (optimizer or model).
+    names = [n for n, _ in tf.train.list_variables(path) if n.startswith("model/") or "_trainable_variables/" in n]
+    return {name: reader.get_tensor(name) for name in names}

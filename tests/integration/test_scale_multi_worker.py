@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import write_blobs_csv
+from conftest import checkpoint_weights, write_blobs_csv
 
 pytestmark = pytest.mark.slow
 
@@ -54,17 +54,6 @@ def launch_command(config: Path, *extra: str) -> list[str]:
         str(config.name),
         *extra,
     ]
-
-
-def checkpoint_weights(directory: Path) -> dict[str, np.ndarray]:
-    import tensorflow as tf
-
-    path = tf.train.latest_checkpoint(str(directory))
-    assert path is not None, f"no checkpoint in {directory}"
-    reader = tf.train.load_checkpoint(path)
-    # The model's weights are stored under the first path that reaches them (optimizer or model).
-    names = [n for n, _ in tf.train.list_variables(path) if n.startswith("model/") or "_trainable_variables/" in n]
-    return {name: reader.get_tensor(name) for name in names}
 
 
 def history_rows(path: Path) -> np.ndarray:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import write_blobs_csv
+from conftest import checkpoint_weights, write_blobs_csv
 
 pytestmark = pytest.mark.slow
 
@@ -84,16 +84,10 @@ def test_two_slurm_tasks_train_as_one_multi_worker_cluster(tmp_path: Path) -> No
     assert (tmp_path / "worker-1").exists()
     # One cluster, not two single-process runs (each would be its own chief and write runs/slurm):
     # the strategy synchronised the 2 workers, so both ended with the same weights.
-    import tensorflow as tf
-
-    def weights(directory: Path) -> dict[str, np.ndarray]:
-        path = tf.train.latest_checkpoint(str(directory))
-        assert path is not None, f"no checkpoint in {directory}"
-        reader = tf.train.load_checkpoint(path)
-        names = [n for n, _ in tf.train.list_variables(path) if n.startswith("model/") or "_trainable_variables/" in n]
-        return {n: reader.get_tensor(n) for n in names}
-
-    ours, theirs = weights(tmp_path / "runs/slurm/checkpoints"), weights(tmp_path / "worker-1/checkpoints")
+    ours, theirs = (
+        checkpoint_weights(tmp_path / "runs/slurm/checkpoints"),
+        checkpoint_weights(tmp_path / "worker-1/checkpoints"),
+    )
     assert ours and ours.keys() == theirs.keys()
     for name in ours:
         np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-6, err_msg=name)
