@@ -12,6 +12,8 @@ reports a number computes it the same way.
 
 from __future__ import annotations
 
+import abc
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -19,18 +21,20 @@ import tensorflow as tf
 __all__ = ["Head", "ClassificationHead", "RegressionHead", "head_for"]
 
 
-class Head:
+class Head(abc.ABC):
+    """What a task decides in the step: the loss, the metrics and how whole arrays are scored."""
+
     task = "classification"
 
-    def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor: ...
 
+    @abc.abstractmethod
     def make_metrics(self) -> list[keras.metrics.Metric]:
         """Fresh metric objects (created inside the strategy scope by the caller)."""
-        raise NotImplementedError
 
-    def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None: ...
 
     def evaluate_arrays(self, labels: np.ndarray, outputs: np.ndarray) -> dict[str, float]:
         """Loss and metrics of whole arrays, outside any compiled step (evaluate, multi-worker chief)."""
