@@ -91,11 +91,15 @@ def start_server_lines(base_path: Path, name: str, cwd: Path) -> tuple[subproces
     return process, lines
 
 
-def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, str]:
-    process, lines = start_server_lines(base_path, name, cwd)
+def rest_url(lines: list[str]) -> str:
     match = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines))
     assert match, lines
-    return process, match.group(1)
+    return match.group(1)
+
+
+def start_server(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+    process, lines = start_server_lines(base_path, name, cwd)
+    return process, rest_url(lines)
 
 
 def grpc_target(lines: list[str]) -> str:
@@ -158,7 +162,7 @@ def test_image_bytes_signature_answers_rest_b64_like_the_pixel_signature(tmp_pat
     assert tf.io.decode_png(png).shape == (10, 10, 3)
 
     process, lines = start_server_lines(tmp_path / "runs" / "img" / "model", "img", tmp_path)
-    rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", "\n".join(lines)).group(1)  # type: ignore[union-attr]
+    rest = rest_url(lines)
     try:
         encoded = [{"b64": base64.b64encode(f.read_bytes()).decode()} for f in files]
         from_bytes = post(f"{rest}/v1/models/img:predict", {"signature_name": "image_bytes", "instances": encoded})
