@@ -3,7 +3,10 @@
 Metadata comes from the SavedModel proto itself (saved_model.pb), as TF Serving reads it, so
 signature_def JSON, tensor names and method_name (predict / classify / regress) match what a
 TF Serving client expects. Inference calls ``loaded.signatures[name]``, which works for any
-TF2 SavedModel and for TF1 SavedModels too.
+TF2 SavedModel and most TF1 ones. A TF1 SavedModel that ``tf.saved_model.load`` refuses (reference
+variables such as ``float_ref``, signatures whose declared shapes disagree with the graph) is run
+the way TF Serving runs every model: one Session over the imported graph, feeding and fetching
+the signature's tensor names (:class:`_SessionModel`).
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ class Servable:
         self.signatures = signatures
         self._loaded = loaded
         self._functions = {key: loaded.signatures[key] for key in signatures}
+        self._takes_numpy = isinstance(loaded, _SessionModel)
         self.unloaded = False
         self.metadata_cache: dict[str, Any] | None = None  # signature_def as JSON, filled on first use
 
@@ -148,10 +152,13 @@ class Servable:
 
         function = self._functions[signature_name]
         signature = self.signatures[signature_name]
-        tensors = {}
+        tensors: dict[str, Any] = {}
         for key, value in inputs.items():
             spec = signature.inputs[key]
-            tensors[key] = tf.convert_to_tensor(value, dtype=tf.dtypes.as_dtype(spec.dtype))
+            if self._takes_numpy:  # the session model casts to the graph's own dtypes
+                tensors[key] = value
+            else:
+                tensors[key] = tf.convert_to_tensor(value, dtype=tf.dtypes.as_dtype(spec.dtype))
         try:
             result = function(**tensors)
         except (TypeError, ValueError):
@@ -167,11 +174,10 @@ class Servable:
             ) from None
         except tf.errors.OpError as error:
             code = next((c for c in Code if c.number == error.error_code), Code.UNKNOWN)
-            message = str(error.message).split("\n\t [[")[0].strip()
-            raise RequestError(code, message) from None
+            raise RequestError(code, _op_error_message(error)) from None
         if not isinstance(result, dict):
             result = {"output_0": result}
-        return {key: value.numpy() for key, value in result.items()}
+        return {key: value.numpy() if hasattr(value, "numpy") else np.asarray(value) for key, value in result.items()}
 
     def unload(self) -> None:
         """Mark this version retired. Its graph is freed once nothing references it.
@@ -192,11 +198,21 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
     signature_defs = get_model_metadata_pb2.SignatureDefMap()
     for key, definition in read_signature_defs(path).items():
         signature_defs.signature_def[key].CopyFrom(definition)
+    loaded: Any
     try:
         loaded = tf.saved_model.load(str(path), tags=["serve"])
     except Exception as error:  # TF raises many types for a corrupt or partial SavedModel
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ServeError(f"failed to load SavedModel {path}: {first_line}") from None
+        # Only a TF1 graph (no object graph) gets the session loader; a broken TF2 model keeps
+        # its own, more useful, error.
+        if not _is_tf1_saved_model(path):
+            raise ServeError(f"failed to load SavedModel {path}: {first_line}") from None
+        try:
+            loaded = _SessionModel(path, signature_defs)
+        except Exception as session_error:  # same: any TF error type is a failed load
+            text = str(session_error).strip()
+            second = text.splitlines()[0] if text else type(session_error).__name__
+            raise ServeError(f"failed to load SavedModel {path}: {first_line}; as a TF1 graph: {second}") from None
     signatures: dict[str, SignatureInfo] = {}
     for key in loaded.signatures.keys():
         if key in _INTERNAL_SIGNATURES or key not in signature_defs.signature_def:
@@ -216,3 +232,80 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
     return Servable(
         name=name, version=version, path=path, loaded=loaded, signature_defs=signature_defs, signatures=signatures
     )
+
+
+def _op_error_message(error: Any) -> str:
+    """The op's own message, as TF Serving returns it: without eager TF's "Graph execution
+    error" preamble and its Python traceback (which would leak the server's file paths) and
+    without the trailing node reference."""
+    message = str(error.message).split("\n\t [[")[0]
+    lines = message.splitlines()
+    preamble = ("Graph execution error", "Detected at node", "  File ", "Node: '")
+    last = max((i for i, line in enumerate(lines) if line.startswith(preamble)), default=-1)
+    lines = lines[last + 1 :]
+    return "\n".join(line for line in lines if line.strip()).strip() or message.strip()
+
+
+def _is_tf1_saved_model(path: Path) -> bool:
+    """True when the SavedModel has no TF2 object graph (it was written by TF1's builder)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    try:
+        proto.ParseFromString((path / "saved_model.pb").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return not any(graph.HasField("object_graph_def") for graph in proto.meta_graphs)
+
+
+class _SessionModel:
+    """A TF1 SavedModel run as TF Serving runs it: a Session feeding and fetching tensor names.
+
+    ``signatures[key](**arrays)`` returns numpy arrays keyed by output name, like a TF2
+    signature function. Session.run is thread-safe, and the session keeps variable state
+    between calls (saved_model_counter's ``incr_counter`` counts across requests). The graph
+    decides shapes: feeds are not checked against the declared ones.
+    """
+
+    def __init__(self, path: Path, signature_defs: Any) -> None:
+        import tensorflow as tf
+
+        self._graph = tf.Graph()
+        self._session = tf.compat.v1.Session(graph=self._graph)
+        with self._graph.as_default():
+            tf.compat.v1.saved_model.loader.load(self._session, ["serve"], str(path))
+        self.signatures: dict[str, Any] = {}
+        for key, definition in signature_defs.signature_def.items():
+            if key in _INTERNAL_SIGNATURES:
+                continue
+            self.signatures[key] = self._runner(definition)
+
+    def _runner(self, definition: Any) -> Any:
+        from tensorflow.core.protobuf import config_pb2
+
+        feed_keys = sorted(definition.inputs)
+        fetch_keys = sorted(definition.outputs)
+        feeds = [self._graph.get_tensor_by_name(definition.inputs[k].name) for k in feed_keys]
+        options = config_pb2.CallableOptions()
+        options.feed.extend(tensor.name for tensor in feeds)
+        options.fetch.extend(definition.outputs[k].name for k in fetch_keys)
+        # The graph's own dtypes, not the SignatureDef's: half_plus_three declares its
+        # tf.Example input as DT_FLOAT while the tensor is a string, and TF Serving feeds the
+        # graph. A callable made from options does not repeat Session.run's Python-side check of
+        # feed shapes against the placeholders (TF Serving lets the kernels decide), which is
+        # why the private constructor is used rather than Session.make_callable.
+        dtypes = [tensor.dtype.as_numpy_dtype for tensor in feeds]
+        call = self._session._make_callable_from_options(options)
+
+        def run(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+            missing = [k for k in feed_keys if k not in arrays]
+            if missing:
+                # Same exception type a TF2 signature raises, so Servable.run words it the same.
+                raise TypeError(f"missing inputs {missing}")
+            values = call(*(np.asarray(arrays[k], dtype=d) for k, d in zip(feed_keys, dtypes, strict=True)))
+            return dict(zip(fetch_keys, values, strict=True))
+
+        return run
+
+    def close(self) -> None:
+        self._session.close()
