@@ -132,7 +132,9 @@ class Servable:
         self.signatures = signatures
         self._loaded = loaded
         self._functions = {key: loaded.signatures[key] for key in signatures}
-        self._takes_numpy = isinstance(loaded, _SessionModel)
+        # A TF1 graph run in a session: its SignatureDef's dtypes and shapes are declarations the
+        # graph may contradict, and the graph's own tensors decide (as in TF Serving).
+        self.graph_decides = isinstance(loaded, _SessionModel)
         self.unloaded = False
         self.metadata_cache: dict[str, Any] | None = None  # signature_def as JSON, filled on first use
 
@@ -155,7 +157,7 @@ class Servable:
         tensors: dict[str, Any] = {}
         for key, value in inputs.items():
             spec = signature.inputs[key]
-            if self._takes_numpy:  # the session model casts to the graph's own dtypes
+            if self.graph_decides:  # the session model casts to the graph's own dtypes
                 tensors[key] = value
             else:
                 tensors[key] = tf.convert_to_tensor(value, dtype=tf.dtypes.as_dtype(spec.dtype))

@@ -143,7 +143,7 @@ def _example_signature(servable: Servable, name: str, method: str, kind: str, *,
             f"Expected one input Tensor named `inputs` in {kind} signature `{signature.name}`, got "
             f"{signature.describe_inputs()}"
         )
-    if spec.dtype != "string":
+    if spec.dtype != "string" and not servable.graph_decides:
         raise RequestError.invalid(
             f"{kind} signature `{signature.name}` input `inputs` must be string (serialized tf.Example), "
             f"got {spec.describe()}"
