@@ -184,7 +184,6 @@ def test_model_status_and_metadata(channel):
 
 def test_deadlines_and_unsupported_methods(server, tmp_path):
     from tensorflow_serving.apis import (
-        inference_pb2,
         model_management_pb2,
         model_service_pb2_grpc,
         prediction_service_pb2_grpc,
@@ -200,11 +199,73 @@ def test_deadlines_and_unsupported_methods(server, tmp_path):
             stub.Predict(predict_request("sleepy", {"x": np.array([1500.0], np.float32)}), timeout=0.3)
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         with pytest.raises(grpc.RpcError) as caught:
-            stub.MultiInference(inference_pb2.MultiInferenceRequest(), timeout=5)
-        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        with pytest.raises(grpc.RpcError) as caught:
             model_service_pb2_grpc.ModelServiceStub(slow_channel).HandleReloadConfigRequest(
                 model_management_pb2.ReloadConfigRequest(), timeout=5
             )
         assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
         assert "--model_config_file" in caught.value.details()
+
+
+def multi_inference_request(tasks, *, x: float = 2.0):
+    from tensorflow_serving.apis import inference_pb2
+
+    request = inference_pb2.MultiInferenceRequest()
+    for model, signature, method in tasks:
+        task = request.tasks.add()
+        task.model_spec.name = model
+        task.model_spec.signature_name = signature
+        task.method_name = method
+    request.input.example_list.examples.add().features.feature["x"].float_list.value.append(x)
+    return request
+
+
+def test_multi_inference_runs_each_task_on_the_same_examples(channel):
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    request = multi_inference_request(
+        [
+            ("classifier", "regress", "tensorflow/serving/regress"),
+            ("classifier", "", "tensorflow/serving/classify"),
+        ]
+    )
+    response = stub.MultiInference(request, timeout=10)
+    regression, classification = response.results
+    assert regression.regression_result.regressions[0].value == pytest.approx(6.0)  # 3x
+    classes = classification.classification_result.classifications[0].classes
+    assert [c.label for c in classes] == ["neg", "pos"]
+    assert classes[1].score == pytest.approx(np.exp(2) / (np.exp(2) + np.exp(-2)), rel=1e-6)
+    assert [r.model_spec.signature_name for r in response.results] == ["regress", "serving_default"]
+    assert {r.model_spec.name for r in response.results} == {"classifier"}
+    assert {r.model_spec.version.value for r in response.results} == {1}
+
+
+@pytest.mark.parametrize(
+    "tasks, fragment",
+    [
+        ([], "must specify at least one task"),
+        (
+            [
+                ("classifier", "regress", "tensorflow/serving/regress"),
+                ("half", "regress_x_to_y", "tensorflow/serving/regress"),
+            ],
+            "must access the same model name",
+        ),
+        (
+            [
+                ("classifier", "regress", "tensorflow/serving/regress"),
+                ("classifier", "regress", "tensorflow/serving/regress"),
+            ],
+            "Duplicate evaluation of signature: regress",
+        ),
+        ([("classifier", "regress", "tensorflow/serving/predict")], "Unsupported signature method_name"),
+    ],
+)
+def test_multi_inference_refuses_what_tf_serving_refuses(channel, tasks, fragment):
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.MultiInference(multi_inference_request(tasks), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert fragment in caught.value.details()

@@ -15,6 +15,7 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    inference_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
@@ -148,9 +149,36 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             return response
 
     async def MultiInference(self, request: Any, context: Any) -> Any:  # noqa: N802
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED, "MultiInference is not supported; call Classify or Regress per signature"
-        )
+        """Several classify/regress signatures of one model over the same examples (TF Serving's
+        rules: at least one task, one model name, no signature twice, classify or regress)."""
+        model = request.tasks[0].model_spec.name if request.tasks else ""
+        async with _Call(self.service, context, api="multi_inference", model=model):
+            if not request.tasks:
+                raise RequestError.invalid("MultiInferenceRequest must specify at least one task.")
+            tasks = []
+            for task in request.tasks:
+                if task.model_spec.name != model:
+                    raise RequestError.invalid(
+                        "All ModelSpecs in a MultiInferenceRequest must access the same model name."
+                    )
+                tasks.append((task.model_spec.signature_name, task.method_name))
+            name, version, label = _spec(request.tasks[0].model_spec)
+            servable = self.service.resolve(name, version=version, label=label)
+            examples = serialized_examples(request.input)
+            results = await self.service.multi_inference(servable, tasks, examples, timeout=_timeout(context))
+            response = inference_pb2.MultiInferenceResponse()
+            for result in results:
+                entry = response.results.add()
+                _answer_spec(entry.model_spec, servable, result.signature.name)
+                if result.classifications is not None:
+                    for row in result.classifications:
+                        classifications = entry.classification_result.classifications.add()
+                        for class_label, score in row:
+                            classifications.classes.add(label=class_label, score=score)
+                else:
+                    for value in result.regressions or []:
+                        entry.regression_result.regressions.add(value=value)
+            return response
 
 
 class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):

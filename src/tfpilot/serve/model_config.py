@@ -147,7 +147,11 @@ def parse_model_config(text: str, *, source: str = "<model config>") -> list[Ser
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as error:
-        raise ServeError(f"{source}: not a valid model_config_list text proto: {error}") from None
+        # TF Serving's own wording first: launch scripts and its test suite grep stderr for it.
+        raise ServeError(
+            f"{source}: Error parsing text-format tensorflow.serving.ModelServerConfig: {error} "
+            "(expected `model_config_list { config { name: ... base_path: ... } }`)"
+        ) from None
     if message.WhichOneof("config") != "model_config_list":
         raise ServeError(f"{source}: expected a `model_config_list {{ config {{ ... }} }}` block")
     models: list[ServedModel] = []

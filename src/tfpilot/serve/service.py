@@ -6,6 +6,7 @@ signatures, classification/regression outputs and request logging lives here onc
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -19,7 +20,7 @@ from tfpilot.serve.request_log import RequestLog
 from tfpilot.serve.servable import CLASSIFY_METHOD, REGRESS_METHOD, Servable, SignatureInfo
 from tfpilot.serve.status import Code, RequestError
 
-__all__ = ["InferenceService", "RequestTimer"]
+__all__ = ["InferenceService", "RequestTimer", "TaskResult"]
 
 _UNKNOWN_MODEL = "_unknown"
 
@@ -45,6 +46,15 @@ class RequestTimer:
             status=self.status.name,
             seconds=time.perf_counter() - self._start,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """One MultiInference task's answer: classifications or regressions, never both."""
+
+    signature: SignatureInfo
+    classifications: list[list[tuple[str, float]]] | None = None
+    regressions: list[float] | None = None
 
 
 class InferenceService:
@@ -121,6 +131,28 @@ class InferenceService:
         inputs = {"inputs": _string_batch(examples)}
         outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
         return signature, regression_results(outputs, len(examples))
+
+    async def multi_inference(
+        self, servable: Servable, tasks: list[tuple[str, str]], examples: list[bytes], *, timeout: float | None
+    ) -> list[TaskResult]:
+        """(signature name, method name) tasks over one model version and one set of examples."""
+        seen: set[str] = set()
+        for signature_name, method in tasks:
+            resolved = signature_name or "serving_default"
+            if resolved in seen:
+                raise RequestError.invalid(f"Duplicate evaluation of signature: {resolved}")
+            seen.add(resolved)
+            if method not in (CLASSIFY_METHOD, REGRESS_METHOD):
+                raise RequestError.invalid(f"Unsupported signature method_name: {method}")
+        results = []
+        for signature_name, method in tasks:
+            if method == CLASSIFY_METHOD:
+                signature, rows = await self.classify(servable, signature_name, examples, timeout=timeout)
+                results.append(TaskResult(signature, classifications=rows))
+            else:
+                signature, values = await self.regress(servable, signature_name, examples, timeout=timeout)
+                results.append(TaskResult(signature, regressions=values))
+        return results
 
 
 def _string_batch(examples: list[bytes]) -> np.ndarray:

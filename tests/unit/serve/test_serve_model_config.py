@@ -70,7 +70,7 @@ def test_policies_select_from_loadable_versions():
             "model_config_list { config { name: 'a' base_path: '/x' model_version_policy { specific {} } } }",
             "lists no versions",
         ),
-        ("model_config_list { config { nam: 'a' } }", "not a valid model_config_list"),
+        ("model_config_list { config { nam: 'a' } }", "Error parsing text-format tensorflow.serving.ModelServerConfig"),
         ("model_config_list { }", "lists no models"),
         ("", "expected a `model_config_list"),
     ],
