@@ -86,6 +86,14 @@ def test_predict_with_versions_labels_and_output_filter(channel):
             "Servable not found for request: Latest(nope)",
         ),
         ("half", {"x": np.ones(1, np.float32)}, {"version": 9}, grpc.StatusCode.NOT_FOUND, "Specific(half, 9)"),
+        ("", {"x": np.ones(1, np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec"),
+        (
+            "half",
+            {"x": np.ones(1, np.float32)},
+            {"label": "beta"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Unrecognized servable version label: beta",
+        ),
         (
             "half",
             {"x": np.ones(1, np.float64)},

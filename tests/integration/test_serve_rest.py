@@ -198,7 +198,7 @@ def test_classify_and_regress(server):
             "POST",
             "/v1/models/half_plus_two/labels/beta:predict",
             b'{"instances": [1.0]}',
-            404,
+            400,
             "Unrecognized servable version label: beta",
         ),
         (

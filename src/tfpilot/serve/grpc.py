@@ -32,6 +32,9 @@ _log = logging.getLogger("tfpilot.serve")
 
 
 def _spec(model_spec: Any) -> tuple[str, int | None, str | None]:
+    if not model_spec.name:
+        # TF Serving's words for a request without a ModelSpec; one with no name names nothing.
+        raise RequestError.invalid("Missing ModelSpec: set model_spec.name to the model to call")
     version = model_spec.version.value if model_spec.HasField("version") else None
     label = model_spec.version_label or None
     if version is not None and label is not None:

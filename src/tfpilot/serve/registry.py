@@ -238,11 +238,10 @@ class ModelRegistry:
                 and version not in aspired
                 and (serving or version not in on_disk)
             ]
+        # A version deleted from disk stays in status as END (TF Serving's monitor keeps it, and
+        # dashboards show that it was unloaded rather than losing track of it).
         for record in retire:
             self._unload(model, record)
-        with self._lock:
-            for version in [v for v, r in model.versions.items() if r.state == ModelState.END and v not in on_disk]:
-                del model.versions[version]
         return changed or bool(retire)
 
     def _load(self, model: _Model, version: int, path: Path) -> bool:
@@ -308,7 +307,8 @@ class ModelRegistry:
         version = model.config.version_labels.get(label)
         if version is None:
             known = ", ".join(sorted(model.config.version_labels)) or "none"
-            raise RequestError.not_found(f"Unrecognized servable version label: {label}; labels: {known}")
+            # INVALID_ARGUMENT, as in TF Serving: the label is part of the request, not a servable.
+            raise RequestError.invalid(f"Unrecognized servable version label: {label}; labels: {known}")
         return version
 
     def resolve(self, name: str, *, version: int | None = None, label: str | None = None) -> Servable:

@@ -99,8 +99,9 @@ def test_policies_and_labels(tmp_path, built):
     assert predict(registry, label="stable") == (1, 3.0)
     assert predict(registry, label="canary") == (3, 5.0)
     assert registry.status("half", label="stable")[0].version == 1
-    with pytest.raises(RequestError, match="Unrecognized servable version label: beta"):
+    with pytest.raises(RequestError, match="Unrecognized servable version label: beta") as caught:
         registry.resolve("half", label="beta")
+    assert caught.value.code == Code.INVALID_ARGUMENT
     with pytest.raises(RequestError, match="Could not find any versions of model nope"):
         registry.status("nope")
 
@@ -131,6 +132,8 @@ def test_broken_version_reports_error_keeps_old_serving_and_recovers(tmp_path, b
     shutil.rmtree(base / "2")  # deleting the serving version falls back to what remains
     registry.poll()
     assert predict(registry) == (1, 3.0)
+    # ... and the deleted version is reported as END, not forgotten
+    assert {s.version: s.state for s in registry.status("half")} == {2: ModelState.END, 1: ModelState.AVAILABLE}
 
 
 def test_a_broken_newest_version_falls_back_to_the_previous_one_in_the_same_poll(tmp_path, built):
