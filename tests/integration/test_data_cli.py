@@ -75,7 +75,14 @@ def test_folder_as_csv_path_is_one_line(tmp_path: Path) -> None:
 def start_server_lines(base_path: Path, name: str, cwd: Path) -> tuple[subprocess.Popen, list[str]]:
     """Start `tfpilot serve` on free ports; return it and its startup lines (which name the ports)."""
     process = subprocess.Popen(
-        [*TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_base_path={base_path}", f"--model_name={name}"],
+        [
+            *TFPILOT,
+            "serve",
+            "--port=0",
+            "--rest_api_port=auto",
+            f"--model_base_path={base_path}",
+            f"--model_name={name}",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -198,7 +205,14 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
     assert report["columns"]["numeric"] == names
     assert sum(report["examples"].values()) == 150
     process = subprocess.Popen(
-        [*TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_base_path={run / 'model'}", "--model_name=iris"],
+        [
+            *TFPILOT,
+            "serve",
+            "--port=0",
+            "--rest_api_port=auto",
+            f"--model_base_path={run / 'model'}",
+            "--model_name=iris",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -38,6 +37,26 @@ def test_usage_errors_are_one_line_with_exit_code_2(tmp_path):
     assert result.returncode == 2 and "is itself a SavedModel" in result.stderr
     result = run_cli("--model_name", "a/b", "--model_base_path", str(tmp_path / "model"))
     assert result.returncode == 2 and "no path separators" in result.stderr
+    result = run_cli("--rest_api_port", "eighty", "--model_base_path", str(tmp_path / "model"))
+    assert result.returncode == 2 and "0 to disable REST, or `auto`" in result.stderr
+
+
+def test_rest_api_port_zero_disables_rest_as_in_tf_serving(tmp_path):
+    demo_models.write_half_plus_two(tmp_path / "half", 1)
+    process = subprocess.Popen(
+        [*TFPILOT, "serve", "--port=0", "--rest_api_port=0", f"--model_base_path={tmp_path / 'half'}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        output = wait_until_serving(process)
+        assert re.search(r"gRPC  127\.0\.0\.1:\d+", output)
+        assert "REST" not in output
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
     (tmp_path / "bad.config").write_text("model_config_list { config { name: 'x' } }")
     result = run_cli("--model_config_file", str(tmp_path / "bad.config"))
     assert result.returncode == 2 and "needs a `base_path`" in result.stderr
@@ -68,7 +87,7 @@ def test_serve_with_tf_serving_flags_answers_rest_and_grpc_and_stops_on_sigterm(
             *TFPILOT,
             "serve",
             "--port=0",
-            "--rest_api_port=0",
+            "--rest_api_port=auto",
             f"--model_config_file={config}",
             "--enable_batching=true",
             f"--batching_parameters_file={batching}",
@@ -98,10 +117,8 @@ def test_serve_with_tf_serving_flags_answers_rest_and_grpc_and_stops_on_sigterm(
             grpc_request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([4.0], np.float32)))
             reply = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(grpc_request, timeout=30)
             assert tf.make_ndarray(reply.outputs["y"]).tolist() == [4.0]
-        started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
-        assert time.monotonic() - started < 30
     finally:
         if process.poll() is None:
             process.kill()

@@ -69,7 +69,7 @@ def test_server_started_with_tf_serving_flags_answers_on_its_grpc_unix_socket(tm
             *TFPILOT,
             "serve",
             "--port=0",
-            "--rest_api_port=0",
+            "--rest_api_port=auto",
             "--model_name=half",
             f"--model_base_path={tmp_path / 'half'}",
             f"--grpc_socket_path={socket_path}",

@@ -162,7 +162,7 @@ def test_train_serve_drift_validate_push(tmp_path, digits_folder):
             "--model_base_path",
             str(served),
             "--rest_api_port",
-            "0",
+            "auto",
             "--port",
             "-1",
             "--request_log",

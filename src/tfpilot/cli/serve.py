@@ -64,12 +64,31 @@ def _set_parallelism(*, intra: int, inter: int) -> None:
         raise ServeError(f"cannot set TensorFlow's thread pools ({error}); pass the flags at server start") from None
 
 
+def _rest_port(value: str) -> int | None:
+    """TF Serving's meaning (0 or less: no REST server) plus `auto` for a free port."""
+    from tfpilot.errors import ServeError
+
+    if value.strip().lower() == "auto":
+        return 0
+    try:
+        number = int(value)
+    except ValueError:
+        raise ServeError(
+            f"--rest_api_port must be a port number, 0 to disable REST, or `auto` for a free port; got `{value}`"
+        ) from None
+    if number > 65535:
+        raise ServeError(f"--rest_api_port must be at most 65535, got {number}")
+    return None if number <= 0 else number
+
+
 def register(app: typer.Typer) -> None:
     @app.command("serve", cls=_AbslStyleCommand)
     def serve(
         port: int = typer.Option(8500, "--port", help="gRPC port (0 picks a free port, -1 disables gRPC)."),
-        rest_api_port: int = typer.Option(
-            8501, "--rest_api_port", help="REST port (0 picks a free port, -1 disables REST)."
+        rest_api_port: str = typer.Option(
+            "8501",
+            "--rest_api_port",
+            help="REST port; 0 disables REST, as in TF Serving; `auto` picks a free port (printed at start).",
         ),
         host: str = typer.Option(
             "127.0.0.1", "--host", help="Address to bind; 0.0.0.0 exposes the server to the network."
@@ -190,7 +209,7 @@ def register(app: typer.Typer) -> None:
             models=models,
             host=host,
             grpc_port=None if port < 0 else port,
-            rest_port=None if rest_api_port < 0 else rest_api_port,
+            rest_port=_rest_port(rest_api_port),
             file_system_poll_wait_seconds=file_system_poll_wait_seconds,
             model_config_file=model_config_file,
             model_config_file_poll_wait_seconds=model_config_file_poll_wait_seconds,
