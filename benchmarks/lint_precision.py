@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import subprocess
 import sys
-import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -58,27 +56,49 @@ def export(git_dir: Path, repository: str, destination: Path) -> int:
     commit = subprocess.run(
         ["git", "--git-dir", str(git_dir), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()
-    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "HEAD"], check=True, capture_output=True)
+    # ls-tree + cat-file rather than `git archive`: mirrors may list their largest blobs without
+    # holding them, and archive aborts on the first absent blob. Those files are skipped, by name.
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "HEAD"], check=True, capture_output=True
+    ).stdout.decode("utf-8", errors="replace")
+    wanted: list[tuple[str, str]] = []
+    for entry in filter(None, listing.split("\0")):
+        meta, name = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode != "120000" and name.endswith((".py", ".ipynb")):
+            wanted.append((sha, name))
+    batch = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in wanted).encode(),
+        check=True,
+        capture_output=True,
+    ).stdout
     destination.mkdir(parents=True, exist_ok=True)
     count = 0
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        for member in tar.getmembers():
-            if not member.isfile() or not member.name.endswith((".py", ".ipynb")):
-                continue
-            handle = tar.extractfile(member)
-            if handle is None:
-                continue
-            data = handle.read()
-            if member.name.endswith(".ipynb"):
-                target = destination / (member.name + ".py")
-                data = notebook_to_python(data.decode("utf-8", errors="replace")).encode()
-            else:
-                target = destination / member.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            count += 1
+    missing: list[str] = []
+    position = 0
+    for _sha, name in wanted:
+        header_end = batch.index(b"\n", position)
+        header = batch[position:header_end].split()
+        position = header_end + 1
+        if header[-1] == b"missing":
+            missing.append(name)
+            continue
+        size = int(header[2])
+        data = batch[position : position + size]
+        position += size + 1
+        if name.endswith(".ipynb"):
+            target = destination / (name + ".py")
+            data = notebook_to_python(data.decode("utf-8", errors="replace")).encode()
+        else:
+            target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        count += 1
     (destination.parent / f"{destination.name}.commit").write_text(commit + "\n")
     print(f"{repository}@{commit[:12]}: {count} files -> {destination}")
+    if missing:
+        print(f"skipped {len(missing)} file(s) absent from the git dir: {', '.join(missing)}")
     return 0
 
 
