@@ -43,6 +43,8 @@ PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%tensorflow
 
 
 HELP_LINE = re.compile(r"^[\w.\[\]()]+\?{1,2}$")
+# IPython's automagics: `ls ./data` at the start of a statement is a shell call there, not Python
+AUTOMAGIC_LINE = re.compile(r"^(ls|cd|pwd|pip|cat|mkdir|rm|cp|mv|env|less|more|clear)(\s+(?!=|[-+*/%<>!]=)\S|$)")
 
 
 def open_brackets(line: str, depth: int, quote: str) -> tuple[int, str]:
@@ -92,7 +94,10 @@ def cell_to_python(lines: list[str]) -> list[str]:
     for line in lines:
         stripped = line.strip()
         statement_start = not previous_continues and depth == 0 and not quote
-        if in_magic or (statement_start and (stripped.startswith(("!", "%")) or HELP_LINE.match(stripped))):
+        if in_magic or (
+            statement_start
+            and (stripped.startswith(("!", "%")) or HELP_LINE.match(stripped) or AUTOMAGIC_LINE.match(stripped))
+        ):
             indent = line[: len(line) - len(line.lstrip())]
             # a continued magic line's tail is not Python either; its indent is meaningless
             out.append(("# " if in_magic else f"{indent}pass  # ") + stripped)
