@@ -229,6 +229,17 @@ def score(root: Path) -> int:
         by_rule: dict[str, Counter[str]] = {}
         for row in live:
             by_rule.setdefault(row["rule"], Counter())[row["label"]] += 1
+        # the sample is stratified per rule, so the plain ratio over-weights rare rules; weighting
+        # each rule's precision by how often it fires estimates precision on a finding picked at random
+        fired = sum(per_rule[rule] for rule in by_rule)
+        weighted_strict = sum(per_rule[r] * c["tp"] / sum(c.values()) for r, c in by_rule.items()) / fired
+        weighted_lenient = (
+            sum(per_rule[r] * (c["tp"] + c["debatable"]) / sum(c.values()) for r, c in by_rule.items()) / fired
+        )
+        print(
+            f"weighted by findings per rule ({fired} findings of labelled rules): "
+            f"strict {weighted_strict:.1%}, lenient {weighted_lenient:.1%}"
+        )
         for rule, counts in sorted(by_rule.items()):
             total = sum(counts.values())
             print(
