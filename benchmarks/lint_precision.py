@@ -7,7 +7,8 @@ acting on), ``debatable`` (right in letter, harmless in that code), ``fp`` (wron
 Two steps, both offline once the repositories are on disk:
 
     # 1. export a checkout (a work tree, or a bare git dir via --git-dir) to plain .py files;
-    #    notebook code cells become one .py per notebook (shell/magic lines commented out)
+    #    notebook code cells become one .py per notebook, line for line, as IPython would run
+    #    them (shell/magic lines become `pass  # ...`, non-Python cell magics are commented out)
     python benchmarks/lint_precision.py export --git-dir /work/.mirror/tensorflow+docs/repo \\
         --repository tensorflow/docs /tmp/corpora/tensorflow+docs
 
@@ -25,11 +26,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
+import re
 import subprocess
 import sys
-import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -37,9 +37,80 @@ LABELS = Path(__file__).with_name("lint_labels.csv")
 FIELDS = ["repository", "commit", "path", "line", "rule", "label", "why"]
 
 
+# Cell magics whose body is still Python (IPython runs it); every other cell magic (%%bash,
+# %%writefile, %%html, ...) holds something else and is commented out whole.
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%tensorflow_version")
+
+
+HELP_LINE = re.compile(r"^[\w.\[\]()]+\?{1,2}$")
+# IPython's automagics: `ls ./data` at the start of a statement is a shell call there, not Python
+AUTOMAGIC_LINE = re.compile(r"^(ls|cd|pwd|pip|cat|mkdir|rm|cp|mv|env|less|more|clear)(\s+(?!=|[-+*/%<>!]=)\S|$)")
+
+
+def open_brackets(line: str, depth: int, quote: str) -> tuple[int, str]:
+    """Bracket depth and open string quote after `line`: enough to tell a `%` that starts a magic
+    from one that continues a `print("..."\n % x)` expression."""
+    i = 0
+    while i < len(line):
+        if quote:
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+        elif line[i] == "#":
+            break
+        elif line[i] in "\"'":
+            quote = line[i] * 3 if line.startswith(line[i] * 3, i) else line[i]
+            i += len(quote)
+            continue
+        elif line[i] in "([{":
+            depth += 1
+        elif line[i] in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return depth, quote if len(quote) == 3 else ""  # a one-quote string cannot span lines
+
+
+def cell_to_python(lines: list[str]) -> list[str]:
+    """One code cell as plain Python, line for line, the way IPython would run it: the cell's
+    first line's indent removed, shell (!) and magic (%) lines and `name?` help lines turned into
+    `pass  # ...` at their own indent (a comment alone would leave an `if` without a body), and
+    non-Python cell magics commented out. Line counts never change, so findings map back."""
+    first = next((line for line in lines if line.strip()), "")
+    # IPython's leading_indent: the first line's indent is removed from every line that has it
+    lead = first[: len(first) - len(first.lstrip())]
+    if lead:
+        lines = [line[len(lead) :] if line.startswith(lead) else line for line in lines]
+        first = first[len(lead) :]
+    if first.startswith("%%") and not first.startswith(PYTHON_CELL_MAGICS):
+        return ["# " + line for line in lines]
+    out: list[str] = []
+    in_magic = False
+    depth, quote = 0, ""
+    previous_continues = False
+    for line in lines:
+        stripped = line.strip()
+        statement_start = not previous_continues and depth == 0 and not quote
+        if in_magic or (
+            statement_start
+            and (stripped.startswith(("!", "%")) or HELP_LINE.match(stripped) or AUTOMAGIC_LINE.match(stripped))
+        ):
+            indent = line[: len(line) - len(line.lstrip())]
+            # a continued magic line's tail is not Python either; its indent is meaningless
+            out.append(("# " if in_magic else f"{indent}pass  # ") + stripped)
+            in_magic = stripped.endswith("\\")
+            continue
+        out.append(line)
+        depth, quote = open_brackets(line, depth, quote)
+        previous_continues = stripped.endswith("\\") and not stripped.startswith("#")
+    return out
+
+
 def notebook_to_python(text: str) -> str:
-    """Code cells joined in order. IPython-only lines (!shell, %magic) are commented out so
-    the line numbers of every other line are kept and the file still parses."""
+    """Code cells joined in order, each made plain Python by cell_to_python."""
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError:
@@ -50,7 +121,7 @@ def notebook_to_python(text: str) -> str:
             continue
         source = cell.get("source", "")
         lines = "".join(source).splitlines() if isinstance(source, list) else str(source).splitlines()
-        chunks.append("\n".join("# " + line if line.lstrip().startswith(("!", "%")) else line for line in lines))
+        chunks.append("\n".join(cell_to_python(lines)))
     return "\n\n".join(chunks) + "\n"
 
 
@@ -58,27 +129,49 @@ def export(git_dir: Path, repository: str, destination: Path) -> int:
     commit = subprocess.run(
         ["git", "--git-dir", str(git_dir), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()
-    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "HEAD"], check=True, capture_output=True)
+    # ls-tree + cat-file rather than `git archive`: mirrors may list their largest blobs without
+    # holding them, and archive aborts on the first absent blob. Those files are skipped, by name.
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "HEAD"], check=True, capture_output=True
+    ).stdout.decode("utf-8", errors="replace")
+    wanted: list[tuple[str, str]] = []
+    for entry in filter(None, listing.split("\0")):
+        meta, name = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode != "120000" and name.endswith((".py", ".ipynb")):
+            wanted.append((sha, name))
+    batch = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in wanted).encode(),
+        check=True,
+        capture_output=True,
+    ).stdout
     destination.mkdir(parents=True, exist_ok=True)
     count = 0
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        for member in tar.getmembers():
-            if not member.isfile() or not member.name.endswith((".py", ".ipynb")):
-                continue
-            handle = tar.extractfile(member)
-            if handle is None:
-                continue
-            data = handle.read()
-            if member.name.endswith(".ipynb"):
-                target = destination / (member.name + ".py")
-                data = notebook_to_python(data.decode("utf-8", errors="replace")).encode()
-            else:
-                target = destination / member.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            count += 1
+    missing: list[str] = []
+    position = 0
+    for _sha, name in wanted:
+        header_end = batch.index(b"\n", position)
+        header = batch[position:header_end].split()
+        position = header_end + 1
+        if header[-1] == b"missing":
+            missing.append(name)
+            continue
+        size = int(header[2])
+        data = batch[position : position + size]
+        position += size + 1
+        if name.endswith(".ipynb"):
+            target = destination / (name + ".py")
+            data = notebook_to_python(data.decode("utf-8", errors="replace")).encode()
+        else:
+            target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        count += 1
     (destination.parent / f"{destination.name}.commit").write_text(commit + "\n")
     print(f"{repository}@{commit[:12]}: {count} files -> {destination}")
+    if missing:
+        print(f"skipped {len(missing)} file(s) absent from the git dir: {', '.join(missing)}")
     return 0
 
 
@@ -117,6 +210,13 @@ def score(root: Path) -> int:
         return 0
     with LABELS.open(newline="") as handle:
         labels = list(csv.DictReader(handle))
+    # labels carry the commit they were read at; a corpus exported at another commit has other lines
+    for repository in sorted({row["repository"] for row in labels}):
+        marker = root / (repository.replace("/", "+", 1) + ".commit")
+        wanted = {row["commit"] for row in labels if row["repository"] == repository}
+        have = marker.read_text().strip() if marker.exists() else "not exported"
+        if have not in wanted:
+            print(f"warning: {repository} is at {have[:12]}, labels were made at {', '.join(sorted(wanted))}")
     live = [row for row in labels if (row["repository"], row["path"], row["line"], row["rule"]) in firing]
     gone = [row for row in labels if row not in live]
     verdicts = Counter(row["label"] for row in live)
@@ -129,8 +229,23 @@ def score(root: Path) -> int:
         by_rule: dict[str, Counter[str]] = {}
         for row in live:
             by_rule.setdefault(row["rule"], Counter())[row["label"]] += 1
+        # the sample is stratified per rule, so the plain ratio over-weights rare rules; weighting
+        # each rule's precision by how often it fires estimates precision on a finding picked at random
+        fired = sum(per_rule[rule] for rule in by_rule)
+        weighted_strict = sum(per_rule[r] * c["tp"] / sum(c.values()) for r, c in by_rule.items()) / fired
+        weighted_lenient = (
+            sum(per_rule[r] * (c["tp"] + c["debatable"]) / sum(c.values()) for r, c in by_rule.items()) / fired
+        )
+        print(
+            f"weighted by findings per rule ({fired} findings of labelled rules): "
+            f"strict {weighted_strict:.1%}, lenient {weighted_lenient:.1%}"
+        )
         for rule, counts in sorted(by_rule.items()):
-            print(f"  {rule}: {dict(counts)}")
+            total = sum(counts.values())
+            print(
+                f"  {rule}: strict {counts['tp'] / total:.0%} lenient {(counts['tp'] + counts['debatable']) / total:.0%}"
+                f"  ({counts['tp']} tp, {counts['debatable']} debatable, {counts['fp']} fp of {total})"
+            )
     gone_by_label = Counter(row["label"] for row in gone)
     if gone:
         print(f"labelled findings that no longer fire, by label: {dict(gone_by_label)}")
