@@ -144,6 +144,7 @@ class CompatChange:
     line: int  # in the rewritten file
     column: int  # 1-based
     message: str
+    blocks_run: bool = True  # for notes: the file will not start until a person acts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +155,13 @@ class CompatResult:
     graph_mode: bool  # the file builds a TF1 graph (so v2 behaviour must be off)
     disabled_v2: bool  # this rewrite added disable_v2_behavior()
     notes: tuple[CompatChange, ...]  # what a person still has to do that the rewrite could not
+    in_place: Mapping[int, int] = dataclasses.field(default_factory=dict)  # input line -> line before insertions
+    inserted: tuple[tuple[int, int], ...] = ()  # (line the text went before, number of lines)
+
+    def moved(self, line: int) -> int:
+        """Where line ``line`` of the input ended up in ``source``."""
+        line = self.in_place.get(line, line)
+        return line + sum(count for at, count in self.inserted if at <= line)
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -331,6 +339,7 @@ class _Rewriter(cst.CSTTransformer):
         self.graph_lines: list[int] = []
         self.has_disabler = False
         self.notes: list[tuple[int, int, str]] = []
+        self.first_use: dict[str, tuple[int, int]] = {}
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         start = self.get_metadata(PositionProvider, node).start
@@ -366,6 +375,7 @@ class _Rewriter(cst.CSTTransformer):
             return updated
         namespace, member = helper
         self.helpers.setdefault(namespace, set()).add(member)
+        self.first_use.setdefault(member, self._position(original))
         line, column = self._position(original)
         shown = dotted_name(original)
         self.changes.append(
@@ -461,6 +471,75 @@ class _Rewriter(cst.CSTTransformer):
         return updated
 
 
+_REMOVED_MODULES = ("tensorflow.contrib", "tensorflow.examples")
+
+
+def _is_removed(module: str) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in _REMOVED_MODULES)
+
+
+class _UsedNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+class _DropUnusedRemovedImports(cst.CSTTransformer):
+    """Imports of removed modules whose every use was replaced by a helper are dropped."""
+
+    def __init__(self, used: set[str]) -> None:
+        super().__init__()
+        self.used = used
+        self.dropped: list[str] = []
+
+    def _unused(self, alias: cst.ImportAlias, full: str, local: str) -> bool:
+        return _is_removed(full) and local not in self.used
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        kept = []
+        for alias in updated.names:
+            full = _module_name(alias.name)
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else full.split(".")[0]
+            )
+            if self._unused(alias, full, local):
+                self.dropped.append(full)
+            else:
+                kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(names=kept) if len(kept) != len(updated.names) else updated
+
+    def leave_ImportFrom(
+        self, original: cst.ImportFrom, updated: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
+        if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
+            return updated
+        base = _module_name(updated.module)
+        kept = []
+        for alias in updated.names:
+            name = _module_name(alias.name)
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+            full = f"{base}.{name}"
+            if self._unused(alias, full, local):
+                self.dropped.append(full)
+            else:
+                kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(names=kept) if len(kept) != len(updated.names) else updated
+
+
 def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
     """Index after the module docstring and `from __future__` imports."""
     index = 0
@@ -538,6 +617,37 @@ def rewrite_compat(source: str) -> CompatResult:
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers
     notes = list(rewriter.notes)
+    changes_extra: list[tuple[int, int, str]] = []
+    if helpers:
+        used = _UsedNames()
+        rewritten.visit(used)
+        dropper = _DropUnusedRemovedImports(used.names)
+        rewritten = rewritten.visit(dropper)
+        source_lines = source.splitlines()
+
+        def import_line(full: str) -> int:
+            module, _, member = full.rpartition(".")
+            for number, text in enumerate(source_lines, 1):
+                if "import" in text and member in text and (module in text or full in text):
+                    return number
+            return 1
+
+        changes_extra = [
+            (import_line(full), 1, f"dropped the import of `{full}`: every use now goes to a helper")
+            for full in dropper.dropped
+        ]
+    warnings: list[tuple[int, int, str]] = []
+    if "batch_normalization" in helpers.get("_tf1_layers", set()) and "UPDATE_OPS" not in source:
+        where = rewriter.first_use.get("batch_normalization", (1, 1))
+        warnings.append(
+            (
+                where[0],
+                where[1],
+                "batch_normalization keeps TF1's behaviour: its moving averages only update if the train op runs "
+                "under tf.control_dependencies(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)); "
+                "this file never reads UPDATE_OPS, so inference would use the initial statistics (as in TF1)",
+            )
+        )
 
     # Rewrites above keep lines in place; insertions below happen at statement boundaries of the
     # rewritten code, bottom-up, and are recorded so every position can be moved exactly.
@@ -590,7 +700,7 @@ def rewrite_compat(source: str) -> CompatResult:
     def final(items: Iterable[tuple[int, int, str]]) -> list[CompatChange]:
         return [CompatChange(moved(line), column, message) for line, column, message in items]
 
-    changes = final(rewriter.changes)
+    changes = final(rewriter.changes + changes_extra)
     if disabled:
         disable_line = next(i for i, text in enumerate(result.splitlines(), 1) if text.endswith(_DISABLE_COMMENT))
         changes.append(
@@ -610,5 +720,7 @@ def rewrite_compat(source: str) -> CompatResult:
         helpers=tuple(sorted(helpers)),
         graph_mode=graph_mode,
         disabled_v2=disabled,
-        notes=tuple(final(notes)),
+        notes=tuple(final(notes)) + tuple(dataclasses.replace(note, blocks_run=False) for note in final(warnings)),
+        in_place=in_place,
+        inserted=tuple(inserted),
     )

@@ -14,6 +14,9 @@ validation split, images are float32 in [0, 1] flattened to 784 values, labels a
 one-hot float64 rows, and ``next_batch`` shuffles every epoch and wraps across epoch boundaries.
 """
 
+# These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
+# tfpilot: noqa-file[TFP6]
+
 # --- emitted below ---
 import gzip as _gzip
 import os as _os
@@ -34,10 +37,10 @@ class _tf1_mnist:
     class DataSet:
         def __init__(self, images, labels, dtype=_np.float32, reshape=True, seed=None):
             images = _np.asarray(images)
+            if images.ndim == 3:  # (count, rows, columns) -> TF1's (count, rows, columns, 1)
+                images = images[..., None]
             if reshape:
-                images = images.reshape(images.shape[0], -1)
-            else:
-                images = images.reshape(images.shape[0], images.shape[1], images.shape[2], -1)
+                images = images.reshape(images.shape[0], int(_np.prod(images.shape[1:])))
             if _np.dtype(getattr(dtype, "as_numpy_dtype", dtype)) == _np.float32:  # tf.float32 or np.float32
                 images = images.astype(_np.float32) / 255.0
             self._images = images

@@ -8,6 +8,9 @@ update gates for GRU) and create their variables the way TF1 did, on first call,
 caller's variable scope: ``rnn/basic_lstm_cell/kernel``, ``rnn/multi_rnn_cell/cell_0/...``.
 """
 
+# These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
+# tfpilot: noqa-file[TFP6]
+
 # --- emitted below ---
 import collections as _collections
 
