@@ -7,12 +7,12 @@ repository, commit and path; no code of theirs is stored in this project). The b
 2. shrinks its step / epoch count (the only edit besides data, so a run takes seconds),
 3. writes a small synthetic MNIST (``mnist.npz``; random pixels and labels) and points the
    migrated loader at it with ``TFPILOT_MNIST``: the scripts never touch the network,
-4. migrates the tree three ways: plain ``tf_upgrade_v2`` (the anchor: what migrate did before),
-   ``tfpilot migrate --mode compat`` and ``tfpilot migrate --mode native``,
+4. migrates the tree with plain ``tf_upgrade_v2`` (the anchor: what migrate did before) and with
+   ``tfpilot migrate --mode compat`` (and any other mode named in ``--modes``),
 5. runs every output with a timeout and prints, per mode, how many ran to completion, and how
    often migrate's report ("will run" / "will not run") was right.
 
-    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat,native]
+    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat]
                                         [--timeout 300] [--keep DIR]
 """
 
@@ -144,7 +144,7 @@ def run_script(path: Path, workdir: Path, mnist: Path, timeout: float) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--modes", default="upgrade,compat,native")
+    parser.add_argument("--modes", default="upgrade,compat")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--keep", type=Path, help="keep the exported, migrated and run trees here")
     parser.add_argument("--only", help="comma-separated script names to run (default: all ten)")

@@ -186,7 +186,7 @@ def test_migrate_rejects_an_unknown_mode(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["migrate", "--mode", "magic", str(source), str(tmp_path / "b.py")])
     assert exited.value.code == 2
-    assert "--mode must be one of compat, native" in capsys.readouterr().err
+    assert "--mode must be one of compat, got 'magic'" in capsys.readouterr().err
     assert not (tmp_path / "b.py").exists()
 
 

@@ -157,8 +157,8 @@ def register(app: typer.Typer) -> None:
         mode: str = typer.Option(
             "compat",
             "--mode",
-            help="compat: TF1 code that runs on TF 2.21 via tf.compat.v1 (graph mode, helpers for removed APIs); "
-            "native: also rewrite placeholders + Session.run loops, tf.layers and tf.train optimizers to TF2 idioms.",
+            help="compat: TF1 code that runs on TF 2.21 via tf.compat.v1 (graph mode where the file builds a graph, "
+            "helpers for removed APIs). The only mode so far.",
         ),
         report: Path = typer.Option(
             None, "--report", help="Report path (default: DEST/MIGRATION_REPORT.md, or DEST.migration.md)."

@@ -2,12 +2,11 @@
 
 1. tf_upgrade_v2 (it ships with TensorFlow) rewrites every Python file into DEST: renames,
    argument reorders, and ``tf.compat.v1`` for whatever has no direct TF2 equivalent.
-2. ``--mode native`` rewrites the common TF1 patterns to TF2 idioms (tfpilot.migrate.native).
-3. The compat pass (tfpilot.migrate.compat) makes what is left run on TF 2.21: graph mode for
+2. The compat pass (tfpilot.migrate.compat) makes what is left run on TF 2.21: graph mode for
    files that build a TF1 graph, helpers for APIs that are gone (tf.layers, TF1 RNN cells,
    tf.contrib pieces, the MNIST tutorial loader).
-4. tfpilot applies its mechanical fixes (Keras 3 renames, check-numerics, ...) and lints.
-5. Each file is checked against the installed TensorFlow (tfpilot.migrate.readiness): does it
+3. tfpilot applies its mechanical fixes (Keras 3 renames, check-numerics, ...) and lints.
+4. Each file is checked against the installed TensorFlow (tfpilot.migrate.readiness): does it
    parse, do its imports resolve, does every API it names exist. The report says per file
    whether it is expected to run and what stops it; every tf_upgrade_v2 warning and "requires
    manual check" note is listed under "Needs a person".
@@ -74,10 +73,11 @@ def _upgrader_fix(message: str) -> str:
     return "read tf_upgrade_v2's note and check the call by hand"
 
 
-MODES = ("compat", "native")
+# --mode native (TF2 idioms: tf.function + GradientTape for Session loops) is not built yet.
+MODES = ("compat",)
 
 # In compat mode these findings describe TF1 code that now runs on tf.compat.v1 by design: a
-# port to TF2 idioms, not something that stops the file (--mode native rewrites the common ones).
+# port to TF2 idioms, not something that stops the file.
 _KEPT_ON_COMPAT = frozenset({"TFP601", "TFP602", "TFP603", "TFP607", "TFP608", "TFP609", "TFP610"})
 # tf_upgrade_v2 files these as INFO although it asks a person to look.
 _MANUAL_CHECK_RE = re.compile(r"requires manual check|please check this transformation|manually", re.IGNORECASE)
@@ -100,7 +100,7 @@ class MigrationItem:
     line: int
     column: int
     tool: str  # "tf_upgrade_v2" or "tfpilot"
-    code: str  # tfpilot rule code, RUN (a blocker), compat / native (a rewrite), or the tf_upgrade_v2 level
+    code: str  # tfpilot rule code, RUN (a blocker), compat (a rewrite), or the tf_upgrade_v2 level
     message: str
     why: str = ""
     fix: str = ""
@@ -226,22 +226,9 @@ def _migrate_file(
         ast.parse(text)
     except SyntaxError:
         parses = False
-    if parses and mode == "native":
-        from tfpilot.migrate.native import rewrite_native
-
-        native = rewrite_native(text)
-        text = native.source
-        rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "native", c.message) for c in native.changes]
-        attention += [
-            MigrationItem(name, n.line, n.column, "tfpilot", "native", n.message, fix="port this part by hand")
-            for n in native.notes
-        ]
     if parses:
         compat = rewrite_compat(text)
         text = compat.source
-        # Native-mode entries were numbered before compat inserted its lines.
-        rewritten = [dataclasses.replace(item, line=compat.moved(item.line)) for item in rewritten]
-        attention = [dataclasses.replace(item, line=compat.moved(item.line)) for item in attention]
         rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "compat", c.message) for c in compat.changes]
         attention += [
             MigrationItem(
@@ -325,9 +312,8 @@ def migrate(
 ) -> MigrationReport:
     """Upgrade SRC (a file or a directory) into DEST and write the migration report.
 
-    ``mode="compat"``: tf_upgrade_v2, then what makes TF1 code run on TF 2.21 (graph mode where
-    the file builds a graph, helpers for removed APIs). ``mode="native"``: first rewrites the
-    common TF1 patterns to TF2 idioms, then the same compat pass for whatever is left.
+    ``mode="compat"`` (the only mode so far): tf_upgrade_v2, then what makes TF1 code run on
+    TF 2.21 (graph mode where the file builds a graph, helpers for removed APIs).
     """
     if mode not in MODES:
         raise LintError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -480,8 +466,8 @@ def render_markdown(report: MigrationReport) -> str:
             "",
             "## Kept on tf.compat.v1",
             "",
-            "These run as they are (TF1 graph code on tf.compat.v1). Port them to TF2 idioms when convenient;",
-            "`tfpilot migrate --mode native` rewrites the common patterns.",
+            "These run as they are (TF1 graph code on tf.compat.v1). Port them to TF2 idioms when convenient",
+            "(tf.function + GradientTape, keras.layers and keras.optimizers, tf.train.Checkpoint).",
             "",
             "| file | line | code | what | fix |",
             "|---|---|---|---|---|",
