@@ -154,21 +154,28 @@ def register(app: typer.Typer) -> None:
     def migrate_command(
         source: Path = typer.Argument(..., help="TF1 / Keras 2 file or directory."),
         destination: Path = typer.Argument(..., help="New file or directory to write the migrated code to."),
+        mode: str = typer.Option(
+            "compat",
+            "--mode",
+            help="compat: TF1 code that runs on TF 2.21 via tf.compat.v1 (graph mode where the file builds a graph, "
+            "helpers for removed APIs). The only mode so far.",
+        ),
         report: Path = typer.Option(
             None, "--report", help="Report path (default: DEST/MIGRATION_REPORT.md, or DEST.migration.md)."
         ),
     ) -> None:
-        """Upgrade TF1 -> TF2 with TensorFlow's tf_upgrade_v2, apply tfpilot's fixes, report the rest.
+        """Upgrade TF1 -> TF2 with TensorFlow's tf_upgrade_v2, make it run, apply tfpilot's fixes, report the rest.
 
         Exit code 0: nothing needs a person; 1: the report lists items to change by hand.
         """
         from tfpilot.lint import find_pyproject, load_lint_config, migrate
 
         config = load_lint_config(find_pyproject(source if source.exists() else Path.cwd()))
-        result = migrate(source, destination, report_path=report, config=config)
+        result = migrate(source, destination, mode=mode, report_path=report, config=config)
         automatic = len(result.rewritten)
         typer.echo(
-            f"migrated {result.files} file(s) into {result.destination}: {automatic} change(s) made automatically, "
+            f"migrated {result.files} file(s) into {result.destination} (--mode {result.mode}): "
+            f"{result.will_run} of {result.files} expected to run; {automatic} change(s) made automatically, "
             f"{len(result.needs_person)} need a person; report: {result.report_path}"
         )
         _exit(1 if result.needs_person else 0)

@@ -1,10 +1,15 @@
-"""``tfpilot migrate SRC DEST``: TensorFlow's tf_upgrade_v2, then tfpilot's rules, one report.
+"""``tfpilot migrate SRC DEST``: TensorFlow's tf_upgrade_v2, then code that runs, one report.
 
 1. tf_upgrade_v2 (it ships with TensorFlow) rewrites every Python file into DEST: renames,
    argument reorders, and ``tf.compat.v1`` for whatever has no direct TF2 equivalent.
-2. tfpilot applies its mechanical fixes to the result (Keras 3 renames, check-numerics, ...).
-3. tfpilot lints the result; every remaining finding, and every warning tf_upgrade_v2 raised,
-   is something a person has to change, with the reason and the fix.
+2. The compat pass (tfpilot.migrate.compat) makes what is left run on TF 2.21: graph mode for
+   files that build a TF1 graph, helpers for APIs that are gone (tf.layers, TF1 RNN cells,
+   tf.contrib pieces, the MNIST tutorial loader).
+3. tfpilot applies its mechanical fixes (Keras 3 renames, check-numerics, ...) and lints.
+4. Each file is checked against the installed TensorFlow (tfpilot.migrate.readiness): does it
+   parse, do its imports resolve, does every API it names exist. The report says per file
+   whether it is expected to run and what stops it; every tf_upgrade_v2 warning and "requires
+   manual check" note is listed under "Needs a person".
 
 DEST appears only once everything succeeded (it is built in a temporary sibling and renamed).
 TensorFlow is imported inside ``migrate`` only: the rest of the lint package never imports it.
@@ -12,6 +17,7 @@ TensorFlow is imported inside ``migrate`` only: the rest of the lint package nev
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import io
@@ -29,7 +35,16 @@ from tfpilot.lint.engine import check_source, read_source, select_rules
 from tfpilot.lint.fixer import fix_source
 from tfpilot.lint.rules import rule_by_code
 
-__all__ = ["MigrationItem", "MigrationReport", "migrate", "render_markdown", "default_report_path"]
+__all__ = [
+    "FileStatus",
+    "MigrationItem",
+    "MigrationReport",
+    "MODES",
+    "SETUP_HELP",
+    "migrate",
+    "render_markdown",
+    "default_report_path",
+]
 
 _LOG_RE = re.compile(r"^(\d+):(\d+): (INFO|WARNING|ERROR): (.*)$")
 
@@ -44,7 +59,39 @@ def _upgrader_fix(message: str) -> str:
             "Keras 3: ignore the save_format advice (save_format is gone); save to a .keras path, "
             "or call model.export(dir) for a SavedModel (tfpilot TFP402/TFP403)"
         )
+    if message.startswith("tf.summary.") and "requires manual check" in message:
+        return (
+            "in a TF1 graph file migrate keeps TF1's summary ops (tf.compat.v1.summary.*), so merge_all and "
+            "FileWriter work as before; a TF2 port uses tf.summary.create_file_writer(dir).as_default() and "
+            "tf.summary.scalar(name, value, step=step)"
+        )
+    if "tf.stop_gradient(labels)" in message:
+        return (
+            "harmless when the labels are data (nothing trains them); drop the tf.stop_gradient only if a "
+            "gradient should flow into the labels"
+        )
     return "read tf_upgrade_v2's note and check the call by hand"
+
+
+# --mode native (TF2 idioms: tf.function + GradientTape for Session loops) is not built yet.
+MODES = ("compat",)
+
+# In compat mode these findings describe TF1 code that now runs on tf.compat.v1 by design: a
+# port to TF2 idioms, not something that stops the file.
+_KEPT_ON_COMPAT = frozenset({"TFP601", "TFP602", "TFP603", "TFP607", "TFP608", "TFP609", "TFP610"})
+# tf_upgrade_v2 files these as INFO although it asks a person to look.
+_MANUAL_CHECK_RE = re.compile(r"requires manual check|please check this transformation|manually", re.IGNORECASE)
+_UNCONVERTED_RE = re.compile(r"Using member (\S+) in deprecated module")
+# What a file needs in place before it runs: a short name for the Files table, explained once below it.
+SETUP_HELP = {
+    "MNIST file": (
+        "the migrated MNIST loader (`_tf1_mnist`) never downloads. It reads, in this order: the mnist.npz named "
+        "by the TFPILOT_MNIST environment variable; `mnist.npz` in the directory the script passes to "
+        "read_data_sets; TF1's four idx files there (train-images-idx3-ubyte.gz ..., what the TF1 script "
+        "downloaded); `~/.keras/datasets/mnist.npz` (run keras.datasets.mnist.load_data() once on a machine "
+        "that is online to fill it)."
+    ),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,10 +100,19 @@ class MigrationItem:
     line: int
     column: int
     tool: str  # "tf_upgrade_v2" or "tfpilot"
-    code: str  # tfpilot rule code, or the tf_upgrade_v2 level (INFO / WARNING / ERROR)
+    code: str  # tfpilot rule code, RUN (a blocker), compat (a rewrite), or the tf_upgrade_v2 level
     message: str
     why: str = ""
     fix: str = ""
+    blocks_run: bool = False  # the file will not start until this is fixed
+
+
+@dataclasses.dataclass(frozen=True)
+class FileStatus:
+    path: str
+    will_run: bool  # parses, imports resolve, no removed API left, graph mode where needed
+    blockers: tuple[str, ...]  # what stops it, one line each
+    setup: tuple[str, ...]  # what to put in place before running it (data files)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +123,13 @@ class MigrationReport:
     files: int
     rewritten: tuple[MigrationItem, ...]
     needs_person: tuple[MigrationItem, ...]
+    mode: str = "compat"
+    statuses: tuple[FileStatus, ...] = ()
+    kept_on_compat: tuple[MigrationItem, ...] = ()  # runs as is; port to TF2 when convenient
+
+    @property
+    def will_run(self) -> int:
+        return sum(status.will_run for status in self.statuses)
 
 
 def default_report_path(destination: Path, *, is_directory: bool) -> Path:
@@ -129,21 +192,131 @@ def _upgrade_file(
             continue
         line, column, level, message = int(match[1]), int(match[2]), match[3], match[4]
         item = MigrationItem(relative, line, column + 1, "tf_upgrade_v2", level, message)
-        if level == "INFO":
+        # Its INFO lines include "requires manual check" notes: those are for a person, not done.
+        if level == "INFO" and not _MANUAL_CHECK_RE.search(message):
             rewritten.append(item)
         else:
             attention.append(dataclasses.replace(item, why=_UPGRADER_WHY, fix=_upgrader_fix(message)))
     return rewritten, attention
 
 
+def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
+    """Module names the migrated tree itself provides (sibling files and packages)."""
+    names: set[str] = set()
+    for _, relative in pairs:
+        names.update(part for part in relative.parts[:-1])
+        if relative.suffix == ".py":
+            names.add(relative.stem)
+    return frozenset(names)
+
+
+def _migrate_file(
+    text: str, name: str, *, mode: str, config: LintConfig, rules: Any, local_modules: frozenset[str]
+) -> tuple[str, list[MigrationItem], list[MigrationItem], list[MigrationItem], FileStatus]:
+    """tf_upgrade_v2's output -> (final text, rewritten, needs a person, kept on compat, status)."""
+    from tfpilot.migrate.compat import rewrite_compat, shim_line_range
+    from tfpilot.migrate.readiness import check_runs
+
+    rewritten: list[MigrationItem] = []
+    attention: list[MigrationItem] = []
+    kept: list[MigrationItem] = []
+    setup: list[str] = []
+    parses = True
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        parses = False
+    if parses:
+        compat = rewrite_compat(text)
+        text = compat.source
+        rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "compat", c.message) for c in compat.changes]
+        attention += [
+            MigrationItem(
+                name,
+                note.line,
+                note.column,
+                "tfpilot",
+                "compat",
+                note.message,
+                why="migrate could not make this part run by itself" if note.blocks_run else "",
+                fix="port this call by hand (the TF2 / Keras equivalent)" if note.blocks_run else "check it by hand",
+                blocks_run=note.blocks_run,
+            )
+            for note in compat.notes
+        ]
+        if "_tf1_mnist" in compat.helpers:
+            setup.append("MNIST file")
+    shim = shim_line_range(text)
+    fixed = fix_source(text, path=name, config=config, rules=rules)
+    if (
+        fixed.changed
+        and shim_line_range(fixed.fixed_source) == shim
+        and _lines(fixed.fixed_source, shim) == _lines(text, shim)
+    ):
+        text = fixed.fixed_source
+        rewritten += [
+            MigrationItem(name, fix.line, fix.column, "tfpilot", fix.code, fix.description)
+            for fix in fixed.applied
+            if fix.line not in shim
+        ]
+    remaining = check_source(text, name, rules, ignored_prefixes=config.ignored_in(Path(name)))
+    for violation in (remaining.syntax_error,) if remaining.syntax_error else remaining.violations:
+        if violation.line in shim:
+            continue  # the helpers are TF1 graph code on purpose
+        rule = rule_by_code(violation.code)
+        item = MigrationItem(
+            name,
+            violation.line,
+            violation.column + 1,
+            "tfpilot",
+            violation.code,
+            violation.message,
+            why=rule.summary() if rule else "",
+            fix=rule.fix_hint if rule else "",
+        )
+        (kept if violation.code in _KEPT_ON_COMPAT else attention).append(item)
+    blockers = check_runs(text, local_modules=local_modules, skip_lines=shim)
+    attention += [
+        MigrationItem(
+            name, b.line, b.column, "tfpilot", "RUN", b.what, why="the file stops here", fix=b.fix, blocks_run=True
+        )
+        for b in blockers
+    ]
+    status = FileStatus(
+        name,
+        will_run=not any(item.blocks_run for item in attention),
+        blockers=tuple(f"line {item.line}: {item.message}" for item in attention if item.blocks_run),
+        setup=tuple(setup),
+    )
+    return text, rewritten, attention, kept, status
+
+
+def _lines(text: str, span: range) -> list[str]:
+    lines = text.splitlines()
+    return [lines[number - 1] for number in span if number - 1 < len(lines)]
+
+
+def _resolved_by_tfpilot(item: MigrationItem, text: str) -> bool:
+    """A tf_upgrade_v2 "cannot be converted" error whose symbol tfpilot has since replaced."""
+    match = _UNCONVERTED_RE.search(item.message)
+    return item.tool == "tf_upgrade_v2" and match is not None and match[1] not in text
+
+
 def migrate(
     source: str | Path,
     destination: str | Path,
     *,
+    mode: str = "compat",
     report_path: str | Path | None = None,
     config: LintConfig | None = None,
 ) -> MigrationReport:
-    """Upgrade SRC (a file or a directory) into DEST and write the migration report."""
+    """Upgrade SRC (a file or a directory) into DEST and write the migration report.
+
+    ``mode="compat"`` (the only mode so far): tf_upgrade_v2, then what makes TF1 code run on
+    TF 2.21 (graph mode where the file builds a graph, helpers for removed APIs).
+    """
+    if mode not in MODES:
+        raise LintError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     source = Path(source)
     destination = Path(destination)
     if not source.exists():
@@ -159,11 +332,15 @@ def migrate(
     upgrader = _upgrader()
     rewritten: list[MigrationItem] = []
     attention: list[MigrationItem] = []
+    kept: list[MigrationItem] = []
+    statuses: list[FileStatus] = []
     files = 0
 
     def process(root: Path) -> None:
         nonlocal files
-        for input_path, relative in _plan(source, destination):
+        pairs = _plan(source, destination)
+        local_modules = _local_modules(pairs)
+        for input_path, relative in pairs:
             output_path = root / relative
             output_path.parent.mkdir(parents=True, exist_ok=True)
             if input_path.suffix != ".py":
@@ -172,35 +349,27 @@ def migrate(
             files += 1
             name = relative.as_posix()
             upgraded, warnings = _upgrade_file(upgrader, input_path, output_path, name)
-            rewritten.extend(upgraded)
-            attention.extend(warnings)
-            text = read_source(output_path)
-            fixed = fix_source(text, path=name, config=config, rules=rules)
-            if fixed.changed:
-                atomic_write_text(output_path, fixed.fixed_source)
-            rewritten.extend(
-                MigrationItem(name, fix.line, fix.column, "tfpilot", fix.code, fix.description) for fix in fixed.applied
+            text, file_rewritten, file_attention, file_kept, status = _migrate_file(
+                read_source(output_path), name, mode=mode, config=config, rules=rules, local_modules=local_modules
             )
-            remaining = check_source(fixed.fixed_source, name, rules, ignored_prefixes=config.ignored_in(Path(name)))
-            for violation in (remaining.syntax_error,) if remaining.syntax_error else remaining.violations:
-                rule = rule_by_code(violation.code)
-                attention.append(
-                    MigrationItem(
-                        name,
-                        violation.line,
-                        violation.column + 1,
-                        "tfpilot",
-                        violation.code,
-                        violation.message,
-                        why=rule.summary() if rule else "",
-                        fix=rule.fix_hint if rule else "",
-                    )
-                )
+            atomic_write_text(output_path, text)
+            for warning in warnings:
+                if _resolved_by_tfpilot(warning, text):
+                    upgraded.append(dataclasses.replace(warning, message=warning.message + " (tfpilot replaced it)"))
+                else:
+                    attention.append(warning)
+            rewritten.extend(upgraded + file_rewritten)
+            attention.extend(file_attention)
+            kept.extend(file_kept)
+            statuses.append(status)
+
+    def build() -> MigrationReport:
+        return _report(source, destination, report_file, files, rewritten, attention, mode, statuses, kept)
 
     if is_directory:
         with atomic_directory(destination) as staging:
             process(staging)
-            report = _report(source, destination, report_file, files, rewritten, attention)
+            report = build()
             if report_file.resolve().is_relative_to(destination.resolve()):
                 staged_report = staging / report_file.resolve().relative_to(destination.resolve())
                 atomic_write_text(staged_report, render_markdown(report))
@@ -210,7 +379,7 @@ def migrate(
         with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-") as staging_name:
             process(Path(staging_name))
             atomic_write_text(destination, (Path(staging_name) / destination.name).read_text(encoding="utf-8"))
-        report = _report(source, destination, report_file, files, rewritten, attention)
+        report = build()
         atomic_write_text(report_file, render_markdown(report))
     return report
 
@@ -222,6 +391,9 @@ def _report(
     files: int,
     rewritten: list[MigrationItem],
     attention: list[MigrationItem],
+    mode: str,
+    statuses: list[FileStatus],
+    kept: list[MigrationItem],
 ) -> MigrationReport:
     def order(item: MigrationItem) -> tuple[str, int, int, str]:
         return (item.path, item.line, item.column, item.code)
@@ -233,6 +405,9 @@ def _report(
         files=files,
         rewritten=tuple(sorted(rewritten, key=order)),
         needs_person=tuple(sorted(attention, key=order)),
+        mode=mode,
+        statuses=tuple(sorted(statuses, key=lambda status: status.path)),
+        kept_on_compat=tuple(sorted(kept, key=order)),
     )
 
 
@@ -241,32 +416,67 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(report: MigrationReport) -> str:
+    blocking = sum(item.blocks_run for item in report.needs_person)
     lines = [
         "# TensorFlow 2 / Keras 3 migration report",
         "",
         f"- Source: `{report.source}`",
         f"- Destination: `{report.destination}`",
-        f"- Python files migrated: {report.files}",
+        f"- Mode: {report.mode}",
+        f"- Python files migrated: {report.files}; expected to run: {report.will_run} of {report.files}",
         f"- Rewritten automatically: {len(report.rewritten)} "
         f"(tf_upgrade_v2: {sum(1 for i in report.rewritten if i.tool == 'tf_upgrade_v2')}, "
         f"tfpilot: {sum(1 for i in report.rewritten if i.tool == 'tfpilot')})",
-        f"- Needs a person: {len(report.needs_person)}",
+        f"- Needs a person: {len(report.needs_person)} ({blocking} stop a file from running)",
+        f"- Kept on tf.compat.v1 (runs; port to TF2 when convenient): {len(report.kept_on_compat)}",
         "",
         "Line numbers of tf_upgrade_v2 entries refer to the source file; tfpilot entries refer to",
-        "the migrated file in the destination.",
+        'the migrated file in the destination. "Expected to run" means: it parses, its imports resolve',
+        "here, it names no API this TensorFlow lacks, and TF1 graph code runs with v2 behaviour off.",
         "",
-        "## Needs a person",
+        "## Files",
         "",
+        "| file | expected to run | what stops it | before you run it |",
+        "|---|---|---|---|",
     ]
+    for status in report.statuses:
+        lines.append(
+            f"| {_cell(status.path)} | {'yes' if status.will_run else 'no'} | "
+            f"{_cell('; '.join(status.blockers))} | {_cell('; '.join(status.setup))} |"
+        )
+    needed = sorted({key for status in report.statuses for key in status.setup})
+    if needed:
+        lines.append("")
+        lines += [f"**{key}**: {SETUP_HELP.get(key, key)}" for key in needed]
+    lines += ["", "## Needs a person", ""]
     if report.needs_person:
-        lines += ["| file | line | tool | code | what | why | fix |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| file | line | stops it running | tool | code | what | why | fix |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for item in report.needs_person:
             lines.append(
-                f"| {_cell(item.path)} | {item.line}:{item.column} | {item.tool} | {item.code} | "
-                f"{_cell(item.message)} | {_cell(item.why)} | {_cell(item.fix)} |"
+                f"| {_cell(item.path)} | {item.line}:{item.column} | {'yes' if item.blocks_run else 'no'} | "
+                f"{item.tool} | {item.code} | {_cell(item.message)} | {_cell(item.why)} | {_cell(item.fix)} |"
             )
     else:
         lines.append("Nothing: every finding was rewritten automatically.")
+    if report.kept_on_compat:
+        lines += [
+            "",
+            "## Kept on tf.compat.v1",
+            "",
+            "These run as they are (TF1 graph code on tf.compat.v1). Port them to TF2 idioms when convenient",
+            "(tf.function + GradientTape, keras.layers and keras.optimizers, tf.train.Checkpoint).",
+            "",
+            "| file | line | code | what | fix |",
+            "|---|---|---|---|---|",
+        ]
+        for item in report.kept_on_compat:
+            lines.append(
+                f"| {_cell(item.path)} | {item.line}:{item.column} | {item.code} | {_cell(item.message)} | "
+                f"{_cell(item.fix)} |"
+            )
     lines += ["", "## Rewritten automatically", ""]
     if report.rewritten:
         lines += ["| file | line | tool | code | change |", "|---|---|---|---|---|"]

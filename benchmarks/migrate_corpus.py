@@ -1,0 +1,208 @@
+"""Do migrated TF1 scripts run? Ten real TF1 scripts, migrated, then executed on TF 2.21.
+
+The scripts come from public TF1-era tutorial repositories (see benchmarks/migrate_corpus.md for
+repository, commit and path; no code of theirs is stored in this project). The benchmark:
+
+1. exports each script from a local bare git mirror (``fetch`` puts them under /work/.mirror),
+2. shrinks its step / epoch count (the only edit besides data, so a run takes seconds),
+3. writes a small synthetic MNIST (``mnist.npz``; random pixels and labels) and points the
+   migrated loader at it with ``TFPILOT_MNIST``: the scripts never touch the network,
+4. migrates the tree with plain ``tf_upgrade_v2`` (the anchor: what migrate did before) and with
+   ``tfpilot migrate --mode compat`` (and any other mode named in ``--modes``),
+5. runs every output with a timeout and prints, per mode, how many ran to completion, and how
+   often migrate's report ("will run" / "will not run") was right.
+
+    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat]
+                                        [--timeout 300] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Script:
+    name: str
+    repo: str
+    commit: str
+    path: str
+    # Exact (old, new) text replacements that shrink the step count; each must match once.
+    steps: tuple[tuple[str, str], ...]
+
+
+AYMERIC = ("aymericdamien/TensorFlow-Examples", "6dcbe14649163814e72a22a999f20c5e247ce988")
+NLINTZ = ("nlintz/TensorFlow-Tutorials", "d6bdab7df46492446c48537fcf37e20ba44e8168")
+GOLBIN = ("golbin/TensorFlow-Tutorials", "c8ac1e45ca27cccd228f316dd4f66afbc22f9016")
+
+CORPUS = (
+    Script("logistic_regression", *AYMERIC, "examples/2_BasicModels/logistic_regression.py",
+           (("training_epochs = 25", "training_epochs = 2"),)),
+    Script("convolutional_network_raw", *AYMERIC, "examples/3_NeuralNetworks/convolutional_network_raw.py",
+           (("num_steps = 200", "num_steps = 20"),)),
+    Script("recurrent_network", *AYMERIC, "examples/3_NeuralNetworks/recurrent_network.py",
+           (("training_steps = 10000", "training_steps = 20"),)),
+    Script("neural_network_estimator", *AYMERIC, "examples/3_NeuralNetworks/neural_network.py",
+           (("num_steps = 1000", "num_steps = 20"),)),
+    Script("save_restore_model", *AYMERIC, "examples/4_Utils/save_restore_model.py",
+           (("for epoch in range(3):", "for epoch in range(1):"), ("for epoch in range(7):", "for epoch in range(1):"))),
+    Script("tensorboard_advanced", *AYMERIC, "examples/4_Utils/tensorboard_advanced.py",
+           (("training_epochs = 25", "training_epochs = 2"),)),
+    Script("tensorflow_dataset_api", *AYMERIC, "examples/5_DataManagement/tensorflow_dataset_api.py",
+           (("num_steps = 2000", "num_steps = 20"),)),
+    Script("lstm", *NLINTZ, "07_lstm.py", (("for i in range(100):", "for i in range(1):"),)),
+    Script("cnn_tf_layers", *GOLBIN, "07 - CNN/02 - tf.layers.py", (("for epoch in range(15):", "for epoch in range(1):"),)),
+    Script("rnn_mnist", *GOLBIN, "10 - RNN/01 - MNIST.py", (("total_epoch = 30", "total_epoch = 1"),)),
+)  # fmt: skip
+
+
+def export(script: Script, mirror: Path, into: Path) -> Path:
+    git_dir = mirror / script.repo.replace("/", "+") / "repo"
+    if not git_dir.is_dir():
+        raise SystemExit(f"no mirror of {script.repo} at {git_dir}; fetch github:{script.repo} first")
+    text = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"{script.commit}:{script.path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for old, new in script.steps:
+        if text.count(old) != 1:
+            raise SystemExit(f"{script.name}: step edit {old!r} matches {text.count(old)} times, expected once")
+        text = text.replace(old, new)
+    target = into / f"{script.name}.py"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def synthetic_mnist(path: Path) -> None:
+    """MNIST's layout (uint8 28x28 images, integer labels), 6,000 train / 1,000 test, random content."""
+    rng = np.random.default_rng(0)
+    arrays = {
+        "x_train": rng.integers(0, 256, size=(6000, 28, 28), dtype=np.uint8),
+        "y_train": rng.integers(0, 10, size=6000, dtype=np.uint8),
+        "x_test": rng.integers(0, 256, size=(1000, 28, 28), dtype=np.uint8),
+        "y_test": rng.integers(0, 10, size=1000, dtype=np.uint8),
+    }
+    np.savez_compressed(path, **arrays)
+
+
+def migrate_tree(mode: str, source: Path, destination: Path) -> dict[str, bool]:
+    """Migrate; returns the report's verdict per file (empty for the plain tf_upgrade_v2 anchor)."""
+    if mode == "upgrade":
+        command = [
+            sys.executable, "-m", "tensorflow.tools.compatibility.tf_upgrade_v2_main",
+            "--intree", str(source), "--outtree", str(destination), "--reportfile", str(destination) + ".txt",
+        ]  # fmt: skip
+    else:
+        command = [sys.executable, "-m", "tfpilot.cli.main", "migrate", "--mode", mode, str(source), str(destination)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if not destination.is_dir():
+        raise SystemExit(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    if mode == "upgrade":
+        return {}
+    verdicts: dict[str, bool] = {}
+    report = (destination / "MIGRATION_REPORT.md").read_text(encoding="utf-8")
+    section = report.split("## Files", 1)[1].split("\n## ", 1)[0]
+    for row in section.splitlines():
+        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].endswith(".py"):
+            verdicts[cells[0]] = cells[1].startswith("yes")
+    return verdicts
+
+
+def last_error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if re.match(r"^[A-Za-z_.]+(Error|Exception|Exit)\b", line)]
+    return (lines[-1] if lines else (stderr.strip().splitlines() or ["(no output)"])[-1])[:160]
+
+
+def run_script(path: Path, workdir: Path, mnist: Path, timeout: float) -> tuple[bool, str, float]:
+    workdir.mkdir(parents=True)
+    env = dict(os.environ, TFPILOT_MNIST=str(mnist), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, str(path)], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f}s", time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    return done.returncode == 0, "" if done.returncode == 0 else last_error(done.stderr), seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--modes", default="upgrade,compat")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--keep", type=Path, help="keep the exported, migrated and run trees here")
+    parser.add_argument("--only", help="comma-separated script names to run (default: all ten)")
+    args = parser.parse_args()
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    scripts = [s for s in CORPUS if not args.only or s.name in args.only.split(",")]
+
+    root = Path(tempfile.mkdtemp(prefix="tfpilot-migrate-corpus-"))
+    if args.keep:
+        shutil.rmtree(args.keep, ignore_errors=True)
+        root = args.keep
+        root.mkdir(parents=True)
+    original = root / "original"
+    original.mkdir()
+    for script in scripts:
+        export(script, args.mirror, original)
+    mnist = root / "mnist.npz"
+    synthetic_mnist(mnist)
+
+    results: dict[str, dict[str, tuple[bool, str, float]]] = {}
+    verdicts: dict[str, dict[str, bool]] = {}
+    for mode in modes:
+        destination = root / f"migrated-{mode}"
+        verdicts[mode] = migrate_tree(mode, original, destination)
+        for script in scripts:
+            name = f"{script.name}.py"
+            outcome = run_script(destination / name, root / f"run-{mode}" / script.name, mnist, args.timeout)
+            results.setdefault(script.name, {})[mode] = outcome
+            status = "runs" if outcome[0] else f"fails: {outcome[1]}"
+            print(f"[{mode:7}] {script.name:28} {outcome[2]:6.1f}s  {status}", flush=True)
+
+    print()
+    header = f"{'script':28} " + " ".join(f"{mode:>8}" for mode in modes)
+    print(header)
+    for script in scripts:
+        cells = []
+        for mode in modes:
+            ran = results[script.name][mode][0]
+            predicted = verdicts[mode].get(f"{script.name}.py")
+            mark = "runs" if ran else "FAILS"
+            if predicted is not None and predicted != ran:
+                mark += "!"  # the report's verdict was wrong
+            cells.append(f"{mark:>8}")
+        print(f"{script.name:28} " + " ".join(cells))
+    print()
+    anchor = sum(results[s.name][modes[0]][0] for s in scripts)
+    for mode in modes:
+        runs = sum(results[s.name][mode][0] for s in scripts)
+        line = f"{mode:8} runs {runs}/{len(scripts)}"
+        if mode != modes[0]:
+            line += f" (anchor {modes[0]}: {anchor}/{len(scripts)}, +{runs - anchor})"
+        if verdicts[mode]:
+            right = sum(verdicts[mode].get(f"{s.name}.py") == results[s.name][mode][0] for s in scripts)
+            line += f"; report verdict right for {right}/{len(scripts)}"
+        print(line)
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

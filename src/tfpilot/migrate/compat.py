@@ -1,0 +1,726 @@
+"""``--mode compat``: make tf_upgrade_v2's output run on TF 2.21 as a TF1 graph program.
+
+tf_upgrade_v2 renames TF1 calls to ``tf.compat.v1.*`` but leaves three things that stop a TF1
+script from starting on TF 2.21 with Keras 3:
+
+1. TF2 runs eagerly, so ``tf.compat.v1.placeholder`` and ``Session.run`` fail. When the file
+   builds a graph, ``tf.compat.v1.disable_v2_behavior()`` goes right after the TensorFlow import.
+2. APIs that are gone, not renamed: ``tf.compat.v1.layers.*`` and ``tf.compat.v1.nn.rnn_cell.*``
+   raise AttributeError with Keras 3, ``tf.contrib`` and ``tensorflow.examples.tutorials`` do not
+   exist. Uses are pointed at helpers written into the file (see ``tfpilot.migrate.shims``), which
+   keep TF1's variable names so existing checkpoints still load.
+3. Imports of removed modules become assignments of the helper (``rnn = _tf1_rnn``), so the rest
+   of the code reads as before and line numbers stay put.
+
+Everything here works on source text with libcst and imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+from collections.abc import Iterable, Mapping, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+__all__ = [
+    "CompatChange",
+    "CompatResult",
+    "HELPER_NAMES",
+    "SHIM_BEGIN",
+    "SHIM_END",
+    "rewrite_compat",
+    "shim_line_range",
+    "import_bindings",
+    "qualified_name",
+    "dotted_name",
+    "line_map",
+]
+
+SHIM_BEGIN = "# --- tfpilot migrate: helpers for TF1 APIs that TF 2.21 / Keras 3 removed (see the migration report) ---"
+SHIM_END = "# --- end of tfpilot migrate helpers ---"
+
+# Helper namespace -> (shim module in tfpilot.migrate.shims, the names it provides).
+HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
+    "_tf1_layers": (
+        "layers",
+        frozenset(
+            {
+                "dense",
+                "conv1d",
+                "conv2d",
+                "conv2d_transpose",
+                "max_pooling1d",
+                "max_pooling2d",
+                "average_pooling1d",
+                "average_pooling2d",
+                "dropout",
+                "flatten",
+                "batch_normalization",
+            }
+        ),
+    ),
+    "_tf1_rnn": (
+        "rnn",
+        frozenset(
+            {
+                "BasicRNNCell",
+                "BasicLSTMCell",
+                "LSTMCell",
+                "GRUCell",
+                "MultiRNNCell",
+                "DropoutWrapper",
+                "LSTMStateTuple",
+                "static_rnn",
+                "static_bidirectional_rnn",
+                "dynamic_rnn",
+                "bidirectional_dynamic_rnn",
+            }
+        ),
+    ),
+    "_tf1_mnist": ("mnist", frozenset({"read_data_sets", "DataSet"})),
+}
+
+# Removed modules whose members the helpers replace one for one.
+_MODULE_HELPERS: dict[str, str] = {
+    "tensorflow.layers": "_tf1_layers",
+    "tensorflow.compat.v1.layers": "_tf1_layers",
+    "tensorflow.contrib.rnn": "_tf1_rnn",
+    "tensorflow.nn.rnn_cell": "_tf1_rnn",
+    "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
+    "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
+}
+# Single members of otherwise unsupported removed modules.
+_MEMBER_HELPERS: dict[str, tuple[str, str]] = {
+    "tensorflow.contrib.layers.flatten": ("_tf1_layers", "flatten"),
+}
+_WHY = {
+    "_tf1_layers": "tf.layers needs Keras 2 (AttributeError with Keras 3)",
+    "_tf1_rnn": "TF1 RNN cells need Keras 2 (AttributeError with Keras 3)",
+    "_tf1_mnist": "tensorflow.examples.tutorials was removed in TF 2",
+}
+
+# tf.compat.v1 names that only work in a TF1 graph (they fail or mean something else eagerly).
+_GRAPH_ONLY = frozenset(
+    {
+        "placeholder",
+        "placeholder_with_default",
+        "sparse_placeholder",
+        "Session",
+        "InteractiveSession",
+        "get_variable",
+        "variable_scope",
+        "global_variables_initializer",
+        "initialize_all_variables",
+        "local_variables_initializer",
+        "variables_initializer",
+        "tables_initializer",
+        "train",
+        "summary",
+        "get_default_graph",
+        "reset_default_graph",
+        "get_collection",
+        "add_to_collection",
+        "trainable_variables",
+        "global_variables",
+        "layers",
+        "metrics",
+        "data",
+        "assign",
+        "assign_add",
+        "assign_sub",
+        "nn",
+    }
+)
+_V1_NN_GRAPH_ONLY = frozenset({"rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn"})
+_TF1_SUMMARY_OPS = frozenset({"scalar", "histogram", "image", "audio", "text"})
+_DISABLERS = frozenset({"disable_v2_behavior", "disable_eager_execution"})
+_DISABLE_COMMENT = "# tfpilot migrate: TF1 graph code (placeholders, sessions) needs graph mode"
+
+
+@dataclasses.dataclass(frozen=True)
+class CompatChange:
+    line: int  # in the rewritten file
+    column: int  # 1-based
+    message: str
+    blocks_run: bool = True  # for notes: the file will not start until a person acts
+
+
+@dataclasses.dataclass(frozen=True)
+class CompatResult:
+    source: str
+    changes: tuple[CompatChange, ...]
+    helpers: tuple[str, ...]  # helper namespaces written into the file
+    graph_mode: bool  # the file builds a TF1 graph (so v2 behaviour must be off)
+    disabled_v2: bool  # this rewrite added disable_v2_behavior()
+    notes: tuple[CompatChange, ...]  # what a person still has to do that the rewrite could not
+    in_place: Mapping[int, int] = dataclasses.field(default_factory=dict)  # input line -> line before insertions
+    inserted: tuple[tuple[int, int], ...] = ()  # (line the text went before, number of lines)
+
+    def moved(self, line: int) -> int:
+        """Where line ``line`` of the input ended up in ``source``."""
+        line = self.in_place.get(line, line)
+        return line + sum(count for at, count in self.inserted if at <= line)
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted_name(node.value)
+        return None if head is None else f"{head}.{node.attr.value}"
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted_name(node)
+    assert name is not None  # import statements name modules with Names and Attributes only
+    return name
+
+
+def import_bindings(module: cst.Module) -> dict[str, str]:
+    """Local name -> the dotted path it is bound to, for every import in the file."""
+    bindings: dict[str, str] = {}
+
+    class Collector(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    bindings[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    bindings[head] = head
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return
+            base = _module_name(node.module)
+            for alias in node.names:
+                name = _module_name(alias.name)
+                local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+                bindings[local] = f"{base}.{name}"
+
+    module.visit(Collector())
+    return bindings
+
+
+def qualified_name(node: cst.BaseExpression, bindings: Mapping[str, str]) -> str | None:
+    name = dotted_name(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    if head not in bindings:
+        return None
+    return bindings[head] + ("." + rest if rest else "")
+
+
+def _helper_for(qualified: str) -> tuple[str, str] | None:
+    """(helper namespace, member) that replaces a removed API, or None."""
+    if qualified in _MEMBER_HELPERS:
+        return _MEMBER_HELPERS[qualified]
+    module, _, member = qualified.rpartition(".")
+    helper = _MODULE_HELPERS.get(module)
+    if helper is not None and member in HELPER_NAMES[helper][1]:
+        return helper, member
+    return None
+
+
+def _is_graph_only(qualified: str) -> bool:
+    for prefix in ("tensorflow.compat.v1.", "tensorflow."):
+        if qualified.startswith(prefix):
+            rest = qualified[len(prefix) :].split(".")
+            if prefix == "tensorflow." and rest[0] in ("Session", "placeholder", "InteractiveSession"):
+                return True  # tf_upgrade_v2 could not rename these (an unparsable neighbour, a noqa)
+            if prefix == "tensorflow.compat.v1.":
+                if rest[0] == "nn":
+                    return len(rest) > 1 and rest[1] in _V1_NN_GRAPH_ONLY
+                return rest[0] in _GRAPH_ONLY
+    return False
+
+
+def shim_source(helper: str) -> str:
+    """The text of one helper, as written into migrated files."""
+    module = HELPER_NAMES[helper][0]
+    text = importlib.resources.files("tfpilot.migrate.shims").joinpath(f"{module}.py").read_text(encoding="utf-8")
+    return text.split("# --- emitted below ---\n", 1)[1].strip("\n")
+
+
+def _selected_helper(helper: str, members: Iterable[str]) -> tuple[list[str], str]:
+    """(import lines, class source) of one helper, keeping only ``members`` and what they use.
+
+    A migrated file gets the parts of a helper it calls, not all of it: members are kept when a
+    kept member's text names them (``_tf1_layers._conv``, a base class ``_Cell``), and an import
+    only when the kept code uses its alias.
+    """
+    import ast
+    import re
+
+    text = shim_source(helper)
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == helper]
+    assert classes, f"shim {helper} defines no class {helper}"
+    cls = classes[0]
+    spans: dict[str, tuple[int, int]] = {}
+    docstring_end = cls.body[0].end_lineno if ast.get_docstring(cls) is not None else None
+    for item in cls.body:
+        names: list[str] = []
+        if isinstance(item, (ast.FunctionDef, ast.ClassDef)):
+            names = [item.name]
+        elif isinstance(item, ast.Assign):
+            names = [target.id for target in item.targets if isinstance(target, ast.Name)]
+        start = min([item.lineno, *(decorator.lineno for decorator in getattr(item, "decorator_list", []))])
+        for name in names:
+            spans[name] = (start, item.end_lineno or item.lineno)
+
+    def body_of(name: str) -> str:
+        start, end = spans[name]
+        return "\n".join(lines[start - 1 : end])
+
+    wanted = [member for member in members if member in spans] or list(spans)
+    kept: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name in kept:
+            continue
+        kept.add(name)
+        source = body_of(name)
+        wanted += [other for other in spans if other not in kept and re.search(rf"\b{re.escape(other)}\b", source)]
+    ordered = sorted(kept, key=lambda name: spans[name][0])
+    header = lines[cls.lineno - 1 : (docstring_end or cls.lineno)]
+    chunks = ["\n".join(header)] + [body_of(name) for name in ordered]
+    class_source = "\n\n".join(chunks)
+    imports = [
+        line
+        for line in lines[: cls.lineno - 1]
+        if line.startswith(("import ", "from ")) and re.search(rf"\b{re.escape(line.split()[-1])}\b", class_source)
+    ]
+    return imports, class_source
+
+
+def render_shims(helpers: Mapping[str, Iterable[str]]) -> str:
+    """The helper block: every import the helpers need once, then each helper's class."""
+    imports: list[str] = []
+    bodies: list[str] = []
+    for helper in sorted(helpers):
+        helper_imports, body = _selected_helper(helper, helpers[helper])
+        imports += [line for line in helper_imports if line not in imports]
+        bodies.append(body)
+    standard = sorted(line for line in imports if "numpy" not in line and "tensorflow" not in line)
+    third_party = sorted(line for line in imports if line not in standard)
+    parts = [SHIM_BEGIN, *standard, *([""] if standard and third_party else []), *third_party, "", ""]
+    parts += ["\n\n\n".join(bodies), SHIM_END, ""]
+    return "\n".join(parts)
+
+
+def shim_line_range(source: str) -> range:
+    """1-based line numbers of the helper block in a migrated file (empty when it has none)."""
+    lines = source.splitlines()
+    try:
+        start = lines.index(SHIM_BEGIN)
+        end = lines.index(SHIM_END, start)
+    except ValueError:
+        return range(0)
+    return range(start + 1, end + 2)
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, bindings: Mapping[str, str], *, summary_v1: bool = False) -> None:
+        super().__init__()
+        self.bindings = bindings
+        self.summary_v1 = summary_v1
+        self.tf2_summaries = 0
+        self.helpers: dict[str, set[str]] = {}
+        self.changes: list[tuple[int, int, str]] = []
+        self.graph_lines: list[int] = []
+        self.has_disabler = False
+        self.notes: list[tuple[int, int, str]] = []
+        self.first_use: dict[str, tuple[int, int]] = {}
+
+    def _position(self, node: cst.CSTNode) -> tuple[int, int]:
+        start = self.get_metadata(PositionProvider, node).start
+        return start.line, start.column + 1
+
+    # Import statements name modules; their dotted names are not uses of the API.
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        qualified = qualified_name(original, self.bindings)
+        if qualified is None:
+            return updated
+        if qualified.rpartition(".")[2] in _DISABLERS:
+            self.has_disabler = True
+        if _is_graph_only(qualified):
+            self.graph_lines.append(self._position(original)[0])
+        helper = _helper_for(qualified)
+        if helper is None:
+            module_name, _, member_name = qualified.rpartition(".")
+            if module_name in _MODULE_HELPERS:
+                line, column = self._position(original)
+                self.notes.append(
+                    (
+                        line,
+                        column,
+                        f"`{dotted_name(original)}` ({qualified}) was removed and migrate has no replacement for it",
+                    )
+                )
+            return updated
+        namespace, member = helper
+        self.helpers.setdefault(namespace, set()).add(member)
+        self.first_use.setdefault(member, self._position(original))
+        line, column = self._position(original)
+        shown = dotted_name(original)
+        self.changes.append(
+            (line, column, f"`{shown}` -> `{namespace}.{member}` ({_WHY[namespace]}; helper in this file)")
+        )
+        return cst.Attribute(value=cst.Name(namespace), attr=cst.Name(member))
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
+        # nothing in a TF1 graph (merge_all() then returns None). A graph file gets TF1's ops back.
+        qualified = qualified_name(original.func, self.bindings)
+        if qualified is None or qualified.rpartition(".")[0] != "tensorflow.summary":
+            return updated
+        if qualified.rpartition(".")[2] not in _TF1_SUMMARY_OPS:
+            return updated
+        if any(
+            arg.keyword is not None and arg.keyword.value in ("step", "data", "description") for arg in original.args
+        ):
+            return updated  # already written for the TF2 API
+        self.tf2_summaries += 1
+        if not self.summary_v1 or not isinstance(updated.func, cst.Attribute):
+            return updated
+        head = dotted_name(original.func)
+        assert head is not None
+        alias = head.split(".")[0]
+        member = qualified.rpartition(".")[2]
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                f"`{head}` -> `{alias}.compat.v1.summary.{member}` (the TF2 summary API records nothing in a TF1 "
+                "graph; merge_all() would return None)",
+            )
+        )
+        return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.summary.{member}"))
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        statements: list[cst.BaseSmallStatement] = []
+        changed = False
+        for small in updated.body:
+            replaced = self._replace_import(small, self._position(original)[0])
+            if replaced is None:
+                statements.append(small)
+            else:
+                statements.extend(replaced)
+                changed = True
+        return updated.with_changes(body=statements) if changed else updated
+
+    def _replace_import(self, small: cst.BaseSmallStatement, line: int) -> list[cst.BaseSmallStatement] | None:
+        """An import of a removed module -> an assignment of its helper (same line, same name)."""
+        if isinstance(small, cst.ImportFrom):
+            if small.relative or small.module is None or isinstance(small.names, cst.ImportStar):
+                return None
+            base = _module_name(small.module)
+            pairs = [(alias, f"{base}.{_module_name(alias.name)}") for alias in small.names]
+        elif isinstance(small, cst.Import):
+            pairs = [(alias, _module_name(alias.name)) for alias in small.names]
+        else:
+            return None
+        kept: list[cst.ImportAlias] = []
+        assignments: list[cst.BaseSmallStatement] = []
+        for alias, full in pairs:
+            target = _MODULE_HELPERS.get(full)
+            if target is None:
+                found = _helper_for(full)
+                target = None if found is None else f"{found[0]}.{found[1]}"
+            asname = alias.asname.name if alias.asname is not None else None
+            # `import a.b.c` binds `a`, not the module: only aliased imports and from-imports are swapped.
+            if target is None or (isinstance(small, cst.Import) and not isinstance(asname, cst.Name)):
+                kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                continue
+            local = asname.value if isinstance(asname, cst.Name) else _module_name(alias.name)
+            namespace, _, member = target.partition(".")
+            self.helpers.setdefault(namespace, set()).update([member] if member else [])
+            assignments.append(
+                cst.Assign(targets=[cst.AssignTarget(cst.Name(local))], value=cst.parse_expression(target))
+            )
+            self.changes.append(
+                (line, 1, f"import of `{full}` -> `{local} = {target}` ({_WHY[namespace]}; helper in this file)")
+            )
+        if not assignments:
+            return None
+        return ([small.with_changes(names=kept)] if kept else []) + assignments
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        # A bare name bound by `from tensorflow.compat.v1 import placeholder` and the like.
+        qualified = self.bindings.get(original.value)
+        if qualified is not None and qualified != original.value and _is_graph_only(qualified):
+            self.graph_lines.append(self._position(original)[0])
+        return updated
+
+
+_REMOVED_MODULES = ("tensorflow.contrib", "tensorflow.examples")
+
+
+def _is_removed(module: str) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in _REMOVED_MODULES)
+
+
+class _UsedNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+class _DropUnusedRemovedImports(cst.CSTTransformer):
+    """Imports of removed modules whose every use was replaced by a helper are dropped."""
+
+    def __init__(self, used: set[str]) -> None:
+        super().__init__()
+        self.used = used
+        self.dropped: list[str] = []
+
+    def _unused(self, alias: cst.ImportAlias, full: str, local: str) -> bool:
+        return _is_removed(full) and local not in self.used
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        kept = []
+        for alias in updated.names:
+            full = _module_name(alias.name)
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else full.split(".")[0]
+            )
+            if self._unused(alias, full, local):
+                self.dropped.append(full)
+            else:
+                kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(names=kept) if len(kept) != len(updated.names) else updated
+
+    def leave_ImportFrom(
+        self, original: cst.ImportFrom, updated: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
+        if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
+            return updated
+        base = _module_name(updated.module)
+        kept = []
+        for alias in updated.names:
+            name = _module_name(alias.name)
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+            full = f"{base}.{name}"
+            if self._unused(alias, full, local):
+                self.dropped.append(full)
+            else:
+                kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(names=kept) if len(kept) != len(updated.names) else updated
+
+
+def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
+    """Index after the module docstring and `from __future__` imports."""
+    index = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine):
+        first = body[0].body[0] if body[0].body else None
+        if isinstance(first, cst.Expr) and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString)):
+            index = 1
+    while index < len(body):
+        statement = body[index]
+        if (
+            isinstance(statement, cst.SimpleStatementLine)
+            and statement.body
+            and isinstance(statement.body[0], cst.ImportFrom)
+            and statement.body[0].module is not None
+            and dotted_name(statement.body[0].module) == "__future__"
+        ):
+            index += 1
+            continue
+        break
+    return index
+
+
+def _tensorflow_import(body: Sequence[cst.BaseStatement]) -> tuple[int, str] | None:
+    """(index of the first module-level `import tensorflow ...`, expression for tf.compat.v1)."""
+    for index, statement in enumerate(body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                full = _module_name(alias.name)
+                local = (
+                    alias.asname.name.value
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                    else full.split(".")[0]
+                )
+                if full == "tensorflow" or (alias.asname is None and full.startswith("tensorflow.")):
+                    return index, f"{local}.compat.v1"
+                if full == "tensorflow.compat.v1":
+                    return index, local
+    return None
+
+
+def line_map(before: str, after: str) -> dict[int, int]:
+    """1-based line numbers of ``before`` -> where the same line is in ``after``.
+
+    migrate only inserts lines and rewrites lines in place, so matching the two texts line by
+    line (difflib, no junk heuristics) recovers every position; a rewritten block of another
+    length maps to its first line.
+    """
+    import difflib
+
+    old, new = before.splitlines(), after.splitlines()
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        for offset in range(old_end - old_start):
+            if tag == "equal" or (tag == "replace" and old_end - old_start == new_end - new_start):
+                mapping[old_start + offset + 1] = new_start + offset + 1
+            elif tag != "insert":
+                mapping[old_start + offset + 1] = new_start + 1
+    return mapping
+
+
+def rewrite_compat(source: str) -> CompatResult:
+    """tf_upgrade_v2's output -> code that runs on TF 2.21 (the input must parse)."""
+    module = cst.parse_module(source)
+    bindings = import_bindings(module)
+    rewriter = _Rewriter(bindings)
+    rewritten = MetadataWrapper(module).visit(rewriter)
+    graph_mode = bool(rewriter.graph_lines) or bool(set(rewriter.helpers) & {"_tf1_layers", "_tf1_rnn"})
+    if graph_mode and rewriter.tf2_summaries:
+        rewriter = _Rewriter(bindings, summary_v1=True)
+        rewritten = MetadataWrapper(module).visit(rewriter)
+    helpers = rewriter.helpers
+    notes = list(rewriter.notes)
+    changes_extra: list[tuple[int, int, str]] = []
+    if helpers:
+        used = _UsedNames()
+        rewritten.visit(used)
+        dropper = _DropUnusedRemovedImports(used.names)
+        rewritten = rewritten.visit(dropper)
+        source_lines = source.splitlines()
+
+        def import_line(full: str) -> int:
+            module, _, member = full.rpartition(".")
+            for number, text in enumerate(source_lines, 1):
+                if "import" in text and member in text and (module in text or full in text):
+                    return number
+            return 1
+
+        changes_extra = [
+            (import_line(full), 1, f"dropped the import of `{full}`: every use now goes to a helper")
+            for full in dropper.dropped
+        ]
+    warnings: list[tuple[int, int, str]] = []
+    if "batch_normalization" in helpers.get("_tf1_layers", set()) and "UPDATE_OPS" not in source:
+        where = rewriter.first_use.get("batch_normalization", (1, 1))
+        warnings.append(
+            (
+                where[0],
+                where[1],
+                "batch_normalization keeps TF1's behaviour: its moving averages only update if the train op runs "
+                "under tf.control_dependencies(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)); "
+                "this file never reads UPDATE_OPS, so inference would use the initial statistics (as in TF1)",
+            )
+        )
+
+    # Rewrites above keep lines in place; insertions below happen at statement boundaries of the
+    # rewritten code, bottom-up, and are recorded so every position can be moved exactly.
+    code = rewritten.code
+    fresh = MetadataWrapper(cst.parse_module(code))
+    positions = fresh.resolve(PositionProvider)
+    body = fresh.module.body
+    lines = code.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    inserted: list[tuple[int, int]] = []  # (line of `code` the text went before, number of lines)
+    disabled = False
+    tf_import = _tensorflow_import(body)
+    if graph_mode and not rewriter.has_disabler:
+        if tf_import is None:
+            line = min(rewriter.graph_lines) if rewriter.graph_lines else 1
+            notes.append(
+                (
+                    line,
+                    1,
+                    "the file builds a TF1 graph but imports TensorFlow only inside functions: call "
+                    "tf.compat.v1.disable_v2_behavior() once, before the graph is built",
+                )
+            )
+        else:
+            index, v1 = tf_import
+            end_line = positions[body[index]].end.line
+            lines.insert(end_line, f"{v1}.disable_v2_behavior()  {_DISABLE_COMMENT}\n")
+            inserted.append((end_line + 1, 1))
+            disabled = True
+    if helpers:
+        block = render_shims(helpers) + "\n\n"
+        insert_at = _insertion_index(body)
+        if insert_at < len(body):
+            statement = body[insert_at]
+            block_start = positions[statement].start.line - len(statement.leading_lines)
+        else:
+            block_start = len(lines) + 1
+            block = "\n\n" + block
+        lines.insert(block_start - 1, block)
+        inserted.append((block_start, block.count("\n")))
+    result = "".join(lines)
+
+    in_place = line_map(source, code)
+
+    def moved(line: int) -> int:
+        line = in_place.get(line, line)
+        return line + sum(count for at, count in inserted if at <= line)
+
+    def final(items: Iterable[tuple[int, int, str]]) -> list[CompatChange]:
+        return [CompatChange(moved(line), column, message) for line, column, message in items]
+
+    changes = final(rewriter.changes + changes_extra)
+    if disabled:
+        disable_line = next(i for i, text in enumerate(result.splitlines(), 1) if text.endswith(_DISABLE_COMMENT))
+        changes.append(
+            CompatChange(
+                disable_line,
+                1,
+                "added `tf.compat.v1.disable_v2_behavior()` after the TensorFlow import: the file builds a TF1 graph",
+            )
+        )
+    if helpers:
+        span = shim_line_range(result)
+        names = ", ".join(sorted(helpers))
+        changes.append(CompatChange(span.start, 1, f"wrote helpers {names} (lines {span.start}-{span.stop - 1})"))
+    return CompatResult(
+        source=result,
+        changes=tuple(sorted(changes, key=lambda change: (change.line, change.column))),
+        helpers=tuple(sorted(helpers)),
+        graph_mode=graph_mode,
+        disabled_v2=disabled,
+        notes=tuple(final(notes)) + tuple(dataclasses.replace(note, blocks_run=False) for note in final(warnings)),
+        in_place=in_place,
+        inserted=tuple(inserted),
+    )

@@ -1,0 +1,207 @@
+"""Will a migrated file start on this TensorFlow? Checked statically, against the installed TF.
+
+A file is expected to run when
+
+1. it parses,
+2. every import resolves here (TensorFlow / Keras modules are imported, which TensorFlow already
+   is; any other package is only looked up, never imported, so checking runs no user code),
+3. every ``tf.a.b.c`` it names exists in the installed TensorFlow (``tf.estimator``,
+   ``tf.contrib``, ``tf.compat.v1.layers.dense`` under Keras 3 do not), and
+4. a file that builds a TF1 graph (placeholders, sessions) turns v2 behaviour off.
+
+This is what stops a migrated TF1 script before its first step; it cannot see a shape error
+or a wrong value. Each blocker says what is missing and what to do instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["Blocker", "check_runs"]
+
+_TENSORFLOW_FAMILY = ("tensorflow", "keras", "tf_keras")
+
+# What replaces a removed API, by the longest matching prefix of its dotted name.
+_REPLACEMENTS: tuple[tuple[str, str], ...] = (
+    (
+        "tensorflow.estimator",
+        "tf.estimator was removed in TF 2.16: port the model_fn to a keras.Model and train with model.fit "
+        "(or pin TensorFlow <= 2.15)",
+    ),
+    ("tensorflow.compat.v1.estimator", "tf.estimator was removed in TF 2.16: port the model_fn to a keras.Model"),
+    ("tensorflow.contrib", "tf.contrib was removed in TF 2.0: use the TF2 / Keras equivalent of this piece"),
+    (
+        "tensorflow.compat.v1.layers",
+        "tf.layers needs Keras 2: use keras.layers (TF2 code), or `pip install tf-keras` and set TF_USE_LEGACY_KERAS=1",
+    ),
+    (
+        "tensorflow.compat.v1.nn.rnn_cell",
+        "TF1 RNN cells need Keras 2: use keras.layers.LSTM / GRU / RNN, or `pip install tf-keras` and set "
+        "TF_USE_LEGACY_KERAS=1",
+    ),
+    ("tensorflow.examples", "tensorflow.examples was removed: load the data with keras.datasets or tf.data"),
+    ("tensorflow.keras", "Keras 3 removed or moved this API (see the Keras 3 migration guide)"),
+    ("keras", "Keras 3 removed or moved this API (see the Keras 3 migration guide)"),
+)
+
+_GRAPH_ONLY = ("placeholder", "Session", "InteractiveSession", "sparse_placeholder", "placeholder_with_default")
+_DISABLERS = ("disable_v2_behavior", "disable_eager_execution")
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocker:
+    line: int
+    column: int  # 1-based
+    what: str
+    fix: str
+
+
+def _replacement(name: str) -> str:
+    for prefix, advice in _REPLACEMENTS:
+        if name == prefix or name.startswith(prefix + "."):
+            return advice
+    return "find the TF 2.21 equivalent (the TensorFlow API docs list every symbol) and use it instead"
+
+
+def _import(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # an import that fails for any reason is what this check reports
+        return None
+
+
+def _module_exists(name: str, local_modules: frozenset[str]) -> bool:
+    top = name.split(".")[0]
+    if top in local_modules:
+        return True
+    if top in _TENSORFLOW_FAMILY:
+        return _import(name) is not None
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _resolve(path: str) -> tuple[bool, str]:
+    """(exists, the longest prefix that does) for a dotted TensorFlow / Keras name."""
+    parts = path.split(".")
+    obj: Any = _import(parts[0])
+    if obj is None:
+        return False, ""
+    for index, part in enumerate(parts[1:], start=1):
+        if not isinstance(obj, ModuleType):
+            return True, path  # an attribute of a class or function: not the API surface this checks
+        try:
+            obj = getattr(obj, part)
+        except Exception:  # lazy loaders raise AttributeError / ImportError for removed APIs
+            submodule = _import(".".join(parts[: index + 1]))
+            if submodule is None:
+                return False, ".".join(parts[:index])
+            obj = submodule
+    return True, path
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def check_runs(source: str, *, local_modules: Iterable[str] = (), skip_lines: range = range(0)) -> list[Blocker]:
+    """What stops ``source`` from starting on the installed TensorFlow (empty: expected to run)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return [Blocker(error.lineno or 1, (error.offset or 0) + 1, f"does not parse: {error.msg}", "fix the syntax")]
+    local = frozenset(local_modules)
+    blockers: list[Blocker] = []
+    bindings: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bindings[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+                if not _module_exists(alias.name, local):
+                    blockers.append(_missing_module(node, alias.name))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not _module_exists(node.module, local):
+                blockers.append(_missing_module(node, node.module))
+                continue
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                bindings[alias.asname or alias.name] = full
+                if alias.name != "*" and node.module.split(".")[0] in _TENSORFLOW_FAMILY:
+                    exists, _ = _resolve(full)
+                    if not exists:
+                        blockers.append(
+                            Blocker(node.lineno, node.col_offset + 1, f"`from {node.module} import {alias.name}` fails: "
+                                    f"{full} does not exist in this TensorFlow", _replacement(full))
+                        )  # fmt: skip
+
+    covered: set[str] = set()  # names checked, and every prefix of them
+    graph_line = 0
+    disabled = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.lineno in skip_lines:
+            continue
+        name = _dotted(node)
+        if name is None:
+            continue
+        head, _, rest = name.partition(".")
+        bound = bindings.get(head)
+        if bound is None or bound.split(".")[0] not in _TENSORFLOW_FAMILY:
+            continue
+        qualified = f"{bound}.{rest}"
+        last = qualified.rpartition(".")[2]
+        if last in _DISABLERS:
+            disabled = True
+        if last in _GRAPH_ONLY and qualified.startswith("tensorflow.") and not graph_line:
+            graph_line = node.lineno
+        if qualified in covered:
+            continue
+        parts = qualified.split(".")
+        covered.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+        exists, found = _resolve(qualified)
+        if not exists:
+            missing = ".".join(parts[: len(found.split(".")) + 1]) if found else parts[0]
+            blockers.append(
+                Blocker(
+                    node.lineno,
+                    node.col_offset + 1,
+                    f"`{name}` does not exist in this TensorFlow ({missing} is gone)",
+                    _replacement(missing),
+                )
+            )
+    if graph_line and not disabled:
+        blockers.append(
+            Blocker(
+                graph_line,
+                1,
+                "builds a TF1 graph (placeholders / sessions) while TF2 runs eagerly: it fails at the first placeholder",
+                "add tf.compat.v1.disable_v2_behavior() right after `import tensorflow as tf` (migrate --mode compat "
+                "does this)",
+            )
+        )
+    return sorted(blockers, key=lambda blocker: (blocker.line, blocker.column))
+
+
+def _missing_module(node: ast.stmt, module: str) -> Blocker:
+    top = module.split(".")[0]
+    if top in _TENSORFLOW_FAMILY:
+        return Blocker(node.lineno, node.col_offset + 1, f"`{module}` cannot be imported here", _replacement(module))
+    return Blocker(
+        node.lineno,
+        node.col_offset + 1,
+        f"`{module}` is not installed here",
+        f"install the package that provides `{top}` (for example `pip install {top}`), or remove the import",
+    )

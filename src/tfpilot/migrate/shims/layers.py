@@ -1,0 +1,474 @@
+"""``tf.layers`` / ``tf.compat.v1.layers`` and ``tf.contrib.layers`` functions for TF1 graph code.
+
+With Keras 3, ``tf.compat.v1.layers.dense`` and friends raise AttributeError, and tf.contrib is
+gone. These helpers build the same graphs with ``tf.compat.v1.get_variable``, so what TF1 code
+relies on keeps working: variable names (``dense/kernel``, ``dense_1/bias``, ``conv2d/kernel``),
+sharing through ``variable_scope(..., reuse=True)``, the default initialisers (Glorot uniform
+kernels, zero biases) and batch norm's moving averages in ``UPDATE_OPS``. Old checkpoints load
+into the migrated graph because the names match.
+"""
+
+# These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
+# tfpilot: noqa-file[TFP6]
+
+# --- emitted below ---
+import tensorflow as _tf
+
+
+class _tf1_layers:
+    """tf.layers.* / tf.contrib.layers.* (removed with Keras 3) on tf.compat.v1.get_variable, TF1 names kept."""
+
+    @staticmethod
+    def _scope(name, default_name, reuse):
+        if reuse:  # tf.layers with reuse=True opened the scope by its plain name
+            return _tf.compat.v1.variable_scope(name or default_name, reuse=True)
+        return _tf.compat.v1.variable_scope(name, default_name=default_name, reuse=reuse)
+
+    @staticmethod
+    def _pair(value, rank=2):
+        return tuple(value) if isinstance(value, (list, tuple)) else (value,) * rank
+
+    @staticmethod
+    def _finish(outputs, activation, activity_regularizer):
+        if activation is not None:
+            outputs = activation(outputs)
+        if activity_regularizer is not None:
+            _tf.compat.v1.add_to_collection(
+                _tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES, activity_regularizer(outputs)
+            )
+        return outputs
+
+    @staticmethod
+    def _variable(name, shape, initializer, regularizer, trainable, dtype, constraint=None):
+        return _tf.compat.v1.get_variable(
+            name,
+            shape=shape,
+            dtype=dtype,
+            initializer=initializer,
+            regularizer=regularizer,
+            trainable=trainable,
+            constraint=constraint,
+        )
+
+    @staticmethod
+    def dense(
+        inputs,
+        units,
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        reuse=None,
+    ):
+        inputs = _tf.convert_to_tensor(inputs)
+        dtype = inputs.dtype.base_dtype
+        with _tf1_layers._scope(name, "dense", reuse):
+            kernel = _tf1_layers._variable(
+                "kernel",
+                [int(inputs.shape[-1]), units],
+                kernel_initializer,
+                kernel_regularizer,
+                trainable,
+                dtype,
+                kernel_constraint,
+            )
+            if inputs.shape.ndims == 2:
+                outputs = _tf.matmul(inputs, kernel)
+            else:
+                outputs = _tf.tensordot(inputs, kernel, [[inputs.shape.ndims - 1], [0]])
+            if use_bias:
+                bias = _tf1_layers._variable(
+                    "bias",
+                    [units],
+                    bias_initializer or _tf.compat.v1.zeros_initializer(),
+                    bias_regularizer,
+                    trainable,
+                    dtype,
+                    bias_constraint,
+                )
+                outputs = _tf.nn.bias_add(outputs, bias)
+            return _tf1_layers._finish(outputs, activation, activity_regularizer)
+
+    @staticmethod
+    def _conv(
+        rank,
+        default_name,
+        inputs,
+        filters,
+        kernel_size,
+        strides,
+        padding,
+        data_format,
+        dilation_rate,
+        activation,
+        use_bias,
+        kernel_initializer,
+        bias_initializer,
+        kernel_regularizer,
+        bias_regularizer,
+        activity_regularizer,
+        kernel_constraint,
+        bias_constraint,
+        trainable,
+        name,
+        reuse,
+    ):
+        inputs = _tf.convert_to_tensor(inputs)
+        dtype = inputs.dtype.base_dtype
+        channels_first = data_format == "channels_first"
+        channels = int(inputs.shape[1] if channels_first else inputs.shape[-1])
+        kernel_size = _tf1_layers._pair(kernel_size, rank)
+        with _tf1_layers._scope(name, default_name, reuse):
+            kernel = _tf1_layers._variable(
+                "kernel",
+                list(kernel_size) + [channels, filters],
+                kernel_initializer,
+                kernel_regularizer,
+                trainable,
+                dtype,
+                kernel_constraint,
+            )
+            outputs = _tf.nn.convolution(
+                inputs,
+                kernel,
+                strides=_tf1_layers._pair(strides, rank),
+                padding=padding.upper(),
+                dilations=_tf1_layers._pair(dilation_rate, rank),
+                data_format=("NC" + "DHW"[3 - rank :]) if channels_first else None,
+            )
+            if use_bias:
+                bias = _tf1_layers._variable(
+                    "bias",
+                    [filters],
+                    bias_initializer or _tf.compat.v1.zeros_initializer(),
+                    bias_regularizer,
+                    trainable,
+                    dtype,
+                    bias_constraint,
+                )
+                outputs = _tf.nn.bias_add(outputs, bias, data_format="NCHW" if channels_first and rank == 2 else None)
+            return _tf1_layers._finish(outputs, activation, activity_regularizer)
+
+    @staticmethod
+    def conv1d(
+        inputs,
+        filters,
+        kernel_size,
+        strides=1,
+        padding="valid",
+        data_format="channels_last",
+        dilation_rate=1,
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        reuse=None,
+    ):
+        return _tf1_layers._conv(
+            1,
+            "conv1d",
+            inputs,
+            filters,
+            kernel_size,
+            strides,
+            padding,
+            data_format,
+            dilation_rate,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            activity_regularizer,
+            kernel_constraint,
+            bias_constraint,
+            trainable,
+            name,
+            reuse,
+        )
+
+    @staticmethod
+    def conv2d(
+        inputs,
+        filters,
+        kernel_size,
+        strides=(1, 1),
+        padding="valid",
+        data_format="channels_last",
+        dilation_rate=(1, 1),
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        reuse=None,
+    ):
+        return _tf1_layers._conv(
+            2,
+            "conv2d",
+            inputs,
+            filters,
+            kernel_size,
+            strides,
+            padding,
+            data_format,
+            dilation_rate,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            activity_regularizer,
+            kernel_constraint,
+            bias_constraint,
+            trainable,
+            name,
+            reuse,
+        )
+
+    @staticmethod
+    def conv2d_transpose(
+        inputs,
+        filters,
+        kernel_size,
+        strides=(1, 1),
+        padding="valid",
+        data_format="channels_last",
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        reuse=None,
+    ):
+        if data_format != "channels_last":
+            raise NotImplementedError("the migrated conv2d_transpose supports data_format='channels_last' only")
+        inputs = _tf.convert_to_tensor(inputs)
+        dtype = inputs.dtype.base_dtype
+        kernel_h, kernel_w = _tf1_layers._pair(kernel_size)
+        stride_h, stride_w = _tf1_layers._pair(strides)
+        channels = int(inputs.shape[-1])
+        with _tf1_layers._scope(name, "conv2d_transpose", reuse):
+            # A transposed convolution's kernel is (height, width, out_channels, in_channels), as in TF1.
+            kernel = _tf1_layers._variable(
+                "kernel",
+                [kernel_h, kernel_w, filters, channels],
+                kernel_initializer,
+                kernel_regularizer,
+                trainable,
+                dtype,
+                kernel_constraint,
+            )
+            shape = _tf.shape(inputs)
+            if padding.lower() == "same":
+                height, width = shape[1] * stride_h, shape[2] * stride_w
+            else:
+                height = shape[1] * stride_h + max(kernel_h - stride_h, 0)
+                width = shape[2] * stride_w + max(kernel_w - stride_w, 0)
+            outputs = _tf.nn.conv2d_transpose(
+                inputs,
+                kernel,
+                _tf.stack([shape[0], height, width, filters]),
+                (1, stride_h, stride_w, 1),
+                padding=padding.upper(),
+            )
+            if use_bias:
+                bias = _tf1_layers._variable(
+                    "bias",
+                    [filters],
+                    bias_initializer or _tf.compat.v1.zeros_initializer(),
+                    bias_regularizer,
+                    trainable,
+                    dtype,
+                    bias_constraint,
+                )
+                outputs = _tf.nn.bias_add(outputs, bias)
+            return _tf1_layers._finish(outputs, activation, activity_regularizer)
+
+    @staticmethod
+    def _pool(kind, rank, inputs, pool_size, strides, padding, data_format):
+        channels_first = data_format == "channels_first"
+        return _tf.nn.pool(
+            inputs,
+            window_shape=_tf1_layers._pair(pool_size, rank),
+            pooling_type=kind,
+            strides=_tf1_layers._pair(strides, rank),
+            padding=padding.upper(),
+            data_format=("NC" + "DHW"[3 - rank :]) if channels_first else None,
+        )
+
+    @staticmethod
+    def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        return _tf1_layers._pool("MAX", 1, inputs, pool_size, strides, padding, data_format)
+
+    @staticmethod
+    def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        return _tf1_layers._pool("MAX", 2, inputs, pool_size, strides, padding, data_format)
+
+    @staticmethod
+    def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        return _tf1_layers._pool("AVG", 1, inputs, pool_size, strides, padding, data_format)
+
+    @staticmethod
+    def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        return _tf1_layers._pool("AVG", 2, inputs, pool_size, strides, padding, data_format)
+
+    @staticmethod
+    def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
+        def dropped():
+            return _tf.nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
+
+        if isinstance(training, bool):
+            return dropped() if training else _tf.identity(inputs)
+        return _tf.cond(_tf.cast(training, _tf.bool), dropped, lambda: _tf.identity(inputs))
+
+    @staticmethod
+    def flatten(inputs, name=None, data_format="channels_last", outputs_collections=None, scope=None):
+        inputs = _tf.convert_to_tensor(inputs)
+        if data_format == "channels_first" and inputs.shape.ndims > 2:
+            inputs = _tf.transpose(inputs, [0] + list(range(2, inputs.shape.ndims)) + [1])
+        static = inputs.shape.as_list()[1:]
+        if None not in static:
+            size = 1
+            for dimension in static:
+                size *= dimension
+            return _tf.reshape(inputs, [-1, size])
+        return _tf.reshape(inputs, _tf.stack([_tf.shape(inputs)[0], -1]))
+
+    @staticmethod
+    def batch_normalization(
+        inputs,
+        axis=-1,
+        momentum=0.99,
+        epsilon=1e-3,
+        center=True,
+        scale=True,
+        beta_initializer=None,
+        gamma_initializer=None,
+        moving_mean_initializer=None,
+        moving_variance_initializer=None,
+        beta_regularizer=None,
+        gamma_regularizer=None,
+        beta_constraint=None,
+        gamma_constraint=None,
+        training=False,
+        trainable=True,
+        name=None,
+        reuse=None,
+        renorm=False,
+        renorm_clipping=None,
+        renorm_momentum=0.99,
+        fused=None,
+        virtual_batch_size=None,
+        adjustment=None,
+    ):
+        if renorm or virtual_batch_size is not None or adjustment is not None:
+            raise NotImplementedError("the migrated batch_normalization has no renorm / virtual batches")
+        inputs = _tf.convert_to_tensor(inputs)
+        ndims = inputs.shape.ndims
+        axes = [axis] if isinstance(axis, int) else list(axis)
+        axes = [a % ndims for a in axes]
+        params_shape = [int(inputs.shape[a]) for a in axes]
+        reduction = [i for i in range(ndims) if i not in axes]
+        broadcast = [int(inputs.shape[i]) if i in axes else 1 for i in range(ndims)]
+        dtype = inputs.dtype.base_dtype
+        with _tf1_layers._scope(name, "batch_normalization", reuse):
+            beta = gamma = None
+            if center:
+                beta = _tf1_layers._variable(
+                    "beta",
+                    params_shape,
+                    beta_initializer or _tf.compat.v1.zeros_initializer(),
+                    beta_regularizer,
+                    trainable,
+                    dtype,
+                    beta_constraint,
+                )
+            if scale:
+                gamma = _tf1_layers._variable(
+                    "gamma",
+                    params_shape,
+                    gamma_initializer or _tf.compat.v1.ones_initializer(),
+                    gamma_regularizer,
+                    trainable,
+                    dtype,
+                    gamma_constraint,
+                )
+            moving_mean = _tf.compat.v1.get_variable(
+                "moving_mean",
+                params_shape,
+                dtype,
+                moving_mean_initializer or _tf.compat.v1.zeros_initializer(),
+                trainable=False,
+                collections=[
+                    _tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                    _tf.compat.v1.GraphKeys.MOVING_AVERAGE_VARIABLES,
+                ],
+            )
+            moving_variance = _tf.compat.v1.get_variable(
+                "moving_variance",
+                params_shape,
+                dtype,
+                moving_variance_initializer or _tf.compat.v1.ones_initializer(),
+                trainable=False,
+                collections=[
+                    _tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                    _tf.compat.v1.GraphKeys.MOVING_AVERAGE_VARIABLES,
+                ],
+            )
+
+            def normalize(mean, variance):
+                def shaped(value):
+                    return None if value is None else _tf.reshape(value, broadcast)
+
+                return _tf.nn.batch_normalization(
+                    inputs, shaped(mean), shaped(variance), shaped(beta), shaped(gamma), epsilon
+                )
+
+            def batch_statistics():
+                mean, variance = _tf.nn.moments(inputs, reduction)
+                return mean, variance
+
+            if isinstance(training, bool) and not training:
+                return normalize(moving_mean, moving_variance)
+            if isinstance(training, bool):
+                mean, variance = batch_statistics()
+            else:
+                training = _tf.cast(training, _tf.bool)
+                mean, variance = _tf.cond(
+                    training, batch_statistics, lambda: (_tf.identity(moving_mean), _tf.identity(moving_variance))
+                )
+            # TF1 batch norm left the moving-average updates in UPDATE_OPS for the train op to depend on.
+            decay = 1.0 - momentum
+            for variable, value in ((moving_mean, mean), (moving_variance, variance)):
+                update = _tf.compat.v1.assign_sub(variable, (variable - value) * decay)
+                _tf.compat.v1.add_to_collection(_tf.compat.v1.GraphKeys.UPDATE_OPS, update)
+            return normalize(mean, variance)
