@@ -236,7 +236,7 @@ def test_request_body_limit_answers_413(server):
     assert status == 200
 
 
-def test_health_readiness_and_prometheus_metrics(server, tmp_path):
+def test_health_readiness_and_prometheus_metrics(server, models, tmp_path):
     assert call(f"{server.rest_url}/healthz")[:2] == (200, {"status": "ok"})
     status, body, _ = call(f"{server.rest_url}/readyz")
     assert status == 200 and body["ready"] is True
@@ -255,6 +255,13 @@ def test_health_readiness_and_prometheus_metrics(server, tmp_path):
     )
     assert 'tfpilot_serve_queue_depth{model="half_plus_two"} 0' in text
     assert 'tfpilot_serve_model_versions{model="half_plus_two",state="AVAILABLE"} 2' in text
+    # TF Serving's own names, for dashboards written against it
+    assert ':tensorflow:serving:request_count{model_name="half_plus_two",status="OK"}' in text
+    assert (
+        ':tensorflow:serving:request_latency_count{model_name="half_plus_two",API="Predict",entrypoint="REST"}' in text
+    )
+    version_one = models / "half_plus_two" / "1"
+    assert f':tensorflow:cc:saved_model:load_attempt_count{{model_path="{version_one}",status="success"}} 1' in text
     empty = tmp_path / "empty"
     empty.mkdir()
     options = ServerOptions(models=[ServedModel(name="later", base_path=empty)], rest_port=0, grpc_port=None)
@@ -263,6 +270,19 @@ def test_health_readiness_and_prometheus_metrics(server, tmp_path):
         assert (status, body) == (503, {"ready": False, "models": {"later": False}})
         status, body, _ = call(f"{not_ready.rest_url}/v1/models/later:predict", "POST", {"instances": [1.0]})
         assert status == 503 and "no version is AVAILABLE yet" in body["error"]
+
+
+def test_metrics_path_follows_the_monitoring_config(models):
+    base = models / "half_plus_two"
+    for path, absent in (("/metrics", "/monitoring/prometheus/metrics"), (None, "/monitoring/prometheus/metrics")):
+        options = ServerOptions(
+            models=[ServedModel(name="h", base_path=base)], rest_port=0, grpc_port=None, metrics_path=path
+        )
+        with ModelServer(options) as running:
+            assert call(f"{running.rest_url}{absent}")[0] == 404
+            if path is not None:
+                status, _, _ = call(f"{running.rest_url}{path}")
+                assert status == 200
 
 
 def test_full_queue_answers_429_and_slow_requests_504(models):

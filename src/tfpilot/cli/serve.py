@@ -16,7 +16,7 @@ from typer.core import TyperCommand
 
 __all__ = ["register"]
 
-_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup", "enable_signature_method_name_check")
+_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup", "enable_signature_method_name_check", "enable_profiler")
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 
@@ -148,6 +148,15 @@ def register(app: typer.Typer) -> None:
         grpc_socket_path: Path = typer.Option(
             None, "--grpc_socket_path", help="Also serve gRPC on this Unix socket (as TF Serving does)."
         ),
+        monitoring_config_file: Path = typer.Option(
+            None,
+            "--monitoring_config_file",
+            help="TF Serving's MonitoringConfig text proto: Prometheus on/off and its path (default: on, "
+            "/monitoring/prometheus/metrics).",
+        ),
+        enable_profiler: bool = typer.Option(
+            True, "--enable_profiler/--noenable_profiler", help="TensorFlow's ProfilerService on the gRPC port."
+        ),
         tensorflow_session_parallelism: int = typer.Option(
             0, "--tensorflow_session_parallelism", help="Threads per op and across ops (0 = TensorFlow decides)."
         ),
@@ -174,6 +183,7 @@ def register(app: typer.Typer) -> None:
             load_batching_parameters_file,
             load_model_config_file,
         )
+        from tfpilot.serve.model_config import load_monitoring_config_file
 
         if version:
             from importlib.metadata import version as package_version
@@ -222,6 +232,12 @@ def register(app: typer.Typer) -> None:
             request_log_sample_rate=request_log_sample_rate,
             request_log_max_rows=request_log_max_rows,
             grpc_socket_path=grpc_socket_path,
+            metrics_path=(
+                "/monitoring/prometheus/metrics"
+                if monitoring_config_file is None
+                else load_monitoring_config_file(monitoring_config_file)
+            ),
+            enable_profiler=enable_profiler,
         )
         drift = None
         if reference_stats is not None:

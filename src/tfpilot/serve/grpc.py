@@ -212,12 +212,13 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
         )
 
 
-def add_servicers(server: grpc.aio.Server, service: InferenceService) -> None:
+def add_servicers(server: grpc.aio.Server, service: InferenceService, *, profiler: bool = True) -> None:
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(PredictionServicer(service), server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelServicer(service), server)
-    from tfpilot.serve.profiler import profiler_handler
+    if profiler:
+        from tfpilot.serve.profiler import profiler_handler
 
-    server.add_generic_rpc_handlers((profiler_handler(),))
+        server.add_generic_rpc_handlers((profiler_handler(),))
 
 
 def _answer_spec(spec: Any, servable: Any, signature_name: str) -> None:

@@ -26,11 +26,25 @@ __all__ = [
     "CONTENT_TYPE",
     "LATENCY_BUCKETS",
     "BATCH_SIZE_BUCKETS",
+    "TF_SERVING_LATENCY_BUCKETS",
+    "DEFAULT_METRICS_PATH",
 ]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# TF Serving's own buckets: microseconds, Exponential(10, 1.8, 33) (~20 minutes), and example
+# counts Exponential(1, 2, 15); dashboards written for TF Serving read these exact edges.
+TF_SERVING_LATENCY_BUCKETS = tuple(10 * 1.8**i for i in range(33))
+TF_SERVING_EXAMPLE_BUCKETS = tuple(float(2**i) for i in range(15))
+DEFAULT_METRICS_PATH = "/monitoring/prometheus/metrics"
+# Our API names -> TF Serving's `API` label; only these count as requests in its metrics.
+_TF_SERVING_API = {
+    "predict": "Predict",
+    "classify": "Classify",
+    "regress": "Regress",
+    "multi_inference": "MultiInference",
+}
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -265,12 +279,56 @@ class ServerMetrics:
         self.batch_size = registry.histogram(
             "tfpilot_serve_batch_size", "Rows per model call (1 without batching).", ("model",), BATCH_SIZE_BUCKETS
         )
+        # TF Serving's metrics under its own names (its "/tensorflow/serving/x" become
+        # ":tensorflow:serving:x" in its Prometheus exporter), labels and units.
+        self.tfs_request_count = registry.counter(
+            ":tensorflow:serving:request_count", "The total number of requests.", ("model_name", "status")
+        )
+        self.tfs_request_latency = registry.histogram(
+            ":tensorflow:serving:request_latency",
+            "Distribution of wall time (in microseconds) for Tensorflow Serving request.",
+            ("model_name", "API", "entrypoint"),
+            TF_SERVING_LATENCY_BUCKETS,
+        )
+        self.tfs_example_counts = registry.histogram(
+            ":tensorflow:serving:request_example_counts",
+            "The number of tensorflow.Examples per request.",
+            ("model",),
+            TF_SERVING_EXAMPLE_BUCKETS,
+        )
+        self.tfs_example_count_total = registry.counter(
+            ":tensorflow:serving:request_example_count_total", "The total number of tensorflow.Examples.", ("model",)
+        )
+        self.tfs_load_attempts = registry.counter(
+            ":tensorflow:cc:saved_model:load_attempt_count",
+            "The number of times a SavedModel was successfully loaded.",
+            ("model_path", "status"),
+        )
+        self.tfs_load_latency = registry.counter(
+            ":tensorflow:cc:saved_model:load_latency",
+            "Latency in microseconds for SavedModels that were successfully loaded.",
+            ("model_path",),
+        )
 
     def observe_request(self, *, model: str, api: str, protocol: str, status: str, seconds: float) -> None:
         self.requests.inc(model=model, api=api, protocol=protocol, status=status)
         if status != "OK":
             self.errors.inc(model=model, api=api, protocol=protocol, status=status)
         self.latency.observe(seconds, model=model, api=api, protocol=protocol)
+        tfs_api = _TF_SERVING_API.get(api)
+        if tfs_api is not None:
+            self.tfs_request_count.inc(model_name=model, status=status)
+            self.tfs_request_latency.observe(seconds * 1e6, model_name=model, API=tfs_api, entrypoint=protocol.upper())
+
+    def observe_examples(self, model: str, count: int) -> None:
+        self.tfs_example_counts.observe(count, model=model)
+        self.tfs_example_count_total.inc(count, model=model)
+
+    def observe_load(self, *, path: str, ok: bool, seconds: float) -> None:
+        """One SavedModel load attempt (TF's loader counts successes as `success`)."""
+        self.tfs_load_attempts.inc(model_path=path, status="success" if ok else "fail")
+        if ok:
+            self.tfs_load_latency.inc(seconds * 1e6, model_path=path)
 
     def observe_batch(self, model: str, size: int) -> None:
         self.batch_size.observe(size, model=model)

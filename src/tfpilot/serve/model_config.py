@@ -294,3 +294,50 @@ def load_batching_parameters_file(path: str | Path) -> BatchingParameters:
     except OSError as error:
         raise ServeError(f"cannot read --batching_parameters_file {path}: {error.strerror}") from None
     return parse_batching_parameters(text, source=str(path))
+
+
+# ----------------------------------------------------------------------------- monitoring config
+
+
+def parse_monitoring_config(text: str, *, source: str = "<monitoring config>") -> str | None:
+    """TF Serving's MonitoringConfig text proto -> the Prometheus path, or None when disabled.
+
+    ``prometheus_config { enable: true, path: "/monitoring/prometheus/metrics" }``; an empty
+    path means TF Serving's default path.
+    """
+    from google.protobuf import text_format
+
+    from tfpilot.serve.metrics import DEFAULT_METRICS_PATH
+    from tfpilot.serve.proto_subset import message_classes
+
+    classes = message_classes(
+        "tfpilot/monitoring_config_subset.proto",
+        "tensorflow.serving",
+        [
+            ("PrometheusConfig", [("enable", 1, "bool", False, ""), ("path", 2, "string", False, "")]),
+            ("MonitoringConfig", [("prometheus_config", 1, "message", False, "PrometheusConfig")]),
+        ],
+    )
+    message = classes["MonitoringConfig"]()
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as error:
+        raise ServeError(
+            f"{source}: Error parsing text-format tensorflow.serving.MonitoringConfig: {error} "
+            '(expected `prometheus_config { enable: true, path: "/monitoring/prometheus/metrics" }`)'
+        ) from None
+    config = message.prometheus_config
+    if not config.enable:
+        return None
+    path = config.path or DEFAULT_METRICS_PATH
+    if not path.startswith("/"):
+        raise ServeError(f"{source}: prometheus_config.path must start with `/`, got `{path}`")
+    return path
+
+
+def load_monitoring_config_file(path: Path) -> str | None:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ServeError(f"cannot read --monitoring_config_file {path}: {error}") from None
+    return parse_monitoring_config(text, source=str(path))

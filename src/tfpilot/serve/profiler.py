@@ -35,59 +35,40 @@ PROFILER_SERVICE = "tensorflow.ProfilerService"
 # A session id or host name becomes one path component: nothing that could leave the root.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _MAX_DURATION_MS = 10 * 60 * 1000
-_messages: dict[str, Any] = {}
 _active = threading.Lock()  # TensorFlow's profiler is one per process
 
 
 def _message_types() -> dict[str, Any]:
-    if _messages:
-        return _messages
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from tfpilot.serve.proto_subset import message_classes
 
-    field = descriptor_pb2.FieldDescriptorProto
-    file_proto = descriptor_pb2.FileDescriptorProto(
-        name="tfpilot/profiler_service_subset.proto", package="tfpilot.profiler", syntax="proto3"
-    )
-
-    def message(name: str, fields: list[tuple[str, int, int, int, str]]) -> None:
-        proto = file_proto.message_type.add(name=name)
-        for field_name, number, kind, label, type_name in fields:
-            added = proto.field.add(name=field_name, number=number, type=kind, label=label)
-            if type_name:  # set only for message fields: an empty type_name still counts as set
-                added.type_name = type_name
-
-    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
-    message(
-        "ProfileToolData",
-        [("name", 1, field.TYPE_STRING, optional, ""), ("data", 2, field.TYPE_BYTES, optional, "")],
-    )
-    message(
-        "ProfileRequest",
+    return message_classes(
+        "tfpilot/profiler_service_subset.proto",
+        "tfpilot.profiler",
         [
-            ("duration_ms", 1, field.TYPE_UINT64, optional, ""),
-            ("max_events", 2, field.TYPE_UINT64, optional, ""),
-            ("tools", 3, field.TYPE_STRING, repeated, ""),
-            ("opts", 4, field.TYPE_BYTES, optional, ""),
-            ("repository_root", 5, field.TYPE_STRING, optional, ""),
-            ("session_id", 6, field.TYPE_STRING, optional, ""),
-            ("host_name", 7, field.TYPE_STRING, optional, ""),
-            ("emit_xspace", 9, field.TYPE_BOOL, optional, ""),
+            ("ProfileToolData", [("name", 1, "string", False, ""), ("data", 2, "bytes", False, "")]),
+            (
+                "ProfileRequest",
+                [
+                    ("duration_ms", 1, "uint64", False, ""),
+                    ("max_events", 2, "uint64", False, ""),
+                    ("tools", 3, "string", True, ""),
+                    ("opts", 4, "bytes", False, ""),
+                    ("repository_root", 5, "string", False, ""),
+                    ("session_id", 6, "string", False, ""),
+                    ("host_name", 7, "string", False, ""),
+                    ("emit_xspace", 9, "bool", False, ""),
+                ],
+            ),
+            (
+                "ProfileResponse",
+                [
+                    ("tool_data", 6, "message", True, "ProfileToolData"),
+                    ("empty_trace", 7, "bool", False, ""),
+                    ("xspace", 8, "bytes", False, ""),
+                ],
+            ),
         ],
     )
-    message(
-        "ProfileResponse",
-        [
-            ("tool_data", 6, field.TYPE_MESSAGE, repeated, ".tfpilot.profiler.ProfileToolData"),
-            ("empty_trace", 7, field.TYPE_BOOL, optional, ""),
-            ("xspace", 8, field.TYPE_BYTES, optional, ""),
-        ],
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_proto)
-    for name in ("ProfileToolData", "ProfileRequest", "ProfileResponse"):
-        descriptor = pool.FindMessageTypeByName(f"tfpilot.profiler.{name}")
-        _messages[name] = message_factory.GetMessageClass(descriptor)
-    return _messages
 
 
 def profile_request_type() -> Any:

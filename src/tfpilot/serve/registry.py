@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,9 @@ class ModelRegistry:
         *,
         enable_warmup: bool = True,
         loader: Callable[..., Servable] = load_servable,
+        on_load: Callable[[Path, bool, float], None] | None = None,
     ) -> None:
+        self._on_load = on_load
         self._lock = threading.RLock()
         self._poll_lock = threading.RLock()
         self._enable_warmup = enable_warmup
@@ -250,8 +253,14 @@ class ModelRegistry:
         with self._lock:
             model.versions[version] = record
         _log.info("loading model %s version %d from %s", name, version, path)
+        started = time.perf_counter()
         try:
-            servable = self._loader(name=name, version=version, path=path)
+            try:
+                servable = self._loader(name=name, version=version, path=path)
+            except Exception:
+                self._report_load(path, ok=False, started=started)
+                raise
+            self._report_load(path, ok=True, started=started)
             if self._enable_warmup:
                 warmup_servable(servable)
         except Exception as error:
@@ -269,6 +278,10 @@ class ModelRegistry:
                 record.state = ModelState.AVAILABLE
         _log.info("model %s version %d is AVAILABLE", name, version)
         return True
+
+    def _report_load(self, path: Path, *, ok: bool, started: float) -> None:
+        if self._on_load is not None:
+            self._on_load(path, ok, time.perf_counter() - started)
 
     def _unload(self, model: _Model, record: _Version) -> None:
         with self._lock:

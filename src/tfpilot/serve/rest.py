@@ -81,8 +81,15 @@ def metadata_json(servable: Servable) -> dict[str, Any]:
 
 class _RestHandler:
     def __init__(
-        self, service: InferenceService, *, metrics: MetricsRegistry, max_request_bytes: int, timeout_seconds: float
+        self,
+        service: InferenceService,
+        *,
+        metrics: MetricsRegistry,
+        max_request_bytes: int,
+        timeout_seconds: float,
+        metrics_path: str | None = "/monitoring/prometheus/metrics",
     ) -> None:
+        self.metrics_path = metrics_path
         self.service = service
         self.registry = service.registry
         self.metrics = metrics
@@ -103,7 +110,7 @@ class _RestHandler:
                 readiness = self.registry.readiness()
                 ready = bool(readiness) and all(readiness.values())
                 return _json_response({"ready": ready, "models": readiness}, status=200 if ready else 503)
-            if request.method == "GET" and path == "/monitoring/prometheus/metrics":
+            if request.method == "GET" and self.metrics_path is not None and path == self.metrics_path:
                 return web.Response(
                     body=self.metrics.render().encode("utf-8"), headers={"Content-Type": METRICS_CONTENT_TYPE}
                 )
@@ -212,12 +219,21 @@ class _RestHandler:
 
 
 def build_rest_server(
-    service: InferenceService, *, metrics: MetricsRegistry, max_request_bytes: int, timeout_seconds: float
+    service: InferenceService,
+    *,
+    metrics: MetricsRegistry,
+    max_request_bytes: int,
+    timeout_seconds: float,
+    metrics_path: str | None = "/monitoring/prometheus/metrics",
 ) -> web.Server:
     """aiohttp's low-level server: TF Serving's routes are matched by the handler's own regexes,
     which avoids the per-request cost of aiohttp's router."""
     handler = _RestHandler(
-        service, metrics=metrics, max_request_bytes=max_request_bytes, timeout_seconds=timeout_seconds
+        service,
+        metrics=metrics,
+        max_request_bytes=max_request_bytes,
+        timeout_seconds=timeout_seconds,
+        metrics_path=metrics_path,
     )
 
     def request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:

@@ -50,6 +50,10 @@ class ServerOptions:
     request_log_sample_rate: float = 1.0
     request_log_max_rows: int = 100_000
     grpc_socket_path: Path | None = None
+    # Where Prometheus scrapes (REST port); None serves no metrics (a monitoring config with
+    # `enable: false`). TF Serving needs --monitoring_config_file for any; tfpilot defaults on.
+    metrics_path: str | None = "/monitoring/prometheus/metrics"
+    enable_profiler: bool = True
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
@@ -59,6 +63,8 @@ class ServerOptions:
         for name, port in (("--port", self.grpc_port), ("--rest_api_port", self.rest_port)):
             if port is not None and not 0 <= port <= 65535:
                 raise ServeError(f"{name} must be within 0..65535 (0 picks a free port), got {port}")
+        if self.metrics_path is not None and not self.metrics_path.startswith("/"):
+            raise ServeError(f"the metrics path must start with `/`, got `{self.metrics_path}`")
         if self.grpc_port is None and self.rest_port is None:
             raise ServeError("both the REST and the gRPC API are disabled; enable at least one port")
 
@@ -83,7 +89,11 @@ class ModelServer:
         self.options = options
         self.metrics = metrics or MetricsRegistry()
         self.server_metrics = ServerMetrics(self.metrics)
-        self.registry = ModelRegistry(options.models, enable_warmup=options.enable_model_warmup)
+        self.registry = ModelRegistry(
+            options.models,
+            enable_warmup=options.enable_model_warmup,
+            on_load=lambda path, ok, seconds: self.server_metrics.observe_load(path=str(path), ok=ok, seconds=seconds),
+        )
         self.request_log: RequestLog | None = None
         self.rest_port: int | None = None
         self.grpc_port: int | None = None
@@ -244,6 +254,7 @@ class ModelServer:
             rest_server = build_rest_server(
                 service,
                 metrics=self.metrics,
+                metrics_path=options.metrics_path,
                 max_request_bytes=options.max_request_bytes,
                 timeout_seconds=options.rest_api_timeout_in_ms / 1000.0,
             )
@@ -263,7 +274,7 @@ class ModelServer:
                     ("grpc.so_reuseport", 0),
                 ]
             )
-            add_servicers(grpc_server, service)
+            add_servicers(grpc_server, service, profiler=options.enable_profiler)
             host = options.host if ":" not in options.host else f"[{options.host}]"
             try:
                 port = grpc_server.add_insecure_port(f"{host}:{options.grpc_port}")

@@ -114,6 +114,7 @@ class InferenceService:
                 f"classes or scores, got {', '.join(sorted(signature.outputs))}"
             )
         inputs = {"inputs": _string_batch(examples)}
+        self.metrics.observe_examples(servable.name, len(examples))
         outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
         return signature, classification_results(outputs, len(examples))
 
@@ -129,6 +130,7 @@ class InferenceService:
                 f"{', '.join(sorted(signature.outputs))}"
             )
         inputs = {"inputs": _string_batch(examples)}
+        self.metrics.observe_examples(servable.name, len(examples))
         outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
         return signature, regression_results(outputs, len(examples))
 

@@ -29,6 +29,34 @@ def test_counters_histograms_and_gauges_render_in_text_format():
     assert text.endswith("\n")
 
 
+def test_tf_serving_metric_names_labels_and_units():
+    """Dashboards written for TF Serving query these exact names, labels and microsecond buckets."""
+    registry = MetricsRegistry()
+    metrics = ServerMetrics(registry)
+    metrics.observe_request(model="half", api="predict", protocol="grpc", status="OK", seconds=0.003)
+    metrics.observe_request(model="half", api="classify", protocol="rest", status="INVALID_ARGUMENT", seconds=0.5)
+    metrics.observe_request(model="half", api="metadata", protocol="rest", status="OK", seconds=0.001)
+    metrics.observe_examples("half", 3)
+    metrics.observe_load(path="/models/half/1", ok=True, seconds=0.25)
+    metrics.observe_load(path="/models/half/2", ok=False, seconds=0.01)
+    text = registry.render()
+    assert "# TYPE :tensorflow:serving:request_count counter" in text
+    assert ':tensorflow:serving:request_count{model_name="half",status="OK"} 1' in text  # metadata is not counted
+    assert ':tensorflow:serving:request_count{model_name="half",status="INVALID_ARGUMENT"} 1' in text
+    # 3 ms = 3000 us: first bucket edge at or above it is 10 * 1.8**10 = 3570.4...
+    assert (
+        ':tensorflow:serving:request_latency_bucket{model_name="half",API="Predict",entrypoint="GRPC",le="3570.467226624'
+        in text
+    )
+    assert ':tensorflow:serving:request_latency_count{model_name="half",API="Classify",entrypoint="REST"} 1' in text
+    assert ':tensorflow:serving:request_latency_sum{model_name="half",API="Classify",entrypoint="REST"} 500000' in text
+    assert ':tensorflow:serving:request_example_count_total{model="half"} 3' in text
+    assert ':tensorflow:serving:request_example_counts_bucket{model="half",le="4"} 1' in text
+    assert ':tensorflow:cc:saved_model:load_attempt_count{model_path="/models/half/1",status="success"} 1' in text
+    assert ':tensorflow:cc:saved_model:load_attempt_count{model_path="/models/half/2",status="fail"} 1' in text
+    assert ':tensorflow:cc:saved_model:load_latency{model_path="/models/half/1"} 250000' in text
+
+
 def test_extension_gauges_are_computed_at_scrape_time_and_isolated():
     registry = MetricsRegistry()
     scores = {("age",): 0.1}

@@ -145,3 +145,37 @@ def test_model_and_label_names_are_validated():
             validate_model_name(bad)
     with pytest.raises(ServeError, match="version label"):
         ServedModel(name="m", base_path="/x", version_labels={"bad/label": 1})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            'prometheus_config: {\n  enable: true,\n  path: "/monitoring/prometheus/metrics"\n}',
+            "/monitoring/prometheus/metrics",
+        ),
+        ('prometheus_config { enable: true path: "/metrics" }', "/metrics"),
+        ("prometheus_config { enable: true }", "/monitoring/prometheus/metrics"),
+        ("prometheus_config { enable: false }", None),
+        ("", None),
+    ],
+)
+def test_monitoring_config_gives_the_prometheus_path(text, expected):
+    from tfpilot.serve.model_config import parse_monitoring_config
+
+    assert parse_monitoring_config(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("prometheus_config { enabled: true }", "Error parsing text-format tensorflow.serving.MonitoringConfig"),
+        ('prometheus_config { enable: true path: "metrics" }', "must start with `/`"),
+    ],
+)
+def test_bad_monitoring_config_is_one_line(text, fragment):
+    from tfpilot.serve.model_config import parse_monitoring_config
+
+    with pytest.raises(ServeError) as caught:
+        parse_monitoring_config(text, source="m.txt")
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
