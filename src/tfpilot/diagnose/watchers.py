@@ -26,6 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tfpilot.diagnose.numerics import NumericsMonitor
+
 __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
 
 EAGER_DRIVER = "<eager GradientTape.gradient>"
@@ -179,6 +181,8 @@ class Watcher:
         self.compiled_calls = 0
         self.sync_count = 0
         self.nonfinite: dict[str, Any] | None = None
+        # Checks each top-level call's loss and keeps the weights before it, to replay the first bad step.
+        self.numerics: NumericsMonitor | None = NumericsMonitor() if replay_numerics else None
         self.window: Any = None  # a ProfileWindow once the driving function is known
         self.window_driver: str | None = None
         self._depth = 0
@@ -208,11 +212,20 @@ class Watcher:
             entered = time.perf_counter()
             watcher._depth += 1
             before = function.experimental_get_tracing_count()
+            numerics = watcher.numerics
+            if numerics is not None:
+                numerics.before(function, args, kwargs)
             start = time.perf_counter()
+            outputs: Any = None
             try:
-                return original_call(function, *args, **kwargs)
+                outputs = original_call(function, *args, **kwargs)
+                return outputs
             finally:
                 end = time.perf_counter()
+                if numerics is not None and outputs is not None:
+                    found = numerics.after(function, outputs)
+                    if found is not None and watcher.nonfinite is None:
+                        watcher.nonfinite = found
                 watcher._depth -= 1
                 watcher._on_call(function, args, kwargs, before=before, start=start, end=end)
                 # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
@@ -345,27 +358,33 @@ class Watcher:
         self._record("sync", start, end, location)
         if self.nonfinite is None and self.replay_numerics:
             self._check_finite(value, location)
+        elif self.nonfinite is not None and "seen_at" not in self.nonfinite and self._is_nonfinite(value):
+            self.nonfinite["seen_at"] = location
 
-    def _check_finite(self, value: Any, location: str) -> None:
+    @staticmethod
+    def _is_nonfinite(value: Any) -> bool:
         import numpy as np
 
         try:
             array = np.asarray(value)
-            if array.dtype.kind != "f" or array.size > 1_000_000 or bool(np.all(np.isfinite(array))):
-                return
+            return array.dtype.kind == "f" and array.size <= 1_000_000 and not bool(np.all(np.isfinite(array)))
         except (TypeError, ValueError):
-            return
-        from tfpilot.diagnose.numerics import replay_nonfinite
+            return False
 
-        driver = self._last_call
-        self.nonfinite = {
-            "seen_at": location,
-            "step": int(sum(self.boundaries.values())),
-            "value": float(array.flat[0]),
-        }
-        if driver is not None:
-            function, args, kwargs = driver
-            self.nonfinite.update(replay_nonfinite(function, args, kwargs))
+    def _check_finite(self, value: Any, location: str) -> None:
+        import numpy as np
+
+        if self.numerics is None or not self._is_nonfinite(value):
+            return
+        array = np.asarray(value)
+        # No call's output showed it (the step returns nothing, or the NaN is in a metric read later).
+        function = self._last_call[0] if self._last_call is not None else None
+        self._depth += 1
+        try:
+            self.nonfinite = self.numerics.on_nonfinite_read(function, float(array.flat[0]), location)
+        finally:
+            self._depth -= 1
+        self.nonfinite.setdefault("step", int(sum(self.boundaries.values())))
 
     # ------------------------------------------------------------------ report
     def _driver(self) -> str | None:
