@@ -48,6 +48,9 @@ class FunctionRecord:
     calls: int
     tracing_count: int
     traces: list[list[dict[str, Any]]]
+    # py_function / numpy_function op types inside the function's own graphs (nested functions included):
+    # these run on the step's critical path, unlike those in a tf.data map or from_generator.
+    python_ops: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -157,6 +160,24 @@ def _argument_names(function, count: int) -> list[str]:
     except (TypeError, ValueError):
         names = []
     return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
+
+
+_PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+
+
+def _graph_python_ops(function) -> set[str]:
+    """Python-callback op types in every traced graph of ``function`` and the functions it calls."""
+    found: set[str] = set()
+    try:
+        concrete_functions = function._list_all_concrete_functions()
+    except Exception:  # private API; without it the rule cannot place the ops and assumes the pipeline
+        return found
+    for concrete in concrete_functions:
+        graph = concrete.graph
+        found.update(op.type for op in graph.get_operations() if op.type in _PYTHON_OP_TYPES)
+        for definition in graph.as_graph_def().library.function:
+            found.update(node.op for node in definition.node_def if node.op in _PYTHON_OP_TYPES)
+    return found
 
 
 class Watcher:
@@ -325,6 +346,8 @@ class Watcher:
             signature = [_describe_argument(n, a) for n, a in zip(names, args, strict=False)]
             signature += [_describe_argument(k, v) for k, v in sorted(kwargs.items())]
             record["traces"].append(signature)
+            if len(record["traces"]) <= 3:  # a function retraced every call would be inspected every call
+                record["python_ops"] = sorted(_graph_python_ops(function))
         self._last_call = (function, args, kwargs)
         self._record("call", start, end, key)
         self._boundary(key)
@@ -459,6 +482,7 @@ class Watcher:
                     calls=record["calls"],
                     tracing_count=int(function.experimental_get_tracing_count()),
                     traces=record["traces"],
+                    python_ops=record.get("python_ops", []),
                 )
             )
         end = self._stopped or time.perf_counter()

@@ -104,3 +104,35 @@ def test_check_numerics_message_is_parsed():
         tf.debugging.disable_check_numerics()
     parsed = parse_check_numerics_message(error.value.message)
     assert parsed["op"] == "Log"
+
+
+def test_watcher_finds_python_ops_in_the_step_graph_not_in_the_pipeline():
+    import numpy as np
+
+    dataset = tf.data.Dataset.range(8).map(lambda i: tf.numpy_function(np.float32, [i], tf.float32)).batch(2)
+
+    @tf.function
+    def host_step(x):
+        return tf.py_function(lambda t: t * 2.0, [x], tf.float32)
+
+    @tf.function
+    def inner(x):
+        return tf.numpy_function(np.square, [x], tf.float32)
+
+    @tf.function
+    def nested_step(x):
+        return inner(x) + 1.0
+
+    @tf.function
+    def graph_step(x):
+        return tf.reduce_sum(x)
+
+    with watch(profile=False) as session:
+        for x in dataset:
+            host_step(x)
+            nested_step(x)
+            graph_step(x)
+    python_ops = {f.name.rsplit(".", 1)[-1]: f.python_ops for f in session.report.functions}
+    assert python_ops["host_step"] == ["EagerPyFunc"]
+    assert python_ops["nested_step"] == ["PyFunc"]  # found in the called function's definition
+    assert python_ops["graph_step"] == []  # the pipeline's numpy_function is not in the step graph
