@@ -28,6 +28,7 @@ import dataclasses
 import os
 import re
 import traceback
+import weakref
 from typing import Any
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 MAX_SNAPSHOT_BYTES = 1 << 30
+MAX_TRACKED_FUNCTIONS = 64
 # Losses and metrics are scalars; a function returning a whole batch is not checked element by element.
 MAX_CHECKED_ELEMENTS = 64
 
@@ -136,6 +138,7 @@ class _Call:
 
 @dataclasses.dataclass
 class _Tracked:
+    function: Any = None  # a weak reference: ids of collected functions are reused
     variables: list[Any] = dataclasses.field(default_factory=list)
     tracing_count: int = -1
     calls: int = 0
@@ -154,7 +157,12 @@ class NumericsMonitor:
     def before(self, function: Any, args: tuple, kwargs: dict) -> None:
         if self.found is not None:
             return
-        tracked = self._tracked.setdefault(id(function), _Tracked())
+        tracked = self._tracked.get(id(function))
+        if tracked is None or tracked.function() is not function:
+            if len(self._tracked) > MAX_TRACKED_FUNCTIONS:
+                # A new tf.function per call (a problem the retracing rule reports) must not grow this forever.
+                self._tracked = {k: t for k, t in self._tracked.items() if t.function() is not None}
+            tracked = self._tracked[id(function)] = _Tracked(function=weakref.ref(function))
         tracked.calls += 1
         if function.experimental_get_tracing_count() == 0:
             # Trace before the first call (the call then reuses the trace) so that the variables, Keras'

@@ -33,6 +33,7 @@ __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIV
 EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
+_MAX_TRACES_KEPT = 50
 _LIBRARY_MARKERS = (
     os.sep + "site-packages" + os.sep,
     os.sep + "dist-packages" + os.sep,
@@ -51,6 +52,9 @@ class FunctionRecord:
     # py_function / numpy_function op types inside the function's own graphs (nested functions included):
     # these run on the step's critical path, unlike those in a tf.data map or from_generator.
     python_ops: list[str] = dataclasses.field(default_factory=list)
+    # How many tf.function objects wrapped this Python function (one per call: `tf.function(f)(x)` in a loop).
+    instances: int = 1
+    call_site: str = ""
 
 
 @dataclasses.dataclass
@@ -233,6 +237,9 @@ class Watcher:
             entered = time.perf_counter()
             watcher._depth += 1
             before = function.experimental_get_tracing_count()
+            # A function object never traced before: remember where the script calls it (a new tf.function
+            # per call shows up as many such objects for one Python function).
+            site = _user_location(sys._getframe(1)) if before == 0 else None
             numerics = watcher.numerics
             if numerics is not None:
                 numerics.before(function, args, kwargs)
@@ -248,7 +255,7 @@ class Watcher:
                     if found is not None and watcher.nonfinite is None:
                         watcher.nonfinite = found
                 watcher._depth -= 1
-                watcher._on_call(function, args, kwargs, before=before, start=start, end=end)
+                watcher._on_call(function, args, kwargs, before=before, start=start, end=end, site=site)
                 # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
                 watcher._record("overhead", entered, start, "")
                 watcher._record("overhead", end, time.perf_counter(), "")
@@ -332,20 +339,37 @@ class Watcher:
         if len(self.events) < _MAX_EVENTS:
             self.events.append((kind, start, end, key))
 
-    def _on_call(self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float) -> None:
+    def _on_call(
+        self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float, site: str | None = None
+    ) -> None:
         key, name, location = _function_identity(function)
         record = self.functions.setdefault(
-            key, {"name": name, "location": location, "calls": 0, "traces": [], "function": function}
+            key,
+            {
+                "name": name,
+                "location": location,
+                "calls": 0,
+                "traces": [],
+                "function": function,
+                "instances": 0,
+                "traces_total": 0,
+                "call_site": "",
+            },
         )
         record["calls"] += 1
         record["function"] = function
         self.compiled_calls += 1
         after = function.experimental_get_tracing_count()
+        record["traces_total"] += max(after - before, 0)
+        if before == 0:
+            record["instances"] += 1
+            record["call_site"] = site or record["call_site"]
         if after > before:
             names = _argument_names(function, len(args))
             signature = [_describe_argument(n, a) for n, a in zip(names, args, strict=False)]
             signature += [_describe_argument(k, v) for k, v in sorted(kwargs.items())]
-            record["traces"].append(signature)
+            if len(record["traces"]) < _MAX_TRACES_KEPT:
+                record["traces"].append(signature)
             if len(record["traces"]) <= 3:  # a function retraced every call would be inspected every call
                 record["python_ops"] = sorted(_graph_python_ops(function))
         self._last_call = (function, args, kwargs)
@@ -480,9 +504,12 @@ class Watcher:
                     name=record["name"],
                     location=record["location"],
                     calls=record["calls"],
-                    tracing_count=int(function.experimental_get_tracing_count()),
+                    # Summed over every tf.function object that wraps this Python function.
+                    tracing_count=max(record["traces_total"], int(function.experimental_get_tracing_count())),
                     traces=record["traces"],
                     python_ops=record.get("python_ops", []),
+                    instances=max(record["instances"], 1),
+                    call_site=record["call_site"],
                 )
             )
         end = self._stopped or time.perf_counter()

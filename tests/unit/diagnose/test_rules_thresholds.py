@@ -311,3 +311,51 @@ def test_python_op_inside_the_step_counts_against_the_step():
     assert finding.severity.value == "error"  # 3 ms of a 10 ms step
     assert finding.evidence["where"] == "step" and "training step" in finding.fix
     assert finding.evidence["share_of_step_percent"] == 30.0
+
+
+# ------------------------------------------------------------------------------ DOC-RETRACING
+def _tensor(rows, name="x"):
+    return {"name": name, "kind": "tensor", "dtype": "float32", "shape": [rows, 16]}
+
+
+def _retracing(traces, *, instances=1, calls=30):
+    report = watch_report()
+    report.functions = [
+        FunctionRecord(
+            key="k",
+            name="train_step",
+            location="loop.py:10",
+            calls=calls,
+            tracing_count=len(traces),
+            traces=traces,
+            instances=instances,
+            call_site="loop.py:20" if instances > 1 else "",
+        )
+    ]
+    return codes(watch=report).get("DOC-RETRACING")
+
+
+def test_retracing_counts_distinct_signatures_and_allows_one_partial_batch():
+    # Variable-creating first trace (the same signature twice) and the last batch of 8 rows: healthy.
+    assert _retracing([[_tensor(64)], [_tensor(64)], [_tensor(8)]]) is None
+    # A third batch size is not the last partial batch any more.
+    finding = _retracing([[_tensor(64)], [_tensor(8)], [_tensor(32)]])
+    assert finding.evidence["distinct_signatures"] == 3
+    assert finding.evidence["changed"] == [
+        {"argument": "x", "kind": "shape", "values": ["[64, 16]", "[8, 16]", "[32, 16]"]}
+    ]
+    # Another dimension than the leading one changing is not a partial batch either.
+    assert _retracing([[_tensor(64)], [{**_tensor(64), "shape": [64, 8]}]]) is not None
+
+
+def test_a_changing_python_scalar_is_retracing_even_twice():
+    scalar = [{"name": "lr", "kind": "python", "type": "float", "value": v} for v in ("0.1", "0.05")]
+    finding = _retracing([[_tensor(64), scalar[0]], [_tensor(64), scalar[1]]])
+    assert finding.evidence["changed"][0]["kind"] == "python scalar" and "tf.constant" in finding.fix
+
+
+def test_new_function_objects_per_call_are_retracing():
+    finding = _retracing([[_tensor(8)]] * 20, instances=20, calls=20)
+    assert finding.evidence["new_functions"] == 20 and finding.location == "loop.py:20"
+    # Two function objects (e.g. rebuilt once) are no pattern.
+    assert _retracing([[_tensor(8)]] * 2, instances=2) is None
