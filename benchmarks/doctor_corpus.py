@@ -55,6 +55,10 @@ def _timed(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -
 def score_script(name: str, expected: dict, timeout: float) -> dict:
     script = CORPUS / name
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    # The runs start in the corpus directory: a relative PYTHONPATH (`PYTHONPATH=src`) would not find this
+    # checkout's src there, and the doctor of whatever tfpilot is installed would be scored instead.
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     plain_s, plain_rc = _timed([sys.executable, str(script)], CORPUS, env, timeout)
     with tempfile.TemporaryDirectory() as output:
         doctor_cmd = [sys.executable, "-m", "tfpilot.cli.main", "doctor", str(script), "-o", output]

@@ -1,68 +1,335 @@
-"""Numerics replay: when a value turns NaN/Inf, rerun the step once with check_numerics on.
+"""Numerics: find the first step whose loss or gradient turns NaN/Inf and replay that step.
 
-``tf.debugging.enable_check_numerics()`` names the first op that produced a non-finite value and
-the user's source line, but it doubles step time, so it is switched on only for this one replay.
-The replay runs the step's Python function eagerly on the arguments of the last call; a training
-step applies its update once more, which does not matter any more once the loss is NaN.
+Replaying after the fact (the old approach) met weights the bad update had already made NaN, so
+check_numerics always named the first ``ReadVariableOp``. Instead, ``NumericsMonitor`` keeps, for
+every top-level tf.function, the variable values before each of its last two calls and the calls'
+arguments, and checks each call's small float outputs (losses, metrics) for NaN/Inf:
+
+- the loss of call N is non-finite and the weights before N were finite: replay N from them;
+- the weights before N were already non-finite: call N-1's update (its gradient) made them so,
+  replay N-1 from the weights before N-1.
+
+The replay restores those weights, runs the step's Python function eagerly (every nested
+tf.function too, via ``run_functions_eagerly``) under ``tf.debugging.enable_check_numerics``, then
+puts back the values the run had, so the script goes on as it would have. Eagerly, the error is
+raised inside the op's own Python call: the traceback's deepest frame in the user's code is the
+line that produced the value, and a Keras ``Layer.call`` frame on the way names the layer. A step
+fed by a tf.data iterator (``model.fit``) consumed its batch inside the graph: it is replayed on
+the iterator's next batch, and the evidence says so.
+
+Reading variables before a call costs one dispatch and, once the step updates them, one copy of
+the weights (copy-on-write); above ``MAX_SNAPSHOT_BYTES`` no snapshot is kept.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import os
 import re
+import traceback
+import weakref
 from typing import Any
 
-__all__ = ["replay_nonfinite", "parse_check_numerics_message"]
+__all__ = [
+    "NumericsMonitor",
+    "parse_check_numerics_message",
+    "user_frame",
+    "replay_nonfinite",
+]
+
+MAX_SNAPSHOT_BYTES = 1 << 30
+MAX_TRACKED_FUNCTIONS = 64
+# Losses and metrics are scalars; a function returning a whole batch is not checked element by element.
+MAX_CHECKED_ELEMENTS = 64
 
 _OP = re.compile(r'Detected (?:Infinity or NaN|NaN|Infinity)[^\n]*?op "([^"]+)"')
-_USER_FRAME = re.compile(r"->\s*\|\s*(\S+)\s*\(L(\d+)\)\s*(\S*)")
+# Graph-mode messages list the op's creation site: `File "/path/x.py", line 15, in train_step`.
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
+_LIBRARY_MARKERS = (
+    os.sep + "site-packages" + os.sep,
+    os.sep + "dist-packages" + os.sep,
+    os.sep + "tfpilot" + os.sep,
+    os.sep + "lib" + os.sep + "python3",
+)
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith("<") or any(marker in filename for marker in _LIBRARY_MARKERS)
 
 
 def parse_check_numerics_message(message: str) -> dict[str, Any]:
-    """Pull the op type and the user's file:line out of a check_numerics error."""
+    """The op type and, for graph-mode messages, the deepest user frame (`file:line`) of a check_numerics error."""
     result: dict[str, Any] = {}
     op = _OP.search(message)
     if op:
         result["op"] = op.group(1)
-    frame = _USER_FRAME.search(message)
-    if frame:
-        result["source"] = f"{frame.group(1)}:{frame.group(2)}"
-        result["function"] = frame.group(3)
+    frames = [m for m in _FILE_LINE.finditer(message) if not _is_library(m.group(1))]
+    if frames:
+        deepest = frames[-1]
+        result["source"] = f"{deepest.group(1)}:{deepest.group(2)}"
+        if deepest.group(3):
+            result["user_function"] = deepest.group(3)
     return result
 
 
-def _variables_finite(function, args: tuple, kwargs: dict) -> bool | None:
+def user_frame(error: BaseException) -> dict[str, Any]:
+    """The deepest traceback frame of ``error`` in the user's code, and the Keras layer it ran in."""
+    result: dict[str, Any] = {}
+    layer = None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        code = frame.f_code
+        if not _is_library(code.co_filename):
+            result["source"] = f"{code.co_filename}:{line}"
+            result["user_function"] = code.co_name
+        if code.co_name == "call":
+            owner = frame.f_locals.get("self")
+            if owner is not None and _is_keras_layer(owner):
+                layer = owner
+    if layer is not None:
+        result["layer"] = getattr(layer, "name", type(layer).__name__)
+        result["layer_class"] = type(layer).__name__
+    return result
+
+
+def _is_keras_layer(value: Any) -> bool:
+    try:
+        import keras
+    except ImportError:  # Keras is optional for custom loops
+        return False
+    return isinstance(value, keras.layers.Layer)
+
+
+def _nonfinite_output(outputs: Any) -> float | None:
+    """The first NaN/Inf among the small float tensors of a call's outputs (an Optional is looked into)."""
+    import numpy as np
+    import tensorflow as tf
+
+    if isinstance(outputs, tf.experimental.Optional):
+        if not bool(outputs.has_value()):
+            return None
+        outputs = outputs.get_value()
+    for value in tf.nest.flatten(outputs, expand_composites=False):
+        if not isinstance(value, tf.Tensor) or not value.dtype.is_floating:
+            continue
+        if value.shape.num_elements() is None or value.shape.num_elements() > MAX_CHECKED_ELEMENTS:
+            continue
+        array = value.numpy()
+        if not np.all(np.isfinite(array)):
+            return float(array[~np.isfinite(array)].flat[0])
+    return None
+
+
+def _all_finite(values: list[Any]) -> bool:
     import numpy as np
 
-    try:
-        variables = function.get_concrete_function(*args, **kwargs).trainable_variables
-    except Exception:  # the signature may not be reproducible outside the original call; the check is optional
-        return None
-    return all(bool(np.all(np.isfinite(v.numpy()))) for v in variables if v.dtype.is_floating)
+    return all(bool(np.all(np.isfinite(v.numpy()))) for v in values if v.dtype.is_floating)
 
 
-def replay_nonfinite(function, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """Replay ``function(*args, **kwargs)`` eagerly under check_numerics; return what it found."""
+@dataclasses.dataclass
+class _Call:
+    index: int
+    snapshot: list[Any] | None
+    args: tuple
+    kwargs: dict
+    # How many earlier calls drew from each tf.data iterator argument (its batch's position in the epoch).
+    positions: dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Tracked:
+    function: Any = None  # a weak reference: ids of collected functions are reused
+    variables: list[Any] = dataclasses.field(default_factory=list)
+    tracing_count: int = -1
+    calls: int = 0
+    history: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=2))
+
+
+class NumericsMonitor:
+    """``before(function, args, kwargs)`` and ``after(function, outputs)`` around each top-level call."""
+
+    def __init__(self, *, max_snapshot_bytes: int = MAX_SNAPSHOT_BYTES) -> None:
+        self.max_snapshot_bytes = max_snapshot_bytes
+        self.found: dict[str, Any] | None = None
+        self._tracked: dict[int, _Tracked] = {}
+        self._iterator_calls: collections.Counter[int] = collections.Counter()
+
+    def before(self, function: Any, args: tuple, kwargs: dict) -> None:
+        if self.found is not None:
+            return
+        tracked = self._tracked.get(id(function))
+        if tracked is None or tracked.function() is not function:
+            if len(self._tracked) > MAX_TRACKED_FUNCTIONS:
+                # A new tf.function per call (a problem the retracing rule reports) must not grow this forever.
+                self._tracked = {k: t for k, t in self._tracked.items() if t.function() is not None}
+            tracked = self._tracked[id(function)] = _Tracked(function=weakref.ref(function))
+        tracked.calls += 1
+        if function.experimental_get_tracing_count() == 0:
+            # Trace before the first call (the call then reuses the trace) so that the variables, Keras'
+            # optimizer slots included, exist and the weights before step 1 can be kept too.
+            try:
+                function.get_concrete_function(*args, **kwargs)
+            except Exception:  # an argument tracing cannot take here: the first step goes without a snapshot
+                pass
+        self._refresh_variables(function, tracked)
+        snapshot = None
+        if tracked.variables:
+            # value() of a resource variable aliases its buffer; the step's update then copies (copy-on-write).
+            snapshot = [v.value() for v in tracked.variables]
+        positions = {}
+        for argument in (*args, *kwargs.values()):
+            if _is_iterator(argument):
+                positions[id(argument)] = self._iterator_calls[id(argument)]
+                self._iterator_calls[id(argument)] += 1
+        tracked.history.append(_Call(tracked.calls, snapshot, args, kwargs, positions))
+
+    def after(self, function: Any, outputs: Any) -> dict[str, Any] | None:
+        """Check the call's outputs; on the first NaN/Inf, replay and return what was found."""
+        if self.found is not None:
+            return None
+        tracked = self._tracked.get(id(function))
+        if tracked is None:
+            return None
+        value = _nonfinite_output(outputs)
+        if value is None:
+            return None
+        self.found = {"value": value, "step": tracked.calls, "detected_in": "output"}
+        self.found.update(self.replay(function))
+        return self.found
+
+    def on_nonfinite_read(self, function: Any, value: float, location: str) -> dict[str, Any]:
+        """The script read a NaN/Inf that no call's output showed (e.g. a metric): replay the last call."""
+        tracked = self._tracked.get(id(function)) if function is not None else None
+        self.found = {"value": value, "seen_at": location, "detected_in": "read"}
+        if tracked is not None:
+            self.found["step"] = tracked.calls
+            self.found.update(self.replay(function))
+        return self.found
+
+    def _refresh_variables(self, function: Any, tracked: _Tracked) -> None:
+        count = function.experimental_get_tracing_count()
+        if count == tracked.tracing_count:
+            return
+        tracked.tracing_count = count
+        try:
+            concrete = function._list_all_concrete_functions()
+        except Exception:  # private API: without it there is no snapshot, the replay still runs on current weights
+            concrete = []
+        unique: dict[int, Any] = {}
+        for function_ in concrete:
+            for variable in function_.variables:
+                unique.setdefault(id(variable), variable)
+        variables = list(unique.values())
+        size = sum(v.shape.num_elements() * v.dtype.size for v in variables if v.shape.is_fully_defined())
+        tracked.variables = variables if size <= self.max_snapshot_bytes else []
+
+    def replay(self, function: Any) -> dict[str, Any]:
+        tracked = self._tracked.get(id(function))
+        history = list(tracked.history) if tracked is not None else []
+        if not history:
+            return {"replayed": False}
+        assert tracked is not None
+        chosen = history[-1]
+        result: dict[str, Any] = {}
+        if chosen.snapshot is None:
+            result["weights_before_step"] = "not kept"
+        elif not _all_finite(chosen.snapshot):
+            earlier = history[0] if len(history) > 1 else None
+            if earlier is not None and earlier.snapshot is not None and _all_finite(earlier.snapshot):
+                # Call N's loss was the first NaN, but call N-1's update had already made the weights NaN.
+                chosen = earlier
+                result["cause"] = "update"
+            else:
+                result["weights_before_step"] = "non-finite"
+        result["replayed_step"] = chosen.index
+        args, kwargs, batch = _replay_arguments(chosen)
+        result["batch"] = batch
+        result.update(replay_nonfinite(function, args, kwargs, tracked.variables, chosen.snapshot))
+        return result
+
+
+# Skipping to the batch's position re-reads that many batches; further in, the epoch's first batch is used.
+MAX_SKIP_BATCHES = 1000
+
+
+def _is_iterator(value: Any) -> bool:
+    import tensorflow as tf
+
+    return isinstance(value, (tf.data.Iterator, tf.distribute.DistributedIterator))
+
+
+def _replay_arguments(call: _Call) -> tuple[tuple, dict, str]:
+    """The call's arguments for the replay, and which batch they hold.
+
+    A compiled step fed by an iterator (``model.fit``) took its batch inside the graph, so it is gone.
+    The replay reads the batch at the same position from a fresh iterator over the same dataset
+    (the same batch unless the dataset shuffles), leaving the run's own iterator untouched.
+    """
+    from tensorflow.python.data.ops import iterator_ops
+
+    batch = "same"
+
+    def substitute(value: Any) -> Any:
+        nonlocal batch
+        if not _is_iterator(value):
+            return value
+        dataset = getattr(value, "_dataset", None) if isinstance(value, iterator_ops.OwnedIterator) else None
+        position = call.positions.get(id(value), 0)
+        if dataset is None:
+            batch = "the iterator's next batch (the step's own batch was consumed inside the graph)"
+            return value
+        if position > MAX_SKIP_BATCHES:
+            position = 0
+        batch = f"batch {position} of a fresh iterator over the same dataset (the same batch unless it shuffles)"
+        return iter(dataset.skip(position) if position else dataset)
+
+    args = tuple(substitute(a) for a in call.args)
+    kwargs = {k: substitute(v) for k, v in call.kwargs.items()}
+    return args, kwargs, batch
+
+
+def replay_nonfinite(
+    function: Any,
+    args: tuple,
+    kwargs: dict,
+    variables: list[Any] | None = None,
+    snapshot: list[Any] | None = None,
+) -> dict[str, Any]:
+    """Run ``function``'s Python body eagerly under check_numerics from ``snapshot``; restore the run's values after."""
     import tensorflow as tf
 
     python_function = getattr(function, "python_function", None)
     if python_function is None:
         return {"replayed": False}
-    weights_finite = _variables_finite(function, args, kwargs)
-    result: dict[str, Any] = {
-        "replayed": True,
-        "function": getattr(python_function, "__qualname__", "?"),
-        "weights_finite_before_replay": weights_finite,
-    }
-    tf.debugging.enable_check_numerics()
+    result: dict[str, Any] = {"replayed": True, "step_function": getattr(python_function, "__qualname__", "?")}
+    variables = variables or []
+    current = [v.value() for v in variables] if snapshot is not None else []
+    eager_before = tf.config.functions_run_eagerly()
     try:
-        python_function(*args, **kwargs)
-        result["reproduced"] = False
-    except (tf.errors.InvalidArgumentError, tf.errors.OpError) as error:
-        result["reproduced"] = True
-        result.update(parse_check_numerics_message(str(error.message)))
-    except Exception as error:  # the user's step may not be replayable (consumed iterator); report, don't crash
+        if snapshot is not None:
+            for variable, value in zip(variables, snapshot, strict=True):
+                variable.assign(value)
+        tf.config.run_functions_eagerly(True)
+        tf.debugging.enable_check_numerics()
+        try:
+            python_function(*args, **kwargs)
+            result["reproduced"] = False
+        finally:
+            tf.debugging.disable_check_numerics()
+            tf.config.run_functions_eagerly(eager_before)
+    except tf.errors.InvalidArgumentError as error:
+        result["reproduced"] = "Detected" in str(error.message)
+        if result["reproduced"]:
+            parsed = parse_check_numerics_message(str(error.message))
+            result.update({k: v for k, v in parsed.items() if k == "op"})
+            frame = user_frame(error)
+            result.update(frame or {k: v for k, v in parsed.items() if k != "op"})
+        else:
+            result["replay_error"] = f"{type(error).__name__}: {str(error.message)[:200]}"
+    except Exception as error:  # the step may not be replayable (an exhausted iterator): report, never crash the run
         result["reproduced"] = False
         result["replay_error"] = f"{type(error).__name__}: {str(error)[:200]}"
     finally:
-        tf.debugging.disable_check_numerics()
+        for variable, value in zip(variables, current, strict=False):
+            variable.assign(value)
     return result

@@ -26,11 +26,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tfpilot.diagnose.numerics import NumericsMonitor
+
 __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
 
 EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
+_MAX_TRACES_KEPT = 50
 _LIBRARY_MARKERS = (
     os.sep + "site-packages" + os.sep,
     os.sep + "dist-packages" + os.sep,
@@ -46,6 +49,12 @@ class FunctionRecord:
     calls: int
     tracing_count: int
     traces: list[list[dict[str, Any]]]
+    # py_function / numpy_function op types inside the function's own graphs (nested functions included):
+    # these run on the step's critical path, unlike those in a tf.data map or from_generator.
+    python_ops: list[str] = dataclasses.field(default_factory=list)
+    # How many tf.function objects wrapped this Python function (one per call: `tf.function(f)(x)` in a loop).
+    instances: int = 1
+    call_site: str = ""
 
 
 @dataclasses.dataclass
@@ -157,6 +166,24 @@ def _argument_names(function, count: int) -> list[str]:
     return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
 
 
+_PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+
+
+def _graph_python_ops(function) -> set[str]:
+    """Python-callback op types in every traced graph of ``function`` and the functions it calls."""
+    found: set[str] = set()
+    try:
+        concrete_functions = function._list_all_concrete_functions()
+    except Exception:  # private API; without it the rule cannot place the ops and assumes the pipeline
+        return found
+    for concrete in concrete_functions:
+        graph = concrete.graph
+        found.update(op.type for op in graph.get_operations() if op.type in _PYTHON_OP_TYPES)
+        for definition in graph.as_graph_def().library.function:
+            found.update(node.op for node in definition.node_def if node.op in _PYTHON_OP_TYPES)
+    return found
+
+
 class Watcher:
     """Install with ``start()``, remove with ``stop()``; ``report()`` summarises what was seen."""
 
@@ -179,6 +206,8 @@ class Watcher:
         self.compiled_calls = 0
         self.sync_count = 0
         self.nonfinite: dict[str, Any] | None = None
+        # Checks each top-level call's loss and keeps the weights before it, to replay the first bad step.
+        self.numerics: NumericsMonitor | None = NumericsMonitor() if replay_numerics else None
         self.window: Any = None  # a ProfileWindow once the driving function is known
         self.window_driver: str | None = None
         self._depth = 0
@@ -208,13 +237,25 @@ class Watcher:
             entered = time.perf_counter()
             watcher._depth += 1
             before = function.experimental_get_tracing_count()
+            # A function object never traced before: remember where the script calls it (a new tf.function
+            # per call shows up as many such objects for one Python function).
+            site = _user_location(sys._getframe(1)) if before == 0 else None
+            numerics = watcher.numerics
+            if numerics is not None:
+                numerics.before(function, args, kwargs)
             start = time.perf_counter()
+            outputs: Any = None
             try:
-                return original_call(function, *args, **kwargs)
+                outputs = original_call(function, *args, **kwargs)
+                return outputs
             finally:
                 end = time.perf_counter()
+                if numerics is not None and outputs is not None:
+                    found = numerics.after(function, outputs)
+                    if found is not None and watcher.nonfinite is None:
+                        watcher.nonfinite = found
                 watcher._depth -= 1
-                watcher._on_call(function, args, kwargs, before=before, start=start, end=end)
+                watcher._on_call(function, args, kwargs, before=before, start=start, end=end, site=site)
                 # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
                 watcher._record("overhead", entered, start, "")
                 watcher._record("overhead", end, time.perf_counter(), "")
@@ -298,20 +339,39 @@ class Watcher:
         if len(self.events) < _MAX_EVENTS:
             self.events.append((kind, start, end, key))
 
-    def _on_call(self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float) -> None:
+    def _on_call(
+        self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float, site: str | None = None
+    ) -> None:
         key, name, location = _function_identity(function)
         record = self.functions.setdefault(
-            key, {"name": name, "location": location, "calls": 0, "traces": [], "function": function}
+            key,
+            {
+                "name": name,
+                "location": location,
+                "calls": 0,
+                "traces": [],
+                "function": function,
+                "instances": 0,
+                "traces_total": 0,
+                "call_site": "",
+            },
         )
         record["calls"] += 1
         record["function"] = function
         self.compiled_calls += 1
         after = function.experimental_get_tracing_count()
+        record["traces_total"] += max(after - before, 0)
+        if before == 0:
+            record["instances"] += 1
+            record["call_site"] = site or record["call_site"]
         if after > before:
             names = _argument_names(function, len(args))
             signature = [_describe_argument(n, a) for n, a in zip(names, args, strict=False)]
             signature += [_describe_argument(k, v) for k, v in sorted(kwargs.items())]
-            record["traces"].append(signature)
+            if len(record["traces"]) < _MAX_TRACES_KEPT:
+                record["traces"].append(signature)
+            if len(record["traces"]) <= 3:  # a function retraced every call would be inspected every call
+                record["python_ops"] = sorted(_graph_python_ops(function))
         self._last_call = (function, args, kwargs)
         self._record("call", start, end, key)
         self._boundary(key)
@@ -345,27 +405,33 @@ class Watcher:
         self._record("sync", start, end, location)
         if self.nonfinite is None and self.replay_numerics:
             self._check_finite(value, location)
+        elif self.nonfinite is not None and "seen_at" not in self.nonfinite and self._is_nonfinite(value):
+            self.nonfinite["seen_at"] = location
 
-    def _check_finite(self, value: Any, location: str) -> None:
+    @staticmethod
+    def _is_nonfinite(value: Any) -> bool:
         import numpy as np
 
         try:
             array = np.asarray(value)
-            if array.dtype.kind != "f" or array.size > 1_000_000 or bool(np.all(np.isfinite(array))):
-                return
+            return array.dtype.kind == "f" and array.size <= 1_000_000 and not bool(np.all(np.isfinite(array)))
         except (TypeError, ValueError):
-            return
-        from tfpilot.diagnose.numerics import replay_nonfinite
+            return False
 
-        driver = self._last_call
-        self.nonfinite = {
-            "seen_at": location,
-            "step": int(sum(self.boundaries.values())),
-            "value": float(array.flat[0]),
-        }
-        if driver is not None:
-            function, args, kwargs = driver
-            self.nonfinite.update(replay_nonfinite(function, args, kwargs))
+    def _check_finite(self, value: Any, location: str) -> None:
+        import numpy as np
+
+        if self.numerics is None or not self._is_nonfinite(value):
+            return
+        array = np.asarray(value)
+        # No call's output showed it (the step returns nothing, or the NaN is in a metric read later).
+        function = self._last_call[0] if self._last_call is not None else None
+        self._depth += 1
+        try:
+            self.nonfinite = self.numerics.on_nonfinite_read(function, float(array.flat[0]), location)
+        finally:
+            self._depth -= 1
+        self.nonfinite.setdefault("step", int(sum(self.boundaries.values())))
 
     # ------------------------------------------------------------------ report
     def _driver(self) -> str | None:
@@ -438,8 +504,12 @@ class Watcher:
                     name=record["name"],
                     location=record["location"],
                     calls=record["calls"],
-                    tracing_count=int(function.experimental_get_tracing_count()),
+                    # Summed over every tf.function object that wraps this Python function.
+                    tracing_count=max(record["traces_total"], int(function.experimental_get_tracing_count())),
                     traces=record["traces"],
+                    python_ops=record.get("python_ops", []),
+                    instances=max(record["instances"], 1),
+                    call_site=record["call_site"],
                 )
             )
         end = self._stopped or time.perf_counter()

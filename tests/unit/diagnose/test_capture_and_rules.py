@@ -1,5 +1,6 @@
 """Real in-process profile of a tiny input-bound loop, summarised by xprof, then the rules."""
 
+import sys
 import time
 
 import pytest
@@ -104,3 +105,82 @@ def test_check_numerics_message_is_parsed():
         tf.debugging.disable_check_numerics()
     parsed = parse_check_numerics_message(error.value.message)
     assert parsed["op"] == "Log"
+
+
+def test_watcher_finds_python_ops_in_the_step_graph_not_in_the_pipeline():
+    import numpy as np
+
+    dataset = tf.data.Dataset.range(8).map(lambda i: tf.numpy_function(np.float32, [i], tf.float32)).batch(2)
+
+    @tf.function
+    def host_step(x):
+        return tf.py_function(lambda t: t * 2.0, [x], tf.float32)
+
+    @tf.function
+    def inner(x):
+        return tf.numpy_function(np.square, [x], tf.float32)
+
+    @tf.function
+    def nested_step(x):
+        return inner(x) + 1.0
+
+    @tf.function
+    def graph_step(x):
+        return tf.reduce_sum(x)
+
+    with watch(profile=False) as session:
+        for x in dataset:
+            host_step(x)
+            nested_step(x)
+            graph_step(x)
+    python_ops = {f.name.rsplit(".", 1)[-1]: f.python_ops for f in session.report.functions}
+    assert python_ops["host_step"] == ["EagerPyFunc"]
+    assert python_ops["nested_step"] == ["PyFunc"]  # found in the called function's definition
+    assert python_ops["graph_step"] == []  # the pipeline's numpy_function is not in the step graph
+
+
+def test_adam_first_trace_and_last_partial_batch_are_not_retracing():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    optimizer = keras.optimizers.Adam(1e-3)
+    # 20 rows in batches of 8: 8, 8, 4 every epoch.
+    dataset = tf.data.Dataset.from_tensor_slices(tf.ones([20, 4])).batch(8)
+
+    @tf.function
+    def train_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True)))
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, model.trainable_weights), model.trainable_weights, strict=True)
+        )
+        return loss
+
+    with watch(profile=False) as session:
+        for _ in range(3):
+            for x in dataset:
+                train_step(x)
+    (record,) = [f for f in session.report.functions if f.name.endswith("train_step")]
+    # Adam's slots are created in the first trace, which tf.function then traces again: 3 traces, 2 signatures.
+    assert record.tracing_count == 3 and record.calls == 9
+    assert "DOC-RETRACING" not in {f.code for f in session.findings}
+
+
+def test_new_tf_function_per_call_is_retracing_at_the_call_site():
+    weights = tf.Variable(tf.zeros([4, 1]))
+
+    def train_step(x):
+        weights.assign_add(tf.matmul(tf.transpose(x), x)[:, :1] * 0.0)
+        return tf.reduce_sum(x)
+
+    with watch(profile=False) as session:
+        for _ in range(6):
+            call_line = sys._getframe().f_lineno + 1
+            tf.function(train_step)(tf.ones([2, 4]))
+    finding = next(f for f in session.findings if f.code == "DOC-RETRACING")
+    assert finding.evidence["new_functions"] == 6 and finding.evidence["calls"] == 6
+    assert finding.evidence["tracing_count"] == 6
+    assert finding.evidence["call_site"] == f"{__file__}:{call_line}"
+    assert finding.location == finding.evidence["call_site"]
+    assert "outside the loop" in finding.fix

@@ -8,9 +8,9 @@ profile real TensorFlow code (test_capture_and_rules, test_profile_hook, the doc
 import pytest
 
 from tfpilot.diagnose import analyze
-from tfpilot.diagnose.rules import input_bound, step_gap, tiny_ops
+from tfpilot.diagnose.rules import host_python_ops, input_bound, step_gap, tiny_ops
 from tfpilot.diagnose.rules.base import Observations
-from tfpilot.diagnose.watchers import StepTiming, WatchReport
+from tfpilot.diagnose.watchers import FunctionRecord, StepTiming, WatchReport
 from tfpilot.diagnose.xplane import ProfileSummary
 
 
@@ -25,6 +25,8 @@ def summary(
     gaps_ms=(),
     step_times_ms=(),
     top_ops=(),
+    python_ops=(),
+    per_step=(),
 ) -> ProfileSummary:
     return ProfileSummary.from_dict(
         {
@@ -40,10 +42,31 @@ def summary(
                 "input_percent": 100.0 * input_ms / step_ms,
                 "compute_percent": 100.0 * (step_ms - input_ms) / step_ms,
                 "other_percent": 0.0,
-                "per_step": [],
+                "per_step": [
+                    {
+                        "step": f"train {i}",
+                        "step_ms": step,
+                        "input_ms": wait,
+                        "compute_ms": step - wait,
+                        "other_ms": 0.0,
+                    }
+                    for i, (step, wait) in enumerate(per_step)
+                ],
             },
             "top_ops": list(top_ops),
-            "host_python_ops": [],
+            "host_python_ops": [
+                {
+                    "operation": kind,
+                    "type": kind,
+                    "host_or_device": "Host",
+                    "occurrences": count,
+                    "total_self_time_ms": ms,
+                    "avg_self_time_us": 1e3 * ms / count,
+                    "self_time_percent": 0.0,
+                    "eager": False,
+                }
+                for kind, count, ms in python_ops
+            ],
             "input_stages": [
                 {
                     "name": f"Iterator::Root::{name}",
@@ -202,3 +225,137 @@ def test_old_watch_reports_without_medians_fall_back_to_means():
     old = WatchReport.from_dict(data)
     assert old.timing.step_median_ms == 0.0
     assert codes(watch=old)["DOC-STEP-GAP"].evidence["idle_ms_per_step"] == 2.0
+
+
+def test_one_stalled_step_of_five_is_not_input_bound():
+    # f_parallel_py_map on a loaded host: a parallel, prefetched map that keeps up, but one profiled step of
+    # five found the buffer empty (14 of 47 ms). The mean (3.1 of 37.7 ms, 8%) passes the threshold, the
+    # median step (0.2 ms of 23 ms) says the pipeline keeps up.
+    rows = ((73.1, 0.8), (22.8, 0.2), (22.2, 0.1), (23.3, 0.2), (47.1, 14.1))
+    stalled = summary(step_ms=37.7, input_ms=3.1, steps=5, per_step=rows, stages=(("MapAndBatch", 37.3),))
+    assert "DOC-INPUT-BOUND" not in codes(summary=stalled)
+    # A sequential map makes every step wait: the median agrees with the mean.
+    rows = ((45.2, 42.7), (48.7, 45.9), (48.6, 46.2), (46.9, 44.6), (3.4, 0.5))
+    waiting = summary(step_ms=38.5, input_ms=36.0, steps=5, per_step=rows, stages=(("MapAndBatch", 179.6),))
+    assert codes(summary=waiting)["DOC-INPUT-BOUND"].severity.value == "error"
+
+
+# ------------------------------------------------------------------------------ DOC-HOST-PYTHON-OP
+GENERATOR_STAGES = (("Generator", 109.6), ("Prefetch", 1.0), ("ParallelInterleaveV4", 0.7))
+
+
+def test_python_ops_in_a_pipeline_that_keeps_up_are_info():
+    # f_parallel_interleave: 20 ms of generator Python per 12 ms step summed over 6 interleaved threads
+    # (167% of the step), yet the step waits 2% of the time for input.
+    observed = summary(
+        step_ms=11.9, input_ms=0.27, steps=5, stages=GENERATOR_STAGES, python_ops=(("PyFunc", 35, 99.3),)
+    )
+    finding = codes(summary=observed)["DOC-HOST-PYTHON-OP"]
+    assert finding.severity.value == "info"
+    assert finding.evidence["where"] == "pipeline" and finding.evidence["source"] == "from_generator"
+    assert finding.evidence["share_of_step_percent"] == pytest.approx(166.9, abs=0.1)  # 99.3 ms / 5 steps / 11.9 ms
+    assert "from_generator" in finding.fix and "py_function" not in finding.fix
+
+
+def test_python_ops_are_an_error_when_the_step_waits_for_input():
+    # p_sequential_py_map: a sequential map over a sleeping py_function; every step waits.
+    rows = ((45.2, 42.7), (48.7, 45.9), (48.6, 46.2))
+    observed = summary(
+        step_ms=38.5,
+        input_ms=36.0,
+        steps=5,
+        per_step=rows,
+        stages=(("MapAndBatch", 179.6),),
+        python_ops=(("EagerPyFunc", 32, 179.6),),
+    )
+    found = codes(summary=observed)
+    assert found["DOC-HOST-PYTHON-OP"].severity.value == "error"
+    assert found["DOC-HOST-PYTHON-OP"].evidence["source"] == "map"
+    # The advice matches a sleeping / I/O py_function: parallelise it, do not call it unparallelisable.
+    for finding in (found["DOC-HOST-PYTHON-OP"], found["DOC-INPUT-BOUND"]):
+        assert "num_parallel_calls" in finding.fix and "cannot run in parallel" not in finding.fix
+
+
+def test_from_generator_advice_does_not_say_py_function():
+    rows = ((21.1, 18.6), (20.6, 18.4), (23.2, 18.8))
+    observed = summary(
+        step_ms=16.2,
+        input_ms=12.1,
+        steps=5,
+        per_step=rows,
+        stages=(("Generator", 75.4), ("Prefetch", 60.3)),
+        python_ops=(("PyFunc", 25, 62.8),),
+    )
+    found = codes(summary=observed)
+    assert found["DOC-HOST-PYTHON-OP"].evidence["source"] == "from_generator"
+    for finding in (found["DOC-HOST-PYTHON-OP"], found["DOC-INPUT-BOUND"]):
+        assert "interleave" in finding.fix and "replace the py_function" not in finding.fix
+
+
+def test_python_op_inside_the_step_counts_against_the_step():
+    # The watcher found EagerPyFunc in the train step's own graph: no input wait, but the step waits for it.
+    observed = summary(step_ms=10.0, input_ms=0.0, steps=4, python_ops=(("EagerPyFunc", 4, 12.0),))
+    report = watch_report(step_ms=10.0)
+    report.functions = [
+        FunctionRecord(
+            key="k",
+            name="train_step",
+            location="x.py:1",
+            calls=20,
+            tracing_count=1,
+            traces=[],
+            python_ops=["EagerPyFunc"],
+        )
+    ]
+    finding = host_python_ops.check(Observations(summary=observed, watch=report))[0]
+    assert finding.severity.value == "error"  # 3 ms of a 10 ms step
+    assert finding.evidence["where"] == "step" and "training step" in finding.fix
+    assert finding.evidence["share_of_step_percent"] == 30.0
+
+
+# ------------------------------------------------------------------------------ DOC-RETRACING
+def _tensor(rows, name="x"):
+    return {"name": name, "kind": "tensor", "dtype": "float32", "shape": [rows, 16]}
+
+
+def _retracing(traces, *, instances=1, calls=30):
+    report = watch_report()
+    report.functions = [
+        FunctionRecord(
+            key="k",
+            name="train_step",
+            location="loop.py:10",
+            calls=calls,
+            tracing_count=len(traces),
+            traces=traces,
+            instances=instances,
+            call_site="loop.py:20" if instances > 1 else "",
+        )
+    ]
+    return codes(watch=report).get("DOC-RETRACING")
+
+
+def test_retracing_counts_distinct_signatures_and_allows_one_partial_batch():
+    # Variable-creating first trace (the same signature twice) and the last batch of 8 rows: healthy.
+    assert _retracing([[_tensor(64)], [_tensor(64)], [_tensor(8)]]) is None
+    # A third batch size is not the last partial batch any more.
+    finding = _retracing([[_tensor(64)], [_tensor(8)], [_tensor(32)]])
+    assert finding.evidence["distinct_signatures"] == 3
+    assert finding.evidence["changed"] == [
+        {"argument": "x", "kind": "shape", "values": ["[64, 16]", "[8, 16]", "[32, 16]"]}
+    ]
+    # Another dimension than the leading one changing is not a partial batch either.
+    assert _retracing([[_tensor(64)], [{**_tensor(64), "shape": [64, 8]}]]) is not None
+
+
+def test_a_changing_python_scalar_is_retracing_even_twice():
+    scalar = [{"name": "lr", "kind": "python", "type": "float", "value": v} for v in ("0.1", "0.05")]
+    finding = _retracing([[_tensor(64), scalar[0]], [_tensor(64), scalar[1]]])
+    assert finding.evidence["changed"][0]["kind"] == "python scalar" and "tf.constant" in finding.fix
+
+
+def test_new_function_objects_per_call_are_retracing():
+    finding = _retracing([[_tensor(8)]] * 20, instances=20, calls=20)
+    assert finding.evidence["new_functions"] == 20 and finding.location == "loop.py:20"
+    # Two function objects (e.g. rebuilt once) are no pattern.
+    assert _retracing([[_tensor(8)]] * 2, instances=2) is None

@@ -1,6 +1,8 @@
-"""DOC-NONFINITE: a value read by the script became NaN/Inf; the replay names the op and line."""
+"""DOC-NONFINITE: a loss, gradient or value read by the script became NaN/Inf; the replay names the op and line."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from tfpilot.diagnose.rules.base import Observations
 from tfpilot.findings import Finding, Severity
@@ -8,28 +10,63 @@ from tfpilot.findings import Finding, Severity
 CODE = "DOC-NONFINITE"
 
 
+def _what(info: dict[str, Any]) -> str:
+    step, function = info.get("step"), info.get("step_function")
+    # Keras' step is `TensorFlowTrainer._make_function.<locals>.multi_step_on_iterator`: the last name says enough.
+    where = f" of `{str(function).rsplit('.', 1)[-1]}`" if function else ""
+    if info.get("detected_in") == "output":
+        return f"the loss returned by call {step}{where} was {info.get('value')}"
+    seen = f" at {info['seen_at']}" if info.get("seen_at") else ""
+    return f"a non-finite value ({info.get('value')}) was read{seen} after step {step}"
+
+
+def _replay(info: dict[str, Any]) -> str:
+    if not info.get("replayed"):
+        return ""
+    if not info.get("reproduced"):
+        reason = info.get("replay_error") or "every op stayed finite"
+        return f"; replaying step {info.get('replayed_step')} under check_numerics did not reproduce it ({reason})"
+    origin = "the weights before it"
+    if info.get("weights_before_step") == "non-finite":
+        origin = "weights that were already non-finite (the first bad update happened earlier)"
+    elif info.get("weights_before_step") == "not kept":
+        origin = "the weights after it (none were kept before it)"
+    batch = f" on {info['batch']}" if info.get("batch", "same") != "same" else ""
+    text = f"; replaying step {info.get('replayed_step')} from {origin}{batch} under check_numerics"
+    if info.get("cause") == "update":
+        text += " (its loss was finite; its gradient or update made the weights non-finite)"
+    text += f": op `{info.get('op', '?')}`"
+    if info.get("layer"):
+        text += f" in layer `{info['layer']}` ({info.get('layer_class')})"
+    if info.get("source"):
+        text += f" at {info['source']}"
+    return text + " produced the first NaN/Inf"
+
+
 def check(observations: Observations) -> list[Finding]:
     watch = observations.watch
     if watch is None or not watch.nonfinite:
         return []
     info = watch.nonfinite
-    where = info.get("source") or info.get("seen_at", "")
-    message = (
-        f"a non-finite value ({info.get('value')}) was read at {info.get('seen_at')} after step {info.get('step')}"
-    )
-    if info.get("op"):
-        message += f"; replaying the step with check_numerics: op `{info['op']}` produced it at {info.get('source')}"
-    if info.get("weights_finite_before_replay") is False:
-        message += " (weights were already non-finite: the first bad update happened earlier)"
+    where = info.get("source") or info.get("seen_at") or observations.location
+    op = info.get("op")
+    guard = {
+        "Log": "tf.math.log(x + eps) or clip x to [eps, inf)",
+        "RealDiv": "tf.math.divide_no_nan, or add eps to the denominator",
+        "Div": "tf.math.divide_no_nan, or add eps to the denominator",
+        "Sqrt": "tf.sqrt(tf.maximum(x, eps)) (the gradient of sqrt at 0 is infinite too)",
+        "Exp": "clip the argument (tf.minimum(x, 80.0) in float32) or work in log space",
+        "Rsqrt": "tf.math.rsqrt(x + eps)",
+    }.get(op or "", "guard the op named above")
     return [
         Finding(
             code=CODE,
             severity=Severity.ERROR,
             title="NaN/Inf in training",
-            message=message,
+            message=_what(info) + _replay(info),
             location=where,
-            evidence={k: v for k, v in info.items() if k != "seen_at"} | {"seen_at": info.get("seen_at")},
-            fix="guard the op named above (tf.math.log(x + eps), tf.math.divide_no_nan, clip logits), lower the learning "
-            "rate, clip gradients (tf.clip_by_global_norm), and check the input batch for NaN",
+            evidence=dict(info),
+            fix=f"{guard}; if the op is not the cause, lower the learning rate, clip gradients "
+            "(tf.clip_by_global_norm), and check the input batch for NaN",
         )
     ]

@@ -1,0 +1,115 @@
+"""NaN localisation: the first non-finite loss or gradient, replayed from the weights before its step.
+
+Each fixture in tests/fixtures/doctor/nan/ marks the line that produces the first NaN/Inf with
+`# NAN-SOURCE`; the script runs in this process under ``watch()`` (the same Watcher the doctor's
+subprocess installs) and the finding must name the op check_numerics reports and that line.
+"""
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tfpilot.diagnose import watch
+from tfpilot.diagnose.numerics import parse_check_numerics_message
+
+NAN = Path(__file__).parents[2] / "fixtures" / "doctor" / "nan"
+
+
+def _marked_line(script: Path, marker: str) -> int:
+    return next(n for n, line in enumerate(script.read_text().splitlines(), start=1) if marker in line)
+
+
+def _nonfinite(name: str):
+    script = NAN / name
+    saved = sys.argv[:]
+    sys.argv = [str(script)]
+    try:
+        with watch(profile=False) as session:
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved
+    (finding,) = [f for f in session.findings if f.code == "DOC-NONFINITE"]
+    return script, finding
+
+
+@pytest.mark.parametrize(
+    ("name", "op", "step"),
+    [
+        ("log_zero.py", "Log", 4),
+        ("zero_over_zero.py", "RealDiv", 3),
+        ("sqrt_negative.py", "Sqrt", 5),
+        ("exp_overflow.py", "Exp", 6),
+    ],
+)
+def test_custom_loop_nan_names_op_and_line(name, op, step):
+    script, finding = _nonfinite(name)
+    evidence = finding.evidence
+    # Found at the step where it appears, replayed from the weights before that step (not NaN ones).
+    assert evidence["detected_in"] == "output" and evidence["step"] == step
+    assert evidence["replayed_step"] == step and evidence["batch"] == "same"
+    assert "weights_before_step" not in evidence and "cause" not in evidence
+    assert evidence["reproduced"] is True
+    assert evidence["op"] == op
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert finding.location == evidence["source"]
+    assert f"op `{op}`" in finding.message and f"{script.name}:" in finding.message
+
+
+def test_model_fit_nan_names_layer_op_and_line():
+    script, finding = _nonfinite("fit_layer_log.py")
+    evidence = finding.evidence
+    # Batch 5 (0-based) holds the zeros: the 6th call of Keras' train function is the first NaN loss.
+    assert evidence["step"] == 6 and evidence["replayed_step"] == 6
+    assert evidence["batch"].startswith("batch 5 of a fresh iterator")
+    assert evidence["op"] == "Log"
+    assert evidence["layer"] == "log_features" and evidence["layer_class"] == "LogFeatures"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert "multi_step_on_iterator" in finding.message and "<locals>" not in finding.message
+
+
+def test_nan_from_an_update_replays_the_step_before():
+    script, finding = _nonfinite("gradient_update.py")
+    evidence = finding.evidence
+    # Call 4's loss is the first NaN, but call 3's gradient (sqrt at 0) made the weights NaN.
+    assert evidence["step"] == 4 and evidence["replayed_step"] == 3
+    assert evidence["cause"] == "update"
+    assert evidence["op"] == "SqrtGrad"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# GRADIENT-LINE')}"
+
+
+def test_replay_leaves_the_run_state_as_it_was():
+    weights = tf.Variable([1.0, 1.0])
+
+    @tf.function
+    def step(x):
+        loss = tf.reduce_sum(tf.math.log(x * weights))
+        weights.assign_add(x)
+        return loss
+
+    with watch(profile=False) as session:
+        step(tf.constant([1.0, 1.0]))
+        step(tf.constant([0.0, 1.0]))
+    # Two updates of +x: the replay restored the weights before call 2, then put back the run's values.
+    assert weights.numpy().tolist() == [2.0, 3.0]
+    assert session.report.nonfinite["replayed_step"] == 2
+    assert not tf.config.functions_run_eagerly()
+
+
+def test_graph_check_numerics_message_gives_the_deepest_user_frame():
+    @tf.function
+    def compiled(x):
+        return tf.math.log(x)
+
+    tf.debugging.enable_check_numerics()
+    try:
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            compiled(tf.constant([0.0]))
+    finally:
+        tf.debugging.disable_check_numerics()
+    parsed = parse_check_numerics_message(error.value.message)
+    assert parsed["op"] == "Log"
+    line = compiled.python_function.__code__.co_firstlineno + 2
+    assert parsed["source"] == f"{__file__}:{line}" and parsed["user_function"] == "compiled"
