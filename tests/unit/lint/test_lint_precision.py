@@ -85,3 +85,33 @@ def test_tfp206_custom_loop_applies_the_loss_to_the_softmax_model_output():
     """
     ((line, message),) = findings(source, "TFP206")
     assert line == 6 and "applied to the model's output on line 16" in message
+
+
+# --- TFP302: TF 2.21 injects the final prefetch itself -------------------------------------------
+
+PIPELINE = """\
+import tensorflow as tf
+
+def train(model, x, y):
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024).batch(32)
+    model.fit(ds, epochs=3)
+"""
+
+
+def test_tfp302_is_an_info_note_that_says_tf_injects_the_prefetch():
+    (finding,) = lint_source(PIPELINE, config=LintConfig(select=("TFP302",)))
+    assert finding.severity.value == "info"
+    assert "injects one itself" in finding.message and "take turns" not in finding.message
+    assert "Optional on TF 2.21" in finding.fix
+
+
+def test_tfp302_says_the_overlap_is_lost_when_the_file_turns_injection_off():
+    source = PIPELINE.replace(
+        "    model.fit(ds, epochs=3)",
+        "    options = tf.data.Options()\n"
+        "    options.experimental_optimization.inject_prefetch = False\n"
+        "    model.fit(ds.with_options(options), epochs=3)\n"
+        "    model.fit(ds, epochs=3)",
+    )
+    (finding,) = lint_source(source, config=LintConfig(select=("TFP302",)))
+    assert "turns off the prefetch TF would inject" in finding.message and "take turns" in finding.message
