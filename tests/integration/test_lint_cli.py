@@ -193,3 +193,50 @@ def test_permission_denied_file_and_directory_are_skip_notes(tfpilot_cli, tmp_pa
     assert result.returncode == 1 and result.stdout.count(" TFP601 ") == 1, result
     assert "secret.py: skipped: cannot read: Permission denied" in result.stderr, result
     assert "private: skipped: cannot list directory: Permission denied" in result.stderr, result
+
+
+TAPE_SCRIPT = """\
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class Scale(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(2.0)
+
+    def __call__(self, x):
+        return self.w * x
+
+
+keras.utils.set_random_seed(0)
+scale = Scale()
+net_model = keras.Sequential([keras.Input((64,)), keras.layers.Dropout(0.5)])
+x = tf.ones((4, 64))
+with tf.GradientTape() as tape:
+    scaled = scale(x)
+    dropped = net_model(x)
+    loss = tf.reduce_sum(scaled) + tf.reduce_sum(dropped)
+assert tape.gradient(loss, scale.w) is not None
+print("dropout active" if not np.allclose(dropped, x) else "inference mode")
+"""
+
+
+def test_fix_adds_training_only_to_keras_models_and_the_code_runs_before_and_after(tfpilot_cli, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "step.py"
+    script.write_text(TAPE_SCRIPT)
+
+    def run_script() -> str:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert run_script() == "inference mode"  # the bug the rule is about: no dropout while training
+    result = tfpilot_cli(["lint", script, "--select", "TFP201", "--fix"], cwd=tmp_path)
+    assert result.returncode == 0 and "1 fixed" in result.stderr, result
+    fixed = script.read_text()
+    assert "net_model(x, training=True)" in fixed and "scale(x)\n" in fixed  # tf.Module untouched
+    assert run_script() == "dropout active"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import DATASET_CALL_NAMES, TF_FUNCTION_QUALNAMES
+from tfpilot.lint.apis import DATASET_CALL_NAMES, TF_FUNCTION_QUALNAMES, keras_name
 from tfpilot.lint.chains import Pipeline, resolve_pipeline
 from tfpilot.lint.naming import is_dataset_name, is_model_name
 
@@ -26,6 +26,11 @@ _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
+# `model.compile(..., run_eagerly=True)` or `model.run_eagerly = True`: Keras runs the step eagerly.
+_RUN_EAGERLY_RE = re.compile(r"\brun_eagerly\s*=\s*True\b")
+_KERAS_MODEL_PATHS = frozenset({"Model", "models.Model", "Sequential", "models.Sequential"})
+_KERAS_LAYER_PATHS = frozenset({"layers.Layer", "Layer", "engine.base_layer.Layer"})
+_TF_MODULE_QUALNAMES = frozenset({"tensorflow.Module", "tensorflow.compat.v2.Module", "tensorflow.compat.v1.Module"})
 _EAGER_RE = re.compile(
     r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)"
 )
@@ -129,6 +134,8 @@ class FileContext:
         self._lines: list[str] | None = None
         self._qualname_cache: dict[int, str | None] = {}
         self._function_defs: dict[str, list[ast.AST]] = {}
+        self._class_defs: dict[str, list[ast.ClassDef]] = {}
+        self._class_kinds: dict[int, str] = {}
         self._collect_statements(tree.body)
         self.uses_tensorflow = any(
             value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
@@ -140,6 +147,8 @@ class FileContext:
             if self.uses_tensorflow and "_func" in source
             else frozenset()
         )
+        # Keras models compiled with run_eagerly=True run train_step & co. as plain Python.
+        self.keras_runs_eagerly = "run_eagerly" in source and _RUN_EAGERLY_RE.search(source) is not None
 
     # --- source positions ---------------------------------------------------------------------
 
@@ -197,6 +206,8 @@ class FileContext:
                 continue
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 self._function_defs.setdefault(statement.name, []).append(statement)  # type: ignore[attr-defined]
+            elif kind is ast.ClassDef:
+                self._class_defs.setdefault(statement.name, []).append(statement)  # type: ignore[arg-type, attr-defined]
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(statement, field, None)
                 if block:
@@ -254,6 +265,65 @@ class FileContext:
     def function_defs(self, name: str) -> list[ast.AST]:
         """All functions and methods called ``name`` anywhere in the file."""
         return self._function_defs.get(name, [])
+
+    def resolve_function(self, name: str, call: ast.AST, *, method: bool = False) -> ast.AST | None:
+        """The definition a call of ``name`` runs when the file defines it more than once.
+
+        Module-level code runs top to bottom, so there the last definition above the call
+        wins; a call inside a function runs later, when every definition has executed, so
+        the last one in the file wins. ``method``: only methods of the enclosing class count.
+        """
+        definitions = self._function_defs.get(name, [])
+        if method:
+            klass = self.current_class()
+            if klass is None:
+                return None
+            start, end = klass.lineno, klass.end_lineno or klass.lineno
+            definitions = [d for d in definitions if start <= getattr(d, "lineno", 0) <= end]
+        if not definitions:
+            return None
+        line = getattr(call, "lineno", 0)
+        if isinstance(self.scope.node, ast.Module):
+            above = [d for d in definitions if getattr(d, "lineno", 0) < line]
+            if above:
+                return above[-1]
+        return definitions[-1]
+
+    def class_kind(self, klass: ast.ClassDef | str | None) -> str:
+        """``"keras-model"``, ``"keras-layer"``, ``"tf-module"`` (a tf.Module that is no Keras
+        object) or ``"unknown"``, following base classes defined in this file."""
+        if isinstance(klass, str):
+            definitions = self._class_defs.get(klass)
+            klass = definitions[-1] if definitions else None
+        if klass is None:
+            return "unknown"
+        known = self._class_kinds.get(id(klass))
+        if known is not None:
+            return known
+        self._class_kinds[id(klass)] = "unknown"  # a cycle of local bases resolves to unknown
+        kinds: list[str] = []
+        for base in klass.bases:
+            qualname = self.qualname(base)
+            path = keras_name(qualname)
+            if path is not None and path[1] in _KERAS_MODEL_PATHS:
+                kinds.append("keras-model")
+            elif path is not None and path[1] in _KERAS_LAYER_PATHS:
+                kinds.append("keras-layer")
+            elif qualname in _TF_MODULE_QUALNAMES:
+                kinds.append("tf-module")
+            elif isinstance(base, ast.Name) and base.id in self._class_defs:
+                kinds.append(self.class_kind(base.id))
+        # Keras classes are tf.Modules too: any Keras base makes the class Keras.
+        kind = next((k for k in ("keras-model", "keras-layer", "tf-module") if k in kinds), "unknown")
+        self._class_kinds[id(klass)] = kind
+        return kind
+
+    def _is_keras_model_class(self, klass: ast.ClassDef) -> bool:
+        kind = self.class_kind(klass)
+        if kind != "unknown":
+            return kind == "keras-model"
+        # A base imported from the user's own package: trust a name that says it is a model.
+        return any((self.dotted(base) or "").endswith("Model") for base in klass.bases)
 
     def is_graph_function_name(self, name: str) -> bool:
         return name in self.graph_functions or (self.uses_tensorflow and name in self._wrapped_names)
@@ -425,7 +495,13 @@ class FileContext:
         if self.uses_tensorflow and node.name in self._wrapped_names:
             return True, "tf.function", self.graph_functions.get(node.name, False)
         klass = self.current_class()
-        if klass is not None and klass.bases and node.name in _KERAS_GRAPH_METHODS and self.stack[-2] is klass:
+        if (
+            klass is not None
+            and node.name in _KERAS_GRAPH_METHODS
+            and self.stack[-2] is klass
+            and not self.keras_runs_eagerly
+            and self._is_keras_model_class(klass)
+        ):
             return True, f"Keras {node.name}", False
         if node.name in self._dataset_fn_names:
             return True, "tf.data map function", False

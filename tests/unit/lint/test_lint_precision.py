@@ -115,3 +115,142 @@ def test_tfp302_says_the_overlap_is_lost_when_the_file_turns_injection_off():
     )
     (finding,) = lint_source(source, config=LintConfig(select=("TFP302",)))
     assert "turns off the prefetch TF would inject" in finding.message and "take turns" in finding.message
+
+
+# --- TFP201: tf.Module objects, frozen extractors, and when --fix may add training= -------------
+
+TAPE_CALLS = """\
+import keras
+import tensorflow as tf
+
+
+class Scale(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(2.0)
+
+    def __call__(self, x):
+        return self.w * x
+
+
+class Block(keras.layers.Layer):
+    def call(self, x):
+        return x
+
+
+scale_model = Scale()
+keras_model = keras.Sequential([keras.layers.Dense(1)])
+block_model = Block()
+backbone = keras.Sequential([keras.layers.Dense(4)])
+backbone.trainable = False
+hub_model = make_layer("https://example/model", trainable=False)
+
+
+def train_step(model, x):
+    with tf.GradientTape() as tape:
+        a = scale_model(x)
+        b = keras_model(x)
+        c = block_model(x)
+        d = backbone(x)
+        e = hub_model(x)
+        f = model(x)
+    return a, b, c, d, e, f
+"""
+
+
+def test_tfp201_skips_tf_modules_and_frozen_models_and_fixes_only_keras_models():
+    found = lint_source(TAPE_CALLS, config=LintConfig(select=("TFP201",)))
+    by_line = {int(f.location.split(":")[1]): f.evidence["fixable"] for f in found}
+    # keras_model and block_model: certainly Keras -> fixable; `model` (a parameter): unknown -> no fix.
+    assert by_line == {29: True, 30: True, 33: False}, by_line
+
+
+def test_tfp201_self_call_in_a_tf_module_subclass_does_not_fire():
+    source = """\
+    import tensorflow as tf
+
+    class Model(tf.Module):
+        def __call__(self, x):
+            return x
+
+        def step(self, x):
+            with tf.GradientTape() as tape:
+                y = self(x)
+            return y
+    """
+    assert findings(source, "TFP201") == []
+
+
+# --- TFP202: a redefined helper is resolved the way Python resolves it ---------------------------
+
+REDEFINED = """\
+import keras
+import tensorflow as tf
+
+train_loss = keras.metrics.Mean()
+
+
+def train_step(x):
+    train_loss.update_state(tf.reduce_mean(x))
+
+
+LOOP_BETWEEN
+
+
+def train_step(x):
+    return tf.reduce_mean(x)
+
+
+LOOP_AFTER
+"""
+LOOP = "for epoch in range(3):\n    for x in [1.0]:\n        train_step(x)\n"
+
+
+def test_tfp202_uses_the_definition_in_effect_where_the_loop_runs():
+    after = REDEFINED.replace("LOOP_BETWEEN", "").replace("LOOP_AFTER", LOOP)
+    assert findings(after, "TFP202") == []  # the last definition updates no metric
+    between = REDEFINED.replace("LOOP_BETWEEN", LOOP).replace("LOOP_AFTER", "")
+    assert [line for line, _ in findings(between, "TFP202")] == [13]
+
+
+def test_tfp202_a_loop_inside_a_function_runs_the_last_definition():
+    inside = REDEFINED.replace("LOOP_BETWEEN", "def fit():\n" + textwrap.indent(LOOP, "    ")).replace("LOOP_AFTER", "")
+    assert findings(inside, "TFP202") == []
+
+
+# --- TFP101 / TFP102: code that Keras or nobody ever traces ---------------------------------------
+
+STEP_MODEL = """\
+import keras
+import tensorflow as tf
+
+
+class Classifier(BASE):
+    def train_step(self, data):
+        x, y = data
+        print("step", float(tf.reduce_mean(x)))
+        return {"loss": 0.0}
+
+
+model = Classifier()
+model.compile(optimizer="adam", loss="mse"COMPILE)
+"""
+
+
+def test_tfp101_tfp102_fire_in_a_keras_train_step():
+    source = STEP_MODEL.replace("BASE", "keras.Model").replace("COMPILE", "")
+    assert [line for line, _ in findings(source, "TFP101")] == [8]
+    assert [line for line, _ in findings(source, "TFP102")] == [8]
+
+
+def test_tfp101_tfp102_skip_a_model_compiled_with_run_eagerly():
+    source = STEP_MODEL.replace("BASE", "keras.Model").replace("COMPILE", ", run_eagerly=True")
+    assert findings(source, "TFP101") == [] and findings(source, "TFP102") == []
+
+
+def test_tfp101_tfp102_skip_train_step_of_a_class_that_is_no_keras_model():
+    source = STEP_MODEL.replace("BASE", "object").replace("COMPILE", "")
+    assert findings(source, "TFP101") == [] and findings(source, "TFP102") == []
+    local_base = STEP_MODEL.replace(
+        "class Classifier(BASE)", "class Base(keras.Model):\n    pass\n\n\nclass Classifier(Base)"
+    )
+    assert [line for line, _ in findings(local_base.replace("COMPILE", ""), "TFP101")] == [12]
