@@ -157,7 +157,7 @@ class Classifier(keras.Model):
         super().__init__(context)
         # What each name (`model`, `self.encoder`) was bound to anywhere in the file: a call is
         # judged in finish(), once every binding is known (the def often precedes the binding).
-        self._instances: dict[str, set[str]] = {}  # name -> {"keras", "tf-module", "other"}
+        self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
         self._frozen: set[str] = set()
         # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras).
         self._callees: list[tuple[str, bool | None]] = []
@@ -171,7 +171,7 @@ class Classifier(keras.Model):
             if name.endswith(".trainable") and is_constant(value, False):
                 self._frozen.add(name[: -len(".trainable")])  # `base_model.trainable = False`
             elif isinstance(value, ast.Call):
-                self._instances.setdefault(name, set()).add(self._instance_kind(value))
+                self._bindings.setdefault(name, []).append(value)  # judged lazily, in finish()
 
     def _instance_kind(self, call: ast.Call) -> str:
         flag = keyword(call, "trainable")
@@ -216,7 +216,7 @@ class Classifier(keras.Model):
     def finish(self) -> None:
         kept = []
         for violation, (callee, keras_self) in zip(self.violations, self._callees, strict=True):
-            kinds = self._instances.get(callee, set())
+            kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
             if "tf-module" in kinds or "frozen" in kinds or callee in self._frozen:
                 continue  # no `training` parameter, or inference mode on purpose
             # The rewrite is only provably right on a Keras model; a tf.Module or a plain

@@ -141,17 +141,18 @@ def train_step(x, y):
 
     def _lookup(self, table: dict[tuple[int, str], _T], name: str | None) -> _T | None:
         """The binding of ``name`` in the current scope, else the module's (a global)."""
-        if name is None:
+        if name is None or not table:
             return None
         key = self._key(name)
         if key in table:
             return table[key]
+        found = table.get((id(self.context.tree), name))
+        if found is None or name.startswith("self."):
+            return None
         scope = self.context.scope
-        if name.startswith("self.") or (
-            scope.node is not self.context.tree and name.split(".")[0] in scope.local_names()
-        ):
+        if scope.node is not self.context.tree and name.split(".")[0] in scope.local_names():
             return None  # a local of this function, bound to something else (or not yet)
-        return table.get((id(self.context.tree), name))
+        return found
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -162,7 +163,8 @@ def train_step(x, y):
             # Rebinding a name forgets what it meant before: an inference wrapper assigned later
             # never changes the model that an earlier compile call trained.
             for table in (self._softmax_models, self._probability_names, self._softmax_outputs, self._logit_losses):
-                table.pop(key, None)
+                if table:
+                    table.pop(key, None)
             value = node.value
             if not isinstance(value, ast.Call):
                 continue
