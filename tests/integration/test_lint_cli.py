@@ -240,3 +240,41 @@ def test_fix_adds_training_only_to_keras_models_and_the_code_runs_before_and_aft
     fixed = script.read_text()
     assert "net_model(x, training=True)" in fixed and "scale(x)\n" in fixed  # tf.Module untouched
     assert run_script() == "dropout active"
+
+
+def test_removed_module_rules_match_the_installed_tensorflow():
+    """TFP611-TFP613 claim these names fail on TF 2.21 / Keras 3: check it against the real thing."""
+    import importlib
+
+    import tensorflow as tf
+
+    from tfpilot.lint.rules import rule_by_code
+
+    assert not hasattr(tf, "estimator") and not hasattr(tf.compat.v1, "estimator")
+    assert not hasattr(tf, "layers")
+    with pytest.raises(AttributeError, match="not available with Keras 3"):
+        tf.compat.v1.layers.dense  # noqa: B018 - the attribute access itself raises
+    for module in ("tensorflow.examples", "tensorflow.examples.tutorials.mnist", "tensorflow_estimator"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(module)
+    assert "tensorflow.estimator" in rule_by_code("TFP611").removed
+    assert "tensorflow.compat.v1.layers" in rule_by_code("TFP612").removed
+    assert "tensorflow.examples" in rule_by_code("TFP613").removed
+
+
+def test_removed_api_rules_name_the_replacement(capsys, monkeypatch, tmp_path):
+    script = tmp_path / "legacy.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "from tensorflow.examples.tutorials.mnist import input_data\n"
+        "net = tf.compat.v1.layers.conv2d(images, 32, 3)\n"
+        "est = tf.estimator.LinearClassifier(feature_columns=columns)\n"
+        "keras_net = tf.keras.layers.Conv2D(32, 3)\n"
+    )
+    code, out, _ = run_main(["lint", script, "--select", "TFP6"], capsys, monkeypatch, tmp_path)
+    assert code == 1
+    lines = {int(line.split(":")[1]): line for line in out.splitlines()}
+    assert set(lines) == {2, 3, 4}, out  # line 5, Keras 3's own layer, is fine; TFP607 stays quiet on line 3
+    assert " TFP613 " in lines[2] and "keras.datasets" in lines[2]
+    assert " TFP612 " in lines[3] and "keras.layers.Conv2D" in lines[3]
+    assert " TFP611 " in lines[4] and "model.fit" in lines[4]
