@@ -22,6 +22,8 @@ class RemovedModuleRule(Rule):
     removed: ClassVar[tuple[str, ...]] = ()
 
     def _removed(self, name: str) -> str | None:
+        if not name.startswith(self.removed):  # one C-level check for the common case: not removed
+            return None
         for prefix in self.removed:
             if name == prefix or name.startswith(prefix + "."):
                 return prefix
