@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
         if output_format == "json":
             rendered = format_json(report.findings)
         elif output_format == "sarif":
-            rendered = format_sarif(report.findings, rules=list(RULES))
+            rendered = format_sarif(report.findings, rules=list(RULES), skipped=report.skipped)
         else:
             rendered = format_text(report.findings, show_fix=show_fix)
         if output is not None:
@@ -145,8 +145,12 @@ def register(app: typer.Typer) -> None:
             + (f", {fixed_count} fixed" if fix else "")
             + f" in {report.files} file(s), {report.lines} lines, {report.seconds:.2f}s"
             + f" ({report.lines_per_second:,.0f} lines/s)"
+            + (f"; {len(report.skipped)} path(s) skipped" if report.skipped else "")
         )
         sys.stdout.flush()
+        # Unreadable paths are notes, not findings: the exit code follows what was linted.
+        for note in report.skipped:
+            typer.echo(f"{note.path}: skipped: {note.reason}", err=True)
         typer.echo(summary, err=True)
         _exit(1 if failing else 0)
 

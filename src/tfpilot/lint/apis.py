@@ -176,9 +176,12 @@ TF1_MODE_SWITCHES = frozenset(
         "disable_resource_variables",
     }
 )
+# Whole modules that no compat layer keeps alive any more (TFP611, TFP612 report them).
+TF1_REMOVED_MODULES = frozenset({"layers", "estimator"})
 # Names with their own, more specific rule; the generic compat.v1 rule (TFP607) skips them.
 TF1_COVERED = (
-    TF1_SESSION
+    TF1_REMOVED_MODULES
+    | TF1_SESSION
     | TF1_PLACEHOLDER
     | TF1_VARIABLE_SCOPE
     | TF1_BATCH_NORM

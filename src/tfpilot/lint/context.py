@@ -4,19 +4,24 @@ The engine walks each tree once. While it walks, the context keeps what rules ne
 about the position of the current node: the enclosing function (and whether TensorFlow traces
 it as a graph), the enclosing loops, GradientTape blocks and classes. Rules read this state in
 their visit_* handlers instead of walking the tree again.
+
+Split in three: this module (imports, names, bindings, the graph/eager heuristics and the hot
+``_visit`` loop), ``scope`` (the Scope and TapeBlock state) and ``walker`` (how functions,
+classes, loops, tapes, branches and assignments update that state).
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import DATASET_CALL_NAMES, TF_FUNCTION_QUALNAMES
+from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES, keras_name
 from tfpilot.lint.chains import Pipeline, resolve_pipeline
-from tfpilot.lint.naming import is_dataset_name, is_model_name
+from tfpilot.lint.naming import is_dataset_name
+from tfpilot.lint.scope import Scope, TapeBlock
+from tfpilot.lint.walker import STRUCTURAL
 
 __all__ = ["FileContext", "Scope", "TapeBlock"]
 
@@ -26,6 +31,11 @@ _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
+# `model.compile(..., run_eagerly=True)` or `model.run_eagerly = True`: Keras runs the step eagerly.
+_RUN_EAGERLY_RE = re.compile(r"\brun_eagerly\s*=\s*True\b")
+_KERAS_MODEL_PATHS = frozenset({"Model", "models.Model", "Sequential", "models.Sequential"})
+_KERAS_LAYER_PATHS = frozenset({"layers.Layer", "Layer", "engine.base_layer.Layer"})
+_TF_MODULE_QUALNAMES = frozenset({"tensorflow.Module", "tensorflow.compat.v2.Module", "tensorflow.compat.v1.Module"})
 _EAGER_RE = re.compile(
     r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)"
 )
@@ -62,53 +72,6 @@ _LOAD = ast.Load
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-@dataclasses.dataclass
-class Scope:
-    """A function body (or the module). ``is_graph``: TensorFlow traces it (tf.function & co)."""
-
-    node: ast.AST
-    is_graph: bool = False
-    graph_reason: str = ""
-    has_input_signature: bool = False
-    params: frozenset[str] = frozenset()
-    pipelines: dict[str, Pipeline] = dataclasses.field(default_factory=dict)
-    # Names assigned from TensorFlow ops inside this scope (used by the host-conversion rule).
-    tensor_names: set[str] = dataclasses.field(default_factory=set)
-    loop_depth: int = 0
-    _local_names: set[str] | None = None
-
-    def local_names(self) -> set[str]:
-        """Parameters and every name bound in the body (nested functions excluded)."""
-        if self._local_names is None:
-            names = set(self.params)
-            body = getattr(self.node, "body", [])
-            stack: list[ast.AST] = list(body) if isinstance(body, list) else [body]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    names.add(node.id)
-                elif isinstance(node, (*_FUNCTION_TYPES, ast.ClassDef)):
-                    names.add(node.name)
-                    continue
-                elif isinstance(node, ast.Lambda):
-                    continue
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                    for alias in node.names:
-                        names.add((alias.asname or alias.name).split(".")[0])
-                stack.extend(ast.iter_child_nodes(node))
-            self._local_names = names
-        return self._local_names
-
-
-@dataclasses.dataclass(frozen=True)
-class TapeBlock:
-    """A ``with tf.GradientTape() as tape:`` block."""
-
-    node: ast.With
-    name: str | None
-    scope: Scope
-
-
 class FileContext:
     """Everything about one file that rules share; built once per file by the engine."""
 
@@ -129,6 +92,8 @@ class FileContext:
         self._lines: list[str] | None = None
         self._qualname_cache: dict[int, str | None] = {}
         self._function_defs: dict[str, list[ast.AST]] = {}
+        self._class_defs: dict[str, list[ast.ClassDef]] = {}
+        self._class_kinds: dict[int, str] = {}
         self._collect_statements(tree.body)
         self.uses_tensorflow = any(
             value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
@@ -140,6 +105,8 @@ class FileContext:
             if self.uses_tensorflow and "_func" in source
             else frozenset()
         )
+        # Keras models compiled with run_eagerly=True run train_step & co. as plain Python.
+        self.keras_runs_eagerly = "run_eagerly" in source and _RUN_EAGERLY_RE.search(source) is not None
 
     # --- source positions ---------------------------------------------------------------------
 
@@ -197,6 +164,8 @@ class FileContext:
                 continue
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 self._function_defs.setdefault(statement.name, []).append(statement)  # type: ignore[attr-defined]
+            elif kind is ast.ClassDef:
+                self._class_defs.setdefault(statement.name, []).append(statement)  # type: ignore[arg-type, attr-defined]
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(statement, field, None)
                 if block:
@@ -254,6 +223,65 @@ class FileContext:
     def function_defs(self, name: str) -> list[ast.AST]:
         """All functions and methods called ``name`` anywhere in the file."""
         return self._function_defs.get(name, [])
+
+    def resolve_function(self, name: str, call: ast.AST, *, method: bool = False) -> ast.AST | None:
+        """The definition a call of ``name`` runs when the file defines it more than once.
+
+        Module-level code runs top to bottom, so there the last definition above the call
+        wins; a call inside a function runs later, when every definition has executed, so
+        the last one in the file wins. ``method``: only methods of the enclosing class count.
+        """
+        definitions = self._function_defs.get(name, [])
+        if method:
+            klass = self.current_class()
+            if klass is None:
+                return None
+            start, end = klass.lineno, klass.end_lineno or klass.lineno
+            definitions = [d for d in definitions if start <= getattr(d, "lineno", 0) <= end]
+        if not definitions:
+            return None
+        line = getattr(call, "lineno", 0)
+        if isinstance(self.scope.node, ast.Module):
+            above = [d for d in definitions if getattr(d, "lineno", 0) < line]
+            if above:
+                return above[-1]
+        return definitions[-1]
+
+    def class_kind(self, klass: ast.ClassDef | str | None) -> str:
+        """``"keras-model"``, ``"keras-layer"``, ``"tf-module"`` (a tf.Module that is no Keras
+        object) or ``"unknown"``, following base classes defined in this file."""
+        if isinstance(klass, str):
+            definitions = self._class_defs.get(klass)
+            klass = definitions[-1] if definitions else None
+        if klass is None:
+            return "unknown"
+        known = self._class_kinds.get(id(klass))
+        if known is not None:
+            return known
+        self._class_kinds[id(klass)] = "unknown"  # a cycle of local bases resolves to unknown
+        kinds: list[str] = []
+        for base in klass.bases:
+            qualname = self.qualname(base)
+            path = keras_name(qualname)
+            if path is not None and path[1] in _KERAS_MODEL_PATHS:
+                kinds.append("keras-model")
+            elif path is not None and path[1] in _KERAS_LAYER_PATHS:
+                kinds.append("keras-layer")
+            elif qualname in _TF_MODULE_QUALNAMES:
+                kinds.append("tf-module")
+            elif isinstance(base, ast.Name) and base.id in self._class_defs:
+                kinds.append(self.class_kind(base.id))
+        # Keras classes are tf.Modules too: any Keras base makes the class Keras.
+        kind = next((k for k in ("keras-model", "keras-layer", "tf-module") if k in kinds), "unknown")
+        self._class_kinds[id(klass)] = kind
+        return kind
+
+    def _is_keras_model_class(self, klass: ast.ClassDef) -> bool:
+        kind = self.class_kind(klass)
+        if kind != "unknown":
+            return kind == "keras-model"
+        # A base imported from the user's own package: trust a name that says it is a model.
+        return any((self.dotted(base) or "").endswith("Model") for base in klass.bases)
 
     def is_graph_function_name(self, name: str) -> bool:
         return name in self.graph_functions or (self.uses_tensorflow and name in self._wrapped_names)
@@ -323,7 +351,7 @@ class FileContext:
             if self._references and node.id in self.imports and node.ctx.__class__ is _LOAD:  # type: ignore[attr-defined]
                 self._emit_reference(node)
         elif kind is not _CONSTANT:
-            structural = _STRUCTURAL.get(kind)
+            structural = STRUCTURAL.get(kind)
             if structural is not None:
                 structural(self, node)
             else:
@@ -425,195 +453,14 @@ class FileContext:
         if self.uses_tensorflow and node.name in self._wrapped_names:
             return True, "tf.function", self.graph_functions.get(node.name, False)
         klass = self.current_class()
-        if klass is not None and klass.bases and node.name in _KERAS_GRAPH_METHODS and self.stack[-2] is klass:
+        if (
+            klass is not None
+            and node.name in _KERAS_GRAPH_METHODS
+            and self.stack[-2] is klass
+            and not self.keras_runs_eagerly
+            and self._is_keras_model_class(klass)
+        ):
             return True, f"Keras {node.name}", False
         if node.name in self._dataset_fn_names:
             return True, "tf.data map function", False
         return False, "", False
-
-
-def _parameters(arguments: ast.arguments) -> frozenset[str]:
-    names = [arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
-    if arguments.vararg:
-        names.append(arguments.vararg.arg)
-    if arguments.kwarg:
-        names.append(arguments.kwarg.arg)
-    return frozenset(names)
-
-
-def _visit_function(context: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    context._visit_list(node.decorator_list)
-    context._visit(node.args)
-    if node.returns is not None:
-        context._visit(node.returns)
-    is_graph, reason, signature = context._graph_status(node)
-    context.scopes.append(
-        Scope(
-            node,
-            is_graph=is_graph,
-            graph_reason=reason,
-            has_input_signature=signature,
-            params=_parameters(node.args),
-        )
-    )
-    context._visit_list(node.body)
-    context.scopes.pop()
-
-
-def _visit_lambda(context: FileContext, node: ast.Lambda) -> None:
-    context._visit(node.args)
-    context.scopes.append(Scope(node, params=_parameters(node.args)))
-    context._visit(node.body)
-    context.scopes.pop()
-
-
-def _visit_class(context: FileContext, node: ast.ClassDef) -> None:
-    context._visit_list(node.decorator_list)
-    context._visit_list(node.bases)
-    context._visit_list(node.keywords)
-    context.classes.append(node)
-    context._visit_list(node.body)
-    context.classes.pop()
-
-
-def _visit_loop(context: FileContext, node: ast.For | ast.AsyncFor | ast.While) -> None:
-    if isinstance(node, ast.While):
-        context._visit(node.test)
-    else:
-        context._visit(node.iter)
-        context._visit(node.target)
-    context.loops.append(node)
-    context.scope.loop_depth += 1
-    context._visit_list(node.body)
-    context.scope.loop_depth -= 1
-    context.loops.pop()
-    context._visit_list(node.orelse)
-
-
-def _visit_with(context: FileContext, node: ast.With | ast.AsyncWith) -> None:
-    tapes = 0
-    for item in node.items:
-        context._visit(item)
-        call = item.context_expr
-        if isinstance(call, ast.Call) and context.qualname(call.func) in (
-            "tensorflow.GradientTape",
-            "tensorflow.compat.v1.GradientTape",
-            "tensorflow.autodiff.GradientTape",
-        ):
-            name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
-            context.tapes.append(TapeBlock(node, name, context.scope))  # type: ignore[arg-type]
-            tapes += 1
-    context._visit_list(node.body)
-    for _ in range(tapes):
-        context.tapes.pop()
-
-
-def _visit_if(context: FileContext, node: ast.If) -> None:
-    # Dataset pipelines are followed per branch: `if batch: ds = ds.batch(n) else: ds = ds.shuffle(k)`
-    # must not look like a shuffle after a batch.
-    context._visit(node.test)
-    scope = context.scope
-    before = dict(scope.pipelines)
-    context._visit_list(node.body)
-    after_body = scope.pipelines
-    scope.pipelines = dict(before)
-    context._visit_list(node.orelse)
-    merged = scope.pipelines
-    for name, pipeline in after_body.items():
-        if before.get(name) is not pipeline:
-            merged[name] = pipeline
-
-
-_TENSOR_EXEMPT_PREFIXES = (
-    "tensorflow.config.",
-    "tensorflow.distribute.",
-    "tensorflow.TensorSpec",
-    "tensorflow.TensorShape",
-    "tensorflow.function",
-    "tensorflow.GradientTape",
-    "tensorflow.keras.",
-    "tensorflow.data.",
-    "tensorflow.io.gfile.",
-    "tensorflow.summary.",
-    "tensorflow.executing_eagerly",
-    "tensorflow.is_tensor",
-    "tensorflow.dtypes.",
-)
-
-
-def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> None:
-    value = node.value
-    if value is not None:
-        context._visit(value)
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    context._visit_list(targets)
-    if value is None:
-        return
-    scope = context.scope
-    if isinstance(value, ast.Call):
-        qualname = context.qualname(value.func)
-        for target in targets:
-            key = context.dotted(target)
-            if key is None:
-                continue
-            if qualname is not None:
-                context.assigned_calls[key] = qualname
-                if qualname in TF_FUNCTION_QUALNAMES and value.args:
-                    context.graph_functions[key.split(".")[-1]] = any(
-                        keyword.arg == "input_signature" for keyword in value.keywords
-                    )
-            if isinstance(target, ast.Name):
-                pipeline = context.pipeline(value) if _may_be_pipeline(value) else None
-                if pipeline is not None and pipeline.is_dataset:
-                    scope.pipelines[target.id] = dataclasses.replace(pipeline, origin=value)
-                else:
-                    scope.pipelines.pop(target.id, None)
-        if scope.is_graph and _makes_tensor(context, value, qualname):
-            for target in targets:
-                for name_node in ast.walk(target):
-                    if isinstance(name_node, ast.Name):
-                        scope.tensor_names.add(name_node.id)
-    elif isinstance(value, ast.Name) and value.id in scope.pipelines:
-        for target in targets:
-            if isinstance(target, ast.Name):
-                scope.pipelines[target.id] = scope.pipelines[value.id]
-    elif scope.is_graph and isinstance(value, ast.BinOp):
-        operands = [value.left, value.right]
-        if any(isinstance(o, ast.Name) and o.id in scope.tensor_names for o in operands):
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    scope.tensor_names.add(target.id)
-
-
-def _may_be_pipeline(call: ast.Call) -> bool:
-    """Cheap pre-check: the outermost call is a tf.data method or a dataset constructor name."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name in DATASET_CALL_NAMES or name.endswith(("Dataset", "_dataset_from_directory", "dataset_from_array"))
-
-
-def _makes_tensor(context: FileContext, call: ast.Call, qualname: str | None) -> bool:
-    if qualname is not None:
-        if qualname.startswith(_TENSOR_EXEMPT_PREFIXES):
-            return False
-        return qualname.startswith(("tensorflow.", "keras.ops."))
-    callee = context.dotted(call.func)
-    if callee is None:
-        return False
-    return is_model_name(callee.split(".")[-1])
-
-
-_STRUCTURAL: dict[type, Callable[[FileContext, Any], None]] = {
-    ast.FunctionDef: _visit_function,
-    ast.AsyncFunctionDef: _visit_function,
-    ast.Lambda: _visit_lambda,
-    ast.ClassDef: _visit_class,
-    ast.For: _visit_loop,
-    ast.AsyncFor: _visit_loop,
-    ast.While: _visit_loop,
-    ast.With: _visit_with,
-    ast.AsyncWith: _visit_with,
-    ast.If: _visit_if,
-    ast.Assign: _visit_assign,
-    ast.AnnAssign: _visit_assign,
-}

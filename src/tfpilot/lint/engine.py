@@ -34,6 +34,7 @@ from tfpilot.lint.rules import RULES
 __all__ = [
     "LintReport",
     "FileResult",
+    "SkippedPath",
     "SYNTAX_ERROR_CODE",
     "lint_source",
     "lint_paths",
@@ -41,11 +42,32 @@ __all__ = [
     "select_rules",
     "violation_to_finding",
     "default_jobs",
+    "decode_source",
+    "read_source",
 ]
 
 SYNTAX_ERROR_CODE = "TFP000"
 # Below this much source, starting worker processes costs more than it saves.
 _PARALLEL_MIN_BYTES = 400_000
+# The walk recurses once per nesting level. Python compiles expressions about 3,000 levels deep
+# (a long `a + b + ...` is one level per term), more than the default recursion limit of 1,000
+# lets the linter follow; a file that hits the limit is retried once under this one. Python 3.11
+# frames of Python-to-Python calls live off the C stack, so this much depth is safe.
+_DEEP_RECURSION_LIMIT = 20_000
+
+# TFP000 problems: (finding title, fix hint).
+_PROBLEMS = {
+    "syntax": ("syntax-error", "fix the syntax error; no other rule can check this file until it parses"),
+    "undecodable": (
+        "undecodable-file",
+        "save the file as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)",
+    ),
+    "too-deep": (
+        "too-deeply-nested",
+        "split the expression into several statements; Python itself stops compiling at about 3,000 levels",
+    ),
+    "internal": ("internal-error", "report the crash; suppress with --ignore for now"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +75,18 @@ class FileResult:
     path: str
     lines: int
     violations: tuple[Violation, ...]
+    # A TFP000 problem (syntax error, undecodable bytes, nesting too deep): no rule ran.
     syntax_error: Violation | None = None
+    # Why the file could not be read at all (permissions, a broken symlink); None when it was.
+    skipped: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedPath:
+    """A file or directory the run could not read: a note in the report, not a finding."""
+
+    path: str
+    reason: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +95,7 @@ class LintReport:
     files: int
     lines: int
     seconds: float
+    skipped: tuple[SkippedPath, ...] = ()
 
     @property
     def lines_per_second(self) -> float:
@@ -107,10 +141,37 @@ def check_source(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check_source(source, path, rules, ignored_prefixes=ignored_prefixes)
+        try:
+            return _check_source(source, path, rules, ignored_prefixes=ignored_prefixes)
+        except RecursionError:
+            return _check_deep_source(source, path, rules, ignored_prefixes=ignored_prefixes)
     finally:
         if collecting:
             gc.enable()
+
+
+def _check_deep_source(
+    source: str,
+    path: str,
+    rules: Sequence[type[Rule]],
+    *,
+    ignored_prefixes: tuple[str, ...],
+) -> FileResult:
+    """Retry a file that nests deeper than the default recursion limit; TFP000 if even that fails."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _DEEP_RECURSION_LIMIT))
+    try:
+        return _check_source(source, path, rules, ignored_prefixes=ignored_prefixes)
+    except RecursionError:
+        message = f"cannot lint: code nested more than {_DEEP_RECURSION_LIMIT:,} levels deep"
+        violation = Violation(SYNTAX_ERROR_CODE, message, 1, 0, 1, 0, "Module", problem="too-deep")
+        return FileResult(path, _count_lines(source), (), violation)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _count_lines(source: str) -> int:
+    return source.count("\n") + (0 if source.endswith("\n") or not source else 1)
 
 
 def _check_source(
@@ -120,14 +181,16 @@ def _check_source(
     *,
     ignored_prefixes: tuple[str, ...],
 ) -> FileResult:
-    lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
+    lines = _count_lines(source)
     try:
         tree = ast.parse(source, filename=path)
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError) as error:  # ValueError: a NUL byte in the source
         line = getattr(error, "lineno", None) or 1
         column = max((getattr(error, "offset", None) or 1) - 1, 0)
         detail = getattr(error, "msg", None) or str(error)
-        violation = Violation(SYNTAX_ERROR_CODE, f"cannot parse: {detail}", line, column, line, column, "Module")
+        violation = Violation(
+            SYNTAX_ERROR_CODE, f"cannot parse: {detail}", line, column, line, column, "Module", problem="syntax"
+        )
         return FileResult(path, lines, (), violation)
     context = FileContext(path=path, source=source, tree=tree)
     active: list[Rule] = []
@@ -171,6 +234,8 @@ def _check_source(
         context.walk(enter=enter, leave=leave, references=references)
         for rule in active:
             rule.finish()
+    except RecursionError:
+        raise  # deep code, not a rule bug: check_source retries the whole file with more depth
     except Exception:  # a rule bug must not stop the run: find the culprit, lint with the rest
         if len(active) == 1:
             raise
@@ -205,6 +270,8 @@ def _isolate_crash(source: str, path: str, rules: list[type[Rule]], lines: int) 
     for rule in rules:
         try:
             violations.extend(_check_source(source, path, [rule], ignored_prefixes=()).violations)
+        except RecursionError:
+            raise
         except Exception as error:
             violations.append(
                 Violation(
@@ -216,6 +283,7 @@ def _isolate_crash(source: str, path: str, rules: list[type[Rule]], lines: int) 
                     1,
                     0,
                     "Module",
+                    problem="internal",
                 )
             )
     violations.sort(key=lambda v: (v.line, v.column, v.code))
@@ -245,16 +313,14 @@ def _call_dispatcher(named: dict[str, list[Callable[[Any], None]]]) -> Callable[
 def violation_to_finding(violation: Violation, path: str) -> Finding:
     location = f"{path}:{violation.line}:{violation.column + 1}"
     if violation.code == SYNTAX_ERROR_CODE:
-        internal = violation.message.startswith("internal error")
+        title, fix = _PROBLEMS.get(violation.problem, _PROBLEMS["syntax"])
         return Finding(
             code=SYNTAX_ERROR_CODE,
             severity=Severity.ERROR,
-            title="internal-error" if internal else "syntax-error",
+            title=title,
             message=violation.message,
             location=location,
-            fix="report the crash; suppress with --ignore for now"
-            if internal
-            else "fix the syntax error; no other rule can check this file until it parses",
+            fix=fix,
         )
     rule = _RULE_BY_CODE[violation.code]
     return Finding(
@@ -285,7 +351,7 @@ def lint_source(source: str, *, path: str = "<string>", config: LintConfig | Non
 
 
 def read_source(path: Path) -> str:
-    """Decode like Python does (PEP 263 coding cookie, UTF-8 by default)."""
+    """Decode leniently (undecodable bytes become U+FFFD): for code tfpilot itself wrote."""
     data = path.read_bytes()
     try:
         return data.decode("utf-8")
@@ -294,17 +360,85 @@ def read_source(path: Path) -> str:
         return data.decode(encoding, errors="replace")
 
 
+class UndecodableSource(ValueError):
+    """The bytes are not text in the file's encoding; ``line``/``column`` locate the first bad byte."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does: UTF-8 unless a PEP 263 cookie says otherwise, strictly.
+
+    Python refuses to run a file that does not decode, so such a file is reported rather than
+    linted with replacement characters.
+    """
+    second_line_end = data.find(b"\n", data.find(b"\n") + 1)
+    if b"coding" not in data[: second_line_end if second_line_end >= 0 else len(data)]:
+        try:  # no PEP 263 cookie: UTF-8, the fast path for nearly every file
+            return data.decode("utf-8")  # a BOM stays, so that --fix writes it back; lint_file drops it
+        except UnicodeDecodeError:
+            pass
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:  # an unknown codec in the cookie, or a BOM that contradicts it
+        raise UndecodableSource(f"cannot decode: {error}") from error
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1)
+        declared = "" if encoding == "utf-8" else f" (declared `{encoding}`)"
+        raise UndecodableSource(
+            f"cannot decode: byte 0x{data[error.start]:02x} is not valid {encoding}{declared}; "
+            "Python refuses to run this file",
+            line,
+            column,
+        ) from error
+    except LookupError as error:
+        raise UndecodableSource(f"cannot decode: unknown encoding `{encoding}`") from error
+    return text
+
+
+def unreadable_reason(path: Path, error: OSError) -> str:
+    """One line on why ``path`` could not be read: a broken symlink reads as its own reason."""
+    if path.is_symlink() and not path.exists():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"broken symbolic link (its target `{target}` does not exist)"
+    return f"cannot read: {error.strerror or error}"
+
+
 def lint_file(path: Path, *, config: LintConfig, rules: Sequence[type[Rule]]) -> FileResult:
     try:
-        source = read_source(path)
+        data = path.read_bytes()
     except OSError as error:
-        raise LintError(f"cannot read `{path}`: {error.strerror or error}; check its permissions") from error
+        # Not the code's fault and no reason to stop: a note in the report, the rest is linted.
+        return FileResult(str(path), 0, (), skipped=unreadable_reason(path, error))
+    try:
+        source = decode_source(data)
+    except UndecodableSource as error:
+        violation = Violation(
+            SYNTAX_ERROR_CODE,
+            str(error),
+            error.line,
+            error.column,
+            error.line,
+            error.column,
+            "Module",
+            problem="undecodable",
+        )
+        return FileResult(str(path), data.count(b"\n"), (), violation)
+    if source.startswith("\ufeff"):
+        source = source[1:]
     if config.select or config.ignore or config.per_file_ignores:
         ignored = config.ignored_in(path)
     else:
         ignored = ()
-    if source.startswith("\ufeff"):
-        source = source[1:]
     return check_source(source, str(path), rules, ignored_prefixes=ignored)
 
 
@@ -342,7 +476,8 @@ def lint_paths(
     """Lint files and directories. ``jobs``: worker processes (None or 0 = one per CPU)."""
     config = config or LintConfig()
     started = time.perf_counter()
-    files = discover_files(paths, config)
+    unreadable: list[tuple[Path, str]] = []
+    files = discover_files(paths, config, unreadable=unreadable)
     jobs = default_jobs() if not jobs else jobs
     if jobs < 1:
         raise LintError(f"--jobs must be >= 1 (or 0 for one per CPU), got {jobs}")
@@ -360,11 +495,14 @@ def lint_paths(
         order = {str(path): index for index, path in enumerate(files)}
         results.sort(key=lambda result: order[result.path])
     findings = [finding for result in results for finding in _findings(result)]
+    skipped = [SkippedPath(str(path), reason) for path, reason in unreadable]
+    skipped += [SkippedPath(result.path, result.skipped) for result in results if result.skipped is not None]
     return LintReport(
         findings=findings,
-        files=len(files),
+        files=len(files) - sum(1 for result in results if result.skipped is not None),
         lines=sum(result.lines for result in results),
         seconds=time.perf_counter() - started,
+        skipped=tuple(skipped),
     )
 
 

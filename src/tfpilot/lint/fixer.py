@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_text
-from tfpilot.errors import LintError
 from tfpilot.lint.config import LintConfig
-from tfpilot.lint.engine import check_source, read_source, select_rules
+from tfpilot.lint.engine import UndecodableSource, check_source, decode_source, select_rules
 from tfpilot.lint.rule import Rule, Violation
 from tfpilot.lint.rules import rule_by_code
 
@@ -138,7 +137,10 @@ def fix_source(
         fixable = [v for v in result.violations if v.fix_data is not None]
         if not fixable:
             break
-        updated, done = _apply_once(current, fixable)
+        try:
+            updated, done = _apply_once(current, fixable)
+        except RecursionError:  # libcst's tree is recursive too; leave such deep code unfixed
+            break
         if not done or updated == current:
             break
         current = updated
@@ -147,16 +149,19 @@ def fix_source(
 
 
 def fix_files(paths: Iterable[str | Path], *, config: LintConfig | None = None) -> list[FixResult]:
-    """Fix files in place (atomically); returns one result per file that had fixable findings."""
+    """Fix files in place (atomically); returns one result per file that had fixable findings.
+
+    Files that cannot be read or decoded are left alone: linting reports them afterwards.
+    """
     config = config or LintConfig()
     rules = select_rules(config)
     results: list[FixResult] = []
     for raw in paths:
         path = Path(raw)
         try:
-            source = read_source(path)
-        except OSError as error:
-            raise LintError(f"cannot read `{path}` to fix it: {error.strerror or error}") from error
+            source = decode_source(path.read_bytes())
+        except (OSError, UndecodableSource):
+            continue
         result = fix_source(source, path=str(path), config=config, rules=rules)
         if result.changed:
             mode = stat.S_IMODE(path.stat().st_mode)

@@ -51,6 +51,9 @@ class Violation:
     fix_data: dict[str, Any] | None = None
     # Last line of the enclosing statement: a noqa comment there also counts.
     statement_end_line: int = 0
+    # TFP000 only: which per-file problem this is ("syntax", "undecodable", "too-deep",
+    # "internal"); it picks the finding's title and fix hint.
+    problem: str = ""
 
 
 class Rule:

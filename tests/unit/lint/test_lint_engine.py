@@ -129,3 +129,25 @@ def test_a_crashing_rule_becomes_a_finding_and_the_other_rules_still_run(monkeyp
     findings = lint_source(TF1)
     assert [(f.code, f.title) for f in findings] == [("TFP000", "internal-error"), ("TFP601", "tf1-session")]
     assert "TFP602 crashed" in findings[0].message
+
+
+def test_deep_expression_is_linted_and_the_recursion_limit_is_restored():
+    import sys
+
+    limit = sys.getrecursionlimit()
+    source = TF1 + "total = " + " + ".join(["x"] * 1500) + "\n"
+    assert codes(lint_source(source)) == [(2, "TFP601"), (3, "TFP602")]
+    assert sys.getrecursionlimit() == limit
+
+
+def test_decode_source_follows_python():
+    from tfpilot.lint.engine import UndecodableSource, decode_source
+
+    assert decode_source("# café\n".encode()) == "# café\n"
+    assert decode_source(b"# -*- coding: latin-1 -*-\n# caf\xe9\n").endswith("# café\n")
+    assert decode_source(b"\xef\xbb\xbfx = 1\n") == "\ufeffx = 1\n"  # kept so --fix writes it back
+    with pytest.raises(UndecodableSource, match="0xe9 is not valid utf-8") as raised:
+        decode_source(b"x = 1\ny = 2  # caf\xe9\n")
+    assert (raised.value.line, raised.value.column) == (2, 12)
+    with pytest.raises(UndecodableSource, match="unknown encoding: klingon"):
+        decode_source(b"# coding: klingon\nx = 1\n")

@@ -11,11 +11,14 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpilot import __version__
 from tfpilot.findings import Finding, Severity
 from tfpilot.lint.rule import Rule
+
+if TYPE_CHECKING:
+    from tfpilot.lint.engine import SkippedPath
 
 __all__ = ["format_sarif", "sarif_log", "SARIF_SCHEMA", "SARIF_VERSION"]
 
@@ -58,6 +61,7 @@ def sarif_log(
     *,
     rules: Sequence[type[Rule]],
     root: Path | None = None,
+    skipped: Sequence[SkippedPath] = (),
 ) -> dict[str, Any]:
     root = (root or Path(os.getcwd())).resolve()
     descriptors = [_rule_descriptor(rule) for rule in rules]
@@ -85,25 +89,50 @@ def sarif_log(
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
         results.append(result)
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "tfpilot-lint",
+                "version": __version__,
+                "rules": descriptors,
+            }
+        },
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if skipped:
+        # Paths that could not be read are the tool's own notifications, not results (SARIF 3.20.21).
+        run["invocations"] = [
+            {
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [_skip_notification(note, root) for note in skipped],
+            }
+        ]
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "tfpilot-lint",
-                        "version": __version__,
-                        "rules": descriptors,
-                    }
-                },
-                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
-                "columnKind": "unicodeCodePoints",
-                "results": results,
-            }
-        ],
+        "runs": [run],
     }
 
 
-def format_sarif(findings: Iterable[Finding], *, rules: Sequence[type[Rule]], root: Path | None = None) -> str:
-    return json.dumps(sarif_log(findings, rules=rules, root=root), indent=2) + "\n"
+def _skip_notification(note: SkippedPath, root: Path) -> dict[str, Any]:
+    uri, relative = _uri(note.path, root)
+    artifact: dict[str, Any] = {"uri": uri}
+    if relative:
+        artifact["uriBaseId"] = "%SRCROOT%"
+    return {
+        "level": "warning",
+        "message": {"text": f"skipped: {note.reason}"},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact}}],
+    }
+
+
+def format_sarif(
+    findings: Iterable[Finding],
+    *,
+    rules: Sequence[type[Rule]],
+    root: Path | None = None,
+    skipped: Sequence[SkippedPath] = (),
+) -> str:
+    return json.dumps(sarif_log(findings, rules=rules, root=root, skipped=skipped), indent=2) + "\n"

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
+from tfpilot.lint.apis import keras_name
 from tfpilot.lint.naming import is_frozen_model_name
-from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_model_call
+from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword
 from tfpilot.lint.rule import Invalid, Rule
+
+# Keras factories whose result certainly accepts `training=` (the fix is only offered for these).
+_KERAS_FACTORIES = frozenset(
+    {"Sequential", "models.Sequential", "Model", "models.Model", "models.clone_model", "models.load_model"}
+)
 
 
 class ModelCallWithoutTraining(Rule):
@@ -18,6 +25,11 @@ class ModelCallWithoutTraining(Rule):
     it is a different model from the one you designed, and validation numbers drift from
     training numbers for no visible reason. (A frozen teacher or target network is called with
     ``training=False`` on purpose: say so explicitly.)
+
+    Plain ``tf.Module`` objects take no ``training`` argument and frozen feature extractors
+    (``base.trainable = False``) are meant to run in inference mode, so neither is flagged.
+    ``--fix`` adds ``training=True`` only where the callee is certainly a Keras model (built by
+    a Keras factory or a Keras subclass in this file); elsewhere the finding is left to a person.
     """
 
     code = "TFP201"
@@ -51,6 +63,36 @@ restored_model = tf.saved_model.load("exported/1")
 with tf.GradientTape() as tape:
     loss = restored_model(tf.constant(2.0))
 """,
+        # A tf.Module's __call__ has no `training` parameter.
+        """
+import tensorflow as tf
+
+class Linear(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(1.0)
+
+    def __call__(self, x):
+        return self.w * x
+
+model = Linear()
+with tf.GradientTape() as tape:
+    loss = model(tf.constant(2.0))
+""",
+        # A frozen feature extractor runs in inference mode on purpose.
+        """
+import keras
+import tensorflow as tf
+
+base_model = keras.applications.MobileNetV2(include_top=False, weights=None)
+base_model.trainable = False
+head = keras.layers.Dense(10)
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        features = base_model(x)
+        loss = tf.reduce_mean(tf.square(head(features) - y))
+    return tape.gradient(loss, head.trainable_variables)
+""",
     ]
     INVALID = [
         Invalid(
@@ -65,10 +107,29 @@ def train_step(model, optimizer, x, y):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """,
             line=6,
-            fixed="""
+        ),
+        Invalid(
+            """
+import keras
 import tensorflow as tf
 
-def train_step(model, optimizer, x, y):
+model = keras.Sequential([keras.layers.Dense(1)])
+
+def train_step(optimizer, x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x)
+        loss = tf.reduce_mean(tf.square(logits - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+""",
+            line=9,
+            fixed="""
+import keras
+import tensorflow as tf
+
+model = keras.Sequential([keras.layers.Dense(1)])
+
+def train_step(optimizer, x, y):
     with tf.GradientTape() as tape:
         logits = model(x, training=True)
         loss = tf.reduce_mean(tf.square(logits - y))
@@ -92,6 +153,43 @@ class Classifier(keras.Model):
         ),
     ]
 
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        # What each name (`model`, `self.encoder`) was bound to anywhere in the file: a call is
+        # judged in finish(), once every binding is known (the def often precedes the binding).
+        self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
+        self._frozen: set[str] = set()
+        # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras).
+        self._callees: list[tuple[str, bool | None]] = []
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        for target in node.targets:
+            name = self.context.dotted(target)
+            if name is None:
+                continue
+            if name.endswith(".trainable") and is_constant(value, False):
+                self._frozen.add(name[: -len(".trainable")])  # `base_model.trainable = False`
+            elif isinstance(value, ast.Call):
+                self._bindings.setdefault(name, []).append(value)  # judged lazily, in finish()
+
+    def _instance_kind(self, call: ast.Call) -> str:
+        flag = keyword(call, "trainable")
+        if flag is not None and is_constant(flag.value, False):
+            return "frozen"  # hub.KerasLayer(url, trainable=False) and friends
+        found = keras_name(self.context.qualname(call.func))
+        if found is not None and found[1] in _KERAS_FACTORIES:
+            return "keras"
+        if found is not None and found[1].startswith("applications."):
+            return "keras"
+        if isinstance(call.func, ast.Name):
+            kind = self.context.class_kind(call.func.id)
+            if kind in ("keras-model", "keras-layer"):
+                return "keras"
+            if kind == "tf-module":
+                return "tf-module"
+        return "other"
+
     def visit_Call(self, node: ast.Call) -> None:
         context = self.context
         if not context.tapes or context.tapes[-1].scope is not context.scope:
@@ -101,13 +199,33 @@ class Classifier(keras.Model):
         if not is_model_call(node, context):
             return
         callee = context.dotted(node.func) or "model"
-        frozen = is_frozen_model_name(callee)
+        keras_self = None
+        if callee == "self":
+            kind = context.class_kind(context.current_class())
+            if kind == "tf-module":
+                return
+            keras_self = kind in ("keras-model", "keras-layer")
+        self._callees.append((callee, keras_self))
         self.report(
             node,
             f"`{callee}(...)` inside a GradientTape block without `training=`: Dropout and "
             "BatchNormalization run in inference mode",
-            fix_data=None if frozen else {"description": "training=True added"},
+            fix_data={"description": "training=True added"},
         )
+
+    def finish(self) -> None:
+        kept = []
+        for violation, (callee, keras_self) in zip(self.violations, self._callees, strict=True):
+            kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
+            if "tf-module" in kinds or "frozen" in kinds or callee in self._frozen:
+                continue  # no `training` parameter, or inference mode on purpose
+            # The rewrite is only provably right on a Keras model; a tf.Module or a plain
+            # function would raise TypeError on the unexpected keyword.
+            certain = keras_self if keras_self is not None else kinds == {"keras"}
+            if not certain or is_frozen_model_name(callee):
+                violation = dataclasses.replace(violation, fix_data=None)
+            kept.append(violation)
+        self.violations = kept
 
     @classmethod
     def fix(cls, node: Any, data: dict[str, Any]) -> Any:

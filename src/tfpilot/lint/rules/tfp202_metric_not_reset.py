@@ -106,6 +106,7 @@ def fit(dataset, epochs):
         self._reset_all: set[int] = set()
         self._body_cache: dict[int, tuple[set[str], set[str], bool]] = {}
         self._epoch_loops: dict[int, bool] = {}
+        self._resolved: dict[int, list[ast.AST]] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
         loops = self.context.function_loops()
@@ -133,7 +134,9 @@ def fit(dataset, epochs):
         if method == "reset_metrics":
             self._reset_all.add(outer)
             return
-        if self._callee_definitions(node):
+        definitions = self._callee_definitions(node)
+        if definitions:
+            self._resolved[id(node)] = definitions  # resolved here: it depends on the enclosing scope
             self._helper_calls.setdefault(outer, []).append(node)
             if len(loops) >= 2:
                 # Called from the step loop: its metric updates count as per-step updates.
@@ -180,7 +183,7 @@ def fit(dataset, epochs):
         updated: set[str] = set()
         reset: set[str] = set()
         reset_all = False
-        for definition in self._callee_definitions(call):
+        for definition in self._resolved.get(id(call), []):
             cached = self._body_cache.get(id(definition))
             if cached is None:
                 body_updates: set[str] = set()
@@ -203,9 +206,12 @@ def fit(dataset, epochs):
         return updated, reset, reset_all
 
     def _callee_definitions(self, call: ast.Call) -> list[ast.AST]:
+        """The one definition the call runs: a function redefined later in the file (a notebook
+        cell run twice) is resolved like Python does, not merged with its earlier versions."""
         func = call.func
+        definition = None
         if isinstance(func, ast.Name):
-            return self.context.function_defs(func.id)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return self.context.function_defs(func.attr)
-        return []
+            definition = self.context.resolve_function(func.id, call)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            definition = self.context.resolve_function(func.attr, call, method=True)
+        return [definition] if definition is not None else []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, TypeVar
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
@@ -11,6 +11,7 @@ from tfpilot.lint.patterns import is_constant, keyword, string_value
 from tfpilot.lint.rule import Invalid, Rule
 
 _PROBABILITY_ACTIVATIONS = frozenset({"softmax", "sigmoid"})
+_T = TypeVar("_T")
 
 
 class SoftmaxWithFromLogits(Rule):
@@ -28,8 +29,42 @@ class SoftmaxWithFromLogits(Rule):
     severity = Severity.ERROR
     category = "training loop"
     tokens = ("from_logits",)
-    calls = frozenset({"Sequential", "Model"})
     VALID = [
+        # The softmax belongs to an inference wrapper built after training, not the trained model.
+        """
+import keras
+
+model = keras.Sequential([keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x_train, y_train, epochs=5)
+probability_model = keras.Sequential([model, keras.layers.Softmax()])
+predictions = probability_model.predict(x_test)
+""",
+        # Each function's `model` is its own variable.
+        """
+import keras
+
+
+def build_classifier():
+    model = keras.Sequential([keras.layers.Dense(10, activation="softmax")])
+    model.compile(loss="sparse_categorical_crossentropy")
+    return model
+
+
+def build_scorer():
+    model = keras.Sequential([keras.layers.Dense(10)])
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+""",
+        # A loss that is never compiled with, nor applied to, the softmax model.
+        """
+import tensorflow as tf
+
+inputs = tf.keras.Input((4,))
+outputs = tf.keras.layers.Dense(3, activation="softmax")(inputs)
+model = tf.keras.Model(inputs, outputs)
+loss_fn = tf.keras.losses.CategoricalCrossentropy(from_logits=True)
+""",
         """
 import keras
 
@@ -61,48 +96,195 @@ inputs = tf.keras.Input((4,))
 outputs = tf.keras.layers.Dense(3, activation="softmax")(inputs)
 model = tf.keras.Model(inputs, outputs)
 loss_fn = tf.keras.losses.CategoricalCrossentropy(from_logits=True)
+model.compile(optimizer="adam", loss=loss_fn)
 """,
             line=7,
+        ),
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+model = keras.Sequential([keras.layers.Dense(10), keras.layers.Softmax()])
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        predictions = model(x, training=True)
+        loss = loss_fn(y, predictions)
+    return tape.gradient(loss, model.trainable_variables)
+""",
+            line=6,
         ),
     ]
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._probability_outputs: list[ast.Call] = []
-        self._probability_names: dict[str, ast.Call] = {}
-        self._model_outputs: set[str] = set()
-        self._logit_losses: list[ast.keyword] = []
+        # (scope key, variable) -> line of the softmax/sigmoid that ends the model bound to it.
+        self._softmax_models: dict[tuple[int, str], int] = {}
+        # Names bound to a probability output: `outputs = Dense(3, activation="softmax")(x)`.
+        self._probability_names: dict[tuple[int, str], int] = {}
+        # Names bound to what a softmax model returned: `predictions = model(x)` -> softmax line.
+        self._softmax_outputs: dict[tuple[int, str], int] = {}
+        # Names bound to a loss object built with from_logits=True -> that keyword.
+        self._logit_losses: dict[tuple[int, str], ast.keyword] = {}
 
-    def visit_Call(self, node: ast.Call) -> None:
-        found = keras_name(self.context.qualname(node.func))
-        if found is None:
-            return
-        path = found[1]
-        if path in ("Sequential", "models.Sequential") and node.args and isinstance(node.args[0], ast.List):
-            layers = node.args[0].elts
-            if layers and isinstance(layers[-1], ast.Call) and self._is_probability_layer(layers[-1]):
-                self._probability_outputs.append(layers[-1])
-        elif path in ("Model", "models.Model"):
-            outputs = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "outputs"), "value", None)
-            if isinstance(outputs, ast.Name):
-                self._model_outputs.add(outputs.id)
+    # --- bindings: each name lives in its function (or `self.x` in its class), latest wins ------
 
-    def visit_keyword(self, flag: ast.keyword) -> None:
-        if flag.arg != "from_logits" or not is_constant(flag.value, True):
-            return
-        call = self.context.parent
-        if isinstance(call, ast.Call):
-            found = keras_name(self.context.qualname(call.func))
-            if found is not None and found[1].startswith("losses."):
-                self._logit_losses.append(flag)
+    def _key(self, name: str) -> tuple[int, str]:
+        if name.startswith("self."):
+            klass = self.context.current_class()
+            return id(klass) if klass is not None else 0, name
+        return id(self.context.scope.node), name
+
+    def _lookup(self, table: dict[tuple[int, str], _T], name: str | None) -> _T | None:
+        """The binding of ``name`` in the current scope, else the module's (a global)."""
+        if name is None or not table:
+            return None
+        key = self._key(name)
+        if key in table:
+            return table[key]
+        found = table.get((id(self.context.tree), name))
+        if found is None or name.startswith("self."):
+            return None
+        scope = self.context.scope
+        if scope.node is not self.context.tree and name.split(".")[0] in scope.local_names():
+            return None  # a local of this function, bound to something else (or not yet)
+        return found
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        value = node.value
-        # `outputs = layers.Dense(3, activation="softmax")(features)`
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and self._is_probability_layer(value.func):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    self._probability_names[target.id] = value.func
+        for target in node.targets:
+            name = self.context.dotted(target)
+            if name is None:
+                continue
+            key = self._key(name)
+            # Rebinding a name forgets what it meant before: an inference wrapper assigned later
+            # never changes the model that an earlier compile call trained.
+            for table in (self._softmax_models, self._probability_names, self._softmax_outputs, self._logit_losses):
+                if table:
+                    table.pop(key, None)
+            value = node.value
+            if not isinstance(value, ast.Call):
+                continue
+            softmax_line = self._model_softmax_line(value)
+            if softmax_line is not None:
+                self._softmax_models[key] = softmax_line
+                continue
+            probability = self._probability_line(value)
+            if probability is not None:
+                self._probability_names[key] = probability
+                continue
+            flag = self._logits_flag(value)
+            if flag is not None:
+                self._logit_losses[key] = flag
+                continue
+            model_line = self._lookup(self._softmax_models, self.context.dotted(value.func))
+            if model_line is not None:
+                self._softmax_outputs[key] = model_line
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            self._check_application(node)
+            return
+        receiver = self.context.dotted(func.value)
+        if func.attr == "add" and receiver is not None and node.args:
+            # `model.add(layer)`: the last layer added decides what the model outputs.
+            line = self._layer_probability_line(node.args[0])
+            if line is not None:
+                self._softmax_models[self._key(receiver)] = line
+            else:
+                self._softmax_models.pop(self._key(receiver), None)
+            return
+        if func.attr == "compile":
+            model_line = self._lookup(self._softmax_models, receiver)
+            if model_line is None:
+                return
+            loss = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "loss"), "value", None)
+            flag = self._loss_flag(loss)
+            if flag is not None:
+                self._flag(flag, model_line, f"`{receiver}` is compiled with it on line {node.lineno}")
+            return
+        self._check_application(node)
+
+    def _check_application(self, node: ast.Call) -> None:
+        """`loss_fn(y, model(x))` or `loss_fn(y, predictions)` with predictions from the model."""
+        if not node.args and not node.keywords:
+            return
+        flag = self._loss_flag(node.func) if not isinstance(node.func, ast.Call) else self._logits_flag(node.func)
+        if flag is None:
+            found = keras_name(self.context.qualname(node.func))
+            direct = keyword(node, "from_logits")
+            if found is None or not found[1].startswith("losses.") or direct is None:
+                return
+            if not is_constant(direct.value, True):
+                return
+            flag = direct  # keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True)
+        predictions = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "y_pred"), "value", None)
+        if predictions is None:
+            return
+        if isinstance(predictions, ast.Call):
+            model_line = self._lookup(self._softmax_models, self.context.dotted(predictions.func))
+        else:
+            model_line = self._lookup(self._softmax_outputs, self.context.dotted(predictions))
+        if model_line is not None:
+            self._flag(flag, model_line, f"it is applied to the model's output on line {node.lineno}")
+
+    def _flag(self, flag: ast.keyword, softmax_line: int, link: str) -> None:
+        self.report(
+            flag,
+            f"from_logits=True but {link}, and that model's last layer (line {softmax_line}) already "
+            "applies softmax/sigmoid: the loss squashes probabilities a second time",
+        )
+
+    # --- what an expression is ---------------------------------------------------------------
+
+    def _loss_flag(self, loss: ast.AST | None) -> ast.keyword | None:
+        """The from_logits=True keyword of a loss given inline or through a name bound to it."""
+        if isinstance(loss, ast.Call):
+            return self._logits_flag(loss)
+        return self._lookup(self._logit_losses, self.context.dotted(loss))
+
+    def _logits_flag(self, call: ast.Call) -> ast.keyword | None:
+        found = keras_name(self.context.qualname(call.func))
+        if found is None or not found[1].startswith("losses."):
+            return None
+        flag = keyword(call, "from_logits")
+        return flag if flag is not None and is_constant(flag.value, True) else None
+
+    def _model_softmax_line(self, call: ast.Call) -> int | None:
+        """Line of the probability layer that ends a Sequential / functional Model built here."""
+        found = keras_name(self.context.qualname(call.func))
+        if found is None:
+            return None
+        path = found[1]
+        if path in ("Sequential", "models.Sequential"):
+            layers = node_list(call.args[0] if call.args else getattr(keyword(call, "layers"), "value", None))
+            return self._layer_probability_line(layers[-1]) if layers else None
+        if path in ("Model", "models.Model"):
+            outputs = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "outputs"), "value", None)
+            if isinstance(outputs, ast.Call):
+                return self._probability_line(outputs)
+            return self._lookup(self._probability_names, self.context.dotted(outputs))
+        return None
+
+    def _probability_line(self, call: ast.Call) -> int | None:
+        """`Dense(3, activation="softmax")(x)`, `Softmax()(x)` or `tf.nn.softmax(x)`."""
+        if isinstance(call.func, ast.Call):
+            return self._layer_probability_line(call.func)
+        qualname = self.context.qualname(call.func) or ""
+        if qualname.rsplit(".", 1)[-1] in _PROBABILITY_ACTIVATIONS and (
+            qualname.startswith(("tensorflow.nn.", "tensorflow.math.")) or ".activations." in qualname
+        ):
+            return call.lineno
+        return None
+
+    def _layer_probability_line(self, layer: ast.AST) -> int | None:
+        if isinstance(layer, ast.Call) and self._is_probability_layer(layer):
+            return layer.lineno
+        return None
 
     def _is_probability_layer(self, call: ast.Call) -> bool:
         found = keras_name(self.context.qualname(call.func))
@@ -120,15 +302,6 @@ loss_fn = tf.keras.losses.CategoricalCrossentropy(from_logits=True)
             return string_value(call.args[1]) in _PROBABILITY_ACTIVATIONS
         return False
 
-    def finish(self) -> None:
-        outputs = list(self._probability_outputs)
-        outputs += [call for name, call in self._probability_names.items() if name in self._model_outputs]
-        if not outputs or not self._logit_losses:
-            return
-        line = outputs[0].lineno
-        for flag in self._logit_losses:
-            self.report(
-                flag,
-                f"from_logits=True but the model's last layer (line {line}) already applies "
-                "softmax/sigmoid: the loss squashes probabilities a second time",
-            )
+
+def node_list(node: ast.AST | None) -> list[ast.expr]:
+    return list(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else []

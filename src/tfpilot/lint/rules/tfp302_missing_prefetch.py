@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.chains import Pipeline
 from tfpilot.lint.patterns import callee_name, is_model_call, keyword, walk_body
 from tfpilot.lint.rule import Invalid, Rule
@@ -15,20 +17,30 @@ _PIPELINE_WORK = frozenset({"batch", "padded_batch", "map", "interleave", "ragge
 _STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "run", "predict_on_batch"})
 _BATCHING = frozenset({"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"})
 _INSPECTION = frozenset({"take", "skip", "as_numpy_iterator"})
+# `options.experimental_optimization.inject_prefetch = False` / `options.autotune.enabled = False`:
+# without them TF injects the final prefetch and a missing one costs nothing.
+_INJECTION_OFF = re.compile(r"(?:inject_prefetch|autotune\.enabled)\s*=\s*False\b")
 
 
 class MissingPrefetch(Rule):
-    """A tf.data pipeline should end with ``.prefetch(tf.data.AUTOTUNE)``.
+    """An explicit ``.prefetch(tf.data.AUTOTUNE)`` at the end keeps input and training overlapped.
 
-    Without prefetch, the input pipeline and the training step take turns: the accelerator
-    idles while the next batch is read, decoded and batched. Prefetch overlaps the two, so the
-    step time becomes max(input, compute) instead of their sum.
+    TF 2.21 already appends a prefetch to a pipeline that does not end with one (tf.data's
+    ``inject_prefetch`` optimization, on by default): measured, no prefetch 1.09 s, explicit
+    prefetch 1.09 s, ``inject_prefetch=False`` 2.05 s on the same pipeline. So this is a note,
+    not a slowdown: writing it makes the overlap explicit and keeps it where the optimization is
+    off (``options.experimental_optimization.inject_prefetch = False``, autotuning disabled, or
+    an older TensorFlow). A file that turns the optimization off is told so.
     """
 
     code = "TFP302"
     name = "missing-prefetch"
-    message = "dataset consumed without .prefetch() at the end of its pipeline"
-    fix_hint = "End the pipeline with .prefetch(tf.data.AUTOTUNE)"
+    message = "dataset consumed without .prefetch() at the end (TF 2.21 injects one itself)"
+    fix_hint = (
+        "Optional on TF 2.21 (it injects the prefetch): end the pipeline with .prefetch(tf.data.AUTOTUNE) "
+        "to make the overlap explicit and keep it when inject_prefetch or autotuning is off"
+    )
+    severity = Severity.INFO
     category = "tf.data"
     tokens = ("batch", ".map(")
     calls = _CONSUMING_METHODS | {"iter"}
@@ -153,10 +165,21 @@ for batch in dataset:
     def _report(self, origin: ast.expr, consumer: ast.AST) -> None:
         self._reported.add(id(origin))
         alias = self.context.local_alias("tensorflow")
+        line = getattr(consumer, "lineno", "?")
+        if _INJECTION_OFF.search(self.context.source):
+            message = (
+                f"dataset consumed at line {line} has no .prefetch() at the end, and this file turns off the "
+                "prefetch TF would inject (inject_prefetch / autotune disabled): input preparation and "
+                "training steps take turns instead of overlapping"
+            )
+        else:
+            message = (
+                f"dataset consumed at line {line} has no explicit .prefetch() at the end; TF 2.21 injects one "
+                "itself (inject_prefetch), so add it only to keep the overlap where that optimization is off"
+            )
         self.report(
             origin,
-            f"dataset consumed at line {getattr(consumer, 'lineno', '?')} has no .prefetch() at the end: input "
-            "preparation and training steps take turns instead of overlapping",
+            message,
             fix_data={"value": f"{alias}.data.AUTOTUNE", "description": ".prefetch(AUTOTUNE) appended"}
             if alias and isinstance(origin, ast.Call)
             else None,
