@@ -115,6 +115,21 @@ def grpc_target(lines: list[str]) -> str:
     return match.group(1)
 
 
+def grpc_predict(target: str, model: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """PredictionService.Predict with tensorflow-serving-api's own stub."""
+    import grpc
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model
+    for key, value in inputs.items():
+        request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+    with grpc.insecure_channel(target) as channel:
+        reply = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=60)
+    return {key: tf.make_ndarray(proto) for key, proto in reply.outputs.items()}
+
+
 def post(url: str, body: dict) -> dict:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     with urllib.request.urlopen(request, timeout=60) as response:
@@ -219,7 +234,8 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     try:
-        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", wait_until_serving(process)).group(1)
+        lines = wait_until_serving(process).splitlines()
+        rest = rest_url(lines)
         rows = [[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]
 
         def post(verb: str, body: dict) -> dict:
@@ -233,15 +249,23 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
         classified = post(
             "classify", {"signature_name": "classify", "examples": [dict(zip(names, row, strict=True)) for row in rows]}
         )
-        # :predict takes the signature's keys: the same names, sanitised for TensorFlow.
+        # :predict takes the names as written in the CSV header, or the signature's sanitised keys.
+        predicted = post("predict", {"instances": [dict(zip(names, row, strict=True)) for row in rows]})
         keys = ["sepal_length_cm", "sepal_width_cm", "petal_length_cm", "petal_width_cm"]
-        predicted = post("predict", {"instances": [dict(zip(keys, row, strict=True)) for row in rows]})
+        by_key = post("predict", {"instances": [dict(zip(keys, row, strict=True)) for row in rows]})
+        assert by_key == predicted
+        columnar = post("predict", {"inputs": {name: [row[i] for row in rows] for i, name in enumerate(names)}})
+        assert columnar["outputs"]["class_name"] == [p["class_name"] for p in predicted["predictions"]]
+        # gRPC with the header names as written
+        grpc_rows = np.array(rows, np.float32)
+        grpc_outputs = grpc_predict(grpc_target(lines), "iris", {n: grpc_rows[:, i] for i, n in enumerate(names)})
     finally:
         process.terminate()
         process.wait(timeout=60)
     probabilities = np.array([p["probabilities"] for p in predicted["predictions"]])
     scores = np.array([[score for _, score in result] for result in classified["results"]])
     np.testing.assert_allclose(scores, probabilities, atol=1e-5)
+    np.testing.assert_allclose(grpc_outputs["probabilities"], probabilities, atol=1e-5)
     assert [p["class_name"] for p in predicted["predictions"]] == [
         classified["results"][i][int(np.argmax(scores[i]))][0] for i in range(2)
     ]

@@ -97,6 +97,11 @@ def build_contract(
         "version": version,
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "inputs": serving["inputs"],
+        # Feature names as written in the data -> the signature keys they became (only those that
+        # differ); `tfpilot serve` accepts either name in REST and gRPC requests.
+        "input_aliases": {
+            name: key for name, key in signature_keys(list(preprocessor.feature_spec)).items() if name != key
+        },
         "outputs": serving["outputs"],
         "signatures": signatures,
         "labels": list(class_names),

@@ -90,7 +90,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             servable = self.service.resolve(name, version=version, label=label)
             signature = servable.signature(request.model_spec.signature_name)
             inputs = {key: tensor_proto_to_array(proto, name=key) for key, proto in request.inputs.items()}
-            inputs = check_inputs(signature, inputs)
+            inputs = check_inputs(signature, signature.canonical(inputs))
             wanted = list(request.output_filter)
             unknown = [key for key in wanted if key not in signature.outputs]
             if unknown:

@@ -180,6 +180,7 @@ def _decode_rows(instances: Any, signature: SignatureInfo, booleans: bool) -> di
         for index, item in enumerate(instances):
             if not isinstance(item, dict) or _is_b64(item):
                 raise RequestError.invalid(f"Expecting object but got list at item {index} of input list")
+            item = signature.canonical(item)
             if set(item) != set(names):
                 raise RequestError.invalid(
                     f"Failed to process element: {index} of 'instances' list. JSON object: {_quote(item)} keys "
@@ -204,6 +205,7 @@ def _decode_columns(value: Any, signature: SignatureInfo, booleans: bool) -> dic
                 f"tensorinfo_map; signature `{signature.name}` expects {signature.describe_inputs()}"
             )
         return {names[0]: to_array(value, signature.inputs[names[0]], booleans)}
+    value = signature.canonical(value)
     arrays = {}
     for name in names:
         if name not in value:

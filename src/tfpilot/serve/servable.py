@@ -85,6 +85,23 @@ class SignatureInfo:
     method_name: str
     inputs: dict[str, TensorSpecInfo]
     outputs: dict[str, TensorSpecInfo]
+    # Another name a request may use for an input (the CSV header `sepal length (cm)` for the
+    # key `sepal_length_cm`), from the contract.json tfpilot export writes beside the model.
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def canonical(self, named: dict[str, Any]) -> dict[str, Any]:
+        """Request keys with aliases replaced by signature keys (a key given twice is refused)."""
+        if not self.aliases or not any(key in self.aliases for key in named):
+            return named
+        renamed: dict[str, Any] = {}
+        for key, value in named.items():
+            target = self.aliases.get(key, key)
+            if target in renamed:
+                raise RequestError.invalid(
+                    f"input `{target}` is given twice (also as `{key}`); send each input under one name"
+                )
+            renamed[target] = value
+        return renamed
 
     def describe_inputs(self) -> str:
         return ", ".join(f"`{key}` {spec.describe()}" for key, spec in sorted(self.inputs.items()))
@@ -215,6 +232,7 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
             text = str(session_error).strip()
             second = text.splitlines()[0] if text else type(session_error).__name__
             raise ServeError(f"failed to load SavedModel {path}: {first_line}; as a TF1 graph: {second}") from None
+    aliases = _input_aliases(path)
     signatures: dict[str, SignatureInfo] = {}
     for key in loaded.signatures.keys():
         if key in _INTERNAL_SIGNATURES or key not in signature_defs.signature_def:
@@ -225,6 +243,9 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
             method_name=definition.method_name or PREDICT_METHOD,
             inputs={k: _spec_from_proto(k, v) for k, v in definition.inputs.items()},
             outputs={k: _spec_from_proto(k, v) for k, v in definition.outputs.items()},
+            aliases={
+                name: k for name, k in aliases.items() if k in definition.inputs and name not in definition.inputs
+            },
         )
     if not signatures:
         raise ServeError(
@@ -234,6 +255,21 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
     return Servable(
         name=name, version=version, path=path, loaded=loaded, signature_defs=signature_defs, signatures=signatures
     )
+
+
+def _input_aliases(version_dir: Path) -> dict[str, str]:
+    """`input_aliases` of tfpilot's contract.json, when the version has one (plain JSON, never code)."""
+    import json
+
+    path = version_dir / "contract.json"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    aliases = document.get("input_aliases") if isinstance(document, dict) else None
+    if not isinstance(aliases, dict):
+        return {}
+    return {str(name): str(key) for name, key in aliases.items() if isinstance(key, str)}
 
 
 def _op_error_message(error: Any) -> str:

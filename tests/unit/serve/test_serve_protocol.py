@@ -215,3 +215,21 @@ def test_body_parsing_matches_the_standard_library(document):
     body = json.dumps(document).encode()
     parsed = parse_json_body(body)
     assert json.dumps(parsed, sort_keys=True) == json.dumps(json.loads(body), sort_keys=True)
+
+
+ALIASED = SignatureInfo(
+    name="serving_default",
+    method_name="tensorflow/serving/predict",
+    inputs={"sepal_length_cm": TensorSpecInfo(key="sepal_length_cm", dtype="float32", shape=(-1,))},
+    outputs={},
+    aliases={"sepal length (cm)": "sepal_length_cm"},
+)
+
+
+def test_header_names_are_aliases_of_signature_keys_in_both_formats():
+    rows, _ = decode({"instances": [{"sepal length (cm)": 5.1}, {"sepal_length_cm": 6.0}]}, ALIASED)
+    columns, _ = decode({"inputs": {"sepal length (cm)": [5.1, 6.0]}}, ALIASED)
+    np.testing.assert_array_equal(rows["sepal_length_cm"], [5.1, 6.0])
+    np.testing.assert_array_equal(columns["sepal_length_cm"], rows["sepal_length_cm"])
+    with pytest.raises(RequestError, match="given twice"):
+        decode({"inputs": {"sepal length (cm)": [5.1], "sepal_length_cm": [5.1]}}, ALIASED)
