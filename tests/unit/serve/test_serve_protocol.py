@@ -229,7 +229,7 @@ ALIASED = SignatureInfo(
 def test_header_names_are_aliases_of_signature_keys_in_both_formats():
     rows, _ = decode({"instances": [{"sepal length (cm)": 5.1}, {"sepal_length_cm": 6.0}]}, ALIASED)
     columns, _ = decode({"inputs": {"sepal length (cm)": [5.1, 6.0]}}, ALIASED)
-    np.testing.assert_array_equal(rows["sepal_length_cm"], [5.1, 6.0])
+    np.testing.assert_array_equal(rows["sepal_length_cm"], np.array([5.1, 6.0], np.float32))
     np.testing.assert_array_equal(columns["sepal_length_cm"], rows["sepal_length_cm"])
     with pytest.raises(RequestError, match="given twice"):
         decode({"inputs": {"sepal length (cm)": [5.1], "sepal_length_cm": [5.1]}}, ALIASED)
