@@ -54,6 +54,9 @@ class Violation:
     # TFP000 only: which per-file problem this is ("syntax", "undecodable", "too-deep",
     # "internal"); it picks the finding's title and fix hint.
     problem: str = ""
+    # A lower (or higher) severity than the rule's own for this one hit: a rule that is right in
+    # letter but not claiming a defect in this code (a deliberate trace marker) reports a note.
+    severity: Severity | None = None
 
 
 class Rule:
@@ -89,6 +92,7 @@ class Rule:
         message: str | None = None,
         *,
         fix_data: dict[str, Any] | None = None,
+        severity: Severity | None = None,
     ) -> None:
         line, column, end_line, end_column = self.context.char_span(node)
         statement_end = end_line
@@ -107,6 +111,7 @@ class Rule:
                 node_type=type(node).__name__,
                 fix_data=fix_data if self.fixable else None,
                 statement_end_line=statement_end,
+                severity=severity if severity is not None and severity is not self.severity else None,
             )
         )
 
