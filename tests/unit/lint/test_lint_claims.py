@@ -1,0 +1,108 @@
+"""Issue 16 round 2: a finding at warning or error claims a defect; a note (info) does not.
+
+Shapes from labelling real code, each paired with the near-identical one that must still fire
+as a claim, so neither direction regresses silently.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from tfpilot.lint import LintConfig, lint_source
+
+
+def found(source: str, code: str) -> list[tuple[int, str, str]]:
+    """(line, severity, message) of each `code` finding in `source`."""
+    config = LintConfig(select=(code,))
+    return [
+        (int(f.location.split(":")[1]), f.severity.value, f.message)
+        for f in lint_source(textwrap.dedent(source), config=config)
+    ]
+
+
+def lines(source: str, code: str, severity: str | None = None) -> list[int]:
+    return [line for line, level, _ in found(source, code) if severity is None or level == severity]
+
+
+# --- TF1 rules: the removed spelling is an error, compat.v1 one note per file ---------------------
+
+PLAIN_TF1 = """\
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 3])
+with tf.Session() as sess:
+    sess.run(tf.reduce_sum(x), feed_dict={x: [[1.0, 2.0, 3.0]]})
+    saver = tf.train.Saver()
+    init = tf.global_variables_initializer()
+    with tf.variable_scope("a"):
+        pass
+"""
+COMPAT_TF1 = PLAIN_TF1.replace(
+    "import tensorflow as tf", "import tensorflow.compat.v1 as tf\n\ntf.disable_v2_behavior()"
+)
+
+
+def test_tf1_rules_claim_a_defect_for_the_removed_spelling():
+    assert lines(PLAIN_TF1, "TFP601", "error") == [4]
+    assert lines(PLAIN_TF1, "TFP602", "error") == [3, 5]
+    assert lines(PLAIN_TF1, "TFP610") == [6] and lines(PLAIN_TF1, "TFP609") == [7] and lines(PLAIN_TF1, "TFP603") == [8]
+    assert found(PLAIN_TF1, "TFP607") == []
+
+
+def test_tf1_rules_leave_compat_v1_to_one_info_note_per_file():
+    for code in ("TFP601", "TFP602", "TFP603", "TFP609", "TFP610"):
+        assert found(COMPAT_TF1, code) == [], code
+    ((line, severity, message),) = found(COMPAT_TF1, "TFP607")
+    assert (line, severity) == (1, "info")
+    assert "placeholder, Session, train.Saver, global_variables_initializer, variable_scope" in message
+    assert "tf.disable_v2_behavior() on line 3 turns TF2 behaviour off" in message
+
+
+def test_tf1_explicit_compat_v1_calls_are_one_note_at_the_first_use():
+    source = """\
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32)
+    with tf.compat.v1.Session(graph=graph) as sess:
+        sess.run(x, feed_dict={x: 1.0})
+    """
+    assert [(line, severity) for line, severity, _ in found(source, "TFP607")] == [(5, "info")]
+    assert found(source, "TFP601") == [] and found(source, "TFP602") == []
+
+
+def test_tfp607_warns_when_a_module_level_placeholder_never_leaves_eager_mode():
+    # measured on TF 2.21: RuntimeError even after tf.InteractiveSession()
+    source = """\
+    import tensorflow.compat.v1 as tf
+
+    sess = tf.InteractiveSession()
+    eps = tf.placeholder(tf.float32, shape=())
+    """
+    assert lines(source, "TFP607", "warning") == [4]
+    assert lines(source, "TFP607", "info") == [1]
+
+
+def test_tfp607_placeholder_in_a_graph_context_or_after_a_mode_switch_is_only_the_note():
+    in_session = """\
+    import tensorflow.compat.v1 as tf
+
+    with tf.Session() as sess:
+        x = tf.placeholder(tf.float32)
+    """
+    switched = """\
+    import tensorflow.compat.v1 as tf
+
+    tf.disable_eager_execution()
+    x = tf.placeholder(tf.float32)
+    """
+    in_function = """\
+    import tensorflow.compat.v1 as tf
+
+    def build():
+        return tf.placeholder(tf.float32)
+    """
+    for source in (in_session, switched, in_function):
+        assert lines(source, "TFP607", "warning") == [], source
+        assert lines(source, "TFP607", "info") == [1], source
