@@ -106,3 +106,78 @@ def test_tfp607_placeholder_in_a_graph_context_or_after_a_mode_switch_is_only_th
     for source in (in_session, switched, in_function):
         assert lines(source, "TFP607", "warning") == [], source
         assert lines(source, "TFP607", "info") == [1], source
+
+
+# --- TFP305: from_generator is a note, a py_function in a map a claim ----------------------------
+
+GENERATOR = """\
+import tensorflow as tf
+
+
+def frames(path):
+    for frame in read_video_with_opencv(path):
+        yield frame
+
+
+ds = tf.data.Dataset.from_generator(frames, args=["v.mp4"], output_signature=tf.TensorSpec([None, None, 3], tf.uint8))
+ds = ds.map(lambda f: tf.py_function(lambda x: x, [f], tf.uint8))
+"""
+
+
+def test_tfp305_from_generator_is_a_note_and_a_py_function_in_a_map_a_warning():
+    assert lines(GENERATOR, "TFP305", "info") == [9]
+    assert lines(GENERATOR, "TFP305", "warning") == [10]
+
+
+# --- TFP101: deliberate trace markers and the create-once pattern are notes ----------------------
+
+TRACED = """\
+import tensorflow as tf
+
+g = None
+num_traces = 0
+leaked = None
+
+
+@tf.function
+def step(x):
+    global g, num_traces, leaked
+    print("Tracing with", x)
+    print(x)
+    tf.print(x)
+    print("step done")
+    if g is None:
+        g = tf.random.Generator.from_seed(1)
+    num_traces += 1
+    leaked = x + 1
+    return g.normal([])
+
+
+@tf.function
+def counted(x):
+    global num_traces
+    num_traces += 1
+    return x
+
+
+@tf.function
+def lazy(x):
+    global g
+    if g is None:
+        g = tf.random.Generator.from_seed(1)
+    return g.normal([])
+"""
+
+
+def test_tfp101_trace_markers_and_create_once_are_info_and_not_fixable():
+    by_line = {line: (severity, message) for line, severity, message in found(TRACED, "TFP101")}
+    assert by_line[11][0] == "info" and "trace marker" in by_line[11][1]  # print("Tracing with", x)
+    assert by_line[12][0] == "info"  # print(x) next to tf.print(x)
+    assert by_line[14][0] == "warning"  # print("step done"): runs once, surprising
+    assert by_line[10][0] == "warning"  # `global g, num_traces, leaked`: leaked is a real leak
+    assert by_line[24][0] == "info" and "trace counter" in by_line[24][1]
+    assert by_line[31][0] == "info" and "create-once" in by_line[31][1]
+    fixable = {
+        int(f.location.split(":")[1]) for f in lint_source(TRACED) if f.code == "TFP101" and f.evidence["fixable"]
+    }
+    assert fixable == {14}
