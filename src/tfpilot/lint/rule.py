@@ -72,6 +72,9 @@ class Rule:
     # the linter fast on files that cannot match (most rules key on an API name).
     tokens: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
+    # The rule claims what breaks on Keras 3 only: in a file that runs on Keras 2 (tf_keras, see
+    # FileContext.keras2_reason) the same code works, so its findings there are notes (info).
+    keras3_only: ClassVar[bool] = False
     # When set, ``visit_Call`` only receives calls whose callee's last name is listed
     # (``ds.map(...)`` -> "map", ``print(...)`` -> "print"): the engine dispatches by name.
     calls: ClassVar[frozenset[str] | None] = None
@@ -94,6 +97,11 @@ class Rule:
         fix_data: dict[str, Any] | None = None,
         severity: Severity | None = None,
     ) -> None:
+        if self.keras3_only and severity is None:
+            reason = self.context.keras2_reason
+            if reason is not None:
+                severity = Severity.INFO
+                message = f"{message or self.message} - a Keras 3 break only, and this file runs on Keras 2 ({reason})"
         line, column, end_line, end_column = self.context.char_span(node)
         statement_end = end_line
         for ancestor in reversed(self.context.stack):

@@ -181,3 +181,37 @@ def test_tfp101_trace_markers_and_create_once_are_info_and_not_fixable():
         int(f.location.split(":")[1]) for f in lint_source(TRACED) if f.code == "TFP101" and f.evidence["fixable"]
     }
     assert fixable == {14}
+
+
+# --- Keras-3-only rules in a file that runs on Keras 2 (tf_keras) --------------------------------
+
+KERAS2_METRIC = """\
+import tensorflow as tf
+IMPORT
+
+metric = tf.keras.metrics.Mean()
+metric.reset_states()
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.save_weights("weights")
+"""
+
+
+def test_keras3_only_rules_are_errors_on_a_plain_tf_2_21_file():
+    source = KERAS2_METRIC.replace("IMPORT", "")
+    assert lines(source, "TFP501", "error") == [5] and lines(source, "TFP406", "error") == [7]
+
+
+def test_keras3_only_rules_are_notes_where_the_file_runs_on_keras_2():
+    for extra in (
+        "import tensorflow_recommenders as tfrs",
+        "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'",
+    ):
+        source = KERAS2_METRIC.replace("IMPORT", extra)
+        ((line, severity, message),) = found(source, "TFP501")
+        assert severity == "info" and "runs on Keras 2" in message, extra
+        assert [level for _, level, _ in found(source, "TFP406")] == ["info"], extra
+
+
+def test_standalone_keras_stays_keras_3_even_with_the_legacy_variable():
+    source = KERAS2_METRIC.replace("IMPORT", "import keras\nimport os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'")
+    assert [level for _, level, _ in found(source, "TFP501")] == ["error"]
