@@ -243,6 +243,10 @@ class FileContext:
                 return local
         return None
 
+    def class_defs(self, name: str) -> list[ast.ClassDef]:
+        """All classes called ``name`` anywhere in the file."""
+        return self._class_defs.get(name, [])
+
     def function_defs(self, name: str) -> list[ast.AST]:
         """All functions and methods called ``name`` anywhere in the file."""
         return self._function_defs.get(name, [])

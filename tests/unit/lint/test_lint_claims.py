@@ -215,3 +215,61 @@ def test_keras3_only_rules_are_notes_where_the_file_runs_on_keras_2():
 def test_standalone_keras_stays_keras_3_even_with_the_legacy_variable():
     source = KERAS2_METRIC.replace("IMPORT", "import keras\nimport os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'")
     assert [level for _, level, _ in found(source, "TFP501")] == ["error"]
+
+
+# --- TFP307: a fixed split and a one-element fake-data loop freeze nothing -----------------------
+
+SPLIT = """\
+import tensorflow as tf
+
+shuffled = tf.data.Dataset.range(100_000).shuffle(100_000, seed=42, reshuffle_each_iteration=FLAG)
+train = shuffled.take(80_000)
+test = shuffled.skip(80_000)
+cached_test = test.batch(4096).cache()
+fake = train.shuffle(1000).batch(8).take(1).cache().repeat()
+cached_train = train.shuffle(1000).batch(8).cache()
+"""
+
+
+def test_tfp307_skips_a_fixed_split_and_take_1_but_not_a_reshuffling_training_set():
+    assert lines(SPLIT.replace("FLAG", "False"), "TFP307") == [8]
+    # the same split reshuffled every epoch: caching the test set freezes its first order
+    assert lines(SPLIT.replace("FLAG", "True"), "TFP307") == [6, 8]
+
+
+# --- TFP201: plain functions and classes, and a model's own training flag ------------------------
+
+HAND_WRITTEN = """\
+import tensorflow as tf
+
+
+def model(inputs):
+    return tf.matmul(inputs, W) + b
+
+
+class NaiveSequential:
+    def __call__(self, inputs):
+        return inputs
+
+
+def encoder(x, training=False):
+    return x
+
+
+net = NaiveSequential()
+
+
+def step(x):
+    with tf.GradientTape() as tape:
+        a = model(x)
+        b = net(x)
+        c = discriminator(x, is_training=True)
+        d = encoder(x)
+        e = decoder(x)
+    return a, b, c, d, e
+"""
+
+
+def test_tfp201_skips_plain_functions_classes_and_own_training_flags():
+    # encoder takes `training` and decoder is unknown: both still fire
+    assert lines(HAND_WRITTEN, "TFP201") == [25, 26]
