@@ -16,9 +16,11 @@ Two steps, both offline once the repositories are on disk:
     python benchmarks/lint_precision.py score /tmp/corpora
 
 ``score`` expects one directory per repository, named owner+name, under the given root.
-It prints: findings per rule on the corpora, how many labelled findings still fire, strict
-precision (tp / labelled-and-firing) and lenient precision ((tp + debatable) / same), and the
-labelled findings that no longer fire (fixed false positives count as gone, not as errors).
+It prints: findings per rule and severity on the corpora, how many labelled findings still fire,
+strict precision (tp / labelled-and-firing) and lenient precision ((tp + debatable) / same) over
+all severities and again over the findings at ``--min-severity`` or above (default warning: an
+info finding is a note, not a claim of a defect), and the labelled findings that no longer fire
+(fixed false positives count as gone, not as errors).
 The corpora's code never enters this repository: only paths, lines and verdicts do.
 """
 
@@ -195,17 +197,61 @@ def lint_tree(root: Path) -> list[dict[str, str]]:
                     "path": str(Path(path).relative_to(tree)),
                     "line": line,
                     "rule": finding["code"],
+                    "severity": finding["severity"],
                 }
             )
     return findings
 
 
-def score(root: Path) -> int:
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+def precision_report(live: list[dict[str, str]], per_rule: Counter[str], heading: str) -> None:
+    """Strict / lenient precision over ``live`` (labelled findings that fire), overall and per rule."""
+    verdicts = Counter(row["label"] for row in live)
+    print(heading)
+    if not live:
+        print("  nothing labelled fires here")
+        return
+    strict = verdicts["tp"] / len(live)
+    lenient = (verdicts["tp"] + verdicts["debatable"]) / len(live)
+    print(f"  strict precision {strict:.1%} ({verdicts['tp']}/{len(live)}), lenient {lenient:.1%}; {dict(verdicts)}")
+    by_rule: dict[str, Counter[str]] = {}
+    for row in live:
+        by_rule.setdefault(row["rule"], Counter())[row["label"]] += 1
+    # the sample is stratified per rule, so the plain ratio over-weights rare rules; weighting
+    # each rule's precision by how often it fires estimates precision on a finding picked at random
+    fired = sum(per_rule[rule] for rule in by_rule)
+    if fired:
+        weighted_strict = sum(per_rule[r] * c["tp"] / sum(c.values()) for r, c in by_rule.items()) / fired
+        weighted_lenient = (
+            sum(per_rule[r] * (c["tp"] + c["debatable"]) / sum(c.values()) for r, c in by_rule.items()) / fired
+        )
+        print(
+            f"  weighted by findings per rule ({fired} findings of labelled rules): "
+            f"strict {weighted_strict:.1%}, lenient {weighted_lenient:.1%}"
+        )
+    for rule, counts in sorted(by_rule.items()):
+        total = sum(counts.values())
+        print(
+            f"    {rule}: strict {counts['tp'] / total:.0%} lenient {(counts['tp'] + counts['debatable']) / total:.0%}"
+            f"  ({counts['tp']} tp, {counts['debatable']} debatable, {counts['fp']} fp of {total})"
+        )
+
+
+def score(root: Path, min_severity: str = "warning") -> int:
     findings = lint_tree(root)
-    firing = {(f["repository"], f["path"], f["line"], f["rule"]) for f in findings}
+    firing: dict[tuple[str, str, str, str], str] = {}
+    for f in findings:
+        key = (f["repository"], f["path"], f["line"], f["rule"])
+        # two hits of one rule on one line: the label stands for the stronger claim
+        if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
+            firing[key] = f["severity"]
     per_rule = Counter(f["rule"] for f in findings)
+    per_severity = Counter(f["severity"] for f in findings)
+    print(f"findings on the corpora: {len(findings)}  by severity: {dict(sorted(per_severity.items()))}")
+    print(f"  by rule: {dict(sorted(per_rule.items()))}")
     if not LABELS.exists():
-        print(f"findings on the corpora: {len(findings)}  by rule: {dict(sorted(per_rule.items()))}")
         print(f"no labels yet: write {LABELS.name} with columns {','.join(FIELDS)}")
         return 0
     with LABELS.open(newline="") as handle:
@@ -217,39 +263,25 @@ def score(root: Path) -> int:
         have = marker.read_text().strip() if marker.exists() else "not exported"
         if have not in wanted:
             print(f"warning: {repository} is at {have[:12]}, labels were made at {', '.join(sorted(wanted))}")
-    live = [row for row in labels if (row["repository"], row["path"], row["line"], row["rule"]) in firing]
-    gone = [row for row in labels if row not in live]
-    verdicts = Counter(row["label"] for row in live)
-    print(f"findings on the corpora: {len(findings)}  by rule: {dict(sorted(per_rule.items()))}")
+
+    def key(row: dict[str, str]) -> tuple[str, str, str, str]:
+        return (row["repository"], row["path"], row["line"], row["rule"])
+
+    live = [row for row in labels if key(row) in firing]
+    gone = [row for row in labels if key(row) not in firing]
     print(f"labelled: {len(labels)}; still firing: {len(live)}; no longer firing: {len(gone)}")
-    if live:
-        strict = verdicts["tp"] / len(live)
-        lenient = (verdicts["tp"] + verdicts["debatable"]) / len(live)
-        print(f"strict precision {strict:.1%} ({verdicts['tp']}/{len(live)}), lenient {lenient:.1%}; {dict(verdicts)}")
-        by_rule: dict[str, Counter[str]] = {}
-        for row in live:
-            by_rule.setdefault(row["rule"], Counter())[row["label"]] += 1
-        # the sample is stratified per rule, so the plain ratio over-weights rare rules; weighting
-        # each rule's precision by how often it fires estimates precision on a finding picked at random
-        fired = sum(per_rule[rule] for rule in by_rule)
-        weighted_strict = sum(per_rule[r] * c["tp"] / sum(c.values()) for r, c in by_rule.items()) / fired
-        weighted_lenient = (
-            sum(per_rule[r] * (c["tp"] + c["debatable"]) / sum(c.values()) for r, c in by_rule.items()) / fired
-        )
-        print(
-            f"weighted by findings per rule ({fired} findings of labelled rules): "
-            f"strict {weighted_strict:.1%}, lenient {weighted_lenient:.1%}"
-        )
-        for rule, counts in sorted(by_rule.items()):
-            total = sum(counts.values())
-            print(
-                f"  {rule}: strict {counts['tp'] / total:.0%} lenient {(counts['tp'] + counts['debatable']) / total:.0%}"
-                f"  ({counts['tp']} tp, {counts['debatable']} debatable, {counts['fp']} fp of {total})"
-            )
-    gone_by_label = Counter(row["label"] for row in gone)
+    precision_report(live, per_rule, "all severities:")
+    # an info finding is a note, not a claim of a defect: precision of the claims on its own
+    rank = SEVERITY_RANK[min_severity]
+    claims = [row for row in live if SEVERITY_RANK[firing[key(row)]] >= rank]
+    claim_rules = Counter(f["rule"] for f in findings if SEVERITY_RANK[f["severity"]] >= rank)
+    if rank:
+        notes = Counter(row["label"] for row in live if SEVERITY_RANK[firing[key(row)]] < rank)
+        print(f"labelled findings below {min_severity} (notes): {sum(notes.values())} {dict(notes)}")
+        precision_report(claims, claim_rules, f"{min_severity} and above ({sum(claim_rules.values())} findings):")
     if gone:
-        print(f"labelled findings that no longer fire, by label: {dict(gone_by_label)}")
-    unlabelled = firing - {(r["repository"], r["path"], r["line"], r["rule"]) for r in labels}
+        print(f"labelled findings that no longer fire, by label: {dict(Counter(row['label'] for row in gone))}")
+    unlabelled = set(firing) - {key(r) for r in labels}
     print(f"unlabelled findings: {len(unlabelled)} (label them to keep the sample honest)")
     return 0
 
@@ -263,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     export_parser.add_argument("destination", type=Path)
     score_parser = commands.add_parser("score", help="lint exported trees and score the labels")
     score_parser.add_argument("root", type=Path)
+    score_parser.add_argument(
+        "--min-severity",
+        choices=sorted(SEVERITY_RANK, key=SEVERITY_RANK.__getitem__),
+        default="warning",
+        help="also score only the findings at this severity or above (default warning: the defect "
+        "claims, without info notes); `info` prints the all-severity numbers alone",
+    )
     unlabelled_parser = commands.add_parser("findings", help="print today's findings as CSV rows to label")
     unlabelled_parser.add_argument("root", type=Path)
     args = parser.parse_args(argv)
@@ -273,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         for finding in lint_tree(args.root):
             writer.writerow([finding["repository"], finding["path"], finding["line"], finding["rule"]])
         return 0
-    return score(args.root)
+    return score(args.root, args.min_severity)
 
 
 if __name__ == "__main__":

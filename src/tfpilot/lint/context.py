@@ -33,6 +33,7 @@ _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
 # `model.compile(..., run_eagerly=True)` or `model.run_eagerly = True`: Keras runs the step eagerly.
 _RUN_EAGERLY_RE = re.compile(r"\brun_eagerly\s*=\s*True\b")
+_LEGACY_KERAS_RE = re.compile(r"""["']TF_USE_LEGACY_KERAS["']\s*\]?\s*[=,]\s*["']?(?:1|True|true)""")
 _KERAS_MODEL_PATHS = frozenset({"Model", "models.Model", "Sequential", "models.Sequential"})
 _KERAS_LAYER_PATHS = frozenset({"layers.Layer", "Layer", "engine.base_layer.Layer"})
 _TF_MODULE_QUALNAMES = frozenset({"tensorflow.Module", "tensorflow.compat.v2.Module", "tensorflow.compat.v1.Module"})
@@ -107,6 +108,28 @@ class FileContext:
         )
         # Keras models compiled with run_eagerly=True run train_step & co. as plain Python.
         self.keras_runs_eagerly = "run_eagerly" in source and _RUN_EAGERLY_RE.search(source) is not None
+        self._keras2_reason: str | None | bool = False  # False: not computed yet
+
+    @property
+    def keras2_reason(self) -> str | None:
+        """Why this file's tf.keras is Keras 2 (tf_keras), or None: Keras 3, as on a plain TF 2.21.
+
+        tensorflow_recommenders refuses to import under Keras 3 (it asks for TF_USE_LEGACY_KERAS=1),
+        and a file that sets that variable or imports tf_keras runs on Keras 2 too. A standalone
+        `import keras` is Keras 3 whatever the variable says, so such a file gets no reason.
+        """
+        if self._keras2_reason is False:
+            tops = {value.split(".")[0] for value in self.imports.values()}
+            reason = None
+            if "keras" not in tops:
+                if "tensorflow_recommenders" in tops:
+                    reason = "it imports tensorflow_recommenders, which needs TF_USE_LEGACY_KERAS=1"
+                elif "tf_keras" in tops:
+                    reason = "it imports tf_keras"
+                elif _LEGACY_KERAS_RE.search(self.source):
+                    reason = "it sets TF_USE_LEGACY_KERAS=1"
+            self._keras2_reason = reason
+        return self._keras2_reason  # type: ignore[return-value]
 
     # --- source positions ---------------------------------------------------------------------
 
@@ -219,6 +242,10 @@ class FileContext:
             if qualified == module:
                 return local
         return None
+
+    def class_defs(self, name: str) -> list[ast.ClassDef]:
+        """All classes called ``name`` anywhere in the file."""
+        return self._class_defs.get(name, [])
 
     def function_defs(self, name: str) -> list[ast.AST]:
         """All functions and methods called ``name`` anywhere in the file."""

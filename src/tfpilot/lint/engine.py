@@ -325,7 +325,7 @@ def violation_to_finding(violation: Violation, path: str) -> Finding:
     rule = _RULE_BY_CODE[violation.code]
     return Finding(
         code=violation.code,
-        severity=rule.severity,
+        severity=violation.severity or rule.severity,
         title=rule.name,
         message=violation.message,
         location=location,

@@ -54,6 +54,9 @@ class Violation:
     # TFP000 only: which per-file problem this is ("syntax", "undecodable", "too-deep",
     # "internal"); it picks the finding's title and fix hint.
     problem: str = ""
+    # A lower (or higher) severity than the rule's own for this one hit: a rule that is right in
+    # letter but not claiming a defect in this code (a deliberate trace marker) reports a note.
+    severity: Severity | None = None
 
 
 class Rule:
@@ -69,6 +72,9 @@ class Rule:
     # the linter fast on files that cannot match (most rules key on an API name).
     tokens: ClassVar[tuple[str, ...]] = ()
     fixable: ClassVar[bool] = False
+    # The rule claims what breaks on Keras 3 only: in a file that runs on Keras 2 (tf_keras, see
+    # FileContext.keras2_reason) the same code works, so its findings there are notes (info).
+    keras3_only: ClassVar[bool] = False
     # When set, ``visit_Call`` only receives calls whose callee's last name is listed
     # (``ds.map(...)`` -> "map", ``print(...)`` -> "print"): the engine dispatches by name.
     calls: ClassVar[frozenset[str] | None] = None
@@ -89,7 +95,13 @@ class Rule:
         message: str | None = None,
         *,
         fix_data: dict[str, Any] | None = None,
+        severity: Severity | None = None,
     ) -> None:
+        if self.keras3_only and severity is None:
+            reason = self.context.keras2_reason
+            if reason is not None:
+                severity = Severity.INFO
+                message = f"{message or self.message} - a Keras 3 break only, and this file runs on Keras 2 ({reason})"
         line, column, end_line, end_column = self.context.char_span(node)
         statement_end = end_line
         for ancestor in reversed(self.context.stack):
@@ -107,6 +119,7 @@ class Rule:
                 node_type=type(node).__name__,
                 fix_data=fix_data if self.fixable else None,
                 statement_end_line=statement_end,
+                severity=severity if severity is not None and severity is not self.severity else None,
             )
         )
 

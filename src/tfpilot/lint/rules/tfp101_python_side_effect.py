@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -183,6 +184,15 @@ class Trainer:
             return
         func = node.func
         if isinstance(func, ast.Name) and func.id == "print" and "print" not in self.context.imports:
+            if _is_trace_marker(node) or self._printed_by_tf_print_too(node):
+                # print("Tracing!") counts traces on purpose, and print(x) next to tf.print(x)
+                # shows the difference: right in letter, no defect; --fix would break the point
+                self.report(
+                    node,
+                    f"print() in a {scope.graph_reason} runs once per trace: a deliberate trace marker here",
+                    severity=Severity.INFO,
+                )
+                return
             alias = self.context.local_alias("tensorflow")
             simple = all(k.arg in _TF_PRINT_KEYWORDS for k in node.keywords)
             self.report(
@@ -231,12 +241,46 @@ class Trainer:
 
     def _report_rebinding(self, node: ast.Global | ast.Nonlocal, keyword: str) -> None:
         scope = self.context.scope
-        if scope.is_graph:
+        if not scope.is_graph:
+            return
+        names = ", ".join(node.names)
+        if all("trac" in name.lower() for name in node.names):
             self.report(
                 node,
-                f"`{keyword} {', '.join(node.names)}` in a {scope.graph_reason}: the rebinding "
-                "happens once per trace, not once per call",
+                f"`{keyword} {names}` in a {scope.graph_reason} changes once per trace: a deliberate trace counter here",
+                severity=Severity.INFO,
             )
+        elif _lazily_created(scope.node, set(node.names)):
+            # `if g is None: g = tf.random.Generator(...)`: the create-once-on-first-trace pattern
+            # the tf.function guide recommends for variables and generators
+            self.report(
+                node,
+                f"`{keyword} {names}` in a {scope.graph_reason} is created once, on the first trace "
+                "(`if ... is None`): the documented create-once pattern",
+                severity=Severity.INFO,
+            )
+        else:
+            self.report(
+                node,
+                f"`{keyword} {names}` in a {scope.graph_reason}: the rebinding happens once per trace, not once per call",
+            )
+
+    def _printed_by_tf_print_too(self, call: ast.Call) -> bool:
+        """The same function also tf.prints the same arguments: print is there for contrast."""
+        body = getattr(self.context.scope.node, "body", None)
+        if not call.args or not isinstance(body, list):
+            return False
+        wanted = [ast.dump(arg) for arg in call.args]
+        for inner in walk_body(body):
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr == "print"
+                and self.context.qualname(inner.func) == "tensorflow.print"
+                and [ast.dump(arg) for arg in inner.args] == wanted
+            ):
+                return True
+        return False
 
     def _is_outer(self, node: ast.AST) -> bool:
         """A list/dict/set that lives outside the traced function (module, closure or self)."""
@@ -283,6 +327,37 @@ class Trainer:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
             return node.with_changes(func=cst.Attribute(value=cst.Name(data["tf"]), attr=cst.Name("print")))
         return None
+
+
+def _is_trace_marker(call: ast.Call) -> bool:
+    """print("Tracing with", x), print(f"tracing {n}"): a message about tracing itself."""
+    first = call.args[0] if call.args else None
+    parts = first.values if isinstance(first, ast.JoinedStr) else [first]
+    return any(
+        isinstance(part, ast.Constant) and isinstance(part.value, str) and "trac" in part.value.lower()
+        for part in parts
+    )
+
+
+def _lazily_created(function: ast.AST, names: set[str]) -> bool:
+    """Each of ``names`` is tested with ``if name is None:`` in ``function`` (the create-once guard)."""
+    body = getattr(function, "body", None)
+    if not isinstance(body, list):
+        return False
+    guarded: set[str] = set()
+    for inner in walk_body(body):
+        if (
+            isinstance(inner, ast.If)
+            and isinstance(inner.test, ast.Compare)
+            and isinstance(inner.test.left, ast.Name)
+            and inner.test.left.id in names
+            and len(inner.test.ops) == 1
+            and isinstance(inner.test.ops[0], ast.Is)
+            and isinstance(inner.test.comparators[0], ast.Constant)
+            and inner.test.comparators[0].value is None
+        ):
+            guarded.add(inner.test.left.id)
+    return guarded == names
 
 
 def _operator(op: ast.operator) -> str:

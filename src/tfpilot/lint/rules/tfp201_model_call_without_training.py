@@ -11,6 +11,22 @@ from tfpilot.lint.naming import is_frozen_model_name
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword
 from tfpilot.lint.rule import Invalid, Rule
 
+
+def _takes_training(function: ast.FunctionDef) -> bool:
+    arguments = function.args
+    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    return "training" in names or arguments.kwarg is not None
+
+
+def _is_plain_class(klass: ast.ClassDef) -> bool:
+    """A class of this file with no base (or only ``object``) whose ``__call__`` takes no
+    ``training``: a hand-written model of matmuls, not a Keras object."""
+    if any(not (isinstance(base, ast.Name) and base.id == "object") for base in klass.bases) or klass.keywords:
+        return False
+    calls = [n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "__call__"]
+    return not any(_takes_training(call) for call in calls)
+
+
 # Keras factories whose result certainly accepts `training=` (the fix is only offered for these).
 _KERAS_FACTORIES = frozenset(
     {"Sequential", "models.Sequential", "Model", "models.Model", "models.clone_model", "models.load_model"}
@@ -188,7 +204,17 @@ class Classifier(keras.Model):
                 return "keras"
             if kind == "tf-module":
                 return "tf-module"
+            definitions = self.context.class_defs(call.func.id)
+            if definitions and _is_plain_class(definitions[-1]):
+                return "plain"
         return "other"
+
+    def _plain_function(self, callee: str) -> bool:
+        """``callee`` names only functions defined in this file, none taking ``training``."""
+        if "." in callee or callee in self._bindings or self.context.class_defs(callee):
+            return False
+        definitions = [d for d in self.context.function_defs(callee) if isinstance(d, ast.FunctionDef)]
+        return bool(definitions) and not any(_takes_training(d) for d in definitions)
 
     def visit_Call(self, node: ast.Call) -> None:
         context = self.context
@@ -196,6 +222,8 @@ class Classifier(keras.Model):
             return
         if not node.args or has_keyword(node, "training") or has_star_kwargs(node):
             return
+        if any(item.arg and "training" in item.arg for item in node.keywords):
+            return  # `net(x, is_training=True)`: the model's own training flag, passed
         if not is_model_call(node, context):
             return
         callee = context.dotted(node.func) or "model"
@@ -217,8 +245,10 @@ class Classifier(keras.Model):
         kept = []
         for violation, (callee, keras_self) in zip(self.violations, self._callees, strict=True):
             kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
-            if "tf-module" in kinds or "frozen" in kinds or callee in self._frozen:
+            if "tf-module" in kinds or "frozen" in kinds or "plain" in kinds or callee in self._frozen:
                 continue  # no `training` parameter, or inference mode on purpose
+            if not kinds and self._plain_function(callee):
+                continue  # `def model(inputs): ...`: a plain function of tf ops
             # The rewrite is only provably right on a Keras model; a tf.Module or a plain
             # function would raise TypeError on the unexpected keyword.
             certain = keras_self if keras_self is not None else kinds == {"keras"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
 _PY_FUNCTIONS = frozenset(
@@ -26,6 +27,11 @@ class PythonFunctionInPipeline(Rule):
     element: num_parallel_calls cannot parallelise them, the pipeline cannot be saved or
     served, and the data cannot be sharded across workers. TF ops (tf.io, tf.image,
     tf.strings) or a source such as from_tensor_slices / TFRecordDataset usually do the job.
+    ``from_generator`` is a note (info), not a defect claim: it is the documented way in for data
+    only Python can read (OpenCV video frames, soundfile audio, a Python-side simulator), and the
+    cost only matters when the generator, not the model, is the bottleneck. A py_function in a
+    map stays a warning: it sits in the per-element hot path that num_parallel_calls cannot
+    parallelise.
     """
 
     code = "TFP305"
@@ -83,7 +89,12 @@ ds = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec([], tf.
     def visit_Call(self, node: ast.Call) -> None:
         qualname = self.context.qualname(node.func)
         if qualname in _GENERATOR:
-            self.report(node, "Dataset.from_generator runs a Python generator under the GIL for every element")
+            self.report(
+                node,
+                "Dataset.from_generator runs a Python generator under the GIL for every element: fine for "
+                "data only Python can read, a bottleneck when the generator does the heavy work",
+                severity=Severity.INFO,
+            )
         elif qualname in _PY_FUNCTIONS and self._in_pipeline():
             self.report(node, f"{qualname.rsplit('.', 1)[-1]} in a tf.data map runs Python under the GIL per element")
 

@@ -25,6 +25,7 @@ class SaveFormatArgument(Rule):
     fix_hint = "For a SavedModel use model.export(path); otherwise drop save_format and use a .keras path"
     severity = Severity.ERROR
     category = "saving"
+    keras3_only = True
     tokens = ("save_format",)
     calls = frozenset({"save", "save_model", "save_weights"})
     fixable = True

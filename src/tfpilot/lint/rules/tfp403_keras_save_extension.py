@@ -26,6 +26,7 @@ class KerasSaveExtension(Rule):
     fix_hint = "Save to 'name.keras' for the Keras format, or call model.export(dir) for a SavedModel"
     severity = Severity.ERROR
     category = "saving"
+    keras3_only = True
     tokens = ("save",)
     calls = frozenset({"save", "save_model"})
     VALID = [

@@ -26,6 +26,7 @@ class SavedModelSaveOnKeras(Rule):
     fix_hint = "Use model.export(path), or keras.export.ExportArchive with add_endpoint(input_signature=...)"
     severity = Severity.ERROR
     category = "saving"
+    keras3_only = True
     tokens = ("saved_model",)
     calls = frozenset({"save"})
     VALID = [

@@ -29,6 +29,7 @@ class LoadModelSavedModel(Rule):
     )
     severity = Severity.ERROR
     category = "saving"
+    keras3_only = True
     tokens = ("load_model",)
     calls = frozenset({"load_model"})
     VALID = [

@@ -23,6 +23,7 @@ class SaveWeightsSuffix(Rule):
     fix_hint = "Name the file '*.weights.h5', or use tf.train.Checkpoint / CheckpointManager for TF checkpoints"
     severity = Severity.ERROR
     category = "saving"
+    keras3_only = True
     tokens = ("save_weights",)
     calls = frozenset({"save_weights"})
     VALID = [

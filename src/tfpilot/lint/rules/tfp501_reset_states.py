@@ -27,6 +27,7 @@ class ResetStates(Rule):
     )
     severity = Severity.ERROR
     category = "keras 3"
+    keras3_only = True
     tokens = ("reset_states",)
     calls = frozenset({"reset_states"})
     fixable = True

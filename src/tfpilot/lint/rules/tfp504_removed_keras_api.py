@@ -25,6 +25,7 @@ class RemovedKerasApi(Rule):
     fix_hint = "Use the Keras 3 replacement named in the message (see the Keras 3 migration guide)"
     severity = Severity.ERROR
     category = "keras 3"
+    keras3_only = True
     tokens = ("keras", "_generator")
     calls = frozenset(KERAS_REMOVED_METHODS)
     fixable = True

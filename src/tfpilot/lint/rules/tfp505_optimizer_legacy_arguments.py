@@ -26,6 +26,7 @@ class OptimizerLegacyArguments(Rule):
         "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) or another schedule"
     )
     category = "keras 3"
+    keras3_only = True
     tokens = ("lr=", "decay=")
     fixable = True
     VALID = [

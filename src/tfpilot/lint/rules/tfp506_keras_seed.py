@@ -23,6 +23,7 @@ class KerasSeed(Rule):
     message = "tf.random.set_seed alone does not seed Keras 3 initializers and dropout"
     fix_hint = "Call keras.utils.set_random_seed(seed): it seeds Python, NumPy and TensorFlow together"
     category = "keras 3"
+    keras3_only = True
     tokens = ("set_seed",)
     calls = frozenset({"set_seed", "set_random_seed"})
     fixable = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import TF1_VARIABLE_SCOPE, tf1_match
+from tfpilot.lint.apis import TF1_VARIABLE_SCOPE, plain_tf1_match
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -15,6 +15,8 @@ class VariableScope(Rule):
     TF2 has no global variable store: variables belong to the objects that create them
     (Keras layers, tf.Module). Code that relies on ``reuse=True`` to share weights silently
     creates new, separate variables under eager execution.
+    Reached through ``tf.compat.v1`` the API still exists on TF 2.21: this rule reports the
+    removed TF1 spelling only and leaves compat.v1 files to TFP607's one note per file.
     """
 
     code = "TFP603"
@@ -49,6 +51,6 @@ with tf.variable_scope("encoder", reuse=tf.AUTO_REUSE):
     ]
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = tf1_match(qualname, TF1_VARIABLE_SCOPE)
+        match = plain_tf1_match(qualname, TF1_VARIABLE_SCOPE)
         if match is not None:
             self.report(node, f"`{self.context.dotted(node) or match}` relies on TF1's global variable store")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfpilot.lint.apis import TF1_QUEUES, tf1_match
+from tfpilot.lint.apis import TF1_QUEUES, plain_tf1_match
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -13,6 +13,8 @@ class QueueRunners(Rule):
 
     They need a session and Python threads (a Coordinator), cannot run eagerly and were
     replaced by tf.data, which is faster, deterministic when asked and easy to test.
+    Reached through ``tf.compat.v1`` the API still exists on TF 2.21: this rule reports the
+    removed TF1 spelling only and leaves compat.v1 files to TFP607's one note per file.
     """
 
     code = "TFP608"
@@ -47,6 +49,6 @@ batch = tf.train.shuffle_batch([serialized], batch_size=32, capacity=1000, min_a
     ]
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = tf1_match(qualname, TF1_QUEUES)
+        match = plain_tf1_match(qualname, TF1_QUEUES)
         if match is not None:
             self.report(node, f"`{self.context.dotted(node) or match}` is part of TF1 queue-based input; use tf.data")

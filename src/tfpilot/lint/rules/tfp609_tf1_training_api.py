@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfpilot.lint.apis import TF1_TRAINING, tf1_match
+from tfpilot.lint.apis import TF1_TRAINING, plain_tf1_match
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -15,6 +15,8 @@ class Tf1TrainingApi(Rule):
     ``tf.get_collection`` only make sense in a TF1 graph run by a session. In TF2 the Keras
     optimizers apply gradients from a GradientTape (or model.fit does), and variables
     initialise themselves when created.
+    Reached through ``tf.compat.v1`` the API still exists on TF 2.21: this rule reports the
+    removed TF1 spelling only and leaves compat.v1 files to TFP607's one note per file.
     """
 
     code = "TFP609"
@@ -46,6 +48,6 @@ init = tf.global_variables_initializer()
     ]
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = tf1_match(qualname, TF1_TRAINING)
+        match = plain_tf1_match(qualname, TF1_TRAINING)
         if match is not None:
             self.report(node, f"`{self.context.dotted(node) or match}` is TF1 graph-mode training API")

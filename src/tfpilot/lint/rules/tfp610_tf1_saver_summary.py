@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfpilot.lint.apis import TF1_SAVER_SUMMARY, tf1_match
+from tfpilot.lint.apis import TF1_SAVER_SUMMARY, plain_tf1_match
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -15,6 +15,8 @@ class Tf1SaverSummary(Rule):
     ``tf.summary.FileWriter`` and ``merge_all`` need a session; ``simple_save`` and the
     SavedModel builder write TF1 signatures. TF2 replacements: ``tf.train.Checkpoint`` (object
     based) with ``CheckpointManager``, ``tf.summary.create_file_writer``, and ``model.export``.
+    Reached through ``tf.compat.v1`` the API still exists on TF 2.21: this rule reports the
+    removed TF1 spelling only and leaves compat.v1 files to TFP607's one note per file.
     """
 
     code = "TFP610"
@@ -48,6 +50,6 @@ writer = tf.summary.FileWriter("logs")
     ]
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = tf1_match(qualname, TF1_SAVER_SUMMARY)
+        match = plain_tf1_match(qualname, TF1_SAVER_SUMMARY)
         if match is not None:
             self.report(node, f"`{self.context.dotted(node) or match}` is a TF1 API")
