@@ -272,6 +272,24 @@ def test_health_readiness_and_prometheus_metrics(server, models, tmp_path):
         assert status == 503 and "no version is AVAILABLE yet" in body["error"]
 
 
+def test_cors_support_answers_preflight_and_marks_responses(server, models):
+    options = ServerOptions(
+        models=[ServedModel(name="h", base_path=models / "half_plus_two")], rest_port=0, grpc_port=None, cors=True
+    )
+    with ModelServer(options) as running:
+        preflight = urllib.request.Request(f"{running.rest_url}/v1/models/h:predict", method="OPTIONS")
+        with urllib.request.urlopen(preflight, timeout=30) as response:
+            assert response.status == 204
+            assert response.headers["Access-Control-Allow-Origin"] == "*"
+            assert "POST" in response.headers["Access-Control-Allow-Methods"]
+        status, body, _ = call(f"{running.rest_url}/v1/models/h:predict", "POST", {"instances": [1.0]})
+        assert status == 200
+        with urllib.request.urlopen(f"{running.rest_url}/v1/models/h", timeout=30) as response:
+            assert response.headers["Access-Control-Allow-Origin"] == "*"
+    with urllib.request.urlopen(f"{server.rest_url}/v1/models/half_plus_two", timeout=30) as response:
+        assert "Access-Control-Allow-Origin" not in response.headers  # off by default, as in TF Serving
+
+
 def test_metrics_path_follows_the_monitoring_config(models):
     base = models / "half_plus_two"
     for path, absent in (("/metrics", "/monitoring/prometheus/metrics"), (None, "/monitoring/prometheus/metrics")):

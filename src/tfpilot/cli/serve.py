@@ -16,7 +16,13 @@ from typer.core import TyperCommand
 
 __all__ = ["register"]
 
-_BOOLEAN_FLAGS = ("enable_batching", "enable_model_warmup", "enable_signature_method_name_check", "enable_profiler")
+_BOOLEAN_FLAGS = (
+    "enable_batching",
+    "enable_model_warmup",
+    "enable_signature_method_name_check",
+    "enable_profiler",
+    "rest_api_enable_cors_support",
+)
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 
@@ -154,6 +160,17 @@ def register(app: typer.Typer) -> None:
             help="TF Serving's MonitoringConfig text proto: Prometheus on/off and its path (default: on, "
             "/monitoring/prometheus/metrics).",
         ),
+        num_request_iterations_for_warmup: int = typer.Option(
+            1, "--num_request_iterations_for_warmup", help="Times each warmup record is replayed."
+        ),
+        saved_model_tags: str = typer.Option(
+            "serve", "--saved_model_tags", help="Comma-separated MetaGraph tags to load (TF Serving's default: serve)."
+        ),
+        rest_api_enable_cors_support: bool = typer.Option(
+            False,
+            "--rest_api_enable_cors_support/--norest_api_enable_cors_support",
+            help="Send CORS headers and answer browser preflight requests on the REST port.",
+        ),
         enable_profiler: bool = typer.Option(
             True, "--enable_profiler/--noenable_profiler", help="TensorFlow's ProfilerService on the gRPC port."
         ),
@@ -238,6 +255,9 @@ def register(app: typer.Typer) -> None:
                 else load_monitoring_config_file(monitoring_config_file)
             ),
             enable_profiler=enable_profiler,
+            warmup_iterations=num_request_iterations_for_warmup,
+            saved_model_tags=tuple(tag.strip() for tag in saved_model_tags.split(",")),
+            cors=rest_api_enable_cors_support,
         )
         drift = None
         if reference_stats is not None:

@@ -141,8 +141,10 @@ class ModelRegistry:
         enable_warmup: bool = True,
         loader: Callable[..., Servable] = load_servable,
         on_load: Callable[[Path, bool, float], None] | None = None,
+        warmup_iterations: int = 1,
     ) -> None:
         self._on_load = on_load
+        self._warmup_iterations = warmup_iterations
         self._lock = threading.RLock()
         self._poll_lock = threading.RLock()
         self._enable_warmup = enable_warmup
@@ -262,7 +264,7 @@ class ModelRegistry:
                 raise
             self._report_load(path, ok=True, started=started)
             if self._enable_warmup:
-                warmup_servable(servable)
+                warmup_servable(servable, iterations=self._warmup_iterations)
         except Exception as error:
             message = str(error) or type(error).__name__
             with self._lock:

@@ -88,8 +88,10 @@ class _RestHandler:
         max_request_bytes: int,
         timeout_seconds: float,
         metrics_path: str | None = "/monitoring/prometheus/metrics",
+        cors: bool = False,
     ) -> None:
         self.metrics_path = metrics_path
+        self.cors = cors
         self.service = service
         self.registry = service.registry
         self.metrics = metrics
@@ -97,6 +99,20 @@ class _RestHandler:
         self.timeout = timeout_seconds
 
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        if not self.cors:
+            return await self._dispatch(request)
+        # --rest_api_enable_cors_support: browsers' preflight and the headers that let a page on
+        # another origin read the answer, as TF Serving sends them.
+        if request.method == "OPTIONS":
+            response: web.StreamResponse = web.Response(status=204)
+        else:
+            response = await self._dispatch(request)
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+        response.headers["Access-Control-Allow-Headers"] = "Content-Type"
+        return response
+
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.rel_url.raw_path
         lowered = path.lower()
         try:
@@ -225,6 +241,7 @@ def build_rest_server(
     max_request_bytes: int,
     timeout_seconds: float,
     metrics_path: str | None = "/monitoring/prometheus/metrics",
+    cors: bool = False,
 ) -> web.Server:
     """aiohttp's low-level server: TF Serving's routes are matched by the handler's own regexes,
     which avoids the per-request cost of aiohttp's router."""
@@ -234,6 +251,7 @@ def build_rest_server(
         max_request_bytes=max_request_bytes,
         timeout_seconds=timeout_seconds,
         metrics_path=metrics_path,
+        cors=cors,
     )
 
     def request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:

@@ -208,7 +208,7 @@ class Servable:
         self.unloaded = True
 
 
-def load_servable(*, name: str, version: int, path: Path) -> Servable:
+def load_servable(*, name: str, version: int, path: Path, tags: tuple[str, ...] = ("serve",)) -> Servable:
     """Load one version directory; raises ServeError with the loader's message on failure."""
     import tensorflow as tf
     from tensorflow_serving.apis import get_model_metadata_pb2
@@ -219,7 +219,7 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
         signature_defs.signature_def[key].CopyFrom(definition)
     loaded: Any
     try:
-        loaded = tf.saved_model.load(str(path), tags=["serve"])
+        loaded = tf.saved_model.load(str(path), tags=list(tags))
     except Exception as error:  # TF raises many types for a corrupt or partial SavedModel
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         # Only a TF1 graph (no object graph) gets the session loader; a broken TF2 model keeps
@@ -227,7 +227,7 @@ def load_servable(*, name: str, version: int, path: Path) -> Servable:
         if not _is_tf1_saved_model(path):
             raise ServeError(f"failed to load SavedModel {path}: {first_line}") from None
         try:
-            loaded = _SessionModel(path, signature_defs)
+            loaded = _SessionModel(path, signature_defs, tags=tags)
         except Exception as session_error:  # same: any TF error type is a failed load
             text = str(session_error).strip()
             second = text.splitlines()[0] if text else type(session_error).__name__
@@ -305,13 +305,13 @@ class _SessionModel:
     decides shapes: feeds are not checked against the declared ones.
     """
 
-    def __init__(self, path: Path, signature_defs: Any) -> None:
+    def __init__(self, path: Path, signature_defs: Any, *, tags: tuple[str, ...] = ("serve",)) -> None:
         import tensorflow as tf
 
         self._graph = tf.Graph()
         self._session = tf.compat.v1.Session(graph=self._graph)
         with self._graph.as_default():
-            tf.compat.v1.saved_model.loader.load(self._session, ["serve"], str(path))
+            tf.compat.v1.saved_model.loader.load(self._session, list(tags), str(path))
         self.signatures: dict[str, Any] = {}
         for key, definition in signature_defs.signature_def.items():
             if key in _INTERNAL_SIGNATURES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import socket
 import threading
@@ -21,6 +22,7 @@ from tfpilot.serve.metrics import MetricsRegistry, ServerMetrics
 from tfpilot.serve.model_config import BatchingParameters, ServedModel, load_model_config_file
 from tfpilot.serve.registry import ModelRegistry
 from tfpilot.serve.request_log import RequestLog
+from tfpilot.serve.servable import load_servable
 
 __all__ = ["ServerOptions", "ModelServer", "DEFAULT_MAX_REQUEST_BYTES"]
 
@@ -54,6 +56,9 @@ class ServerOptions:
     # `enable: false`). TF Serving needs --monitoring_config_file for any; tfpilot defaults on.
     metrics_path: str | None = "/monitoring/prometheus/metrics"
     enable_profiler: bool = True
+    warmup_iterations: int = 1  # --num_request_iterations_for_warmup
+    saved_model_tags: tuple[str, ...] = ("serve",)
+    cors: bool = False  # --rest_api_enable_cors_support
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
@@ -63,6 +68,10 @@ class ServerOptions:
         for name, port in (("--port", self.grpc_port), ("--rest_api_port", self.rest_port)):
             if port is not None and not 0 <= port <= 65535:
                 raise ServeError(f"{name} must be within 0..65535 (0 picks a free port), got {port}")
+        if self.warmup_iterations < 1:
+            raise ServeError(f"--num_request_iterations_for_warmup must be >= 1, got {self.warmup_iterations}")
+        if not self.saved_model_tags or not all(self.saved_model_tags):
+            raise ServeError("--saved_model_tags must name at least one tag, e.g. `serve` or `serve,gpu`")
         if self.metrics_path is not None and not self.metrics_path.startswith("/"):
             raise ServeError(f"the metrics path must start with `/`, got `{self.metrics_path}`")
         if self.grpc_port is None and self.rest_port is None:
@@ -92,6 +101,8 @@ class ModelServer:
         self.registry = ModelRegistry(
             options.models,
             enable_warmup=options.enable_model_warmup,
+            warmup_iterations=options.warmup_iterations,
+            loader=functools.partial(load_servable, tags=options.saved_model_tags),
             on_load=lambda path, ok, seconds: self.server_metrics.observe_load(path=str(path), ok=ok, seconds=seconds),
         )
         self.request_log: RequestLog | None = None
@@ -255,6 +266,7 @@ class ModelServer:
                 service,
                 metrics=self.metrics,
                 metrics_path=options.metrics_path,
+                cors=options.cors,
                 max_request_bytes=options.max_request_bytes,
                 timeout_seconds=options.rest_api_timeout_in_ms / 1000.0,
             )

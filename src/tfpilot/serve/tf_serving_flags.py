@@ -14,7 +14,6 @@ __all__ = ["ACCEPTED_FLAGS", "BOOLEAN_FLAGS", "strip_accepted_flags"]
 # Flag -> why it has no effect in tfpilot serve. Booleans take no separate value argument.
 ACCEPTED_FLAGS: dict[str, str] = {
     "rest_api_num_threads": "aiohttp serves REST on one event loop; model calls use a thread pool",
-    "rest_api_enable_cors_support": "CORS headers are not sent",
     "num_load_threads": "versions load one at a time",
     "num_unload_threads": "versions unload one at a time",
     "max_num_load_retries": "a failed load is shown in the status and retried on the next poll",
@@ -22,10 +21,8 @@ ACCEPTED_FLAGS: dict[str, str] = {
     "flush_filesystem_caches": "no file-system caches to flush",
     "use_alts_credentials": "ALTS needs Google's infrastructure",
     "platform_config_file": "only the TensorFlow SavedModel platform is served",
-    "saved_model_tags": "the `serve` MetaGraph is loaded",
     "grpc_channel_arguments": "gRPC runs with its defaults plus --max_request_bytes",
     "grpc_max_threads": "gRPC runs on the asyncio event loop",
-    "num_request_iterations_for_warmup": "each warmup record is replayed once",
     "prefer_tflite_model": "TFLite-in-server is not available here",
     "thread_pool_factory_config_file": "model calls use one thread pool",
     "mixed_precision": "a SavedModel runs in the precision it was exported with",
@@ -44,7 +41,6 @@ ACCEPTED_FLAGS: dict[str, str] = {
     "enable_serialization_as_tensor_content": "responses use typed value fields",
 }
 BOOLEAN_FLAGS = {
-    "rest_api_enable_cors_support",
     "flush_filesystem_caches",
     "use_alts_credentials",
     "prefer_tflite_model",

@@ -76,15 +76,17 @@ def _synthetic(servable: Servable) -> int:
     return calls
 
 
-def warmup_servable(servable: Servable) -> int:
-    """Warm ``servable``; returns the number of calls made. Raises ServeError if a record fails."""
+def warmup_servable(servable: Servable, *, iterations: int = 1) -> int:
+    """Warm ``servable``, each record ``iterations`` times (--num_request_iterations_for_warmup);
+    returns the number of calls made. Raises ServeError if a record fails."""
     path = servable.path / WARMUP_FILE
     if not path.exists():
         return _synthetic(servable)
     records = read_warmup_records(path)
     for index, record in enumerate(records):
-        try:
-            _replay(servable, record)
-        except Exception as error:
-            raise ServeError(f"warmup record {index} of {path} failed: {error}") from None
-    return len(records)
+        for _ in range(max(1, iterations)):
+            try:
+                _replay(servable, record)
+            except Exception as error:
+                raise ServeError(f"warmup record {index} of {path} failed: {error}") from None
+    return len(records) * max(1, iterations)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tfpilot.errors import ServeError
 from tfpilot.serve import demo_models
 from tfpilot.serve.model_config import ServedModel, VersionPolicy
 from tfpilot.serve.registry import ModelRegistry, ModelState
@@ -182,6 +183,28 @@ def test_warmup_records_are_replayed_and_a_failing_record_blocks_the_version(tmp
     failed = registry.status("half", version=2)[0]
     assert failed.state == ModelState.END and "warmup record 0" in failed.error_message
     assert predict(registry) == (1, 3.0)
+
+
+def test_warmup_iterations_replay_each_record_that_many_times(tmp_path, built):
+    base = make_base(tmp_path, built, [1])
+    write_warmup(base / "1", {"x": np.array([1.0, 2.0], np.float32)}, count=2)
+    servable = load_servable(name="half", version=1, path=base / "1")
+    calls = []
+    real_run = servable.run
+
+    def counting_run(signature_name, inputs):
+        calls.append(signature_name)
+        return real_run(signature_name, inputs)
+
+    servable.run = counting_run  # type: ignore[method-assign]  # count the real calls made
+    warmup_servable(servable, iterations=3)
+    assert len(calls) == 6
+
+
+def test_saved_model_tags_choose_the_meta_graph(built):
+    with pytest.raises(ServeError, match="failed to load SavedModel"):
+        load_servable(name="half", version=1, path=built / "half" / "1", tags=("serve", "gpu"))
+    assert load_servable(name="half", version=1, path=built / "half" / "1", tags=("serve",)).signatures
 
 
 def test_metadata_comes_from_the_saved_model_proto(built):
