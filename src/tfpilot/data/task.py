@@ -12,13 +12,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from tfpilot.errors import ConfigError
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["TaskGuess", "infer_task", "check_task"]
+__all__ = [
+    "BINARY",
+    "MULTILABEL",
+    "TaskGuess",
+    "infer_task",
+    "check_task",
+    "apply_task",
+    "apply_saved_task",
+    "multilabel_threshold",
+]
+
+BINARY = "binary"
+MULTILABEL = "multilabel"
 
 # More distinct numeric values than this, and at least this share of the examples, is not a
 # label set a person would call classes (MNIST has 10, ImageNet 1000 over 1.2M examples).
@@ -28,7 +41,7 @@ _MIN_DISTINCT_SHARE = 0.05
 
 @dataclasses.dataclass(frozen=True)
 class TaskGuess:
-    task: str  # "binary", "multiclass" or "regression"
+    task: str  # "binary", "multiclass", "multilabel" or "regression"
     num_distinct: int
     reason: str
 
@@ -75,7 +88,9 @@ def _regression_finding(requested: str, guess: TaskGuess | None, count: int) -> 
     )
 
 
-def check_task(requested: str, *, label_values: np.ndarray | None, num_classes: int) -> Finding:
+def check_task(
+    requested: str, *, label_values: np.ndarray | None, num_classes: int, parameter_server: bool = False
+) -> Finding:
     """Refuse a task that does not fit the labels; otherwise return an info finding naming it.
 
     The finding's evidence["task"] is the task that trains: a regression-like target under `auto`
@@ -98,8 +113,16 @@ def check_task(requested: str, *, label_values: np.ndarray | None, num_classes: 
             f"`model.task` is binary but the labels have {num_classes} classes; expected exactly 2 "
             "(set `model.task: multiclass` or `auto`)"
         )
+    if requested == "binary" and parameter_server:
+        raise ConfigError(
+            "`model.task` binary trains with a sigmoid head, which train.strategy parameter_server does not have yet; "
+            "set `model.task: multiclass` (two softmax logits) or use train.strategy multi_worker"
+        )
     chosen = requested if requested != "auto" else ("binary" if num_classes == 2 else "multiclass")
     how = "from `model.task`" if requested != "auto" else (f"inferred: {guess.reason}" if guess else "class folders")
+    if chosen == "binary" and requested == "auto" and parameter_server:
+        # The coordinator's step is softmax-only: two classes keep two logits there.
+        chosen, how = "multiclass", f"{how}; two softmax logits under train.strategy parameter_server"
     return Finding(
         code="DATA-TASK",
         severity=Severity.INFO,
@@ -108,3 +131,26 @@ def check_task(requested: str, *, label_values: np.ndarray | None, num_classes: 
         evidence={"task": chosen, "requested": requested, "num_classes": num_classes},
         fix="set `model.task` to override",
     )
+
+
+def apply_task(pipeline: Any, task: str, config: Any) -> None:
+    """Make the pipeline's labels and preprocessing state (preprocessing.json) say what trains.
+
+    Multiclass leaves both as they are: runs written before tasks existed read back the same."""
+    if task == "regression":
+        from tfpilot.data.regression import make_regression, target_name
+
+        make_regression(pipeline, name=target_name(config.data))
+    elif task == BINARY:
+        pipeline.preprocessor.extra["task"] = BINARY
+
+
+def apply_saved_task(pipeline: Any) -> None:
+    """A pipeline rebuilt from a run's preprocessing.json: its labels as the run trained on them."""
+    from tfpilot.data.regression import apply_saved_task as apply_saved_regression
+
+    apply_saved_regression(pipeline)
+
+
+def multilabel_threshold(preprocessor: Any) -> float:
+    return float(preprocessor.extra.get("multilabel", {}).get("threshold", 0.5))

@@ -5,6 +5,12 @@ outer loop, the report and `tfpilot evaluate` read the same metrics, so every pl
 reports a number computes it the same way.
 
 - Classification: sparse softmax cross-entropy from logits (optional label smoothing), accuracy.
+- Binary: one logit z, P(second class) = sigmoid(z); sigmoid cross-entropy; accuracy and AUC.
+  Serving turns z into the two-class logits [0, z] (softmax([0, z]) = [1 - sigmoid(z), sigmoid(z)]),
+  so clients still get one probability per class.
+- Multilabel: one logit per label, each an independent sigmoid; the loss is the sigmoid
+  cross-entropy averaged over the labels; binary accuracy at `model.threshold` and AUC
+  (multi_label: one curve per label, averaged).
 - Regression: the model predicts the standardised target z = (y - mean) / std; the loss is the
   mean squared error on z (so its scale does not depend on the target's units, and one learning
   rate fits every target), and `mae` / `rmse` are reported in the target's own units.
@@ -18,13 +24,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["Head", "ClassificationHead", "RegressionHead", "head_for"]
+__all__ = ["Head", "ClassificationHead", "BinaryHead", "MultiLabelHead", "RegressionHead", "head_for", "output_units"]
 
 
 class Head(abc.ABC):
     """What a task decides in the step: the loss, the metrics and how whole arrays are scored."""
 
     task = "classification"
+    # Width of the model's output layer for this head.
+    output_units = 1
 
     @abc.abstractmethod
     def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor: ...
@@ -44,10 +52,15 @@ class Head(abc.ABC):
         loss = float(np.mean(self.per_example_loss(labels_t, outputs_t).numpy()))
         return {"loss": loss, **{m.name: float(m.result()) for m in metrics}}
 
+    def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
+        """Class ids from the model's outputs (the confusion matrix); argmax over the logits."""
+        return np.argmax(outputs, axis=-1)
+
 
 class ClassificationHead(Head):
     def __init__(self, *, num_classes: int, label_smoothing: float = 0.0) -> None:
         self.num_classes = num_classes
+        self.output_units = num_classes
         self.label_smoothing = label_smoothing
 
     def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
@@ -65,6 +78,80 @@ class ClassificationHead(Head):
     def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
         for metric in metrics:
             metric.update_state(labels, outputs)
+
+
+def _smoothed(labels: tf.Tensor, smoothing: float) -> tf.Tensor:
+    # Keras' binary_crossentropy convention: pull 0/1 targets towards 0.5.
+    labels = tf.cast(labels, tf.float32)
+    return labels * (1.0 - smoothing) + 0.5 * smoothing if smoothing else labels
+
+
+class BinaryHead(Head):
+    """Two classes as one logit: z > 0 means class_names[1]."""
+
+    task = "binary"
+    output_units = 1
+
+    def __init__(self, *, label_smoothing: float = 0.0) -> None:
+        self.label_smoothing = label_smoothing
+
+    @staticmethod
+    def _logit(outputs: tf.Tensor) -> tf.Tensor:
+        outputs = tf.cast(outputs, tf.float32)
+        return outputs[:, 0] if outputs.shape.rank == 2 else outputs
+
+    def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+        return tf.nn.sigmoid_cross_entropy_with_logits(
+            labels=_smoothed(labels, self.label_smoothing), logits=self._logit(outputs)
+        )
+
+    def make_metrics(self) -> list[keras.metrics.Metric]:
+        return [keras.metrics.BinaryAccuracy(name="accuracy"), keras.metrics.AUC(name="auc")]
+
+    def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
+        truth = tf.cast(labels, tf.float32)[:, None]
+        probability = tf.sigmoid(self._logit(outputs))[:, None]
+        for metric in metrics:
+            metric.update_state(truth, probability)
+
+    def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
+        return (np.asarray(outputs).reshape(len(outputs), -1)[:, 0] > 0).astype(np.int64)
+
+
+class MultiLabelHead(Head):
+    """Independent labels: one sigmoid per label, multi-hot float targets [batch, num_labels]."""
+
+    task = "multilabel"
+
+    def __init__(self, *, num_labels: int, threshold: float = 0.5, label_smoothing: float = 0.0) -> None:
+        self.num_labels = num_labels
+        self.output_units = num_labels
+        self.threshold = float(threshold)
+        self.label_smoothing = label_smoothing
+
+    def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+        per_label = tf.nn.sigmoid_cross_entropy_with_logits(
+            labels=_smoothed(labels, self.label_smoothing), logits=tf.cast(outputs, tf.float32)
+        )
+        # Mean over labels (Keras' binary_crossentropy), so the loss scale does not grow with the label count.
+        return tf.reduce_mean(per_label, axis=-1)
+
+    def make_metrics(self) -> list[keras.metrics.Metric]:
+        return [
+            keras.metrics.BinaryAccuracy(name="binary_accuracy", threshold=self.threshold),
+            keras.metrics.AUC(name="auc", multi_label=True, num_labels=self.num_labels),
+        ]
+
+    def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
+        truth = tf.cast(labels, tf.float32)
+        probabilities = tf.sigmoid(tf.cast(outputs, tf.float32))
+        for metric in metrics:
+            metric.update_state(truth, probabilities)
+
+    def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
+        """Multi-hot predictions: a label is on when its probability reaches the threshold."""
+        probabilities = 1.0 / (1.0 + np.exp(-np.asarray(outputs, np.float64)))
+        return (probabilities >= self.threshold).astype(np.int64)
 
 
 class RegressionHead(Head):
@@ -96,10 +183,24 @@ class RegressionHead(Head):
 
 
 def head_for(preprocessor: object, *, num_classes: int, label_smoothing: float = 0.0) -> Head:
-    """The head a run's preprocessing describes (regression runs store their target statistics there)."""
+    """The head a run's preprocessing describes (its task and, for a regression, target statistics)."""
     from tfpilot.data.regression import REGRESSION, target_stats, task_of
+    from tfpilot.data.task import BINARY, MULTILABEL, multilabel_threshold
 
-    if task_of(preprocessor) == REGRESSION:
+    task = task_of(preprocessor)
+    if task == REGRESSION:
         mean, std = target_stats(preprocessor)
         return RegressionHead(mean=mean, std=std)
+    if task == BINARY:
+        return BinaryHead(label_smoothing=label_smoothing)
+    if task == MULTILABEL:
+        return MultiLabelHead(
+            num_labels=num_classes, threshold=multilabel_threshold(preprocessor), label_smoothing=label_smoothing
+        )
+    # Multiclass, and runs written before tasks existed (two classes then had two softmax logits).
     return ClassificationHead(num_classes=num_classes, label_smoothing=label_smoothing)
+
+
+def output_units(preprocessor: object, *, num_classes: int) -> int:
+    """Width of the model's output layer for a run (1 for binary and regression)."""
+    return head_for(preprocessor, num_classes=num_classes).output_units

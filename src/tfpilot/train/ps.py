@@ -111,10 +111,10 @@ class ParameterServerTrainer(Trainer):
         self.head = head_for(
             pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
         )
-        if self.head.task == "regression":
+        if self.head.task in ("regression", "binary", "multilabel"):
             raise TrainError(
-                "train.strategy parameter_server trains classification only; use train.strategy: multi_worker "
-                "(or default) for model.task regression",
+                "train.strategy parameter_server trains softmax classification only; use train.strategy: multi_worker "
+                f"(or default) for model.task {self.head.task}",
                 exit_code=2,
             )
         with self.strategy.scope():

@@ -161,7 +161,8 @@ class Trainer:
             self.model = model or build_model(
                 config.model,
                 input_shape=pipeline.preprocessor.output_shape(),
-                num_classes=pipeline.num_classes,
+                # One logit per class; one in all for binary (sigmoid) and regression.
+                num_classes=self.head.output_units,
                 vocab_size=pipeline.preprocessor.vocab_size,
             )
         self.model = strip_final_softmax(self.model)
@@ -236,10 +237,10 @@ class Trainer:
     def predict_classes(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         if self._multi_worker():
             logits, labels = self._local_logits(split)
-            return np.argmax(logits, axis=-1), labels
+            return self.head.predicted_classes(logits), labels
         features, labels = self.pipeline.arrays(split)
         logits = self.model.predict(features, batch_size=512, verbose=0)
-        return np.argmax(logits, axis=-1), labels
+        return self.head.predicted_classes(logits), labels
 
     def _split_metrics(self, split: str) -> dict[str, float]:
         if not self._multi_worker():
@@ -253,7 +254,7 @@ class Trainer:
             if self.pipeline.num_examples(split) == 0:
                 continue
             metrics[split] = {**self._split_metrics(split), "examples": self.pipeline.num_examples(split)}
-        if "test" in metrics and self.head.task != "regression":
+        if "test" in metrics and self.head.task not in ("regression", "multilabel"):
             predicted, labels = self.predict_classes("test")
             num_classes = self.pipeline.num_classes
             confusion = np.zeros((num_classes, num_classes), dtype=int)
