@@ -96,6 +96,9 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
             label_values=pipeline.source.label_values,
             num_classes=pipeline.num_classes,
             parameter_server=uses_parameter_server(config.train.strategy),
+            # Several labels per cell (`cat|dog`) are a CSV notion: data.csv says how they are written.
+            separator=config.data.csv.label_separator if config.data.kind.value == "csv" else None,
+            label_columns=config.data.csv.label_columns if config.data.kind.value == "csv" else None,
         )
         pipeline.source.findings.append(task)
         apply_task(pipeline, task.evidence["task"], config)

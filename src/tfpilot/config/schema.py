@@ -105,6 +105,17 @@ class BadRecords(str, enum.Enum):
 
 class CsvOptions(_Section):
     label_column: str = Field("label", description="Column holding the class label.")
+    label_separator: str = Field(
+        "|",
+        min_length=1,
+        description="Separator of several labels in one label cell (`cat|dog`): model.task multilabel, which "
+        "`auto` picks when a label cell holds it.",
+    )
+    label_columns: list[str] | None = Field(
+        None,
+        description="Several 0/1 label columns, one per label, for model.task multilabel (instead of "
+        "label_column); they are not inputs.",
+    )
     numeric_columns: list[str] | None = Field(
         None, description="Numeric feature columns; default: every non-label column that parses as a number."
     )
@@ -240,22 +251,35 @@ class DataConfig(_Section):
 
 
 class Task(str, enum.Enum):
-    """What the labels are: classes (softmax over them) or a numeric target (regression). `auto`
-    infers it from the label values: numbers with fractional parts or too many distinct values to
-    be classes are a regression, two labels binary, otherwise multiclass."""
+    """What the labels are: classes (softmax over them), two classes (one sigmoid), several labels
+    per example (a sigmoid each) or a numeric target (regression). `auto` infers it from the label
+    values: numbers with fractional parts or too many distinct values to be classes are a
+    regression, cells holding data.csv.label_separator (or data.csv.label_columns) multilabel, two
+    labels binary, otherwise multiclass."""
 
     AUTO = "auto"
     MULTICLASS = "multiclass"
     BINARY = "binary"
+    MULTILABEL = "multilabel"
     REGRESSION = "regression"
 
 
 class ModelConfig(_Section):
     task: Task = Field(
         Task.AUTO,
-        description="`auto` (infer from the labels), `multiclass`, `binary` (exactly two classes) or `regression` "
-        "(numeric target, standardised on the training split; served in original units).",
+        description="`auto` (infer from the labels), `multiclass`, `binary` (exactly two classes, one sigmoid "
+        "logit), `multilabel` (several labels per example, a sigmoid each) or `regression` (numeric target, "
+        "standardised on the training split; served in original units).",
     )
+    threshold: Annotated[
+        float,
+        Field(
+            gt=0,
+            lt=1,
+            description="multilabel: a label is predicted when its probability is at least this (binary accuracy, "
+            "the served `predicted` output).",
+        ),
+    ] = 0.5
     name: str = Field(
         "mlp",
         description="Built-in architecture (`mlp`, `cnn`, `text`) or a user factory `package.module:function` returning a keras.Model.",
