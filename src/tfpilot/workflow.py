@@ -191,7 +191,7 @@ def evaluate_run(trained: TrainedRun, *, split: str = "test") -> dict[str, float
 
     features, labels = trained.pipeline.arrays(split)
     logits = trained.model.predict(features, batch_size=512, verbose=0)
-    head = head_for(trained.pipeline.preprocessor, num_classes=trained.pipeline.num_classes)
+    head = head_for(trained.pipeline.preprocessor, num_classes=trained.pipeline.num_classes, train=trained.config.train)
     return {**head.evaluate_arrays(labels, logits), "examples": int(labels.shape[0])}
 
 

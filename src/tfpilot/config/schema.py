@@ -338,10 +338,25 @@ class OptimizerConfig(_Section):
 
 
 class EarlyStoppingConfig(_Section):
-    monitor: str = Field("val_loss", description="Metric watched: val_loss, val_accuracy, loss, accuracy.")
+    monitor: str = Field(
+        "val_loss",
+        description="Logged metric watched (checked when the config loads): loss or a metric of the task or of "
+        "train.metrics, `val_` prefixed for the validation split, e.g. val_loss, val_accuracy, val_auc, val_mae.",
+    )
+    mode: str = Field(
+        "auto",
+        description="auto (minimise losses and errors: *loss, mae, rmse, mse, mape; maximise the rest), min or max.",
+    )
     patience: Annotated[int, Field(ge=1, description="Epochs without improvement before stopping.")] = 5
     min_delta: Annotated[float, Field(ge=0, description="Smallest change that counts as improvement.")] = 0.0
     restore_best: bool = Field(True, description="Restore the best weights when training stops.")
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value not in ("auto", "min", "max"):
+            raise ValueError(f"must be auto, min or max, got `{value}`")
+        return value
 
 
 class Strategy(str, enum.Enum):
@@ -372,6 +387,27 @@ class TrainConfig(_Section):
     l2: Annotated[float, Field(ge=0, description="L2 penalty on kernel weights added to the loss.")] = 0.0
     label_smoothing: Annotated[float, Field(ge=0, lt=1, description="Label smoothing for the cross-entropy loss.")] = (
         0.0
+    )
+    loss: str | None = Field(
+        None,
+        description="Loss by Keras name or `package.module:function` (y_true, y_pred) -> per-example loss; default: "
+        "the task's (softmax or sigmoid cross-entropy from logits, or MSE on the standardised target). Names: "
+        "multiclass sparse_categorical_crossentropy, categorical_crossentropy, categorical_focal_crossentropy, "
+        "categorical_hinge; binary/multilabel binary_crossentropy, binary_focal_crossentropy, hinge, squared_hinge; "
+        "regression mse, mae, huber, log_cosh.",
+    )
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="Metrics besides the task's own, by Keras name or `package.module:function` (a function "
+        "(y_true, y_pred) -> per-example values, or a keras.metrics.Metric class); logged per epoch under that "
+        "name (val_ prefixed for validation) in history, metrics.json and TensorBoard. Names: multiclass accuracy, "
+        "top_k_accuracy, top_<k>_accuracy, auc, prc, precision, recall; binary accuracy, auc, prc, precision, "
+        "recall; multilabel binary_accuracy, auc, prc, precision, recall; regression mae, rmse, mse, r2, mape.",
+    )
+    class_weight: str | dict[str, float] | None = Field(
+        None,
+        description="Weigh each class's examples in the training loss: `balanced` (n / (classes * count) on the "
+        "training split) or {class name: weight} (unlisted classes weigh 1); multiclass and binary only.",
     )
     early_stopping: EarlyStoppingConfig | None = Field(
         default_factory=EarlyStoppingConfig, description="Early stopping; null disables it."
@@ -421,6 +457,19 @@ class TrainConfig(_Section):
     def _yaml_boolean(cls, value: Any) -> Any:
         # YAML reads `jit_compile: false` as a boolean; it means the same as the string "false".
         return str(value).lower() if isinstance(value, bool) else value
+
+    @field_validator("class_weight", mode="before")
+    @classmethod
+    def _class_weight(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "balanced":
+            raise ValueError(f"must be `balanced` or a mapping {{class name: weight}}, got `{value}`")
+        if isinstance(value, dict):
+            # YAML reads `{0: 1.0, 1: 4.0}` with int keys; class names are strings.
+            bad = {k: v for k, v in value.items() if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0}
+            if bad:
+                raise ValueError(f"class weights must be positive numbers, got {bad}")
+            return {str(k): float(v) for k, v in value.items()}
+        return value
 
     @field_validator("profile_steps")
     @classmethod

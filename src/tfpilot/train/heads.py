@@ -24,7 +24,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["Head", "ClassificationHead", "BinaryHead", "MultiLabelHead", "RegressionHead", "head_for", "output_units"]
+__all__ = [
+    "Head",
+    "ClassificationHead",
+    "BinaryHead",
+    "MultiLabelHead",
+    "RegressionHead",
+    "ConfiguredHead",
+    "head_for",
+    "output_units",
+]
 
 
 class Head(abc.ABC):
@@ -56,6 +65,14 @@ class Head(abc.ABC):
         """Class ids from the model's outputs (the confusion matrix); argmax over the logits."""
         return np.argmax(outputs, axis=-1)
 
+    @abc.abstractmethod
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(y_true, y_pred) as a Keras loss of this task takes them (see losses.py)."""
+
+    @abc.abstractmethod
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(y_true, y_pred) as a Keras metric of this task takes them (see losses.py)."""
+
 
 class ClassificationHead(Head):
     def __init__(self, *, num_classes: int, label_smoothing: float = 0.0) -> None:
@@ -74,6 +91,13 @@ class ClassificationHead(Head):
 
     def make_metrics(self) -> list[keras.metrics.Metric]:
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.int32), tf.cast(outputs, tf.float32)
+
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        one_hot = tf.one_hot(tf.cast(labels, tf.int32), self.num_classes)
+        return one_hot, tf.nn.softmax(tf.cast(outputs, tf.float32), axis=-1)
 
     def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
         for metric in metrics:
@@ -109,10 +133,15 @@ class BinaryHead(Head):
         return [keras.metrics.BinaryAccuracy(name="accuracy"), keras.metrics.AUC(name="auc")]
 
     def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
-        truth = tf.cast(labels, tf.float32)[:, None]
-        probability = tf.sigmoid(self._logit(outputs))[:, None]
+        truth, probability = self.metric_space(labels, outputs)
         for metric in metrics:
             metric.update_state(truth, probability)
+
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.float32)[:, None], self._logit(outputs)[:, None]
+
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.float32)[:, None], tf.sigmoid(self._logit(outputs))[:, None]
 
     def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
         return (np.asarray(outputs).reshape(len(outputs), -1)[:, 0] > 0).astype(np.int64)
@@ -143,10 +172,15 @@ class MultiLabelHead(Head):
         ]
 
     def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
-        truth = tf.cast(labels, tf.float32)
-        probabilities = tf.sigmoid(tf.cast(outputs, tf.float32))
+        truth, probabilities = self.metric_space(labels, outputs)
         for metric in metrics:
             metric.update_state(truth, probabilities)
+
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.float32), tf.cast(outputs, tf.float32)
+
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.float32), tf.sigmoid(tf.cast(outputs, tf.float32))
 
     def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
         """Multi-hot predictions: a label is on when its probability reaches the threshold."""
@@ -176,14 +210,81 @@ class RegressionHead(Head):
         return [keras.metrics.MeanAbsoluteError(name="mae"), keras.metrics.RootMeanSquaredError(name="rmse")]
 
     def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
-        truth = self.original_units(tf.cast(labels, tf.float32))
-        predicted = self.original_units(self._column(outputs))
+        truth, predicted = self.metric_space(labels, outputs)
         for metric in metrics:
             metric.update_state(truth, predicted)
 
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.cast(labels, tf.float32)[:, None], self._column(outputs)[:, None]
 
-def head_for(preprocessor: object, *, num_classes: int, label_smoothing: float = 0.0) -> Head:
-    """The head a run's preprocessing describes (its task and, for a regression, target statistics)."""
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        truth = self.original_units(tf.cast(labels, tf.float32))
+        return truth[:, None], self.original_units(self._column(outputs))[:, None]
+
+
+class ConfiguredHead(Head):
+    """A task's head with `train.loss` instead of its own loss and `train.metrics` after its own metrics."""
+
+    def __init__(self, base: Head, *, loss: str | None, metrics: list[str], label_smoothing: float = 0.0) -> None:
+        from tfpilot.train.losses import build_loss, build_metric, configured_metric_specs
+
+        self.base = base
+        self.task = base.task
+        self.output_units = base.output_units
+        self.loss_spec = loss
+        self._loss = build_loss(loss, base, label_smoothing=label_smoothing) if loss else None
+        self.metric_specs = configured_metric_specs(base, metrics)
+        self._build_metric = build_metric
+        self._num_own = len(base.make_metrics())
+        for spec in self.metric_specs:
+            build_metric(spec, base)  # unknown names and bad imports fail now, not inside the first step
+
+    def __getattr__(self, name: str) -> object:
+        # threshold, original_units, num_classes ...: whatever the task's head has.
+        base = self.__dict__.get("base")
+        if base is None:
+            raise AttributeError(name)
+        return getattr(base, name)
+
+    def per_example_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+        if self._loss is None:
+            return self.base.per_example_loss(labels, outputs)
+        return self._loss(labels, outputs)
+
+    def make_metrics(self) -> list[keras.metrics.Metric]:
+        return [*self.base.make_metrics(), *(self._build_metric(spec, self.base) for spec in self.metric_specs)]
+
+    def update_metrics(self, metrics: list[keras.metrics.Metric], labels: tf.Tensor, outputs: tf.Tensor) -> None:
+        own, configured = metrics[: self._num_own], metrics[self._num_own :]
+        self.base.update_metrics(own, labels, outputs)
+        if configured:
+            truth, predicted = self.base.metric_space(labels, outputs)
+            for metric in configured:
+                metric.update_state(truth, predicted)
+
+    def predicted_classes(self, outputs: np.ndarray) -> np.ndarray:
+        return self.base.predicted_classes(outputs)
+
+    def loss_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.base.loss_space(labels, outputs)
+
+    def metric_space(self, labels: tf.Tensor, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.base.metric_space(labels, outputs)
+
+
+def head_for(
+    preprocessor: object, *, num_classes: int, label_smoothing: float = 0.0, train: object | None = None
+) -> Head:
+    """The head a run's preprocessing describes (its task and, for a regression, target statistics);
+    with ``train`` (the config's train section) its loss and extra metrics too."""
+    head = _task_head(preprocessor, num_classes=num_classes, label_smoothing=label_smoothing)
+    loss, metrics = getattr(train, "loss", None), list(getattr(train, "metrics", None) or [])
+    if loss or metrics:
+        return ConfiguredHead(head, loss=loss, metrics=metrics, label_smoothing=label_smoothing)
+    return head
+
+
+def _task_head(preprocessor: object, *, num_classes: int, label_smoothing: float) -> Head:
     from tfpilot.data.regression import REGRESSION, target_stats, task_of
     from tfpilot.data.task import BINARY, MULTILABEL, multilabel_threshold
 

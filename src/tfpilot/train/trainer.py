@@ -33,6 +33,7 @@ from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.heads import head_for
 from tfpilot.train.jit import choose_jit_compile
+from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
@@ -116,9 +117,18 @@ class Trainer:
             )
         self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
+        # The task's head, with train.loss / train.metrics (checked against the task it trains here).
         self.head = head_for(
-            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
+            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing, train=train
         )
+        weights, weight_finding = class_weights(
+            train.class_weight,
+            labels=pipeline.source.labels[pipeline.indices["train"]],
+            class_names=pipeline.class_names,
+            head=self.head,
+        )
+        if weight_finding is not None:
+            self.findings.append(weight_finding)
         with self.strategy.scope():
             self._build_model_and_optimizer(model)
             self.steps = StepFunctions(
@@ -132,6 +142,7 @@ class Trainer:
                 steps_per_execution=train.steps_per_execution,
                 jit_compile=train.jit_compile == JitCompile.TRUE,
                 head=self.head,
+                class_weights=weights,
             )
             self.state = TrainingState()
         self.jit_timings: dict[str, float] = {}
