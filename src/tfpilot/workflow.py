@@ -67,9 +67,9 @@ def _build_pipeline(config: RunConfig, run: RunDir, *, reuse_preprocessing: bool
     pipeline = build_pipeline(
         config.data, batch_size=config.train.batch_size, seed=config.train.seed, preprocessor=preprocessor
     )
-    from tfpilot.data.regression import apply_saved_task
+    from tfpilot.data.task import apply_saved_task
 
-    apply_saved_task(pipeline)  # a regression run's targets, standardised with its saved statistics
+    apply_saved_task(pipeline)  # e.g. a regression run's targets, standardised with its saved statistics
     return pipeline
 
 
@@ -87,17 +87,21 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
     else:
         pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
-        from tfpilot.data.task import check_task
+        from tfpilot.data.task import apply_task, check_task
+        from tfpilot.train.strategy import uses_parameter_server
 
         # Before anything is written or trained: a regression target must not become 214 classes.
         task = check_task(
-            config.model.task, label_values=pipeline.source.label_values, num_classes=pipeline.num_classes
+            config.model.task,
+            label_values=pipeline.source.label_values,
+            num_classes=pipeline.num_classes,
+            parameter_server=uses_parameter_server(config.train.strategy),
+            # Several labels per cell (`cat|dog`) are a CSV notion: data.csv says how they are written.
+            separator=config.data.csv.label_separator if config.data.kind.value == "csv" else None,
+            label_columns=config.data.csv.label_columns if config.data.kind.value == "csv" else None,
         )
         pipeline.source.findings.append(task)
-        if task.evidence["task"] == "regression":
-            from tfpilot.data.regression import make_regression, target_name
-
-            make_regression(pipeline, name=target_name(config.data))
+        apply_task(pipeline, task.evidence["task"], config)
         if is_chief():
             pipeline.preprocessor.save(run.preprocessing_path)
             from tfpilot.data.audit import write_data_report
@@ -158,6 +162,7 @@ def load_trained(run_path: str | Path) -> TrainedRun:
 
     from tfpilot.errors import ConfigError
     from tfpilot.models import build_model
+    from tfpilot.train.heads import output_units
 
     config = load_config(run.config_path)
     latest = tf.train.latest_checkpoint(str(run.final_checkpoint))
@@ -173,7 +178,7 @@ def load_trained(run_path: str | Path) -> TrainedRun:
         model = build_model(
             config.model,
             input_shape=pipeline.preprocessor.output_shape(),
-            num_classes=pipeline.num_classes,
+            num_classes=output_units(pipeline.preprocessor, num_classes=pipeline.num_classes),
             vocab_size=pipeline.preprocessor.vocab_size,
         )
     tf.train.Checkpoint(model=model).restore(latest).expect_partial()
@@ -186,7 +191,7 @@ def evaluate_run(trained: TrainedRun, *, split: str = "test") -> dict[str, float
 
     features, labels = trained.pipeline.arrays(split)
     logits = trained.model.predict(features, batch_size=512, verbose=0)
-    head = head_for(trained.pipeline.preprocessor, num_classes=trained.pipeline.num_classes)
+    head = head_for(trained.pipeline.preprocessor, num_classes=trained.pipeline.num_classes, train=trained.config.train)
     return {**head.evaluate_arrays(labels, logits), "examples": int(labels.shape[0])}
 
 

@@ -50,7 +50,7 @@ def config_from_dict(
 ) -> RunConfig:
     """Validate a plain dict; the first error becomes one ConfigError line."""
     try:
-        return RunConfig.model_validate(raw)
+        config = RunConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(str(part) for part in first["loc"])
@@ -64,6 +64,20 @@ def config_from_dict(
                     break
         more = f" (and {len(exc.errors()) - 1} more error(s))" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{where}: `{key}` {_describe(first)}{more}") from None
+    # Losses, metrics and the early-stopping monitor depend on model.task and train together.
+    from tfpilot.config.objectives import objective_problems
+
+    problems = objective_problems(config)
+    if problems:
+        loc, message = problems[0]
+        where = source
+        for depth in range(len(loc), 0, -1):
+            if lines and loc[:depth] in lines:
+                where = f"{source}:{lines[loc[:depth]]}"
+                break
+        more = f" (and {len(problems) - 1} more error(s))" if len(problems) > 1 else ""
+        raise ConfigError(f"{where}: `{'.'.join(loc)}` {message}{more}")
+    return config
 
 
 def load_config(path: str | Path, *, overrides: dict[str, Any] | None = None) -> RunConfig:

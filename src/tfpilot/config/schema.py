@@ -105,6 +105,17 @@ class BadRecords(str, enum.Enum):
 
 class CsvOptions(_Section):
     label_column: str = Field("label", description="Column holding the class label.")
+    label_separator: str = Field(
+        "|",
+        min_length=1,
+        description="Separator of several labels in one label cell (`cat|dog`): model.task multilabel, which "
+        "`auto` picks when a label cell holds it.",
+    )
+    label_columns: list[str] | None = Field(
+        None,
+        description="Several 0/1 label columns, one per label, for model.task multilabel (instead of "
+        "label_column); they are not inputs.",
+    )
     numeric_columns: list[str] | None = Field(
         None, description="Numeric feature columns; default: every non-label column that parses as a number."
     )
@@ -240,22 +251,35 @@ class DataConfig(_Section):
 
 
 class Task(str, enum.Enum):
-    """What the labels are: classes (softmax over them) or a numeric target (regression). `auto`
-    infers it from the label values: numbers with fractional parts or too many distinct values to
-    be classes are a regression, two labels binary, otherwise multiclass."""
+    """What the labels are: classes (softmax over them), two classes (one sigmoid), several labels
+    per example (a sigmoid each) or a numeric target (regression). `auto` infers it from the label
+    values: numbers with fractional parts or too many distinct values to be classes are a
+    regression, cells holding data.csv.label_separator (or data.csv.label_columns) multilabel, two
+    labels binary, otherwise multiclass."""
 
     AUTO = "auto"
     MULTICLASS = "multiclass"
     BINARY = "binary"
+    MULTILABEL = "multilabel"
     REGRESSION = "regression"
 
 
 class ModelConfig(_Section):
     task: Task = Field(
         Task.AUTO,
-        description="`auto` (infer from the labels), `multiclass`, `binary` (exactly two classes) or `regression` "
-        "(numeric target, standardised on the training split; served in original units).",
+        description="`auto` (infer from the labels), `multiclass`, `binary` (exactly two classes, one sigmoid "
+        "logit), `multilabel` (several labels per example, a sigmoid each) or `regression` (numeric target, "
+        "standardised on the training split; served in original units).",
     )
+    threshold: Annotated[
+        float,
+        Field(
+            gt=0,
+            lt=1,
+            description="multilabel: a label is predicted when its probability is at least this (binary accuracy, "
+            "the served `predicted` output).",
+        ),
+    ] = 0.5
     name: str = Field(
         "mlp",
         description="Built-in architecture (`mlp`, `cnn`, `text`) or a user factory `package.module:function` returning a keras.Model.",
@@ -314,10 +338,25 @@ class OptimizerConfig(_Section):
 
 
 class EarlyStoppingConfig(_Section):
-    monitor: str = Field("val_loss", description="Metric watched: val_loss, val_accuracy, loss, accuracy.")
+    monitor: str = Field(
+        "val_loss",
+        description="Logged metric watched (checked when the config loads): loss or a metric of the task or of "
+        "train.metrics, `val_` prefixed for the validation split, e.g. val_loss, val_accuracy, val_auc, val_mae.",
+    )
+    mode: str = Field(
+        "auto",
+        description="auto (minimise losses and errors: *loss, mae, rmse, mse, mape; maximise the rest), min or max.",
+    )
     patience: Annotated[int, Field(ge=1, description="Epochs without improvement before stopping.")] = 5
     min_delta: Annotated[float, Field(ge=0, description="Smallest change that counts as improvement.")] = 0.0
     restore_best: bool = Field(True, description="Restore the best weights when training stops.")
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value not in ("auto", "min", "max"):
+            raise ValueError(f"must be auto, min or max, got `{value}`")
+        return value
 
 
 class Strategy(str, enum.Enum):
@@ -348,6 +387,27 @@ class TrainConfig(_Section):
     l2: Annotated[float, Field(ge=0, description="L2 penalty on kernel weights added to the loss.")] = 0.0
     label_smoothing: Annotated[float, Field(ge=0, lt=1, description="Label smoothing for the cross-entropy loss.")] = (
         0.0
+    )
+    loss: str | None = Field(
+        None,
+        description="Loss by Keras name or `package.module:function` (y_true, y_pred) -> per-example loss; default: "
+        "the task's (softmax or sigmoid cross-entropy from logits, or MSE on the standardised target). Names: "
+        "multiclass sparse_categorical_crossentropy, categorical_crossentropy, categorical_focal_crossentropy, "
+        "categorical_hinge; binary/multilabel binary_crossentropy, binary_focal_crossentropy, hinge, squared_hinge; "
+        "regression mse, mae, huber, log_cosh.",
+    )
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="Metrics besides the task's own, by Keras name or `package.module:function` (a function "
+        "(y_true, y_pred) -> per-example values, or a keras.metrics.Metric class); logged per epoch under that "
+        "name (val_ prefixed for validation) in history, metrics.json and TensorBoard. Names: multiclass accuracy, "
+        "top_k_accuracy, top_<k>_accuracy, auc, prc, precision, recall; binary accuracy, auc, prc, precision, "
+        "recall; multilabel binary_accuracy, auc, prc, precision, recall; regression mae, rmse, mse, r2, mape.",
+    )
+    class_weight: str | dict[str, float] | None = Field(
+        None,
+        description="Weigh each class's examples in the training loss: `balanced` (n / (classes * count) on the "
+        "training split) or {class name: weight} (unlisted classes weigh 1); multiclass and binary only.",
     )
     early_stopping: EarlyStoppingConfig | None = Field(
         default_factory=EarlyStoppingConfig, description="Early stopping; null disables it."
@@ -397,6 +457,19 @@ class TrainConfig(_Section):
     def _yaml_boolean(cls, value: Any) -> Any:
         # YAML reads `jit_compile: false` as a boolean; it means the same as the string "false".
         return str(value).lower() if isinstance(value, bool) else value
+
+    @field_validator("class_weight", mode="before")
+    @classmethod
+    def _class_weight(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "balanced":
+            raise ValueError(f"must be `balanced` or a mapping {{class name: weight}}, got `{value}`")
+        if isinstance(value, dict):
+            # YAML reads `{0: 1.0, 1: 4.0}` with int keys; class names are strings.
+            bad = {k: v for k, v in value.items() if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0}
+            if bad:
+                raise ValueError(f"class weights must be positive numbers, got {bad}")
+            return {str(k): float(v) for k, v in value.items()}
+        return value
 
     @field_validator("profile_steps")
     @classmethod

@@ -66,7 +66,9 @@ def audit_pipeline(pipeline: Pipeline) -> tuple[dict[str, Any], list[Finding]]:
             # A numeric target has no classes to count: the split sizes stand in for them.
             per_split[split] = {names[0]: int(index.size)}
             continue
-        counts = np.bincount(source.labels[index], minlength=len(names))
+        labels = source.labels[index]
+        # Multilabel: a multi-hot row counts once for each label it holds.
+        counts = labels.sum(axis=0) if labels.ndim == 2 else np.bincount(labels, minlength=len(names))
         per_split[split] = {names[i]: int(c) for i, c in enumerate(counts)}
     train_counts = per_split.get("train", {})
     tiny = {name: count for name, count in train_counts.items() if count < TINY_CLASS}

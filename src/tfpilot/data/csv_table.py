@@ -36,6 +36,24 @@ def _is_number(text: str) -> bool:
     return True
 
 
+_TRUE = frozenset({"1", "1.0", "true", "yes", "y", "t"})
+_FALSE = frozenset({"0", "0.0", "false", "no", "n", "f"}) | MISSING_TOKENS
+
+
+def _flag(text: str) -> bool | None:
+    """A label column's cell: on, off (0, false, or empty), or None when it is neither."""
+    cell = text.strip().lower()
+    return True if cell in _TRUE else False if cell in _FALSE else None
+
+
+def _label_cell(row: dict[str, str], label_column: str, label_columns: list[str], separator: str) -> str:
+    """The row's label text; with data.csv.label_columns the names of the columns that are on,
+    joined by the separator, so every multilabel CSV reaches the task as `a|c` cells."""
+    if not label_columns:
+        return row[label_column].strip()
+    return separator.join(c for c in label_columns if _flag(row[c]))
+
+
 def _row_list(rows: list[int], limit: int = 5) -> str:
     shown = ", ".join(str(r) for r in rows[:limit])
     return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
@@ -98,7 +116,14 @@ def read_csv_table(config: DataConfig) -> CsvTable:
     header, rows = _read_rows(path, options.encoding)
     if not rows:
         raise DataError(f"CSV `{path}` has no data rows; expected a header line and at least one row")
-    if options.label_column not in header:
+    label_columns = list(options.label_columns or [])
+    if label_columns:
+        absent = [c for c in label_columns if c not in header]
+        if absent:
+            raise DataError(
+                f"CSV `{path}` lacks label column(s) {absent} (columns: {header}); fix `data.csv.label_columns`"
+            )
+    elif options.label_column not in header:
         raise DataError(
             f"CSV `{path}` has no label column `{options.label_column}` (columns: {header}); set `data.csv.label_column`"
         )
@@ -109,7 +134,8 @@ def read_csv_table(config: DataConfig) -> CsvTable:
         raise DataError(f"CSV `{path}` lacks column(s) {missing_columns}; available columns: {header}")
     findings: list[Finding] = []
     skip = config.on_bad_records == BadRecords.SKIP
-    feature_columns = [c for c in header if c != options.label_column]
+    label_set = set(label_columns) if label_columns else {options.label_column}
+    feature_columns = [c for c in header if c not in label_set]
 
     if options.numeric_columns is None:
         numeric: list[str] = []
@@ -163,14 +189,25 @@ def read_csv_table(config: DataConfig) -> CsvTable:
             non_numeric[column] = lines
             for line in lines:
                 bad_lines.setdefault(line, f"`{column}` = {rows[line - 2][column]!r}")
-    empty_labels = [i + 2 for i, r in enumerate(rows) if _is_missing(r[options.label_column])]
+    if label_columns:
+        # One 0/1 column per label: an all-zero row is an example with no label, not a bad record.
+        bad_flags = {c: [i + 2 for i, r in enumerate(rows) if _flag(r[c]) is None] for c in label_columns}
+        for column, lines in bad_flags.items():
+            if lines:
+                non_numeric[column] = lines
+                for line in lines:
+                    bad_lines.setdefault(line, f"label `{column}` = {rows[line - 2][column]!r}")
+        empty_labels: list[int] = []
+    else:
+        empty_labels = [i + 2 for i, r in enumerate(rows) if _is_missing(r[options.label_column])]
     for line in empty_labels:
         bad_lines.setdefault(line, f"empty label `{options.label_column}`")
     if bad_lines and not skip:
         details = []
         for column, lines in non_numeric.items():
             values = sorted({rows[line - 2][column] for line in lines})[:3]
-            details.append(f"column `{column}` holds non-numbers {values} on line(s) {_row_list(lines)}")
+            kind = "non-0/1 labels" if column in label_columns else "non-numbers"
+            details.append(f"column `{column}` holds {kind} {values} on line(s) {_row_list(lines)}")
         if empty_labels:
             details.append(f"label `{options.label_column}` is empty on line(s) {_row_list(empty_labels)}")
         raise DataError(
@@ -215,7 +252,7 @@ def read_csv_table(config: DataConfig) -> CsvTable:
         header=header,
         numeric=numeric_values,
         categorical={c: np.asarray([r[c] for r in kept_rows], dtype=object).astype(str) for c in categorical},
-        labels=[r[options.label_column].strip() for r in kept_rows],
+        labels=[_label_cell(r, options.label_column, label_columns, options.label_separator) for r in kept_rows],
         lines=np.asarray([i + 2 for i in kept], np.int64),
         findings=findings,
         missing=missing,

@@ -134,7 +134,11 @@ def check_contract(
     labels = contract["labels"]
     if len(set(labels)) != len(labels):
         problems.append(f"labels are not unique: {labels}")
-    if contract["num_model_outputs"] is not None and contract["num_model_outputs"] != len(labels):
+    # A binary model has one logit for its two labels (the signatures serve [0, z]).
+    from tfpilot.data.regression import task_of
+
+    units = 1 if task_of(preprocessor) == "binary" else len(labels)
+    if contract["num_model_outputs"] is not None and contract["num_model_outputs"] != units:
         problems.append(
             f"the model has {contract['num_model_outputs']} output units but there are {len(labels)} labels"
         )

@@ -88,6 +88,17 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
             "which no interpreter here has; export `saved_model` for text models (remove tflite* from export.formats)",
             exit_code=2,
         )
+    from tfpilot.data.regression import task_of
+    from tfpilot.export.signatures import class_logits_model
+
+    if task_of(pipeline.preprocessor) == "multilabel":
+        raise ExportError(
+            f"export format(s) {formats} of a multilabel model are not supported yet: parity compares softmax "
+            "classes, and a multilabel model has independent sigmoids; export `saved_model` only",
+            exit_code=2,
+        )
+    # A binary model's one logit z becomes the two-class logits [0, z] that parity (softmax) expects.
+    core_model = class_logits_model(trained.model, pipeline.preprocessor)
     exports = trained.run.exports
     exports.mkdir(parents=True, exist_ok=True)
     split = _evaluation_split(pipeline)
@@ -116,7 +127,7 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
     float_size: int | None = None
     for variant in [f for f in TFLITE_VARIANTS if f in formats]:
         content = convert_tflite(
-            trained.model,
+            core_model,
             variant=variant,
             input_shape=input_shape,
             representative_batches=representative_batches(pipeline, num_batches=config.representative_batches),
@@ -157,7 +168,7 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
     if any(row["format"].startswith("tflite") for row in rows):
         if float_size is None:
             # The size reduction is measured against float32 TFLite, whether or not it was asked for.
-            float_size = len(convert_tflite(trained.model, variant="tflite", input_shape=input_shape))
+            float_size = len(convert_tflite(core_model, variant="tflite", input_shape=input_shape))
         for row in rows:
             if row["format"].startswith("tflite"):
                 row["size_reduction_vs_float32"] = float_size / row["size_bytes"]

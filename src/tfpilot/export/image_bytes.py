@@ -17,7 +17,7 @@ from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.errors import ExportError
 from tfpilot.export.saved_model import register_endpoint
-from tfpilot.export.signatures import serving_outputs
+from tfpilot.export.signatures import class_logits, serving_outputs
 
 __all__ = ["IMAGE_BYTES_INPUT", "make_image_bytes_fn", "add_image_bytes_endpoint"]
 
@@ -40,7 +40,9 @@ def make_image_bytes_fn(model: keras.Model, preprocessor: Preprocessor, class_na
             encoded,
             fn_output_signature=tf.TensorSpec([height, width, channels], tf.uint8),
         )
-        return serving_outputs(model(preprocessor({"image": images}), training=False), class_names)
+        # Binary: the one logit z as [0, z], as serving_default serves it.
+        logits = class_logits(model(preprocessor({"image": images}), training=False), preprocessor)
+        return serving_outputs(logits, class_names)
 
     return serve
 

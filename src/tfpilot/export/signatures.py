@@ -8,6 +8,12 @@ signature constants of tf.saved_model): one string input `inputs` holding serial
 tf.Example protos; classify returns `classes` (string labels, one per score) and `scores`,
 regress returns `outputs` (one float per example). Their method_name is set after writing
 (keras' ExportArchive always writes `tensorflow/serving/predict`), see method_names.py.
+
+Tasks. A binary model has one logit z; every signature sees the two-class logits [0, z]
+(softmax([0, z]) = [1 - sigmoid(z), sigmoid(z)], exactly), so a binary classifier serves one
+probability per class like any other classifier. A multilabel model has one logit per label; its
+probabilities are independent sigmoids and `predicted` marks the labels at or above the
+threshold saved with the run.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import tensorflow as tf
 
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.data.regression import REGRESSION, target_stats, task_of
+from tfpilot.data.task import BINARY, MULTILABEL, multilabel_threshold
 from tfpilot.errors import ExportError
 
 __all__ = [
@@ -28,6 +35,9 @@ __all__ = [
     "REGRESS_METHOD",
     "EXAMPLES_INPUT",
     "serving_outputs",
+    "class_logits",
+    "class_logits_model",
+    "multilabel_outputs",
     "regression_predictions",
     "make_serving_fn",
     "make_logits_fn",
@@ -55,6 +65,30 @@ def serving_outputs(logits: tf.Tensor, class_names: list[str]) -> dict[str, tf.T
     }
 
 
+def class_logits(outputs: tf.Tensor, preprocessor: Preprocessor) -> tf.Tensor:
+    """Logits with one column per class: a binary model's single logit z becomes [0, z]."""
+    outputs = tf.cast(outputs, tf.float32)
+    if task_of(preprocessor) == BINARY and outputs.shape[-1] == 1:
+        return tf.concat([tf.zeros_like(outputs), outputs], axis=-1)
+    return outputs
+
+
+def class_logits_model(model: keras.Model, preprocessor: Preprocessor) -> keras.Model:
+    """The core model with class logits out: a binary model's z as [0, z] (what TFLite and parity
+    run); the model itself otherwise. Shares the model's layers and weights."""
+    if task_of(preprocessor) == BINARY and getattr(model, "outputs", None) and model.outputs[0].shape[-1] == 1:
+        z = keras.ops.cast(model.outputs[0], "float32")
+        return keras.Model(model.inputs, keras.ops.concatenate([keras.ops.zeros_like(z), z], axis=-1))
+    return model
+
+
+def multilabel_outputs(logits: tf.Tensor, preprocessor: Preprocessor) -> dict[str, tf.Tensor]:
+    """{probabilities [batch, labels] (independent sigmoids), predicted [batch, labels] int64 0/1}."""
+    probabilities = tf.sigmoid(tf.cast(logits, tf.float32))
+    predicted = tf.cast(probabilities >= multilabel_threshold(preprocessor), tf.int64)
+    return {"probabilities": probabilities, "predicted": predicted}
+
+
 def regression_predictions(outputs: tf.Tensor, preprocessor: Preprocessor) -> tf.Tensor:
     """[batch] predictions in the target's own units: the model predicts the standardised target."""
     mean, std = target_stats(preprocessor)
@@ -63,16 +97,19 @@ def regression_predictions(outputs: tf.Tensor, preprocessor: Preprocessor) -> tf
 
 
 def make_serving_fn(model: keras.Model, preprocessor: Preprocessor, class_names: list[str]) -> Callable:
-    """fn(**raw_features) -> {probabilities, class_id, class_name}; a regression -> {predictions}."""
+    """fn(**raw_features) -> {probabilities, class_id, class_name}; a regression -> {predictions};
+    multilabel -> {probabilities, predicted}."""
     names = list(preprocessor.feature_spec)
-    regression = task_of(preprocessor) == REGRESSION
+    task = task_of(preprocessor)
 
     def serve(*tensors):
         features = dict(zip(names, tensors, strict=False))
         outputs = model(preprocessor(features), training=False)
-        if regression:
+        if task == REGRESSION:
             return {"predictions": regression_predictions(outputs, preprocessor)}
-        return serving_outputs(outputs, class_names)
+        if task == MULTILABEL:
+            return multilabel_outputs(outputs, preprocessor)
+        return serving_outputs(class_logits(outputs, preprocessor), class_names)
 
     return serve
 
@@ -82,7 +119,8 @@ def make_logits_fn(model: keras.Model, preprocessor: Preprocessor) -> Callable:
 
     def logits(*tensors):
         features = dict(zip(names, tensors, strict=False))
-        return {"logits": tf.cast(model(preprocessor(features), training=False), tf.float32)}
+        # Binary: the two-class logits [0, z], so softmax(logits) is `probabilities` for every classifier.
+        return {"logits": class_logits(model(preprocessor(features), training=False), preprocessor)}
 
     return logits
 
@@ -128,12 +166,17 @@ def make_classify_fn(model: keras.Model, preprocessor: Preprocessor, class_names
             exit_code=2,
         )
 
+    multilabel = task_of(preprocessor) == MULTILABEL
+
     def classify(serialized):
-        logits = tf.cast(model(preprocessor(_parse(serialized, preprocessor)), training=False), tf.float32)
+        outputs = model(preprocessor(_parse(serialized, preprocessor)), training=False)
+        logits = class_logits(outputs, preprocessor)
         batch = tf.shape(logits)[0]
         # Every row lists all labels in class-index order, with its score beside it (TF Serving pairs them up).
         classes = tf.tile(tf.constant(class_names, tf.string)[None, :], tf.stack([batch, 1]))
-        return {"classes": classes, "scores": tf.nn.softmax(logits, axis=-1)}
+        # Multilabel scores are the per-label sigmoids (TF Serving does not ask scores to sum to 1).
+        scores = tf.sigmoid(logits) if multilabel else tf.nn.softmax(logits, axis=-1)
+        return {"classes": classes, "scores": scores}
 
     return classify
 
@@ -151,7 +194,7 @@ def make_regress_fn(model: keras.Model, preprocessor: Preprocessor, class_names:
             return {"outputs": regression_predictions(outputs, preprocessor)}
 
         return regress_target
-    if len(class_names) != 2:
+    if len(class_names) != 2 or task_of(preprocessor) == MULTILABEL:
         raise ExportError(
             f"the `regress` signature needs a binary classifier (2 classes, outputs = P(second class)), got "
             f"{len(class_names)} classes {class_names[:5]}; remove `regress` from export.signatures",
@@ -159,7 +202,7 @@ def make_regress_fn(model: keras.Model, preprocessor: Preprocessor, class_names:
         )
 
     def regress(serialized):
-        logits = tf.cast(model(preprocessor(_parse(serialized, preprocessor)), training=False), tf.float32)
+        logits = class_logits(model(preprocessor(_parse(serialized, preprocessor)), training=False), preprocessor)
         return {"outputs": tf.nn.softmax(logits, axis=-1)[:, 1]}
 
     return regress

@@ -81,6 +81,6 @@ def build_model(
     model = strip_final_softmax(model)
     if model.outputs and model.outputs[0].shape[-1] != num_classes:
         raise ModelError(
-            f"`model.name` `{config.name}` outputs {model.outputs[0].shape[-1]} units; expected {num_classes} logits (one per class)"
+            f"`model.name` `{config.name}` outputs {model.outputs[0].shape[-1]} units; expected {num_classes} logit(s) (one per class; one in all for model.task binary or regression)"
         )
     return model

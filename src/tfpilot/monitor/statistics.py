@@ -216,7 +216,9 @@ def _collect(
         for name in names:
             value = features[name]
             columns[name].append(value.to_list() if hasattr(value, "to_list") else value.numpy())
-        labels.append(np.asarray(label).reshape(-1))
+        label_batch = np.asarray(label)
+        # Multilabel batches stay [batch, labels] (multi-hot); class ids are flattened to [batch].
+        labels.append(label_batch if label_batch.ndim == 2 else label_batch.reshape(-1))
         seen += int(labels[-1].shape[0])
         if max_examples is not None and seen >= max_examples:
             break
@@ -254,6 +256,9 @@ def compute_reference_stats(
     if getattr(pipeline, "task", "classification") == "regression":
         # A standardised numeric target: one "class" (the target) counting every example.
         counts = np.asarray([label_array.shape[0]], np.int64)
+    elif label_array.ndim == 2:
+        # Multilabel: examples holding each label (a row may count for several).
+        counts = label_array.astype(np.int64).sum(axis=0)
     else:
         counts = np.bincount(label_array.astype(np.int64), minlength=len(class_names))[: len(class_names)]
     total = int(counts.sum())

@@ -18,7 +18,15 @@ class EarlyStopping:
 
     @property
     def mode(self) -> str:
-        return "min" if self.config is not None and "loss" in self.config.monitor else "max"
+        if self.config is None:
+            return "max"
+        if self.config.mode != "auto":
+            return self.config.mode
+        from tfpilot.config.objectives import LOWER_IS_BETTER
+
+        # Losses and errors (mae, rmse ...) improve downwards; accuracy, auc, r2 ... upwards.
+        name = self.config.monitor.removeprefix("val_")
+        return "min" if name.endswith("loss") or name in LOWER_IS_BETTER else "max"
 
     def improved(self, value: float) -> bool:
         if self.config is None:

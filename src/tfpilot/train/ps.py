@@ -111,10 +111,17 @@ class ParameterServerTrainer(Trainer):
         self.head = head_for(
             pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
         )
-        if self.head.task == "regression":
+        configured = [k for k in ("loss", "metrics", "class_weight") if getattr(train, k)]
+        if configured:
             raise TrainError(
-                "train.strategy parameter_server trains classification only; use train.strategy: multi_worker "
-                "(or default) for model.task regression",
+                f"train.strategy parameter_server does not take train.{', train.'.join(configured)} yet (its step is "
+                "softmax cross-entropy and accuracy); use train.strategy: multi_worker (or default)",
+                exit_code=2,
+            )
+        if self.head.task in ("regression", "binary", "multilabel"):
+            raise TrainError(
+                "train.strategy parameter_server trains softmax classification only; use train.strategy: multi_worker "
+                f"(or default) for model.task {self.head.task}",
                 exit_code=2,
             )
         with self.strategy.scope():

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfpilot.train.heads import ClassificationHead, Head
@@ -77,6 +78,7 @@ class StepFunctions:
         steps_per_execution: int = 1,
         jit_compile: bool = False,
         head: Head | None = None,
+        class_weights: np.ndarray | None = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -89,6 +91,8 @@ class StepFunctions:
         self.jit_compile = jit_compile
         # The task's loss and metrics (classification by default; see heads.py).
         self.head = head or ClassificationHead(num_classes=num_classes, label_smoothing=label_smoothing)
+        # train.class_weight: per-class factors on the training loss only (as Keras fit's class_weight).
+        self.class_weights = None if class_weights is None else tf.constant(class_weights, tf.float32)
         self.distributed = not is_default_strategy(strategy)
         with strategy.scope():
             # Metrics are updated inside the step and reset by the outer loop every epoch.
@@ -142,6 +146,8 @@ class StepFunctions:
         with tf.GradientTape() as tape:
             logits = self.model(features, training=training)
             per_example = self._per_example_loss(labels, logits)
+            if training and self.class_weights is not None:
+                per_example = per_example * tf.gather(self.class_weights, tf.cast(labels, tf.int32))
             if global_batch_size is None:
                 data_loss = tf.nn.compute_average_loss(per_example)
             else:

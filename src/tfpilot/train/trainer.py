@@ -33,6 +33,7 @@ from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.heads import head_for
 from tfpilot.train.jit import choose_jit_compile
+from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
@@ -116,9 +117,18 @@ class Trainer:
             )
         self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
+        # The task's head, with train.loss / train.metrics (checked against the task it trains here).
         self.head = head_for(
-            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing
+            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing, train=train
         )
+        weights, weight_finding = class_weights(
+            train.class_weight,
+            labels=pipeline.source.labels[pipeline.indices["train"]],
+            class_names=pipeline.class_names,
+            head=self.head,
+        )
+        if weight_finding is not None:
+            self.findings.append(weight_finding)
         with self.strategy.scope():
             self._build_model_and_optimizer(model)
             self.steps = StepFunctions(
@@ -132,6 +142,7 @@ class Trainer:
                 steps_per_execution=train.steps_per_execution,
                 jit_compile=train.jit_compile == JitCompile.TRUE,
                 head=self.head,
+                class_weights=weights,
             )
             self.state = TrainingState()
         self.jit_timings: dict[str, float] = {}
@@ -161,7 +172,8 @@ class Trainer:
             self.model = model or build_model(
                 config.model,
                 input_shape=pipeline.preprocessor.output_shape(),
-                num_classes=pipeline.num_classes,
+                # One logit per class; one in all for binary (sigmoid) and regression.
+                num_classes=self.head.output_units,
                 vocab_size=pipeline.preprocessor.vocab_size,
             )
         self.model = strip_final_softmax(self.model)
@@ -236,10 +248,10 @@ class Trainer:
     def predict_classes(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         if self._multi_worker():
             logits, labels = self._local_logits(split)
-            return np.argmax(logits, axis=-1), labels
+            return self.head.predicted_classes(logits), labels
         features, labels = self.pipeline.arrays(split)
         logits = self.model.predict(features, batch_size=512, verbose=0)
-        return np.argmax(logits, axis=-1), labels
+        return self.head.predicted_classes(logits), labels
 
     def _split_metrics(self, split: str) -> dict[str, float]:
         if not self._multi_worker():
@@ -253,7 +265,7 @@ class Trainer:
             if self.pipeline.num_examples(split) == 0:
                 continue
             metrics[split] = {**self._split_metrics(split), "examples": self.pipeline.num_examples(split)}
-        if "test" in metrics and self.head.task != "regression":
+        if "test" in metrics and self.head.task not in ("regression", "multilabel"):
             predicted, labels = self.predict_classes("test")
             num_classes = self.pipeline.num_classes
             confusion = np.zeros((num_classes, num_classes), dtype=int)
