@@ -8,11 +8,11 @@ repository, commit and path; no code of theirs is stored in this project). The b
 3. writes a small synthetic MNIST (``mnist.npz``; random pixels and labels) and points the
    migrated loader at it with ``TFPILOT_MNIST``: the scripts never touch the network,
 4. migrates the tree with plain ``tf_upgrade_v2`` (the anchor: what migrate did before) and with
-   ``tfpilot migrate --mode compat`` (and any other mode named in ``--modes``),
+   ``tfpilot migrate --mode compat`` / ``--mode native`` (the modes named in ``--modes``),
 5. runs every output with a timeout and prints, per mode, how many ran to completion, and how
    often migrate's report ("will run" / "will not run") was right.
 
-    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat]
+    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat,native]
                                         [--timeout 300] [--keep DIR]
 """
 
