@@ -204,7 +204,7 @@ def _bound_names(statement: cst.CSTNode) -> list[str]:
             bound.extend(_target_names(node.target) or ())
 
         def visit_AsName(self, node: cst.AsName) -> None:
-            bound.extend(_target_names(node.name) or ())  # type: ignore[arg-type]
+            bound.extend(_target_names(node.name) or ())
 
     statement.visit(Binder())
     return bound
@@ -378,7 +378,9 @@ class _Rewrite:
                 raise _Fallback(line, "an initializer bound to something other than a name")
             self.init_names.update(targets)
             self.removed.add(id(statement))
-            self.changes.append(CompatChange(line, 1, "removed the variable initializer: TF2 variables start initialized"))
+            self.changes.append(
+                CompatChange(line, 1, "removed the variable initializer: TF2 variables start initialized")
+            )
             return
         if call_name == _V1 + "train.Saver":
             assert isinstance(value, cst.Call) and targets is not None
@@ -403,13 +405,19 @@ class _Rewrite:
             assert isinstance(value, cst.Call)
             self.replacements[id(statement)] = (
                 statement.with_changes(
-                    body=[small.with_changes(value=value.with_changes(func=self.expression(f"{self.keras_name()}.layers.SimpleRNNCell")))]
+                    body=[
+                        small.with_changes(
+                            value=value.with_changes(func=self.expression(f"{self.keras_name()}.layers.SimpleRNNCell"))
+                        )
+                    ]
                 ),
             )
             self.cells = getattr(self, "cells", set()) | {targets[0]}
-            self.changes.append(CompatChange(line, 1, "BasicRNNCell -> keras.layers.SimpleRNNCell (tanh, same recurrence)"))
+            self.changes.append(
+                CompatChange(line, 1, "BasicRNNCell -> keras.layers.SimpleRNNCell (tanh, same recurrence)")
+            )
             return
-        read = _names_read(value)
+        read = self.reads_outside_sites(value, graph)
         if not read & graph:
             return
         if targets is None:
@@ -424,6 +432,35 @@ class _Rewrite:
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def reads_outside_sites(self, node: cst.BaseExpression, graph: set[str]) -> set[str]:
+        """Names ``node`` reads, not counting what sess.run / Tensor.eval calls inside it fetch and feed."""
+        session = self.session_name
+        found: set[str] = set()
+
+        class Reader(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> bool:
+                func = node.func
+                return not (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("run", "eval")
+                    and isinstance(func.value, cst.Name)
+                    and (func.value.value == session or func.value.value in graph)
+                )
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Arg(self, node: cst.Arg) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Name(self, node: cst.Name) -> None:
+                found.add(node.value)
+
+        node.visit(Reader())
+        return found
 
     def assigns_graph(self, statement: cst.CSTNode, graph: set[str]) -> bool:
         found = False
@@ -484,7 +521,11 @@ class _Rewrite:
             and value.func.attr.value == "minimize"
         ):
             return None
-        if len(value.args) != 1 or value.args[0].keyword not in (None,) or not isinstance(value.args[0].value, cst.Name):
+        if (
+            len(value.args) != 1
+            or value.args[0].keyword not in (None,)
+            or not isinstance(value.args[0].value, cst.Name)
+        ):
             raise _Fallback(line, "minimize() with more than the loss (global_step, var_list ...)")
         loss = value.args[0].value.value
         owner = value.func.value
@@ -543,7 +584,9 @@ class _Rewrite:
                 )
                 return cst.parse_expression(f"{self.tf}.identity({self.code(inputs)})")
             if not (isinstance(training, cst.Name) and (training.value in self.static or training.value == "True")):
-                raise _Fallback(line, "tf.layers.dropout(training=...) fed a tensor (Keras Dropout wants a Python bool)")
+                raise _Fallback(
+                    line, "tf.layers.dropout(training=...) fed a tensor (Keras Dropout wants a Python bool)"
+                )
             options = {key: value for key, value in given.items() if key in ("rate", "noise_shape", "seed")}
             keras_class = "Dropout"
             call_suffix = f", training={training.value}"
@@ -577,8 +620,10 @@ class _Rewrite:
         return cst.parse_expression(f"{variable}({self.code(inputs)}{call_suffix})")
 
     def rnn_call(self, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
-        cells = getattr(self, "cells", set())
-        arguments = {arg.keyword.value if arg.keyword else ("cell", "inputs")[i]: arg.value for i, arg in enumerate(call.args)}
+        cells: set[str] = getattr(self, "cells", set())
+        arguments = {
+            arg.keyword.value if arg.keyword else ("cell", "inputs")[i]: arg.value for i, arg in enumerate(call.args)
+        }
         cell = arguments.get("cell")
         if not (isinstance(cell, cst.Name) and cell.value in cells) or set(arguments) - {"cell", "inputs", "dtype"}:
             raise _Fallback(line, "dynamic_rnn with a cell other than a module-level BasicRNNCell, or extra options")
@@ -590,7 +635,9 @@ class _Rewrite:
         )
         self.holders.append((variable, -1))
         self.changes.append(
-            CompatChange(line, 1, f"dynamic_rnn -> keras.layers.RNN `{variable}` (outputs and final state), created once")
+            CompatChange(
+                line, 1, f"dynamic_rnn -> keras.layers.RNN `{variable}` (outputs and final state), created once"
+            )
         )
         return cst.parse_expression(f"{variable}({self.code(arguments['inputs'])})")
 
@@ -642,25 +689,35 @@ class _Rewrite:
                     method = func.attr.value
                     line = rewrite.line(node)
                     if isinstance(owner, cst.Name) and owner.value == session and method == "run":
-                        rewrite.site(node, top, line, fetch=node.args[0].value if node.args else None, args=node.args[1:])
-                        self.handled.add(id(node.func.value))
-                    elif method == "eval" and isinstance(owner, cst.Name) and owner.value in graph:
-                        rewrite.site(node, top, line, fetch=owner, args=node.args)
+                        rewrite.site(
+                            node,
+                            rewrite.current_top,
+                            line,
+                            fetch=node.args[0].value if node.args else None,
+                            args=node.args[1:],
+                        )
                         self.handled.add(id(owner))
-                    elif method == "run" and not node.args and (
-                        (isinstance(owner, cst.Name) and owner.value in rewrite.init_names)
-                        or (
-                            isinstance(owner, cst.Call)
-                            and rewrite.qualified(owner.func) == _V1 + "global_variables_initializer"
+                    elif method == "eval" and isinstance(owner, cst.Name) and owner.value in graph:
+                        rewrite.site(node, rewrite.current_top, line, fetch=owner, args=node.args)
+                        self.handled.add(id(owner))
+                    elif (
+                        method == "run"
+                        and not node.args
+                        and (
+                            (isinstance(owner, cst.Name) and owner.value in rewrite.init_names)
+                            or (
+                                isinstance(owner, cst.Call)
+                                and rewrite.qualified(owner.func) == _V1 + "global_variables_initializer"
+                            )
                         )
                     ):
-                        rewrite.session_uses.append((node, top, "init"))
+                        rewrite.session_uses.append((node, rewrite.current_top, "init"))
                     elif isinstance(owner, cst.Name) and owner.value == rewrite.saver and method in ("save", "restore"):
                         if len(node.args) != 2 or not (
                             isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == session
                         ):
                             raise _Fallback(line, f"saver.{method} with arguments other than (session, path)")
-                        rewrite.session_uses.append((node, top, method))
+                        rewrite.session_uses.append((node, rewrite.current_top, method))
                         self.handled.add(id(node.args[0].value))
 
                 def visit_Name(self, node: cst.Name) -> None:
@@ -671,6 +728,7 @@ class _Rewrite:
 
             if id(statement) in self.removed:
                 continue
+            self.current_top = top
             statement.visit(Finder())
 
     def site(
@@ -687,7 +745,13 @@ class _Rewrite:
             self.session_uses.append((call, top, "init"))
             return
         single = isinstance(fetch, cst.Name)
-        elements = [fetch] if single else [e.value for e in fetch.elements] if isinstance(fetch, (cst.List, cst.Tuple)) else None
+        elements = (
+            [fetch]
+            if single
+            else [e.value for e in fetch.elements]
+            if isinstance(fetch, (cst.List, cst.Tuple))
+            else None
+        )
         if elements is None or not all(isinstance(element, cst.Name) for element in elements):
             raise _Fallback(line, "sess.run fetches other than a name or a list of names")
         names = tuple(element.value for element in elements if isinstance(element, cst.Name))
@@ -753,11 +817,10 @@ class _Rewrite:
                         definition.line, f"the graph reads `{name}`, which the script rebinds (TF1 read it once)"
                     )
         # A graph tensor may only be read by the graph itself and by sess.run / eval.
-        fetch_nodes: set[str] = set()
-        for top, statement in enumerate(self.body):
+        rewrite = self
+        for statement in self.body:
             if id(statement) in self.removed or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            rewrite = self
 
             class Uses(cst.CSTVisitor):
                 def visit_Call(self, node: cst.Call) -> bool:
@@ -785,9 +848,8 @@ class _Rewrite:
                         )
 
             statement.visit(Uses())
-        del fetch_nodes
         # Later Sessions start from fresh variables in TF1; here only a restore gives the same state.
-        for name, start in self.sessions[1:]:
+        for _name, start in self.sessions[1:]:
             uses = sorted(
                 [(top, kind) for _, top, kind in self.session_uses if top >= start]
                 + [(site.top, "run") for site in self.sites if site.top >= start]
@@ -846,7 +908,7 @@ class _Rewrite:
             if len(trains) > 1:
                 raise _Fallback(site.line, "one sess.run with two train ops")
             train = trains[0] if trains else None
-            others = [(name, item) for name, item in zip(site.fetches, resolved) if item is not train]
+            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
             key = tuple(id(item) for item in resolved)  # the same fetches of the same definitions
             if key not in functions:
                 functions[key] = self.function(site, train, others)
@@ -862,17 +924,19 @@ class _Rewrite:
                     call_code[id(site.call)] = call
                     continue
                 position = site.fetches.index(train.targets[0])
-                target = assign.targets[0].target if assign is not None and len(assign.targets) == 1 else None
-                if site.single or not isinstance(target, (cst.Tuple, cst.List)):
+                fetched = assign.targets[0].target if assign is not None and len(assign.targets) == 1 else None
+                if site.single or not isinstance(fetched, (cst.Tuple, cst.List)):
                     raise _Fallback(site.line, "the result of running the train op is used")
-                elements = [element.value for element in target.elements]
+                elements = [element.value for element in fetched.elements]
                 dropped = elements[position]
                 if not (isinstance(dropped, cst.Name) and dropped.value == "_"):
                     raise _Fallback(site.line, "the train op's result (None) is assigned to a name")
                 kept = [self.code(element) for index, element in enumerate(elements) if index != position]
                 assert assign is not None
                 assign_targets[id(assign)] = kept[0] if len(kept) == 1 else ", ".join(kept)
-                call_code[id(site.call)] = f"{call}.numpy()" if len(kept) == 1 else f"[value.numpy() for value in {call}]"
+                call_code[id(site.call)] = (
+                    f"{call}.numpy()" if len(kept) == 1 else f"[value.numpy() for value in {call}]"
+                )
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
@@ -900,6 +964,7 @@ class _Rewrite:
             def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
                 if id(original) in assign_targets:
                     target = cst.parse_expression(assign_targets[id(original)])
+                    assert isinstance(target, (cst.Name, cst.Tuple))
                     return updated.with_changes(targets=[cst.AssignTarget(target)])
                 return updated
 
@@ -912,9 +977,9 @@ class _Rewrite:
                         return cst.RemoveFromParent()
                 return updated
 
-        for call, _, kind in self.session_uses:
-            if kind == "init" and id(call) not in self.expression_calls:
-                raise _Fallback(self.line(call), "the initializer's run is used as a value")
+        for init_call, _, kind in self.session_uses:
+            if kind == "init" and id(init_call) not in self.expression_calls:
+                raise _Fallback(self.line(init_call), "the initializer's run is used as a value")
         by_top: dict[int, list[cst.FunctionDef]] = {}
         for _, _, function, top in functions.values():
             by_top.setdefault(top, []).append(function)
@@ -932,9 +997,9 @@ class _Rewrite:
             elif self.saver is not None and statement is self.saver_statement:
                 holders = [name for name, index in self.holders if index < self.saver_index]
                 arguments = ", ".join(f"{name}={name}" for name in holders)
-                emitted.append(
-                    statement.with_changes(body=[cst.parse_statement(f"{self.saver} = {tf}.train.Checkpoint({arguments})\n").body[0]])  # type: ignore[attr-defined]
-                )
+                checkpoint = cst.parse_statement(f"{self.saver} = {tf}.train.Checkpoint({arguments})\n")
+                assert isinstance(checkpoint, cst.SimpleStatementLine)
+                emitted.append(statement.with_changes(body=checkpoint.body))
                 self.changes.append(
                     CompatChange(
                         self.line(statement),
@@ -949,6 +1014,7 @@ class _Rewrite:
                     emitted.append(visited)
             if by_top.get(top) and emitted:  # PEP 8: two blank lines after a function
                 first = emitted[0]
+                assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
                 emitted[0] = first.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *first.leading_lines])
             new_body += emitted
         if self.keras is not None and "keras" not in self.bindings.values():
@@ -962,14 +1028,18 @@ class _Rewrite:
             new_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
         module = self.module.with_changes(body=new_body)
         # Nothing of the TF1 graph may be left at module level.
-        left = (set(self.placeholders) | self.init_names | {self.session_name or ""} | self.graph_names()) - set(
-            self.optimizers
-        ) - self.holders_names()
+        left = (
+            (set(self.placeholders) | self.init_names | {self.session_name or ""} | self.graph_names())
+            - set(self.optimizers)
+            - self.holders_names()
+        )
         for statement in new_body:
             if id(statement) in generated or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
             for name in _names_read(statement) & left:
-                raise _Fallback(1, f"`{name}` is still used at module level after the rewrite: {rewrite.code(statement)[:80]!r}")
+                raise _Fallback(
+                    1, f"`{name}` is still used at module level after the rewrite: {rewrite.code(statement)[:80]!r}"
+                )
         return module.code
 
     def function(
@@ -1007,7 +1077,11 @@ class _Rewrite:
         if train is not None and not returned:
             returned = [train.train[1]] if train.train else []
         if returned:
-            lines.append(f"    return {', '.join(returned)}\n" if len(returned) > 1 or not site.single else f"    return {returned[0]}\n")
+            lines.append(
+                f"    return {', '.join(returned)}\n"
+                if len(returned) > 1 or not site.single
+                else f"    return {returned[0]}\n"
+            )
         text = "".join(lines)
         if len(returned) == 1 and not site.single and train is None:
             text = text.replace(f"    return {returned[0]}\n", f"    return ({returned[0]},)\n")
