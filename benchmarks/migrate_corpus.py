@@ -8,11 +8,11 @@ repository, commit and path; no code of theirs is stored in this project). The b
 3. writes a small synthetic MNIST (``mnist.npz``; random pixels and labels) and points the
    migrated loader at it with ``TFPILOT_MNIST``: the scripts never touch the network,
 4. migrates the tree with plain ``tf_upgrade_v2`` (the anchor: what migrate did before) and with
-   ``tfpilot migrate --mode compat`` (and any other mode named in ``--modes``),
+   ``tfpilot migrate --mode compat`` / ``--mode native`` (the modes named in ``--modes``),
 5. runs every output with a timeout and prints, per mode, how many ran to completion, and how
    often migrate's report ("will run" / "will not run") was right.
 
-    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat]
+    python benchmarks/migrate_corpus.py [--mirror /work/.mirror] [--modes upgrade,compat,native]
                                         [--timeout 300] [--keep DIR]
 """
 
@@ -98,6 +98,9 @@ def synthetic_mnist(path: Path) -> None:
     np.savez_compressed(path, **arrays)
 
 
+NATIVE: dict[str, bool] = {}  # --mode native: file -> rewritten natively (not the compat fallback)
+
+
 def migrate_tree(mode: str, source: Path, destination: Path) -> dict[str, bool]:
     """Migrate; returns the report's verdict per file (empty for the plain tf_upgrade_v2 anchor)."""
     if mode == "upgrade":
@@ -119,6 +122,8 @@ def migrate_tree(mode: str, source: Path, destination: Path) -> dict[str, bool]:
         cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
         if len(cells) >= 2 and cells[0].endswith(".py"):
             verdicts[cells[0]] = cells[1].startswith("yes")
+            if mode == "native" and len(cells) >= 5:
+                NATIVE[cells[0]] = cells[4] == "native"
     return verdicts
 
 
@@ -199,6 +204,9 @@ def main() -> None:
         if verdicts[mode]:
             right = sum(verdicts[mode].get(f"{s.name}.py") == results[s.name][mode][0] for s in scripts)
             line += f"; report verdict right for {right}/{len(scripts)}"
+        if mode == "native":
+            native = [s.name for s in scripts if NATIVE.get(f"{s.name}.py") and results[s.name][mode][0]]
+            line += f"; rewritten to TF2 and run: {len(native)}/{len(scripts)} ({', '.join(native)})"
         print(line)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)

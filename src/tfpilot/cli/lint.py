@@ -162,7 +162,8 @@ def register(app: typer.Typer) -> None:
             "compat",
             "--mode",
             help="compat: TF1 code that runs on TF 2.21 via tf.compat.v1 (graph mode where the file builds a graph, "
-            "helpers for removed APIs). The only mode so far.",
+            "helpers for removed APIs). native: placeholder + Session training loops rewritten to tf.function, "
+            "GradientTape, Keras layers and optimizers, tf.train.Checkpoint; files it cannot prove get compat output.",
         ),
         report: Path = typer.Option(
             None, "--report", help="Report path (default: DEST/MIGRATION_REPORT.md, or DEST.migration.md)."

@@ -73,8 +73,9 @@ def _upgrader_fix(message: str) -> str:
     return "read tf_upgrade_v2's note and check the call by hand"
 
 
-# --mode native (TF2 idioms: tf.function + GradientTape for Session loops) is not built yet.
-MODES = ("compat",)
+# compat: TF1 graph code kept on tf.compat.v1; native: placeholder + Session training scripts
+# rewritten to tf.function + GradientTape + Keras (compat output where that cannot be proven).
+MODES = ("compat", "native")
 
 # In compat mode these findings describe TF1 code that now runs on tf.compat.v1 by design: a
 # port to TF2 idioms, not something that stops the file.
@@ -113,6 +114,7 @@ class FileStatus:
     will_run: bool  # parses, imports resolve, no removed API left, graph mode where needed
     blockers: tuple[str, ...]  # what stops it, one line each
     setup: tuple[str, ...]  # what to put in place before running it (data files)
+    rewrite: str = ""  # --mode native: "native", or "compat: why not"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,10 +224,36 @@ def _migrate_file(
     kept: list[MigrationItem] = []
     setup: list[str] = []
     parses = True
+    native_status = ""
     try:
         ast.parse(text)
     except SyntaxError:
         parses = False
+    if parses and mode == "native":
+        from tfpilot.migrate.native import rewrite_native
+
+        native = rewrite_native(text)
+        if native.converted:
+            text = native.source
+            rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "native", c.message) for c in native.changes]
+            attention += [
+                MigrationItem(name, n.line, n.column, "tfpilot", "native", n.message, fix="check it by hand")
+                for n in native.notes
+            ]
+        else:
+            attention.append(
+                MigrationItem(
+                    name,
+                    native.reason_line,
+                    1,
+                    "tfpilot",
+                    "native",
+                    f"kept on tf.compat.v1 (compat output): --mode native cannot rewrite this file: {native.reason}",
+                    why="the native rewrite is all or nothing per file and only where it keeps the program's meaning",
+                    fix="port this part to tf.function + GradientTape by hand, then the rest follows the native pattern",
+                )
+            )
+        native_status = "native" if native.converted else f"compat: {native.reason} (line {native.reason_line})"
     if parses:
         compat = rewrite_compat(text)
         text = compat.source
@@ -287,6 +315,7 @@ def _migrate_file(
         will_run=not any(item.blocks_run for item in attention),
         blockers=tuple(f"line {item.line}: {item.message}" for item in attention if item.blocks_run),
         setup=tuple(setup),
+        rewrite=native_status if mode == "native" and parses else "",
     )
     return text, rewritten, attention, kept, status
 
@@ -436,13 +465,15 @@ def render_markdown(report: MigrationReport) -> str:
         "",
         "## Files",
         "",
-        "| file | expected to run | what stops it | before you run it |",
-        "|---|---|---|---|",
+        "| file | expected to run | what stops it | before you run it |"
+        + (" rewritten as |" if report.mode == "native" else ""),
+        "|---|---|---|---|" + ("---|" if report.mode == "native" else ""),
     ]
     for status in report.statuses:
         lines.append(
             f"| {_cell(status.path)} | {'yes' if status.will_run else 'no'} | "
             f"{_cell('; '.join(status.blockers))} | {_cell('; '.join(status.setup))} |"
+            + (f" {_cell(status.rewrite)} |" if report.mode == "native" else "")
         )
     needed = sorted({key for status in report.statuses for key in status.setup})
     if needed:
