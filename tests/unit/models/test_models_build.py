@@ -99,7 +99,7 @@ def test_user_factory_gets_shape_classes_and_kwargs(user_package: str) -> None:
         ("missing", "has no callable `missing`"),
         ("not_callable", "has no callable `not_callable`"),
         ("not_a_model", "returned str; expected a keras.Model"),
-        ("wrong_units", "outputs 4 units; expected 3 logits"),
+        ("wrong_units", r"outputs 4 units; expected 3 logit\(s\)"),
     ],
 )
 def test_bad_user_factory_raises_model_error(user_package: str, attr: str, match: str) -> None:
