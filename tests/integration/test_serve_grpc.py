@@ -277,3 +277,49 @@ def test_multi_inference_refuses_what_tf_serving_refuses(channel, tasks, fragmen
         stub.MultiInference(multi_inference_request(tasks), timeout=10)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert fragment in caught.value.details()
+
+
+def write_predict_method_regressor(version_dir) -> None:
+    """A TF2 SavedModel whose Example-parsing signature carries the predict method name
+    (tf.saved_model.save marks every signature predict), as most exported TF2 models do."""
+    import tensorflow as tf
+
+    class Regressor(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def regress(self, inputs):
+            parsed = tf.io.parse_example(inputs, {"x": tf.io.FixedLenFeature([1], tf.float32)})
+            return {"outputs": parsed["x"] * 3.0}
+
+    module = Regressor()
+    tf.saved_model.save(module, str(version_dir), signatures={"serving_default": module.regress})
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_signature_method_name_check_flag(tmp_path, check):
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import prediction_service_pb2_grpc, regression_pb2
+
+    write_predict_method_regressor(tmp_path / "r" / "1")
+    options = ServerOptions(
+        models=[ServedModel(name="r", base_path=tmp_path / "r")],
+        rest_port=None,
+        grpc_port=0,
+        enable_signature_method_name_check=check,
+    )
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.name = "r"
+    example = example_pb2.Example()
+    example.features.feature["x"].float_list.value.append(2.0)
+    request.input.example_list.examples.append(example)
+    with ModelServer(options) as running, grpc.insecure_channel(running.grpc_target) as opened:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(opened)
+        if not check:  # TF Serving's default: the inputs and outputs decide, not the method name
+            response = stub.Regress(request, timeout=30)
+            assert [r.value for r in response.result.regressions] == [pytest.approx(6.0)]
+        else:
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Regress(request, timeout=30)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert (
+                "Expected regression signature method_name to be tensorflow/serving/regress" in caught.value.details()
+            )
