@@ -9,19 +9,17 @@ measured in Python, which the step-gap rule needs and the profile alone cannot g
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_json
 from tfpilot.diagnose.window_spec import parse_step_window
+from tfpilot.diagnose.xplane import CAPTURE_FILE, read_capture
 from tfpilot.errors import ConfigError
 from tfpilot.train.callbacks import TrainHook
 
-__all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE"]
-
-CAPTURE_FILE = "capture.json"
+__all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE", "read_capture"]
 
 
 class ProfileWindow:
@@ -177,8 +175,3 @@ class ProfileHook(TrainHook):
 
         self.summary = summarize_profile(self.window.logdir)
         self.findings = analyze_profile(self.summary)
-
-
-def read_capture(profile_dir: str | Path) -> dict[str, Any]:
-    path = Path(profile_dir) / CAPTURE_FILE
-    return json.loads(path.read_text()) if path.exists() else {}

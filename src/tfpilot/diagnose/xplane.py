@@ -12,9 +12,11 @@ import contextlib
 import csv
 import dataclasses
 import gzip
+import importlib.util
 import io
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,14 @@ __all__ = [
 ]
 
 SUMMARY_FILE = "summary.json"
+# Written by capture.ProfileWindow; read here so that summarising never imports capture (Keras, TensorFlow).
+CAPTURE_FILE = "capture.json"
 TRACE_FILE = "trace.json.gz"
 OP_STATS_FILE = "op_stats.csv"
 SCHEMA_VERSION = 1
 # Ops that call back into the Python interpreter (py_function, numpy_function, from_generator).
 HOST_PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+_XPLANE_MODULE = "_tfpilot_xplane_pb2"
 
 
 class ProfileError(TfpilotError):
@@ -167,8 +172,7 @@ def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[P
     the loop back into one group per marked call; the iterator ops stay connected because both
     sides of that (step_id, iter_num) link are zeroed alike. Returns (files, rewritten).
     """
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
+    xplane_pb2 = _xplane_pb2()
     rewritten, changed_any = [], False
     for path in files:
         space = xplane_pb2.XSpace()
@@ -199,6 +203,32 @@ def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[P
         else:
             rewritten.append(path)
     return rewritten, changed_any
+
+
+def _xplane_pb2() -> Any:
+    """TensorFlow's generated XSpace module, loaded from its file without importing ``tensorflow``.
+
+    ``import tensorflow.tsl...`` runs tensorflow/__init__ (seconds of CPU, 25 s on a busy 2-core
+    host): the doctor's parent process would pay a second TensorFlow import only to read the
+    profile. The generated module needs protobuf alone, and registers the same descriptor that
+    TensorFlow's copy does, so a later ``import tensorflow`` in this process shares its classes.
+    """
+    module = sys.modules.get("tensorflow.tsl.profiler.protobuf.xplane_pb2") or sys.modules.get(_XPLANE_MODULE)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec("tensorflow")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = Path(locations[0], "tsl", "profiler", "protobuf", "xplane_pb2.py") if locations else None
+    if path is None or not path.is_file():
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        return xplane_pb2
+    file_spec = importlib.util.spec_from_file_location(_XPLANE_MODULE, path)
+    assert file_spec is not None and file_spec.loader is not None
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    sys.modules[_XPLANE_MODULE] = module
+    return module
 
 
 def _tool(files: list[Path], tool: str) -> Any:
@@ -370,8 +400,6 @@ def _write_op_stats_csv(path: Path, ops: list[OpStat]) -> None:
 # ------------------------------------------------------------------------------ entry point
 def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSummary:
     """Convert the newest session under ``profile_dir`` and write summary.json, trace.json.gz, op_stats.csv."""
-    from tfpilot.diagnose.capture import read_capture
-
     profile_dir = Path(profile_dir)
     files = find_xplane_files(profile_dir)
     with tempfile.TemporaryDirectory(prefix="tfpilot-xplane-") as workdir:
@@ -416,6 +444,11 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
     )
     atomic_write_json(summary_path, summary.to_dict())
     return summary
+
+
+def read_capture(profile_dir: str | Path) -> dict[str, Any]:
+    path = Path(profile_dir) / CAPTURE_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def load_summary(profile_dir: str | Path) -> ProfileSummary | None:

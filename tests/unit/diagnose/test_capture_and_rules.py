@@ -1,5 +1,6 @@
 """Real in-process profile of a tiny input-bound loop, summarised by xprof, then the rules."""
 
+import subprocess
 import sys
 import time
 
@@ -50,6 +51,33 @@ def test_profile_window_summary_and_input_bound_finding(tmp_path):
     codes = {f.code: f for f in analyze_profile(summary)}
     assert codes["DOC-INPUT-BOUND"].severity.value == "error"
     assert 10 <= codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"] < 20
+
+
+def test_summary_and_rules_run_without_importing_tensorflow(tmp_path):
+    # The doctor's parent process reads the child's profile: a TensorFlow import there cost seconds.
+    weights = tf.Variable(1.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    window = ProfileWindow(tmp_path, start_step=1, stop_step=4)
+    for number in range(5):
+        with window.step(number):
+            step(tf.ones([8]))
+    window.close()
+    code = (
+        "import sys\n"
+        "from tfpilot.diagnose.doctor import doctor_script\n"
+        "from tfpilot.diagnose.analysis import analyze_profile\n"
+        "from tfpilot.diagnose.xplane import summarize_profile\n"
+        "summary = summarize_profile(sys.argv[1])\n"
+        "analyze_profile(summary)\n"
+        "print(summary.capture['steps_captured'], len(summary.top_ops) > 0, 'tensorflow' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["3", "True", "False"]
 
 
 def test_watch_counts_python_scalar_retraces_in_process():
