@@ -35,9 +35,22 @@ class ProfileWindow:
         window.close()
     """
 
-    def __init__(self, logdir: str | Path, *, start_step: int, stop_step: int, name: str = "train") -> None:
+    def __init__(
+        self,
+        logdir: str | Path,
+        *,
+        start_step: int,
+        stop_step: int,
+        name: str = "train",
+        measure_from: int | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> None:
         if start_step >= stop_step:
             raise ConfigError(f"profile window needs start_step < stop_step, got {start_step}:{stop_step}")
+        # Steps start_step..measure_from-1 are profiled but left out of the step breakdown (their data may
+        # have been computed before the profiler started); capture.json says so for the summary.
+        self.measure_from = start_step if measure_from is None else min(max(measure_from, start_step), stop_step - 1)
+        self.context = dict(context or {})
         self.logdir = Path(logdir)
         self.start_step = start_step
         self.stop_step = stop_step
@@ -77,6 +90,8 @@ class ProfileWindow:
             {
                 "start_step": self.start_step,
                 "stop_step": self.stop_step,
+                "measure_from": self.measure_from,
+                **self.context,
                 "steps": self.steps,
                 "steps_captured": len(self.steps),
                 "wall_seconds": wall,

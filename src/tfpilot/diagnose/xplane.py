@@ -263,11 +263,27 @@ def _as_json(data: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ summary pieces
-def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, str, str]:
+def _step_number(name: Any) -> int | None:
+    """`train 7` (xprof's step name from our marker) -> 7."""
+    tail = str(name).rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _measured_rows(rows: list[dict[str, Any]], measure_from: int | None, key: str) -> list[dict[str, Any]]:
+    """Rows of steps >= measure_from (the window's drain steps are profiled, not measured); all if none is left."""
+    if not measure_from:
+        return rows
+    kept = [r for r in rows if (_step_number(r.get(key)) or 0) >= measure_from]
+    return kept or rows
+
+
+def _step_breakdown(
+    input_tables: list[dict[str, Any]], measure_from: int | None = None
+) -> tuple[StepBreakdown, str, str]:
     table = _find_table(input_tables, "stepnum")
     properties = table.get("p") or {}
     per_step: list[dict[str, Any]] = []
-    for row in _table_rows(table):
+    for row in _measured_rows(_table_rows(table), measure_from, "stepnum"):
         compute = sum(
             float(row.get(k) or 0.0)
             for k in ("deviceComputeTimeMs", "hostComputeTimeMs", "deviceToDeviceTimeMs", "deviceCollectivesTimeMs")
@@ -359,11 +375,15 @@ _GET_NEXT_OPS = {
 def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepBreakdown:
     """xprof finds no steps for in-graph get_next_as_optional loops: use wall-clock step times
     and the get_next ops' self time (the wait for tf.data) instead."""
-    times = capture["step_times_ms"]
+    pairs = list(
+        zip(capture.get("steps") or range(len(capture["step_times_ms"])), capture["step_times_ms"], strict=False)
+    )
+    measured = [(s, t) for s, t in pairs if s >= int(capture.get("measure_from") or 0)] or pairs
+    times = [t for _, t in measured]
     step_ms = sum(times) / len(times)
-    input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(times), step_ms)
+    input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(pairs), step_ms)
     compute_ms = min(
-        sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(times),
+        sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(pairs),
         step_ms - input_ms,
     )
     other_ms = max(step_ms - input_ms - compute_ms, 0.0)
@@ -380,10 +400,7 @@ def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepB
         input_percent=percent(input_ms),
         compute_percent=percent(compute_ms),
         other_percent=percent(other_ms),
-        per_step=[
-            {"step": str(s), "step_ms": t, "source": "capture"}
-            for s, t in zip(capture.get("steps", []), times, strict=False)
-        ],
+        per_step=[{"step": str(s), "step_ms": t, "source": "capture"} for s, t in measured],
     )
 
 
@@ -407,10 +424,10 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
         input_tables = _as_json(_tool(converted, "input_pipeline_analyzer"))
         op_tables = _as_json(_tool(converted, "framework_op_stats"))
         trace = _tool(converted, "trace_viewer")
-    steps, hardware, conclusion = _step_breakdown(input_tables)
+    capture = read_capture(profile_dir)
+    steps, hardware, conclusion = _step_breakdown(input_tables, capture.get("measure_from"))
     ops, _ = _op_stats(op_tables)
     stages = _input_stages(input_tables)
-    capture = read_capture(profile_dir)
     captured = int(capture.get("steps_captured") or steps.steps or 1)
     host_ops = [op for op in ops if op.host_or_device == "Host" and op.type != "Dataset"]
     if not steps.steps and capture.get("step_times_ms"):

@@ -212,3 +212,57 @@ def test_new_tf_function_per_call_is_retracing_at_the_call_site():
     assert finding.evidence["call_site"] == f"{__file__}:{call_line}"
     assert finding.location == finding.evidence["call_site"]
     assert "outside the loop" in finding.fix
+
+
+def test_pipeline_description_reads_cache_parallelism_prefetch_and_epoch_length():
+    from tfpilot.diagnose.pipeline import describe_dataset
+
+    autotune = tf.data.AUTOTUNE
+    cached = (
+        tf.data.Dataset.range(64)
+        .map(lambda i: i * 2, num_parallel_calls=autotune)
+        .batch(8)
+        .cache()
+        .repeat()
+        .prefetch(autotune)
+    )
+    shape = describe_dataset(cached)
+    assert shape.kinds == ["Prefetch", "Repeat", "Cache", "Batch", "ParallelMap", "Range"]
+    assert shape.stages[4].parallel == -1 and shape.stages[0].buffer == -1 and shape.stages[3].batch == 8
+    # Infinite, but the cache is read through once after 64 / 8 batches.
+    assert shape.cardinality is None and shape.epoch_steps == 8 and shape.cached and shape.prefetched
+    # Batching after the repeat: the epoch in output elements is the cached elements over the batch size.
+    assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().batch(8).prefetch(3)).epoch_steps == 8
+    assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().prefetch(3)).drain_steps() == 3
+    finite = describe_dataset(tf.data.Dataset.range(96).map(lambda i: i).batch(8).cache())
+    assert finite.kinds[:3] == ["Cache", "Batch", "Map"] and finite.epoch_steps == 12
+    # Filtering above the repeat: the epoch's length in steps is unknown, never guessed.
+    assert describe_dataset(tf.data.Dataset.range(9).cache().repeat().filter(lambda i: i > 2)).epoch_steps is None
+    generator = tf.data.Dataset.from_generator(lambda: iter(range(3)), output_signature=tf.TensorSpec([], tf.int64))
+    assert describe_dataset(generator.map(lambda i: i)).kinds == ["Map", "Generator"]
+    uncached = describe_dataset(tf.data.Dataset.range(8).batch(2))
+    assert not uncached.cached and uncached.epoch_steps is None and uncached.drain_steps() == 1
+
+
+def test_window_waits_for_the_cache_to_fill_and_skips_the_prefetched_steps(tmp_path):
+    # 6 batches per epoch; the profile may start at call 2 but the cache fills during the first epoch.
+    dataset = tf.data.Dataset.range(48).map(lambda i: tf.cast(i, tf.float32)).batch(8).cache().prefetch(2)
+    weights = tf.Variable(0.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(tmp_path, profile_start=2, profile_steps=3) as session:
+        for _ in range(3):
+            for batch in dataset:
+                step(batch)
+    report = session.report
+    assert report.cache_filled_step == 6 and report.cache_filled is True
+    assert report.pipelines[0]["cached"] and report.pipelines[0]["drain_steps"] == 2
+    capture = session.summary.capture
+    # The first step after the fill opens the window; its 2 prefetched steps are profiled, not measured.
+    assert capture["start_step"] == 7 and capture["measure_from"] == 9 and capture["steps"] == [7, 8, 9, 10, 11]
+    measured = [row["step"] for row in session.summary.steps.per_step]
+    assert measured and all(int(name.split()[-1]) >= 9 for name in measured)
+    assert report.timing is not None and report.timing.measured_from_step == 7
