@@ -143,7 +143,6 @@ class _Tracked:
     tracing_count: int = -1
     calls: int = 0
     history: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=2))
-    reader: Any = None  # a tf.function returning every variable's value (the snapshot)
 
 
 class NumericsMonitor:
@@ -175,8 +174,8 @@ class NumericsMonitor:
         self._refresh_variables(function, tracked)
         snapshot = None
         if tracked.variables:
-            # A read of a resource variable aliases its buffer; the step's update then copies (copy-on-write).
-            snapshot = self._snapshot(tracked)
+            # value() of a resource variable aliases its buffer; the step's update then copies (copy-on-write).
+            snapshot = [v.value() for v in tracked.variables]
         positions = {}
         for argument in (*args, *kwargs.values()):
             if _is_iterator(argument):
@@ -207,26 +206,6 @@ class NumericsMonitor:
             self.found.update(self.replay(function))
         return self.found
 
-    @staticmethod
-    def _snapshot(tracked: _Tracked) -> list[Any]:
-        """All variables' values in one compiled call: one eager read per variable costs ~0.1 ms each, per step."""
-        if tracked.reader is None:
-            import tensorflow as tf
-
-            variables = list(tracked.variables)
-            try:
-                # The concrete function: calling it skips tf.function's argument matching (~0.2 ms a call).
-                function = tf.function(lambda: [v.read_value() for v in variables], autograph=False)
-                tracked.reader = function.get_concrete_function()
-            except Exception:  # a variable a graph cannot read: read them one by one
-                tracked.reader = False
-        if tracked.reader is not False:
-            try:
-                return list(tracked.reader())
-            except Exception:
-                tracked.reader = False
-        return [v.value() for v in tracked.variables]
-
     def _refresh_variables(self, function: Any, tracked: _Tracked) -> None:
         count = function.experimental_get_tracing_count()
         if count == tracked.tracing_count:
@@ -243,7 +222,6 @@ class NumericsMonitor:
         variables = list(unique.values())
         size = sum(v.shape.num_elements() * v.dtype.size for v in variables if v.shape.is_fully_defined())
         tracked.variables = variables if size <= self.max_snapshot_bytes else []
-        tracked.reader = None
 
     def replay(self, function: Any) -> dict[str, Any]:
         tracked = self._tracked.get(id(function))

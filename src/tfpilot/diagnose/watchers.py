@@ -426,7 +426,12 @@ class Watcher:
             self._cache = (steps, id(dataset), shape.epoch_steps)
             if shape.epoch_steps is not None:
                 self.cache_filled_step = steps + shape.epoch_steps
-        elif self._cache is not None and self.cache_filled_step is None and id(dataset) == self._cache[1]:
+        elif (
+            self._cache is not None
+            and self.cache_filled_step is None
+            and id(dataset) == self._cache[1]
+            and steps > self._cache[0]  # a peek before training (Keras reads one batch to build) is no epoch
+        ):
             self.cache_filled_step = steps
 
     def _on_epoch_end(self, iterator) -> None:

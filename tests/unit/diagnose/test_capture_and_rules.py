@@ -266,3 +266,23 @@ def test_window_waits_for_the_cache_to_fill_and_skips_the_prefetched_steps(tmp_p
     measured = [row["step"] for row in session.summary.steps.per_step]
     assert measured and all(int(name.split()[-1]) >= 9 for name in measured)
     assert report.timing is not None and report.timing.measured_from_step == 7
+
+
+def test_epoch_end_of_a_cache_of_unknown_length_is_seen_when_the_iterator_runs_out():
+    # filter() makes the cardinality unknown: the fill is seen when the first epoch's iterator is exhausted.
+    dataset = tf.data.Dataset.range(48).filter(lambda i: i >= 0).batch(8).cache()
+    assert dataset.cardinality().numpy() < 0
+    weights = tf.Variable(tf.constant(0, tf.int64))
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(profile=False) as session:
+        next(iter(dataset))  # a peek before training (as Keras does to build a model) starts no epoch
+        for _ in range(3):
+            for batch in dataset:
+                step(batch)
+    report = session.report
+    assert report.pipelines[0]["epoch_steps"] is None and report.cache_filled_step == 6
+    assert report.cache_filled is True and report.timing.measured_from_step == 7
