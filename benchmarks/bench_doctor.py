@@ -1,39 +1,87 @@
-"""Doctor overhead: the same tiny training script plain vs under `doctor_script` (ratio, same run).
+"""Doctor overhead on a ~60-second training script: doctor wall / plain wall, and where the doctor's time goes.
 
-.venv/bin/python benchmarks/bench_doctor.py [--quick]
+PYTHONPATH=src .venv/bin/python benchmarks/bench_doctor.py [--seconds 60] [--repeats 1] [--steps N]
+
+A short plain run of tests/fixtures/doctor/train_long.py measures the step time; the step count is
+then chosen so that the plain run lasts about --seconds (or given with --steps). Plain runs and
+`doctor_script` runs alternate (the host's load drifts; alternating spreads it over both), and the
+ratio of the medians is reported with the doctor's phases: the instrumented child (TensorFlow import,
+script, watcher, profile window), the profile summary and the rules in the parent.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SCRIPT = Path(__file__).parents[1] / "tests" / "fixtures" / "doctor" / "good_compiled_loop.py"
+SCRIPT = Path(__file__).parents[1] / "tests" / "fixtures" / "doctor" / "train_long.py"
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and its finished children: the cost a busy host's load does not inflate."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _plain(steps: int) -> tuple[float, float]:
+    """(wall seconds, the script's own loop seconds)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    start = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), "--steps", str(steps)], check=True, capture_output=True, text=True, env=env
+    )
+    wall = time.perf_counter() - start
+    match = re.search(r"loop_seconds ([0-9.]+)", completed.stdout)
+    return wall, float(match[1]) if match else wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    repeats = 1 if parser.parse_args().quick else 3
+    parser.add_argument("--seconds", type=float, default=60.0, help="Target length of the plain run.")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--steps", type=int, help="Train this many steps instead of calibrating.")
+    options = parser.parse_args()
     from tfpilot.diagnose import doctor_script
 
-    plain, doctored = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, str(SCRIPT)], check=True, capture_output=True, cwd=SCRIPT.parent)
-        plain.append(time.perf_counter() - start)
+    steps = options.steps
+    if steps is None:
+        calibration_steps = 100
+        wall, loop = _plain(calibration_steps)
+        per_step = loop / calibration_steps
+        fixed = wall - loop
+        steps = max(int((options.seconds - fixed) / per_step), calibration_steps)
+        print(
+            f"calibration: {calibration_steps} steps, {per_step * 1e3:.1f} ms/step, {fixed:.1f} s fixed -> {steps} steps"
+        )
+    plain, doctored, phases, plain_cpu, doctor_cpu = [], [], [], [], []
+    for _ in range(options.repeats):
+        cpu = _cpu_seconds()
+        plain.append(_plain(steps)[0])
+        plain_cpu.append(_cpu_seconds() - cpu)
+        cpu = _cpu_seconds()
         with tempfile.TemporaryDirectory() as output:
             start = time.perf_counter()
-            doctor_script(SCRIPT, output_dir=output, profile_start=5, profile_steps=5)
+            result = doctor_script(SCRIPT, ["--steps", str(steps)], output_dir=output)
             doctored.append(time.perf_counter() - start)
-    anchor, instrumented = min(plain), min(doctored)
+            phases.append(result.timings)
+        doctor_cpu.append(_cpu_seconds() - cpu)
+        loud = [f.code for f in result.findings if f.severity.value in ("error", "warning")]
+        print(
+            f"plain {plain[-1]:.1f} s ({plain_cpu[-1]:.1f} s CPU), doctor {doctored[-1]:.1f} s ({doctor_cpu[-1]:.1f} s CPU), phases {result.timings}, loud findings {loud}"
+        )
+    anchor, instrumented = statistics.median(plain), statistics.median(doctored)
     print(
-        f"doctor overhead: instrumented/plain wall-clock ratio = {instrumented / anchor:.2f}x (best of {repeats}; includes "
-        "process start, profile window and xprof conversion)"
+        f"doctor overhead on a {anchor:.0f} s script ({steps} steps): doctor/plain wall = {instrumented / anchor:.2f}x "
+        f"(median of {options.repeats}; includes process start, profile window and the summary); CPU seconds "
+        f"doctor/plain = {statistics.median(doctor_cpu) / statistics.median(plain_cpu):.2f}x"
     )
 
 

@@ -132,8 +132,14 @@ def register(app: typer.Typer) -> None:
             "-o",
             help="Where a script's watch report, profile and findings go (default runs/doctor-<script>).",
         ),
-        profile_start: int = typer.Option(5, "--profile-start", help="Profile from the Nth call of the step function."),
-        profile_steps: int = typer.Option(5, "--profile-steps", help="Number of steps to profile."),
+        profile_start: int = typer.Option(
+            5,
+            "--profile-start",
+            help="Profile from the Nth call of the step function (later while a cache() fills its first epoch).",
+        ),
+        profile_steps: int = typer.Option(
+            5, "--profile-steps", help="Number of steps to measure (after the steps a prefetch buffer may serve)."
+        ),
         steps: str = typer.Option("5:10", "--steps", help="For a CONFIG: steps to profile, START:STOP."),
         fail_on: str = typer.Option(
             "error", "--fail-on", help="Exit 1 on findings at this severity: error, warning, never."

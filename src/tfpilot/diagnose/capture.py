@@ -9,19 +9,17 @@ measured in Python, which the step-gap rule needs and the profile alone cannot g
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from tfpilot.atomic import atomic_write_json
 from tfpilot.diagnose.window_spec import parse_step_window
+from tfpilot.diagnose.xplane import CAPTURE_FILE, read_capture
 from tfpilot.errors import ConfigError
 from tfpilot.train.callbacks import TrainHook
 
-__all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE"]
-
-CAPTURE_FILE = "capture.json"
+__all__ = ["ProfileWindow", "ProfileHook", "parse_step_window", "CAPTURE_FILE", "read_capture"]
 
 
 class ProfileWindow:
@@ -37,9 +35,22 @@ class ProfileWindow:
         window.close()
     """
 
-    def __init__(self, logdir: str | Path, *, start_step: int, stop_step: int, name: str = "train") -> None:
+    def __init__(
+        self,
+        logdir: str | Path,
+        *,
+        start_step: int,
+        stop_step: int,
+        name: str = "train",
+        measure_from: int | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> None:
         if start_step >= stop_step:
             raise ConfigError(f"profile window needs start_step < stop_step, got {start_step}:{stop_step}")
+        # Steps start_step..measure_from-1 are profiled but left out of the step breakdown (their data may
+        # have been computed before the profiler started); capture.json says so for the summary.
+        self.measure_from = start_step if measure_from is None else min(max(measure_from, start_step), stop_step - 1)
+        self.context = dict(context or {})
         self.logdir = Path(logdir)
         self.start_step = start_step
         self.stop_step = stop_step
@@ -79,6 +90,8 @@ class ProfileWindow:
             {
                 "start_step": self.start_step,
                 "stop_step": self.stop_step,
+                "measure_from": self.measure_from,
+                **self.context,
                 "steps": self.steps,
                 "steps_captured": len(self.steps),
                 "wall_seconds": wall,
@@ -177,8 +190,3 @@ class ProfileHook(TrainHook):
 
         self.summary = summarize_profile(self.window.logdir)
         self.findings = analyze_profile(self.summary)
-
-
-def read_capture(profile_dir: str | Path) -> dict[str, Any]:
-    path = Path(profile_dir) / CAPTURE_FILE
-    return json.loads(path.read_text()) if path.exists() else {}

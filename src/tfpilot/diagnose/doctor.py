@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,7 @@ class DoctorResult:
         summary: ProfileSummary | None,
         report: WatchReport | None,
         stderr_tail: str,
+        timings: dict[str, float] | None = None,
     ) -> None:
         self.output_dir = output_dir
         self.findings = findings
@@ -98,6 +100,8 @@ class DoctorResult:
         self.summary = summary
         self.report = report
         self.stderr_tail = stderr_tail
+        # Seconds per phase: child (the instrumented script), summary (xprof), rules.
+        self.timings = timings or {}
 
 
 def doctor_script(
@@ -132,7 +136,9 @@ def doctor_script(
         *(args or []),
     ]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+    started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
+    child_done = time.perf_counter()
     # The script's own output is kept beside the findings: a crash must never be swallowed.
     output_path = directory / OUTPUT_FILE
     output_path.write_text(f"--- stdout ---\n{completed.stdout}\n--- stderr ---\n{completed.stderr}")
@@ -141,7 +147,10 @@ def doctor_script(
         tail = completed.stderr.strip().splitlines()[-1:] or ["no output"]
         raise TfpilotError(f"`{script}` did not run under the doctor (exit {completed.returncode}): {tail[0]}")
     report = WatchReport.from_dict(json.loads(watch_path.read_text()))
+    # This process never imports TensorFlow (xplane reads the profile with protobuf and xprof alone): a
+    # second import would cost seconds of CPU, most of the doctor's fixed overhead.
     summary = summarize_profile(report.profile_dir) if report.profile_dir else None
+    summary_done = time.perf_counter()
     findings = analyze(summary=summary, watch=report, location=str(script))
     crash = crash_finding(
         returncode=completed.returncode, stderr=completed.stderr, script=script, output_path=output_path
@@ -160,4 +169,9 @@ def doctor_script(
         summary=summary,
         report=report,
         stderr_tail="\n".join(completed.stderr.strip().splitlines()[-15:]),
+        timings={
+            "child_s": round(child_done - started, 3),
+            "summary_s": round(summary_done - child_done, 3),
+            "rules_s": round(time.perf_counter() - summary_done, 3),
+        },
     )

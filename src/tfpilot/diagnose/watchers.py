@@ -74,6 +74,8 @@ class StepTiming:
     # Medians over steps: a few steps stretched by the CPU scheduler (busy host) or GC do not move them.
     idle_median_ms: float = 0.0
     step_median_ms: float = 0.0
+    # Steps before this one (warm-up, an epoch filling a cache) are left out of the timing.
+    measured_from_step: int = 0
 
 
 @dataclasses.dataclass
@@ -86,6 +88,11 @@ class WatchReport:
     nonfinite: dict[str, Any] | None
     wall_seconds: float
     profile_dir: str | None
+    # The pipelines the script iterated eagerly (PipelineShape.to_dict), the first one first.
+    pipelines: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # With a cache() stage: the step at which its first epoch ended (None: no cache, or not seen to end).
+    cache_filled_step: int | None = None
+    cache_filled: bool | None = None  # None without a cache stage
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -217,6 +224,10 @@ class Watcher:
         self._originals: list[tuple[Any, str, Any]] = []
         self._started = 0.0
         self._stopped = 0.0
+        self.pipelines: list[dict[str, Any]] = []
+        # The first pipeline with a cache stage: (step its iterator was made at, its dataset's id, epoch steps).
+        self._cache: tuple[int, int, int | None] | None = None
+        self.cache_filled_step: int | None = None
 
     # ------------------------------------------------------------------ install / remove
     def start(self) -> Watcher:
@@ -292,10 +303,29 @@ class Watcher:
             start = time.perf_counter()
             try:
                 return original_next(iterator)
+            except StopIteration:
+                watcher._on_epoch_end(iterator)
+                raise
             finally:
                 watcher._record("next", start, time.perf_counter(), "")
 
         self._patch(iterator_ops.OwnedIterator, "__next__", next_)
+
+        original_init = iterator_ops.OwnedIterator.__init__
+
+        def init(iterator, dataset=None, *args, **kwargs):
+            original_init(iterator, dataset, *args, **kwargs)
+            import tensorflow as tf
+
+            if dataset is None or watcher._depth or threading.get_ident() != watcher._main_thread:
+                return
+            if not tf.executing_eagerly():
+                return
+            start = time.perf_counter()
+            watcher._on_iterator(iterator, dataset)
+            watcher._record("overhead", start, time.perf_counter(), "")
+
+        self._patch(iterator_ops.OwnedIterator, "__init__", init)
 
         original_gradient = backprop.GradientTape.gradient
 
@@ -376,6 +406,54 @@ class Watcher:
         self._record("call", start, end, key)
         self._boundary(key)
 
+    def _steps_so_far(self) -> int:
+        return max(self.boundaries.values(), default=0)
+
+    def _on_iterator(self, iterator, dataset) -> None:
+        """A new eager iterator: describe its pipeline; a second one over a cached pipeline means epoch 1 ended."""
+        from tfpilot.diagnose.pipeline import describe_dataset
+
+        try:
+            shape = describe_dataset(dataset)
+        except Exception:  # private tf.data attributes changed: no description, the default window
+            return
+        described = shape.to_dict()
+        if described not in self.pipelines and len(self.pipelines) < 5:
+            self.pipelines.append(described)
+        iterator._tfpilot_dataset_id = id(dataset)
+        steps = self._steps_so_far()
+        if self._cache is None and shape.cached:
+            self._cache = (steps, id(dataset), shape.epoch_steps)
+            if shape.epoch_steps is not None:
+                self.cache_filled_step = steps + shape.epoch_steps
+        elif (
+            self._cache is not None
+            and self.cache_filled_step is None
+            and id(dataset) == self._cache[1]
+            and steps > self._cache[0]  # a peek before training (Keras reads one batch to build) is no epoch
+        ):
+            self.cache_filled_step = steps
+
+    def _on_epoch_end(self, iterator) -> None:
+        if self._cache is not None and self.cache_filled_step is None:
+            if getattr(iterator, "_tfpilot_dataset_id", None) == self._cache[1]:
+                self.cache_filled_step = self._steps_so_far()
+
+    def _window_may_start(self, count: int) -> bool:
+        """After warm-up, and with a cache stage only once its first epoch has filled the cache."""
+        if count < self.profile_start:
+            return False
+        if self._cache is None:
+            return True
+        if self.cache_filled_step is None:
+            return False
+        return count >= self.cache_filled_step + 1
+
+    def _drain_steps(self) -> int:
+        from tfpilot.diagnose.pipeline import PipelineShape
+
+        return PipelineShape.from_dict(self.pipelines[0]).drain_steps() if self.pipelines else 1
+
     def _boundary(self, key: str) -> None:
         """A step ended: move the profile window (the first driver to reach the start step owns it)."""
         self.boundaries[key] += 1
@@ -383,12 +461,21 @@ class Watcher:
             return
         count = self.boundaries[key]
         if self.window_driver is None:
-            if count < self.profile_start:
+            if not self._window_may_start(count):
                 return
             from tfpilot.diagnose.capture import ProfileWindow
 
+            # The steps right after the profiler starts may be served from buffers filled while it started:
+            # they are profiled (the pipeline's work is in the session) but not measured.
+            drain = self._drain_steps()
             self.window_driver = key
-            self.window = ProfileWindow(self.profile_dir, start_step=count, stop_step=count + self.profile_steps)
+            self.window = ProfileWindow(
+                self.profile_dir,
+                start_step=count,
+                stop_step=count + drain + self.profile_steps,
+                measure_from=count + drain,
+                context={"drain_steps": drain, "cache_filled_step": self.cache_filled_step},
+            )
         if key != self.window_driver:
             return
         # Starting/stopping the profiler is the doctor's own cost: the caller records it as overhead.
@@ -449,7 +536,10 @@ class Watcher:
             return None
         kind = "grad" if driver == EAGER_DRIVER else "call"
         boundaries = [(s, e) for k, s, e, key in self.events if k == kind and key == driver]
-        boundaries = boundaries[_SKIP_WARMUP_STEPS:]
+        skip = _SKIP_WARMUP_STEPS
+        if self.cache_filled_step is not None and self.cache_filled_step + 1 < len(boundaries) - 3:
+            skip = max(skip, self.cache_filled_step + 1)  # the epoch that filled the cache is not the steady state
+        boundaries = boundaries[skip:]
         if len(boundaries) < 3:
             return None
         # Only whole steps between the first and last boundary; boundaries are in time order.
@@ -492,6 +582,7 @@ class Watcher:
             sync_locations=dict(syncs.most_common(5)),
             idle_median_ms=1e3 * statistics.median(idle_times),
             step_median_ms=1e3 * statistics.median(step_times),
+            measured_from_step=skip,
         )
 
     def report(self) -> WatchReport:
@@ -513,13 +604,24 @@ class Watcher:
                 )
             )
         end = self._stopped or time.perf_counter()
+        timing = self._timing()
         return WatchReport(
             functions=functions,
-            timing=self._timing(),
+            timing=timing,
             eager_gradient_calls=self.eager_gradient_calls,
             compiled_calls=self.compiled_calls,
             sync_count=self.sync_count,
             nonfinite=self.nonfinite,
             wall_seconds=end - self._started,
             profile_dir=str(self.profile_dir) if self.window is not None and self.window.finished else None,
+            pipelines=self.pipelines,
+            cache_filled_step=self.cache_filled_step,
+            # Whether the timing covers only steps after the cache filled (None: no cache stage).
+            cache_filled=None
+            if self._cache is None
+            else (
+                self.cache_filled_step is not None
+                and timing is not None
+                and timing.measured_from_step >= self.cache_filled_step + 1
+            ),
         )

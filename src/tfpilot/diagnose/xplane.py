@@ -12,9 +12,11 @@ import contextlib
 import csv
 import dataclasses
 import gzip
+import importlib.util
 import io
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,14 @@ __all__ = [
 ]
 
 SUMMARY_FILE = "summary.json"
+# Written by capture.ProfileWindow; read here so that summarising never imports capture (Keras, TensorFlow).
+CAPTURE_FILE = "capture.json"
 TRACE_FILE = "trace.json.gz"
 OP_STATS_FILE = "op_stats.csv"
 SCHEMA_VERSION = 1
 # Ops that call back into the Python interpreter (py_function, numpy_function, from_generator).
 HOST_PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+_XPLANE_MODULE = "_tfpilot_xplane_pb2"
 
 
 class ProfileError(TfpilotError):
@@ -167,8 +172,7 @@ def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[P
     the loop back into one group per marked call; the iterator ops stay connected because both
     sides of that (step_id, iter_num) link are zeroed alike. Returns (files, rewritten).
     """
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
+    xplane_pb2 = _xplane_pb2()
     rewritten, changed_any = [], False
     for path in files:
         space = xplane_pb2.XSpace()
@@ -199,6 +203,32 @@ def _normalise_loop_iterations(files: list[Path], workdir: Path) -> tuple[list[P
         else:
             rewritten.append(path)
     return rewritten, changed_any
+
+
+def _xplane_pb2() -> Any:
+    """TensorFlow's generated XSpace module, loaded from its file without importing ``tensorflow``.
+
+    ``import tensorflow.tsl...`` runs tensorflow/__init__ (seconds of CPU, 25 s on a busy 2-core
+    host): the doctor's parent process would pay a second TensorFlow import only to read the
+    profile. The generated module needs protobuf alone, and registers the same descriptor that
+    TensorFlow's copy does, so a later ``import tensorflow`` in this process shares its classes.
+    """
+    module = sys.modules.get("tensorflow.tsl.profiler.protobuf.xplane_pb2") or sys.modules.get(_XPLANE_MODULE)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec("tensorflow")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = Path(locations[0], "tsl", "profiler", "protobuf", "xplane_pb2.py") if locations else None
+    if path is None or not path.is_file():
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        return xplane_pb2
+    file_spec = importlib.util.spec_from_file_location(_XPLANE_MODULE, path)
+    assert file_spec is not None and file_spec.loader is not None
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    sys.modules[_XPLANE_MODULE] = module
+    return module
 
 
 def _tool(files: list[Path], tool: str) -> Any:
@@ -233,11 +263,27 @@ def _as_json(data: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ summary pieces
-def _step_breakdown(input_tables: list[dict[str, Any]]) -> tuple[StepBreakdown, str, str]:
+def _step_number(name: Any) -> int | None:
+    """`train 7` (xprof's step name from our marker) -> 7."""
+    tail = str(name).rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _measured_rows(rows: list[dict[str, Any]], measure_from: int | None, key: str) -> list[dict[str, Any]]:
+    """Rows of steps >= measure_from (the window's drain steps are profiled, not measured); all if none is left."""
+    if not measure_from:
+        return rows
+    kept = [r for r in rows if (_step_number(r.get(key)) or 0) >= measure_from]
+    return kept or rows
+
+
+def _step_breakdown(
+    input_tables: list[dict[str, Any]], measure_from: int | None = None
+) -> tuple[StepBreakdown, str, str]:
     table = _find_table(input_tables, "stepnum")
     properties = table.get("p") or {}
     per_step: list[dict[str, Any]] = []
-    for row in _table_rows(table):
+    for row in _measured_rows(_table_rows(table), measure_from, "stepnum"):
         compute = sum(
             float(row.get(k) or 0.0)
             for k in ("deviceComputeTimeMs", "hostComputeTimeMs", "deviceToDeviceTimeMs", "deviceCollectivesTimeMs")
@@ -329,11 +375,15 @@ _GET_NEXT_OPS = {
 def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepBreakdown:
     """xprof finds no steps for in-graph get_next_as_optional loops: use wall-clock step times
     and the get_next ops' self time (the wait for tf.data) instead."""
-    times = capture["step_times_ms"]
+    pairs = list(
+        zip(capture.get("steps") or range(len(capture["step_times_ms"])), capture["step_times_ms"], strict=False)
+    )
+    measured = [(s, t) for s, t in pairs if s >= int(capture.get("measure_from") or 0)] or pairs
+    times = [t for _, t in measured]
     step_ms = sum(times) / len(times)
-    input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(times), step_ms)
+    input_ms = min(sum(op.total_self_time_ms for op in ops if op.type in _GET_NEXT_OPS) / len(pairs), step_ms)
     compute_ms = min(
-        sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(times),
+        sum(op.total_self_time_ms for op in ops if op.type not in _GET_NEXT_OPS and op.type != "Dataset") / len(pairs),
         step_ms - input_ms,
     )
     other_ms = max(step_ms - input_ms - compute_ms, 0.0)
@@ -350,10 +400,7 @@ def _breakdown_from_capture(capture: dict[str, Any], ops: list[OpStat]) -> StepB
         input_percent=percent(input_ms),
         compute_percent=percent(compute_ms),
         other_percent=percent(other_ms),
-        per_step=[
-            {"step": str(s), "step_ms": t, "source": "capture"}
-            for s, t in zip(capture.get("steps", []), times, strict=False)
-        ],
+        per_step=[{"step": str(s), "step_ms": t, "source": "capture"} for s, t in measured],
     )
 
 
@@ -370,8 +417,6 @@ def _write_op_stats_csv(path: Path, ops: list[OpStat]) -> None:
 # ------------------------------------------------------------------------------ entry point
 def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSummary:
     """Convert the newest session under ``profile_dir`` and write summary.json, trace.json.gz, op_stats.csv."""
-    from tfpilot.diagnose.capture import read_capture
-
     profile_dir = Path(profile_dir)
     files = find_xplane_files(profile_dir)
     with tempfile.TemporaryDirectory(prefix="tfpilot-xplane-") as workdir:
@@ -379,10 +424,10 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
         input_tables = _as_json(_tool(converted, "input_pipeline_analyzer"))
         op_tables = _as_json(_tool(converted, "framework_op_stats"))
         trace = _tool(converted, "trace_viewer")
-    steps, hardware, conclusion = _step_breakdown(input_tables)
+    capture = read_capture(profile_dir)
+    steps, hardware, conclusion = _step_breakdown(input_tables, capture.get("measure_from"))
     ops, _ = _op_stats(op_tables)
     stages = _input_stages(input_tables)
-    capture = read_capture(profile_dir)
     captured = int(capture.get("steps_captured") or steps.steps or 1)
     host_ops = [op for op in ops if op.host_or_device == "Host" and op.type != "Dataset"]
     if not steps.steps and capture.get("step_times_ms"):
@@ -416,6 +461,11 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
     )
     atomic_write_json(summary_path, summary.to_dict())
     return summary
+
+
+def read_capture(profile_dir: str | Path) -> dict[str, Any]:
+    path = Path(profile_dir) / CAPTURE_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def load_summary(profile_dir: str | Path) -> ProfileSummary | None:

@@ -1,5 +1,6 @@
 """Real in-process profile of a tiny input-bound loop, summarised by xprof, then the rules."""
 
+import subprocess
 import sys
 import time
 
@@ -50,6 +51,33 @@ def test_profile_window_summary_and_input_bound_finding(tmp_path):
     codes = {f.code: f for f in analyze_profile(summary)}
     assert codes["DOC-INPUT-BOUND"].severity.value == "error"
     assert 10 <= codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"] < 20
+
+
+def test_summary_and_rules_run_without_importing_tensorflow(tmp_path):
+    # The doctor's parent process reads the child's profile: a TensorFlow import there cost seconds.
+    weights = tf.Variable(1.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    window = ProfileWindow(tmp_path, start_step=1, stop_step=4)
+    for number in range(5):
+        with window.step(number):
+            step(tf.ones([8]))
+    window.close()
+    code = (
+        "import sys\n"
+        "from tfpilot.diagnose.doctor import doctor_script\n"
+        "from tfpilot.diagnose.analysis import analyze_profile\n"
+        "from tfpilot.diagnose.xplane import summarize_profile\n"
+        "summary = summarize_profile(sys.argv[1])\n"
+        "analyze_profile(summary)\n"
+        "print(summary.capture['steps_captured'], len(summary.top_ops) > 0, 'tensorflow' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["3", "True", "False"]
 
 
 def test_watch_counts_python_scalar_retraces_in_process():
@@ -184,3 +212,77 @@ def test_new_tf_function_per_call_is_retracing_at_the_call_site():
     assert finding.evidence["call_site"] == f"{__file__}:{call_line}"
     assert finding.location == finding.evidence["call_site"]
     assert "outside the loop" in finding.fix
+
+
+def test_pipeline_description_reads_cache_parallelism_prefetch_and_epoch_length():
+    from tfpilot.diagnose.pipeline import describe_dataset
+
+    autotune = tf.data.AUTOTUNE
+    cached = (
+        tf.data.Dataset.range(64)
+        .map(lambda i: i * 2, num_parallel_calls=autotune)
+        .batch(8)
+        .cache()
+        .repeat()
+        .prefetch(autotune)
+    )
+    shape = describe_dataset(cached)
+    assert shape.kinds == ["Prefetch", "Repeat", "Cache", "Batch", "ParallelMap", "Range"]
+    assert shape.stages[4].parallel == -1 and shape.stages[0].buffer == -1 and shape.stages[3].batch == 8
+    # Infinite, but the cache is read through once after 64 / 8 batches.
+    assert shape.cardinality is None and shape.epoch_steps == 8 and shape.cached and shape.prefetched
+    # Batching after the repeat: the epoch in output elements is the cached elements over the batch size.
+    assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().batch(8).prefetch(3)).epoch_steps == 8
+    assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().prefetch(3)).drain_steps() == 3
+    finite = describe_dataset(tf.data.Dataset.range(96).map(lambda i: i).batch(8).cache())
+    assert finite.kinds[:3] == ["Cache", "Batch", "Map"] and finite.epoch_steps == 12
+    # Filtering above the repeat: the epoch's length in steps is unknown, never guessed.
+    assert describe_dataset(tf.data.Dataset.range(9).cache().repeat().filter(lambda i: i > 2)).epoch_steps is None
+    generator = tf.data.Dataset.from_generator(lambda: iter(range(3)), output_signature=tf.TensorSpec([], tf.int64))
+    assert describe_dataset(generator.map(lambda i: i)).kinds == ["Map", "Generator"]
+    uncached = describe_dataset(tf.data.Dataset.range(8).batch(2))
+    assert not uncached.cached and uncached.epoch_steps is None and uncached.drain_steps() == 1
+
+
+def test_window_waits_for_the_cache_to_fill_and_skips_the_prefetched_steps(tmp_path):
+    # 6 batches per epoch; the profile may start at call 2 but the cache fills during the first epoch.
+    dataset = tf.data.Dataset.range(48).map(lambda i: tf.cast(i, tf.float32)).batch(8).cache().prefetch(2)
+    weights = tf.Variable(0.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(tmp_path, profile_start=2, profile_steps=3) as session:
+        for _ in range(3):
+            for batch in dataset:
+                step(batch)
+    report = session.report
+    assert report.cache_filled_step == 6 and report.cache_filled is True
+    assert report.pipelines[0]["cached"] and report.pipelines[0]["drain_steps"] == 2
+    capture = session.summary.capture
+    # The first step after the fill opens the window; its 2 prefetched steps are profiled, not measured.
+    assert capture["start_step"] == 7 and capture["measure_from"] == 9 and capture["steps"] == [7, 8, 9, 10, 11]
+    measured = [row["step"] for row in session.summary.steps.per_step]
+    assert measured and all(int(name.split()[-1]) >= 9 for name in measured)
+    assert report.timing is not None and report.timing.measured_from_step == 7
+
+
+def test_epoch_end_of_a_cache_of_unknown_length_is_seen_when_the_iterator_runs_out():
+    # filter() makes the cardinality unknown: the fill is seen when the first epoch's iterator is exhausted.
+    dataset = tf.data.Dataset.range(48).filter(lambda i: i >= 0).batch(8).cache()
+    assert dataset.cardinality().numpy() < 0
+    weights = tf.Variable(tf.constant(0, tf.int64))
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(profile=False) as session:
+        next(iter(dataset))  # a peek before training (as Keras does to build a model) starts no epoch
+        for _ in range(3):
+            for batch in dataset:
+                step(batch)
+    report = session.report
+    assert report.pipelines[0]["epoch_steps"] is None and report.cache_filled_step == 6
+    assert report.cache_filled is True and report.timing.measured_from_step == 7

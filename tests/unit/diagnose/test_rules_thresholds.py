@@ -11,7 +11,7 @@ from tfpilot.diagnose import analyze
 from tfpilot.diagnose.rules import host_python_ops, input_bound, step_gap, tiny_ops
 from tfpilot.diagnose.rules.base import Observations
 from tfpilot.diagnose.watchers import FunctionRecord, StepTiming, WatchReport
-from tfpilot.diagnose.xplane import ProfileSummary
+from tfpilot.diagnose.xplane import InputStage, ProfileSummary
 
 
 def summary(
@@ -359,3 +359,94 @@ def test_new_function_objects_per_call_are_retracing():
     assert finding.evidence["new_functions"] == 20 and finding.location == "loop.py:20"
     # Two function objects (e.g. rebuilt once) are no pattern.
     assert _retracing([[_tensor(8)]] * 2, instances=2) is None
+
+
+# ------------------------------------------------------------------------------ fix texts that read the pipeline
+def pipeline(*kinds, parallel=None) -> dict:
+    """A PipelineShape.to_dict() as the watcher writes it, output stage first."""
+    from tfpilot.diagnose.pipeline import PipelineShape, PipelineStage
+
+    stages = [PipelineStage(kind=k, parallel=parallel if k.startswith("Parallel") else None) for k in kinds]
+    return PipelineShape(stages=stages, cardinality=None, epoch_steps=None).to_dict()
+
+
+def waiting_on(iterators, *, pipelines=(), python_ops=()):
+    """A profile whose steps wait 3 of 4.4 ms, its stages named by full iterator name: name -> self ms."""
+    observed = summary(step_ms=4.4, input_ms=3.0, stages=(), python_ops=python_ops)
+    observed.input_stages = [
+        InputStage(name=name, stage=name.split("::")[-1].split("[")[0], count=4, self_time_ms=ms, self_time_percent=0)
+        for name, ms in iterators
+    ]
+    report = watch_report(step_ms=4.4)
+    report.pipelines = list(pipelines)
+    return codes(summary=observed, watch=report)
+
+
+def test_sequential_map_in_a_cached_prefetched_pipeline_is_told_to_parallelise_only():
+    found = waiting_on(
+        [
+            ("Iterator::Root::Prefetch::MemoryCache::MemoryCacheImpl::MapAndBatch", 12.0),
+            ("Iterator::Root::Prefetch", 3.0),
+        ],
+        pipelines=[pipeline("Prefetch", "Cache", "Batch", "Map", "Range")],
+    )
+    finding = found["DOC-INPUT-BOUND"]
+    assert "runs sequentially" in finding.fix and "num_parallel_calls=tf.data.AUTOTUNE" in finding.fix
+    assert "cache()" not in finding.fix and "prefetch(" not in finding.fix  # both already there
+    assert "it is cached" in finding.message and "it prefetches" in finding.message
+
+
+def test_parallel_map_is_not_told_to_add_num_parallel_calls():
+    found = waiting_on(
+        [("Iterator::Root::Prefetch::BatchV2::ParallelMapV2", 12.0)],
+        pipelines=[pipeline("Batch", "ParallelMap", "TensorSlice", parallel=-1)],
+    )
+    finding = found["DOC-INPUT-BOUND"]
+    assert finding.evidence["dominant_stage"] == "ParallelMapV2"
+    assert "already runs in parallel" in finding.fix and "pass num_parallel_calls" not in finding.fix
+    # Not cached and no prefetch of its own: those are advised.
+    assert "cache()" in finding.fix and "prefetch(tf.data.AUTOTUNE)" in finding.fix
+
+
+def test_map_after_cache_is_told_to_move_before_it():
+    # The slow map's iterator is above the cache (no MemoryCache in its name): it runs every epoch.
+    found = waiting_on(
+        [
+            ("Iterator::Root::Prefetch::ParallelMapV2", 12.0),
+            ("Iterator::Root::Prefetch::ParallelMapV2::MemoryCache", 0.1),
+        ],
+        pipelines=[pipeline("Prefetch", "ParallelMap", "Cache", "Batch", "Range", parallel=-1)],
+    )
+    fix = found["DOC-INPUT-BOUND"].fix
+    assert "runs after cache(), every epoch: move it before cache()" in fix
+    assert "pass num_parallel_calls" not in fix and "prefetch(" not in fix
+
+
+def test_parallel_interleave_reading_files_is_not_told_to_interleave_in_parallel():
+    found = waiting_on(
+        [("Iterator::Root::Prefetch::ParallelInterleaveV4[0]::TFRecord", 12.0)],
+        pipelines=[pipeline("Prefetch", "ParallelInterleave", "TensorSlice", parallel=-1)],
+    )
+    fix = found["DOC-INPUT-BOUND"].fix
+    assert "already parallel" in fix and "cycle_length" in fix
+    assert "interleave(..., num_parallel_calls" not in fix
+
+
+def test_python_op_in_a_parallel_cached_map_gets_no_advice_to_add_either():
+    found = waiting_on(
+        [("Iterator::Root::Prefetch::MemoryCache::MemoryCacheImpl::ParallelMapV2", 60.0)],
+        pipelines=[pipeline("Prefetch", "Cache", "ParallelMap", "Range", parallel=-1)],
+        python_ops=(("EagerPyFunc", 8, 60.0),),
+    )
+    for code in ("DOC-HOST-PYTHON-OP", "DOC-INPUT-BOUND"):
+        fix = found[code].fix
+        assert "already runs in a parallel map" in fix, (code, fix)
+        assert "pass num_parallel_calls" not in fix and "cache() after" not in fix and "prefetch(" not in fix
+
+
+def test_watcher_timing_inside_the_cache_filling_epoch_is_not_judged():
+    report = watch_report(input_ms=30.0, step_ms=40.0)
+    report.cache_filled = False
+    assert "DOC-INPUT-BOUND" not in codes(watch=report)
+    report.cache_filled = True
+    assert codes(watch=report)["DOC-INPUT-BOUND"].severity.value == "error"

@@ -32,11 +32,24 @@ _GENERATOR_FIX = (
     "num_parallel_calls=tf.data.AUTOTUNE), end with .prefetch(tf.data.AUTOTUNE), cache() if the data repeats, "
     "or write it to TFRecord once"
 )
-_MAP_FIX = (
-    "pass num_parallel_calls=tf.data.AUTOTUNE to the map that calls the py_function/numpy_function (one that sleeps, "
-    "does I/O or calls NumPy releases the GIL and runs in parallel; pure-Python loops do not, rewrite those with TF "
-    "ops), cache() after it if its output repeats, and end with .prefetch(tf.data.AUTOTUNE)"
-)
+
+
+def _map_fix(facts: input_bound.PipelineFacts) -> str:
+    """Parallelise / cache / prefetch the map that calls Python, leaving out what the pipeline already does."""
+    steps = [input_bound.python_op_advice(facts)]
+    if not (facts.parallel_map and not facts.sequential_map):
+        steps[0] = (
+            "pass num_parallel_calls=tf.data.AUTOTUNE to the map that calls the py_function/numpy_function (one that "
+            "sleeps, does I/O or calls NumPy releases the GIL and runs in parallel; pure-Python loops do not, rewrite "
+            "those with TF ops)"
+        )
+    if not facts.cached:
+        steps.append("cache() after it if its output repeats")
+    if not facts.prefetched:
+        steps.append("end with .prefetch(tf.data.AUTOTUNE)")
+    return "; ".join(steps)
+
+
 _STEP_FIX = (
     "the training step itself calls a py_function/numpy_function, so every step waits for Python: move it into the "
     "input pipeline (a map with num_parallel_calls) or rewrite it with TF ops so it runs in the graph"
@@ -94,7 +107,7 @@ def check(observations: Observations) -> list[Finding]:
             f"{what} ran {calls:.1f} times per step, {per_step_ms:.1f} ms of Python per {step_ms:.1f} ms step "
             "summed over tf.data's threads"
         )
-        fix = _GENERATOR_FIX if generator else _MAP_FIX
+        fix = _GENERATOR_FIX if generator else _map_fix(input_bound.pipeline_facts(observations))
         if bound:
             severity = bound[0].severity
             evidence["input_percent"] = bound[0].evidence["input_percent"]

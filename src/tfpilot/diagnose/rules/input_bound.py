@@ -21,8 +21,10 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
+from tfpilot.diagnose.pipeline import PipelineShape
 from tfpilot.diagnose.rules.base import Observations
 from tfpilot.findings import Finding, Severity
 
@@ -38,23 +40,143 @@ MIN_WATCHER_INPUT_MS = 2.0
 CONTENTION_RATIO = 0.25
 _WAITING_STAGES = {"Root", "Prefetch", "Iterator", "ForeverRepeat", "Repeat", "Take", "Skip"}
 
-_FIXES = {
-    "Map": "the map runs sequentially: pass num_parallel_calls=tf.data.AUTOTUNE, cache() after deterministic work, "
-    "and end the pipeline with .prefetch(tf.data.AUTOTUNE)",
-    "MapAndBatch": "the map (fused with batch) runs sequentially: pass num_parallel_calls=tf.data.AUTOTUNE to map(), "
-    "or batch first and map a vectorised function; end with .prefetch(tf.data.AUTOTUNE)",
-    "ParallelMap": "the map is already parallel: cache() its output if it is deterministic, vectorise it (batch before map), "
-    "or move the work offline",
-    "ParallelMapV2": "the map is already parallel: cache() its output if it is deterministic, vectorise it (batch before map), "
-    "or move the work offline",
-    "TFRecord": "reading files is the bottleneck: interleave files with num_parallel_calls=tf.data.AUTOTUNE, cache, prefetch",
-    "FlatMap": "reading files is the bottleneck: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) instead of flat_map",
-    "Interleave": "pass num_parallel_calls=tf.data.AUTOTUNE to interleave and raise cycle_length",
-    "Generator": "a Python generator feeds the pipeline (one thread; a later map's num_parallel_calls does not help): "
-    "interleave several from_generator shards with num_parallel_calls=tf.data.AUTOTUNE, prefetch, cache() if it "
-    "repeats, or write TFRecords once",
-    "Batch": "batching dominates: use a larger map granularity or batch(..., num_parallel_calls=tf.data.AUTOTUNE)",
+_PARALLEL_MAP_STAGES = {"ParallelMap", "ParallelMapV2"}
+_PARALLEL_INTERLEAVE_STAGES = {
+    "ParallelInterleave",
+    "ParallelInterleaveV2",
+    "ParallelInterleaveV3",
+    "ParallelInterleaveV4",
 }
+_CACHE_STAGES = {"MemoryCache", "MemoryCacheImpl", "Cache", "CacheImpl", "FileCache", "FileCacheImpl"}
+
+
+@dataclasses.dataclass
+class PipelineFacts:
+    """What the pipeline already does, from the profile's iterator names and the watcher's Dataset walk."""
+
+    cached: bool = False
+    prefetched: bool = False  # the script's own prefetch (TF 2.21 also injects one at the end)
+    parallel_map: bool = False
+    sequential_map: bool = False
+    parallel_interleave: bool = False
+    parallel_batch: bool = False
+    generator: bool = False
+    described: bool = False  # the watcher read the Dataset objects (else only the profile's names)
+
+    def already(self) -> list[str]:
+        done = []
+        if self.parallel_map:
+            done.append("its map is parallel")
+        if self.parallel_interleave:
+            done.append("its interleave is parallel")
+        if self.parallel_batch:
+            done.append("its batch is parallel")
+        if self.cached:
+            done.append("it is cached")
+        if self.prefetched:
+            done.append("it prefetches")
+        return done
+
+
+def pipeline_facts(observations: Observations) -> PipelineFacts:
+    facts = PipelineFacts()
+    summary, watch = observations.summary, observations.watch
+    for stage in summary.input_stages if summary is not None else []:
+        parts = {part.split("[")[0] for part in stage.name.split("::")}
+        facts.cached |= bool(parts & _CACHE_STAGES)
+        facts.parallel_map |= bool(parts & _PARALLEL_MAP_STAGES)
+        facts.parallel_interleave |= bool(parts & _PARALLEL_INTERLEAVE_STAGES)
+        facts.parallel_batch |= "ParallelBatch" in parts
+        facts.sequential_map |= "Map" in parts
+        facts.generator |= "Generator" in parts
+    pipelines = watch.pipelines if watch is not None else []
+    if pipelines:
+        shape = PipelineShape.from_dict(pipelines[0])
+        kinds = set(shape.kinds)
+        facts.described = True
+        facts.cached |= "Cache" in kinds
+        facts.prefetched = "Prefetch" in kinds
+        facts.parallel_map |= "ParallelMap" in kinds
+        # The profile cannot tell a sequential map fused with batch (MapAndBatch) from a parallel one.
+        facts.sequential_map = "Map" in kinds
+        facts.parallel_interleave |= "ParallelInterleave" in kinds
+        facts.parallel_batch |= "ParallelBatch" in kinds
+        facts.generator |= shape.generator
+    return facts
+
+
+def _ending(facts: PipelineFacts, *, cache: bool = True) -> list[str]:
+    """cache() / prefetch advice, leaving out what the pipeline already has."""
+    steps = []
+    if cache and not facts.cached:
+        steps.append("cache() after the deterministic stages if the data fits in memory or on disk")
+    if not facts.prefetched:
+        steps.append("end the pipeline with .prefetch(tf.data.AUTOTUNE)")
+    return steps
+
+
+def fix_for_stage(stage: str, iterator: str, facts: PipelineFacts) -> str:
+    """Advice for the slowest tf.data stage that does not ask for anything the pipeline already has."""
+    above_cache = facts.cached and not any(part.split("[")[0] in _CACHE_STAGES for part in iterator.split("::"))
+    map_is_parallel = stage in _PARALLEL_MAP_STAGES or (
+        stage == "MapAndBatch" and facts.parallel_map and not facts.sequential_map
+    )
+    if stage in ("Map", "MapAndBatch") and not map_is_parallel:
+        what = "the map (fused with batch) runs sequentially" if stage == "MapAndBatch" else "the map runs sequentially"
+        steps = [f"{what}: pass num_parallel_calls=tf.data.AUTOTUNE to map()", *_ending(facts)]
+    elif stage in _PARALLEL_MAP_STAGES or stage == "MapAndBatch":
+        steps = ["the map already runs in parallel: vectorise it (batch before map) or move the work offline"]
+        steps += _ending(facts)
+    elif stage == "Generator":
+        steps = [
+            "a Python generator feeds the pipeline (one thread; a later map's num_parallel_calls does not help): "
+            "interleave several from_generator shards with num_parallel_calls=tf.data.AUTOTUNE"
+        ]
+        steps += _ending(facts)
+        if not facts.cached:
+            steps.append("or write the data to TFRecord once")
+    elif stage in ("Interleave",) or "::Interleave" in iterator:
+        steps = ["the interleave runs sequentially: pass num_parallel_calls=tf.data.AUTOTUNE to interleave()"]
+        steps += _ending(facts)
+    elif stage in _PARALLEL_INTERLEAVE_STAGES or stage in ("TFRecord", "FlatMap"):
+        if facts.parallel_interleave:
+            steps = [
+                "reading is the bottleneck though the interleave is already parallel: raise cycle_length, "
+                "pass deterministic=False, or use fewer, larger files"
+            ]
+        else:
+            steps = [
+                "reading files is the bottleneck: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over the files"
+            ]
+        steps += _ending(facts)
+    elif stage in ("Batch", "ParallelBatch"):
+        if facts.parallel_batch or stage == "ParallelBatch":
+            steps = ["batching dominates though it is already parallel: batch fewer, larger elements (vectorised maps)"]
+        else:
+            steps = ["batching dominates: batch(..., num_parallel_calls=tf.data.AUTOTUNE)"]
+        steps += _ending(facts)
+    else:
+        steps = []
+        if not facts.parallel_map:
+            steps.append("pass num_parallel_calls=tf.data.AUTOTUNE to map()")
+        steps += _ending(facts)
+        steps = steps or ["the pipeline is parallel, cached and prefetched already: make its slowest stage cheaper"]
+    if above_cache and stage not in ("Generator", "TFRecord"):
+        steps.insert(1, f"{stage} runs after cache(), every epoch: move it before cache() if it is deterministic")
+    return "; ".join(steps)
+
+
+def python_op_advice(facts: PipelineFacts) -> str:
+    """For a py_function/numpy_function in a map: what parallel calls can and cannot do, given the map."""
+    if facts.parallel_map and not facts.sequential_map:
+        return (
+            "the pipeline's py_function/numpy_function already runs in a parallel map: that helps only while it "
+            "sleeps, does I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
+        )
+    return (
+        "the pipeline calls a py_function/numpy_function: num_parallel_calls runs it in parallel when it sleeps, does "
+        "I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
+    )
 
 
 def _dominant_stage(observations: Observations):
@@ -103,6 +225,8 @@ def check(observations: Observations) -> list[Finding]:
         )
     if source is None or percent < MODERATE_PERCENT:
         return []
+    if source == "watcher" and watch is not None and watch.cache_filled is False:
+        return []  # every timed step belonged to the epoch that fills the cache: not the steady state
     if input_ms < (MIN_WATCHER_INPUT_MS if source == "watcher" else MIN_INPUT_MS):
         return []
     work_ms = pipeline_work_ms_per_step(observations)
@@ -124,7 +248,8 @@ def check(observations: Observations) -> list[Finding]:
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
-    fix = "parallelise the pipeline: map(..., num_parallel_calls=tf.data.AUTOTUNE), cache(), prefetch(tf.data.AUTOTUNE)"
+    facts = pipeline_facts(observations)
+    fix = fix_for_stage("", "", facts)
     location = observations.location
     if stage is not None and summary is not None:
         total = sum(s.self_time_ms for s in summary.input_stages if s.stage not in _WAITING_STAGES) or 1.0
@@ -135,24 +260,26 @@ def check(observations: Observations) -> list[Finding]:
                 "stage_share_percent": round(100.0 * stage.self_time_ms / total, 1),
             }
         )
-        message += f"; the dominant tf.data stage is {stage.stage} ({stage.name})"
-        fix = _FIXES.get(stage.stage, fix)
-        if "::Interleave" in stage.name:
-            # The slow source sits under a sequential interleave: parallelising that interleave is the fix.
-            fix = _FIXES["Interleave"]
+        message += f"; the slowest tf.data stage is {stage.stage} ({stage.name})"
+        # A slow source under a sequential interleave: parallelising that interleave is the fix.
+        fix = fix_for_stage("Interleave" if "::Interleave" in stage.name else stage.stage, stage.name, facts)
         location = stage.name
-    if summary is not None and summary.input_stages and not any(s.stage == "Prefetch" for s in summary.input_stages):
+    profiled_prefetch = summary is not None and any(
+        "Prefetch" in (part.split("[")[0] for part in s.name.split("::")) for s in summary.input_stages
+    )
+    if summary is not None and summary.input_stages and not profiled_prefetch and not facts.prefetched:
         evidence["prefetch"] = False
+        facts.prefetched = False
         message += "; the pipeline has no prefetch"
-        fix += "; end the pipeline with .prefetch(tf.data.AUTOTUNE) so input overlaps the step"
+        if "prefetch(" not in fix:
+            fix += "; end the pipeline with .prefetch(tf.data.AUTOTUNE) so input overlaps the step"
+    already = facts.already()
+    if already:
+        message += f" (the pipeline already: {', '.join(already)})"
+        evidence["pipeline_already"] = already
     interleaved = stage is not None and "::Interleave" in stage.name
-    if python_ops and not interleaved and stage is not None and stage.stage == "Generator":
-        fix = _FIXES["Generator"]
-    elif python_ops and not interleaved:
-        fix = (
-            "the pipeline calls a py_function/numpy_function: num_parallel_calls runs it in parallel when it sleeps, does "
-            "I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops; " + fix
-        )
+    if python_ops and not interleaved and not (stage is not None and stage.stage == "Generator"):
+        fix = python_op_advice(facts) + "; " + fix
     return [
         Finding(
             code=CODE,
