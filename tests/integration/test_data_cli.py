@@ -254,6 +254,11 @@ def test_sklearn_column_names_train_export_and_serve(tmp_path: Path) -> None:
         keys = ["sepal_length_cm", "sepal_width_cm", "petal_length_cm", "petal_width_cm"]
         by_key = post("predict", {"instances": [dict(zip(keys, row, strict=True)) for row in rows]})
         assert by_key == predicted
+        # :classify with the sanitised keys reaches the same features (never silently imputed)
+        classified_by_key = post(
+            "classify", {"signature_name": "classify", "examples": [dict(zip(keys, row, strict=True)) for row in rows]}
+        )
+        assert classified_by_key == classified
         columnar = post("predict", {"inputs": {name: [row[i] for row in rows] for i, name in enumerate(names)}})
         assert columnar["outputs"]["class_name"] == [p["class_name"] for p in predicted["predictions"]]
         # gRPC with the header names as written

@@ -441,13 +441,21 @@ def encode_predict_response(outputs: dict[str, np.ndarray], request_format: str)
 # --------------------------------------------------------------------- classify / regress
 
 
-def decode_examples(document: dict[str, Any], *, method: str) -> list[bytes]:
-    """Serialized tf.Examples from {"context"?, "examples": [...]}, context merged into each."""
+def decode_examples(
+    document: dict[str, Any], *, method: str, feature_names: dict[str, str] | None = None
+) -> list[bytes]:
+    """Serialized tf.Examples from {"context"?, "examples": [...]}, context merged into each.
+
+    ``feature_names`` maps another name a client may use (a signature key such as
+    `mean_radius`) to the feature name the model parses (the CSV header `mean radius`): without
+    it, such a feature would be absent from the Example and silently imputed.
+    """
     from tensorflow.core.example import example_pb2
 
+    renames = feature_names or {}
     context = None
     if "context" in document:
-        context = _make_example(document["context"], example_pb2)
+        context = _make_example(document["context"], example_pb2, renames)
     if "examples" not in document:
         raise RequestError.invalid(f"When method is {method}, key 'examples' is expected and was not found")
     examples = document["examples"]
@@ -457,7 +465,7 @@ def decode_examples(document: dict[str, Any], *, method: str) -> list[bytes]:
         raise RequestError.invalid("'examples' value is an empty array")
     serialized = []
     for item in examples:
-        example = _make_example(item, example_pb2)
+        example = _make_example(item, example_pb2, renames)
         if context is not None:
             shared = set(context.features.feature) & set(example.features.feature)
             if shared:
@@ -470,11 +478,16 @@ def decode_examples(document: dict[str, Any], *, method: str) -> list[bytes]:
     return serialized
 
 
-def _make_example(value: Any, example_pb2: Any) -> Any:
+def _make_example(value: Any, example_pb2: Any, renames: dict[str, str] | None = None) -> Any:
     if not isinstance(value, dict):
         raise RequestError.invalid(f"Example must be JSON object but got JSON {_json_type(value)}")
     example = example_pb2.Example()
-    for name, content in value.items():
+    for given, content in value.items():
+        name = str(renames.get(given, given) if renames else given)
+        if name != given and name in value:
+            raise RequestError.invalid(
+                f"feature `{name}` is given twice (also as `{given}`); send each feature under one name"
+            )
         items = content if isinstance(content, list) else [content]
         kind = None
         values: list[Any] = []

@@ -214,7 +214,7 @@ class _RestHandler:
                 inputs, request_format = decode_predict_request(document, signature, may_contain_booleans=booleans)
                 outputs = await self.service.predict(servable, signature, inputs, timeout=self.timeout)
                 return _json_response(encode_predict_response(outputs, request_format))
-            examples = decode_examples(document, method=method)
+            examples = decode_examples(document, method=method, feature_names=servable.feature_names)
             if method == "classify":
                 _, classes = await self.service.classify(servable, signature_name, examples, timeout=self.timeout)
                 return _json_response({"results": [[[label_, score] for label_, score in row] for row in classes]})

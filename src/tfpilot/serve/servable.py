@@ -141,7 +141,10 @@ class Servable:
         loaded: Any,
         signature_defs: Any,
         signatures: dict[str, SignatureInfo],
+        input_aliases: dict[str, str] | None = None,
     ) -> None:
+        # signature key -> the feature name a tf.Example carries (`mean_radius` -> `mean radius`)
+        self.feature_names = {key: name for name, key in (input_aliases or {}).items()}
         self.name = name
         self.version = version
         self.path = path
@@ -253,7 +256,13 @@ def load_servable(*, name: str, version: int, path: Path, tags: tuple[str, ...] 
             "(keras: ExportArchive.add_endpoint; tf.saved_model.save(..., signatures=...))"
         )
     return Servable(
-        name=name, version=version, path=path, loaded=loaded, signature_defs=signature_defs, signatures=signatures
+        name=name,
+        version=version,
+        path=path,
+        loaded=loaded,
+        signature_defs=signature_defs,
+        signatures=signatures,
+        input_aliases=aliases,
     )
 
 

@@ -233,3 +233,16 @@ def test_header_names_are_aliases_of_signature_keys_in_both_formats():
     np.testing.assert_array_equal(columns["sepal_length_cm"], rows["sepal_length_cm"])
     with pytest.raises(RequestError, match="given twice"):
         decode({"inputs": {"sepal length (cm)": [5.1], "sepal_length_cm": [5.1]}}, ALIASED)
+
+
+def test_example_features_accept_signature_keys_for_header_names():
+    from tensorflow.core.example import example_pb2
+
+    renames = {"sepal_length_cm": "sepal length (cm)"}
+    serialized = decode_examples({"examples": [{"sepal_length_cm": 5.1}]}, method="classify", feature_names=renames)
+    example = example_pb2.Example.FromString(serialized[0])
+    assert list(example.features.feature) == ["sepal length (cm)"]
+    with pytest.raises(RequestError, match="given twice"):
+        decode_examples(
+            {"examples": [{"sepal_length_cm": 5.1, "sepal length (cm)": 5.1}]}, method="classify", feature_names=renames
+        )
