@@ -7,6 +7,7 @@ used. A name reached through an import that was already reported is not reported
 
 from __future__ import annotations
 
+import abc
 import ast
 from typing import ClassVar
 
@@ -15,7 +16,7 @@ from tfpilot.lint.rule import Rule
 __all__ = ["RemovedModuleRule"]
 
 
-class RemovedModuleRule(Rule):
+class RemovedModuleRule(Rule, abc.ABC):
     """Base class: subclasses set ``removed`` and implement ``describe``."""
 
     # Fully qualified module prefixes that are gone (``tensorflow.estimator``).
@@ -29,9 +30,9 @@ class RemovedModuleRule(Rule):
                 return prefix
         return None
 
+    @abc.abstractmethod
     def describe(self, name: str, shown: str) -> str:
         """The message for the removed name ``name`` (fully qualified), written as ``shown``."""
-        raise NotImplementedError
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:

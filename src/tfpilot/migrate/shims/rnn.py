@@ -12,6 +12,7 @@ caller's variable scope: ``rnn/basic_lstm_cell/kernel``, ``rnn/multi_rnn_cell/ce
 # tfpilot: noqa-file[TFP6]
 
 # --- emitted below ---
+import abc as _abc
 import collections as _collections
 
 import tensorflow as _tf
@@ -26,7 +27,7 @@ class _tf1_rnn:
     dynamic_rnn = staticmethod(_tf.compat.v1.nn.dynamic_rnn)
     bidirectional_dynamic_rnn = staticmethod(_tf.compat.v1.nn.bidirectional_dynamic_rnn)
 
-    class _Cell:
+    class _Cell(_abc.ABC):
         base_name = "rnn_cell"
 
         def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
@@ -51,11 +52,13 @@ class _tf1_rnn:
             kernel, bias = self._variables[key]
             return _tf.nn.bias_add(_tf.matmul(_tf.concat(inputs, 1), kernel), bias)
 
+        @_abc.abstractmethod
         def _build(self, input_depth, dtype):
-            raise NotImplementedError
+            """Create the cell's variables for inputs of ``input_depth`` features."""
 
+        @_abc.abstractmethod
         def _step(self, inputs, state):
-            raise NotImplementedError
+            """One time step: (output, new state)."""
 
         def __call__(self, inputs, state, scope=None):
             if not self._variables:
