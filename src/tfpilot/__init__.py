@@ -22,6 +22,7 @@ _LAZY = {
     "build_pipeline": "tfpilot.data",
     "build_model": "tfpilot.models",
     "Trainer": "tfpilot.train",
+    "fit": "tfpilot.train.byo",
     "export_saved_model": "tfpilot.export",
     "run": "tfpilot.workflow",
 }

@@ -120,6 +120,27 @@ class RunDir:
         """The data audit written before training (`tfpilot data inspect` shows it)."""
         return self.root / "data_report.json"
 
+    @property
+    def fit_dir(self) -> Path:
+        """What `tfpilot.fit` keeps so evaluate/export work on the run later: the model, its data's spec."""
+        return self.root / "fit"
+
+    @property
+    def fit_model_path(self) -> Path:
+        return self.root / "fit" / "model.keras"
+
+    @property
+    def fit_spec_path(self) -> Path:
+        return self.root / "fit" / "spec.json"
+
+    @property
+    def fit_validation_path(self) -> Path:
+        """The validation batches as tf.data.Dataset.save wrote them (what `tfpilot evaluate` reads)."""
+        return self.root / "fit" / "validation"
+
+    def is_fit_run(self) -> bool:
+        return self.fit_spec_path.is_file()
+
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""
         if not self.model_base.is_dir():

@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from tfpilot.train.heads import ClassificationHead, Head
 
-__all__ = ["StepFunctions", "disable_optimizer_aggregation", "is_default_strategy"]
+__all__ = ["StepFunctions", "disable_optimizer_aggregation", "is_default_strategy", "metric_results"]
 
 # Bookkeeping variables hold the same value on every replica (computed from all-reduced values).
 _SAME = tf.VariableAggregation.ONLY_FIRST_REPLICA
@@ -339,7 +339,20 @@ class StepFunctions:
             metric.reset_state()
 
     def train_logs(self) -> dict[str, float]:
-        return {"loss": float(self.train_loss.result()), **{m.name: float(m.result()) for m in self.train_metrics}}
+        return {"loss": float(self.train_loss.result()), **metric_results(self.train_metrics)}
 
     def eval_logs(self) -> dict[str, float]:
-        return {"loss": float(self.eval_loss.result()), **{m.name: float(m.result()) for m in self.eval_metrics}}
+        return {"loss": float(self.eval_loss.result()), **metric_results(self.eval_metrics)}
+
+
+def metric_results(metrics) -> dict[str, float]:
+    """name -> value; a metric whose result is a dict (Keras' CompileMetrics: one entry per output
+    and metric, `cls_auc`) contributes each of its entries under its own name."""
+    logs: dict[str, float] = {}
+    for metric in metrics:
+        value = metric.result()
+        if isinstance(value, dict):
+            logs.update({name: float(v) for name, v in value.items()})
+        else:
+            logs[metric.name] = float(value)
+    return logs

@@ -31,7 +31,7 @@ from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
-from tfpilot.train.heads import head_for
+from tfpilot.train.heads import Head, head_for
 from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
@@ -81,7 +81,11 @@ class Trainer:
         run: RunDir | None = None,
         model: keras.Model | None = None,
         hooks: list[TrainHook] | None = None,
+        head: Head | None = None,
+        optimizer: keras.optimizers.Optimizer | None = None,
     ) -> None:
+        """`head` and `optimizer` come with a model of the user's own (tfpilot.fit): the model's
+        compiled loss and metrics and its optimizer, instead of the ones the config describes."""
         self.config = config
         self.pipeline = pipeline
         self.chief = is_chief()
@@ -118,19 +122,27 @@ class Trainer:
         self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
         # The task's head, with train.loss / train.metrics (checked against the task it trains here).
-        self.head = head_for(
-            pipeline.preprocessor, num_classes=pipeline.num_classes, label_smoothing=train.label_smoothing, train=train
-        )
-        weights, weight_finding = class_weights(
-            train.class_weight,
-            labels=pipeline.source.labels[pipeline.indices["train"]],
-            class_names=pipeline.class_names,
-            head=self.head,
-        )
-        if weight_finding is not None:
-            self.findings.append(weight_finding)
+        self.own_head = head is not None
+        weights = None
+        if head is not None:
+            self.head = head
+        else:
+            self.head = head_for(
+                pipeline.preprocessor,
+                num_classes=pipeline.num_classes,
+                label_smoothing=train.label_smoothing,
+                train=train,
+            )
+            weights, weight_finding = class_weights(
+                train.class_weight,
+                labels=pipeline.source.labels[pipeline.indices["train"]],
+                class_names=pipeline.class_names,
+                head=self.head,
+            )
+            if weight_finding is not None:
+                self.findings.append(weight_finding)
         with self.strategy.scope():
-            self._build_model_and_optimizer(model)
+            self._build_model_and_optimizer(model, optimizer=optimizer)
             self.steps = StepFunctions(
                 model=self.model,
                 optimizer=self.optimizer,
@@ -165,9 +177,20 @@ class Trainer:
         )
         self.history: list[dict[str, float]] = []
 
-    def _build_model_and_optimizer(self, model: keras.Model | None) -> None:
+    def _build_model_and_optimizer(
+        self, model: keras.Model | None, *, optimizer: keras.optimizers.Optimizer | None = None
+    ) -> None:
         """Model and optimizer from config; call inside the strategy's scope (shared with the PS loop)."""
         config, pipeline, train = self.config, self.pipeline, self.config.train
+        if getattr(self, "own_head", False):
+            # A model trained with its own compiled loss (tfpilot.fit) keeps its outputs as they are:
+            # that loss says whether they are probabilities or logits, not tfpilot.
+            assert model is not None
+            self.model = model
+            self.optimizer = optimizer or build_optimizer(
+                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
+            )
+            return
         with precision_policy(train.mixed_precision):
             self.model = model or build_model(
                 config.model,
