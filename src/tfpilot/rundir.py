@@ -138,6 +138,11 @@ class RunDir:
         """The validation batches as tf.data.Dataset.save wrote them (what `tfpilot evaluate` reads)."""
         return self.root / "fit" / "validation"
 
+    @property
+    def fit_sample_path(self) -> Path:
+        """A few training rows (npz, one array per serving input) that export verifies with."""
+        return self.root / "fit" / "sample_features.npz"
+
     def is_fit_run(self) -> bool:
         return self.fit_spec_path.is_file()
 

@@ -80,12 +80,26 @@ def register(app: typer.Typer) -> None:
     def evaluate_command(
         run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
         split: str = typer.Option("test", "--split", help="train, validation or test."),
+        data: Path | None = typer.Option(
+            None,
+            "--data",
+            help="tfpilot.fit runs: batches written by tf.data.Dataset.save (default: its validation data).",
+        ),
     ) -> None:
         """Evaluate a trained run's model on a split."""
         from tfpilot.cli.render import render_mapping_table
         from tfpilot.errors import ConfigError
+        from tfpilot.rundir import RunDir
         from tfpilot.workflow import evaluate_run, load_trained
 
+        if RunDir.existing(run).is_fit_run():
+            from tfpilot.train.byo import evaluate_fit_run
+
+            metrics = evaluate_fit_run(RunDir.existing(run), data_path=data)
+            render_mapping_table([{"data": str(data or "validation"), **metrics}], title="Evaluation")
+            return
+        if data is not None:
+            raise ConfigError("--data is for runs trained by tfpilot.fit; this run's splits come from its config")
         if split not in ("train", "validation", "test"):
             raise ConfigError(f"--split must be train, validation or test, got `{split}`")
         metrics = evaluate_run(load_trained(run), split=split)
@@ -127,6 +141,16 @@ def register(app: typer.Typer) -> None:
             "max_abs_diff",
             "latency_ms_p50",
         )
+        from tfpilot.rundir import RunDir
+
+        if RunDir.existing(run).is_fit_run():
+            if formats and formats != ["saved_model"]:
+                raise ConfigError(f"--format: a tfpilot.fit run exports saved_model only for now, got {formats}")
+            from tfpilot.export.fit_model import export_fit_run
+
+            result = export_fit_run(RunDir.existing(run), version=version)
+            console.print(f"SavedModel version {result.version} -> {result.path} (verified with both loaders)")
+            return
         try:
             summary = export_run(load_trained(run), version=version, formats=formats)
         except ExportParityError as error:

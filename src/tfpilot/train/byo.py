@@ -481,6 +481,19 @@ def _write_spec(run: RunDir, *, model: keras.Model, source: DatasetSource, head:
     atomic_write_json(run.fit_spec_path, spec)
 
 
+def _save_sample(run: RunDir, *, model: keras.Model, features: Any, rows: int = 8) -> None:
+    """The first rows of a training batch, keyed by serving input key (npz: plain arrays, no pickle)."""
+    inputs = signature_inputs(model, tf.nest.map_structure(lambda t: tf.TensorSpec.from_tensor(t), features))
+    arrays = {}
+    for spec, leaf in zip(inputs, tf.nest.flatten(features), strict=True):
+        array = np.asarray(leaf)[:rows]
+        # String tensors come out as object arrays, which npz could only store by pickling.
+        arrays[spec["key"]] = array.astype(np.bytes_) if array.dtype == object else array
+    partial = run.fit_dir / "sample_features.partial.npz"
+    np.savez(partial, **arrays)
+    partial.replace(run.fit_sample_path)
+
+
 def _save_validation(run: RunDir, dataset: tf.data.Dataset) -> None:
     partial = run.fit_dir / "validation.partial"
     shutil.rmtree(partial, ignore_errors=True)
@@ -646,6 +659,7 @@ def fit(
         result.findings.append(saved)
     if source.raw_validation is not None and save_validation_data:
         _save_validation(run, source.raw_validation)
+    _save_sample(run, model=model, features=features)
     _write_spec(run, model=model, source=source, head=head)
     if not save_validation_data and run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
@@ -694,14 +708,18 @@ def evaluate_fit_run(run: RunDir, *, data_path: str | Path | None = None) -> dic
     metrics = head.make_metrics()
     loss = keras.metrics.Mean(name="loss")
 
-    @tf.function(reduce_retracing=True)
-    def step(features: Any, labels: Any) -> None:
-        predicted = model(features, training=False)
-        loss.update_state(head.per_example_loss(labels, predicted))
-        head.update_metrics(metrics, labels, predicted)
+    # One traced loop over the whole dataset, as the trainer's evaluation runs: Keras' per-output
+    # loss trackers weigh each batch by its static row count, which a loop in the graph leaves
+    # unknown for every batch alike (so the numbers match the run's val_ history).
+    @tf.function
+    def run_all(batches: tf.data.Dataset) -> tf.Tensor:
+        count = tf.constant(0, tf.int64)
+        for features, labels in batches:
+            predicted = model(features, training=False)
+            loss.update_state(head.per_example_loss(labels, predicted))
+            head.update_metrics(metrics, labels, predicted)
+            count += 1
+        return count
 
-    batches = 0
-    for features, labels in dataset.map(_pack):
-        step(features, labels)
-        batches += 1
+    batches = int(run_all(dataset.map(_pack)))
     return {"loss": float(loss.result()), **metric_results(metrics), "batches": batches}

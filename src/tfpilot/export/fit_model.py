@@ -1,0 +1,128 @@
+"""Export a `tfpilot.fit` run: the user's own model, with signatures from its data's element_spec.
+
+The serving inputs are the data's features (names, dtypes and per-example shapes from the
+element_spec the model trained on, batch dimension None); the outputs are the model's outputs,
+keyed by its output names. The model is reloaded from the run's .keras archive in safe mode, so
+the export runs in a fresh process (`tfpilot export RUN`) from files alone. As every tfpilot
+export, it is written through keras.export.ExportArchive and proven with both loaders (Python and
+the session loader TF Serving uses) before the version directory appears.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfpilot.atomic import atomic_directory
+from tfpilot.errors import ExportError
+from tfpilot.export.saved_model import ExportResult, next_version
+from tfpilot.export.tolerance import tolerance_for_model
+from tfpilot.export.verify import run_with_session_loader
+from tfpilot.rundir import RunDir
+
+__all__ = ["export_fit_run", "fit_serving_fn", "fit_input_signature"]
+
+
+def fit_input_signature(spec: dict[str, Any]) -> list[tf.TensorSpec]:
+    return [tf.TensorSpec(shape=i["shape"], dtype=tf.as_dtype(i["dtype"]), name=i["key"]) for i in spec["inputs"]]
+
+
+def _features(spec: dict[str, Any], tensors: tuple[tf.Tensor, ...]) -> Any:
+    """The feature structure the model was called with during training, from flat signature inputs."""
+    if spec["features"] == "dict":
+        return {i["name"]: tensor for i, tensor in zip(spec["inputs"], tensors, strict=True)}
+    if spec["features"] == "tensor":
+        return tensors[0]
+    return list(tensors)
+
+
+def _output_names(spec: dict[str, Any], outputs: Any) -> list[str]:
+    names = list(spec.get("outputs") or [])
+    count = len(tf.nest.flatten(outputs))
+    return names if len(names) == count else (["outputs"] if count == 1 else [f"output_{i}" for i in range(count)])
+
+
+def fit_serving_fn(model: keras.Model, spec: dict[str, Any]) -> Any:
+    """fn(*inputs) -> {output name: tensor}, the model in inference mode."""
+
+    def serve(*tensors: tf.Tensor) -> dict[str, tf.Tensor]:
+        outputs = model(_features(spec, tensors), training=False)
+        if isinstance(outputs, dict):
+            return {str(name): value for name, value in outputs.items()}
+        return dict(zip(_output_names(spec, outputs), tf.nest.flatten(outputs), strict=True))
+
+    return serve
+
+
+def _sample(run: RunDir, spec: dict[str, Any]) -> dict[str, np.ndarray]:
+    if not run.fit_sample_path.is_file():
+        raise ExportError(f"run `{run.root}` has no {run.fit_sample_path.name}; train it again with tfpilot.fit")
+    with np.load(run.fit_sample_path, allow_pickle=False) as stored:
+        return {i["key"]: stored[i["key"]] for i in spec["inputs"]}
+
+
+def _worst(
+    actual: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, tolerance: Any, loader: str, path: Path
+) -> float:
+    worst = 0.0
+    for name, want in expected.items():
+        if name not in actual:
+            raise ExportError(f"the SavedModel at `{path}` has no output `{name}` in the {loader}")
+        diff, within = tolerance.excess(np.asarray(actual[name]), want)
+        if not within:
+            raise ExportError(
+                f"output `{name}` of the SavedModel ({loader}) differs from the in-memory model by {diff:.2e}, "
+                f"beyond {tolerance.describe()}; export is not faithful"
+            )
+        worst = max(worst, diff)
+    return worst
+
+
+def export_fit_run(run: RunDir, *, version: int | None = None) -> ExportResult:
+    """Write and verify model/<version>/ for a tfpilot.fit run."""
+    from tfpilot.train.byo import load_fit_model, read_fit_spec
+
+    spec = read_fit_spec(run)
+    model = load_fit_model(run)
+    base = run.model_base
+    version = version or next_version(base)
+    target = base / str(version)
+    if target.exists():
+        raise ExportError(
+            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
+        )
+    serve = fit_serving_fn(model, spec)
+    sample = _sample(run, spec)
+    feeds = [tf.constant(sample[i["key"]]) for i in spec["inputs"]]
+    expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", serve, input_signature=fit_input_signature(spec))
+    tolerance = tolerance_for_model(model)
+    with atomic_directory(target) as tmp:
+        try:
+            archive.write_out(str(tmp), verbose=False)
+        except Exception as exc:  # keras raises plain errors for layers it cannot trace
+            raise ExportError(f"SavedModel export failed: {exc}") from None
+        try:
+            loaded = tf.saved_model.load(str(tmp))
+            python_out = {
+                k: v.numpy()
+                for k, v in loaded.signatures["serving_default"](**dict(zip(sample, feeds, strict=True))).items()
+            }
+        except Exception as exc:
+            raise ExportError(f"exported SavedModel at `{tmp}` does not reload in Python: {exc}") from None
+        worst = _worst(python_out, expected, tolerance=tolerance, loader="Python loader", path=target)
+        try:
+            session_out = run_with_session_loader(tmp, sample)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportError(
+                f"exported SavedModel at `{target}` fails in the session loader TF Serving uses ({first})"
+            ) from None
+        worst = max(worst, _worst(session_out, expected, tolerance=tolerance, loader="session loader", path=target))
+    return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=worst)
