@@ -77,8 +77,22 @@ def _unscale_for_distribution(value: tf.Tensor) -> tf.Tensor:
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    # Keras leads with "Exception encountered when calling X.call()." and says what went wrong after it.
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Exception encountered", "Arguments received"))]
+    return (useful or lines or [type(error).__name__])[0]
+
+
+def _looks_unbatched(model: keras.Model, features_spec: Any) -> bool:
+    """Features one rank short of the model's inputs: the dataset was never batched."""
+    inputs = [getattr(t, "shape", None) for t in tf.nest.flatten(getattr(model, "inputs", None) or [])]
+    leaves = tf.nest.flatten(features_spec)
+    if not inputs or len(inputs) != len(leaves):
+        return False
+    return any(
+        shape is not None and spec.shape.rank is not None and spec.shape.rank == len(shape) - 1
+        for shape, spec in zip(inputs, leaves, strict=True)
+    )
 
 
 # ---------------------------------------------------------------------------------------- head
@@ -470,7 +484,7 @@ def _write_spec(run: RunDir, *, model: keras.Model, source: DatasetSource, head:
         if isinstance(features_spec, dict)
         else ("tensor" if not tf.nest.is_nested(features_spec) else "list"),
         "inputs": signature_inputs(model, features_spec),
-        "outputs": list(model.output_names or []),
+        "outputs": list(head.output_names or []),
         "loss": _serialize(head.loss),
         "loss_weights": head.loss_weights,
         "metrics": _serialize(head.metrics),
@@ -484,7 +498,7 @@ def _write_spec(run: RunDir, *, model: keras.Model, source: DatasetSource, head:
 def _save_sample(run: RunDir, *, model: keras.Model, features: Any, rows: int = 8) -> None:
     """The first rows of a training batch, keyed by serving input key (npz: plain arrays, no pickle)."""
     inputs = signature_inputs(model, tf.nest.map_structure(lambda t: tf.TensorSpec.from_tensor(t), features))
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for spec, leaf in zip(inputs, tf.nest.flatten(features), strict=True):
         array = np.asarray(leaf)[:rows]
         # String tensors come out as object arrays, which npz could only store by pickling.
@@ -548,6 +562,11 @@ def _train_config(*, name: str, runs_dir: str | Path, epochs: int, options: dict
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"] if part != "train") or "<root>"
         argument = "name" if key == "name" else key
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(
+                f"tfpilot.fit: unknown option `{argument}`; expected model.compile's loss, loss_weights, metrics, "
+                "weighted_metrics or a train option of `tfpilot config schema` (batch_size, steps_per_execution, ...)"
+            ) from None
         raise ConfigError(
             f"tfpilot.fit: `{argument}` {first['msg'].removeprefix('Value error, ')} (got {first.get('input')!r})"
         ) from None
@@ -608,6 +627,11 @@ def fit(
         steps_per_epoch=config.train.steps_per_epoch,
     )
     features, labels, sample_weight = source.first_batch
+    if _looks_unbatched(model, source.element_spec[0]):
+        raise DataError(
+            f"tfpilot.fit: `data` looks unbatched (features {_describe_spec(source.element_spec[0])} are one rank short "
+            "of the model's inputs); call .batch(batch_size) on it"
+        )
     try:
         outputs = model(features, training=False)
     except Exception as exc:
@@ -616,6 +640,13 @@ def fit(
             f"({_first_line(exc)}); give features keyed by the model's input names, with its input shapes"
         ) from None
     output_names = list(getattr(model, "output_names", None) or []) or None
+    if isinstance(labels, dict) and output_names and len(output_names) > 1:
+        unknown = sorted(set(labels) - set(output_names))
+        if unknown:
+            raise DataError(
+                f"tfpilot.fit: the data's labels {sorted(labels)} name {unknown}, which are not outputs of the model "
+                f"{output_names}; key the labels by the output names"
+            )
     head = CompiledHead(
         loss=objectives["loss"],
         loss_weights=objectives.get("loss_weights"),

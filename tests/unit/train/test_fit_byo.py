@@ -1,0 +1,232 @@
+"""tfpilot.fit(model, data): a user's own keras.Model and tf.data.Dataset (or arrays) in tfpilot's loop.
+
+The anchor is Keras' model.fit on the same model (same initial weights), data and optimizer,
+computed in the same test: the history must hold the same keys with the same values.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _fit_models import two_headed, two_headed_arrays, two_headed_datasets
+
+# Same float32 ops in the same order; a different fusion could move the last bits only.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def _keras_history(model, data, **kwargs):
+    return model.fit(data, verbose=0, shuffle=False, **kwargs).history
+
+
+def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path):
+    import tfpilot
+
+    train, validation = two_headed_datasets()
+    expected = _keras_history(two_headed(), train, validation_data=validation, epochs=3)
+    result = tfpilot.fit(
+        two_headed(),
+        train,
+        validation_data=validation,
+        epochs=3,
+        name="two",
+        runs_dir=tmp_path,
+        steps_per_execution=4,
+    )
+    assert result.epochs_run == 3 and result.global_step == 3 * 6
+    for key in (
+        "loss",
+        "cls_loss",
+        "reg_loss",
+        "cls_auc",
+        "cls_accuracy",
+        "reg_mae",
+        "val_loss",
+        "val_cls_loss",
+        "val_cls_auc",
+    ):
+        assert key in expected, key
+    for key, values in expected.items():
+        ours = [row[key] for row in result.history]
+        np.testing.assert_allclose(ours, values, rtol=RTOL, atol=ATOL, err_msg=key)
+    # The run directory: what `tfpilot train` leaves, plus fit/ for evaluate and export.
+    run = tmp_path / "two"
+    for name in ("config.yaml", "history.json", "metrics.json", "findings.json", "fit/model.keras", "fit/spec.json"):
+        assert (run / name).is_file(), name
+    assert any((run / "logs" / "train").iterdir()) and any((run / "logs" / "validation").iterdir())
+    history = json.loads((run / "history.json").read_text())["epochs"]
+    assert [row["val_cls_auc"] for row in history] == [row["val_cls_auc"] for row in result.history]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert set(expected) - {k for k in expected if k.startswith("val_")} <= set(metrics["train"])
+    np.testing.assert_allclose(metrics["validation"]["loss"], expected["val_loss"][-1], rtol=RTOL)
+    spec = json.loads((run / "fit" / "spec.json").read_text())
+    assert [(i["name"], i["dtype"], i["shape"]) for i in spec["inputs"]] == [
+        ("extra", "float32", [None, 3]),
+        ("num", "float32", [None, 4]),
+    ]
+    assert spec["outputs"] == ["cls", "reg"]
+
+
+def test_sample_weights_and_weighted_metrics_match_model_fit(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    features, labels = two_headed_arrays(64)
+    weights = np.linspace(0.1, 2.0, 64).astype("float32")
+    data = tf.data.Dataset.from_tensor_slices((features, labels, weights)).batch(16)
+
+    def model():
+        built = two_headed(compiled=False)
+        built.compile(
+            optimizer=keras.optimizers.SGD(0.05),
+            loss=["binary_crossentropy", "mae"],
+            metrics={"cls": ["accuracy"]},
+            weighted_metrics={"reg": ["mse"]},
+        )
+        return built
+
+    expected = _keras_history(model(), data, epochs=2)
+    result = tfpilot.fit(model(), data, epochs=2, name="weighted", runs_dir=tmp_path)
+    assert "reg_mse" in expected and "cls_accuracy" in expected
+    for key, values in expected.items():
+        np.testing.assert_allclose([row[key] for row in result.history], values, rtol=RTOL, atol=ATOL, err_msg=key)
+
+
+def test_checkpoints_and_resume_continue_to_the_same_weights(tmp_path):
+    import tfpilot
+
+    train, validation = two_headed_datasets()
+    straight = two_headed()
+    tfpilot.fit(straight, train, validation_data=validation, epochs=3, name="straight", runs_dir=tmp_path)
+    first = two_headed()
+    tfpilot.fit(first, train, validation_data=validation, epochs=1, name="resumed", runs_dir=tmp_path)
+    # A new process would build the model afresh: its weights must come from the checkpoint.
+    again = two_headed()
+    result = tfpilot.fit(
+        again, train, validation_data=validation, epochs=3, name="resumed", runs_dir=tmp_path, resume=True
+    )
+    assert [row["epoch"] for row in result.history] == [0, 1, 2]
+    assert result.global_step == 3 * 6
+    for ours, theirs in zip(again.get_weights(), straight.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert (tmp_path / "resumed" / "checkpoints" / "checkpoint").is_file()
+
+
+def test_numpy_arrays_with_an_uncompiled_model_and_loss_given_to_fit(tmp_path):
+    import keras
+
+    import tfpilot
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(100, 5)).astype("float32")
+    labels = (features[:, 0] > 0).astype("int32") + (features[:, 1] > 0).astype("int32")  # 3 classes
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
+    assert not model.compiled
+    result = tfpilot.fit(
+        model,
+        (features, labels),
+        validation_data=(features[:20], labels[:20]),
+        epochs=4,
+        name="arrays",
+        runs_dir=tmp_path,
+        batch_size=16,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        optimizer={"name": "adam", "learning_rate": 0.02},
+    )
+    assert result.global_step == 4 * 7  # ceil(100 / 16) batches per epoch
+    assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(result.history[-1])
+    assert result.history[-1]["loss"] < result.history[0]["loss"]
+    assert result.history[-1]["accuracy"] > 0.8
+
+
+def test_lambda_layer_is_reported_not_pickled(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    inputs = keras.Input((2,), name="x")
+    outputs = keras.layers.Dense(1)(keras.layers.Lambda(lambda t: t * 2.0)(inputs))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss="mse")
+    data = tf.data.Dataset.from_tensor_slices((np.ones((8, 2), "float32"), np.ones((8, 1), "float32"))).batch(4)
+    result = tfpilot.fit(model, data, epochs=1, name="lambda", runs_dir=tmp_path)
+    codes = [f.code for f in result.findings]
+    assert "FIT-MODEL-NOT-SAVED" in codes
+    assert not (tmp_path / "lambda" / "fit" / "model.keras").exists()
+    finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
+    assert "register_keras_serializable" in finding.fix
+
+
+def test_evaluate_fit_run_matches_model_evaluate(tmp_path):
+    import tfpilot
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.byo import evaluate_fit_run
+
+    train, validation = two_headed_datasets()
+    model = two_headed()
+    tfpilot.fit(model, train, validation_data=validation, epochs=1, name="ev", runs_dir=tmp_path)
+    ours = evaluate_fit_run(RunDir.at(tmp_path / "ev"))
+    theirs = model.evaluate(validation, verbose=0, return_dict=True)
+    assert ours["batches"] == 3
+    for key, value in theirs.items():
+        np.testing.assert_allclose(ours[key], value, rtol=RTOL, atol=ATOL, err_msg=key)
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+def _error(callable_, expected_type):
+    with pytest.raises(expected_type) as caught:
+        callable_()
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.errors import ConfigError, DataError, ModelError
+
+    features, labels = two_headed_arrays(32)
+    good = tf.data.Dataset.from_tensor_slices((features, labels)).batch(8)
+
+    def fit(model, data, **options):
+        return lambda: tfpilot.fit(model, data, epochs=1, name="bad", runs_dir=tmp_path, **options)
+
+    message = _error(fit(two_headed(compiled=False), good), ModelError)
+    assert "model.compile" in message and "loss=" in message
+    only_features = tf.data.Dataset.from_tensor_slices(features).batch(8)
+    message = _error(fit(two_headed(), only_features), DataError)
+    assert "(features, labels)" in message
+    message = _error(fit(two_headed(), tf.data.Dataset.from_tensor_slices((features, labels))), DataError)
+    assert ".batch(" in message
+    message = _error(fit(two_headed(), good.repeat()), DataError)
+    assert "steps_per_epoch" in message
+    renamed = tf.data.Dataset.from_tensor_slices(({"num": features["num"], "other": features["extra"]}, labels)).batch(
+        8
+    )
+    message = _error(fit(two_headed(), renamed), DataError)
+    assert "input names" in message
+    wrong_labels = tf.data.Dataset.from_tensor_slices((features, {"cls": labels["cls"], "nope": labels["reg"]})).batch(
+        8
+    )
+    message = _error(fit(two_headed(), wrong_labels), DataError)
+    assert "nope" in message and "output names" in message
+    message = _error(fit(two_headed(), good, class_weight={"0": 2.0}), ConfigError)
+    assert "sample_weight" in message
+    message = _error(fit(two_headed(), good, steps_per_execution=0), ConfigError)
+    assert "steps_per_execution" in message
+    message = _error(fit(two_headed(), good, early_stopping={"monitor": "val_cls_auc"}), ConfigError)
+    assert "cls_auc" in message  # logged, but only with validation data
+    message = _error(fit(two_headed(), [1, 2, 3]), DataError)
+    assert "tf.data.Dataset" in message
+    message = _error(fit(two_headed(), good, epoch=3), ConfigError)
+    assert "unknown option `epoch`" in message
