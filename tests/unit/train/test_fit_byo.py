@@ -230,3 +230,25 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     assert "tf.data.Dataset" in message
     message = _error(fit(two_headed(), good, epoch=3), ConfigError)
     assert "unknown option `epoch`" in message
+
+
+def test_nan_guard_skips_a_poisoned_batch_of_the_users_dataset(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+
+    features, labels = two_headed_arrays(64)
+    features["num"][20] = np.nan  # batch 1 of 4
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
+    model = two_headed()
+    result = tfpilot.fit(model, data, epochs=2, name="nan", runs_dir=tmp_path, nan_policy="skip_batch")
+    assert all(np.isfinite(w).all() for w in model.get_weights())
+    assert all(np.isfinite(row["loss"]) for row in result.history)
+    skipped = next(f for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES")
+    # Batch 1 in both epochs: the same poisoned rows each time (a dataset without shuffling).
+    assert [(e["epoch"], e["batch_index"]) for e in skipped.evidence["skipped_batches"]] == [(0, 1), (1, 1)]
+    assert result.global_step == 2 * 4
+    stopped = two_headed()
+    with pytest.raises(Exception) as caught:
+        tfpilot.fit(stopped, data, epochs=1, name="nan-stop", runs_dir=tmp_path)
+    assert "\n" not in str(caught.value) and "non-finite" in str(caught.value).lower()
