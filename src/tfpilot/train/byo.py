@@ -752,5 +752,5 @@ def evaluate_fit_run(run: RunDir, *, data_path: str | Path | None = None) -> dic
             count += 1
         return count
 
-    batches = int(run_all(dataset.map(_pack)))
+    batches = int(run_all(dataset.map(_pack, num_parallel_calls=tf.data.AUTOTUNE)))
     return {"loss": float(loss.result()), **metric_results(metrics), "batches": batches}
