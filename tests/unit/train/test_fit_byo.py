@@ -252,3 +252,31 @@ def test_nan_guard_skips_a_poisoned_batch_of_the_users_dataset(tmp_path):
     with pytest.raises(Exception) as caught:
         tfpilot.fit(stopped, data, epochs=1, name="nan-stop", runs_dir=tmp_path)
     assert "\n" not in str(caught.value) and "non-finite" in str(caught.value).lower()
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_arrays_resume_in_the_middle_of_an_epoch_reaches_the_same_weights(tmp_path):
+    import tfpilot
+    from tfpilot.train.callbacks import TrainHook
+
+    class KillAt(TrainHook):
+        def after_execution(self, *, step: int, steps_run: int) -> None:
+            if step == 7:  # epoch 1, batch 3 of 4; the last checkpoint is step 6
+                raise _Killed
+
+    features, labels = two_headed_arrays(64)
+    options = {"epochs": 3, "runs_dir": tmp_path, "batch_size": 16, "checkpoint_every_steps": 2}
+    straight = two_headed()
+    expected = tfpilot.fit(straight, (features, labels), name="straight", **options)
+    with pytest.raises(_Killed):
+        tfpilot.fit(two_headed(), (features, labels), name="killed", hooks=[KillAt()], **options)
+    again = two_headed()
+    result = tfpilot.fit(again, (features, labels), name="killed", resume=True, **options)
+    assert [row["epoch"] for row in result.history] == [0, 1, 2] and result.global_step == 12
+    for ours, theirs in zip(again.get_weights(), straight.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    # The resumed epoch's metrics cover all of its batches (restored with the checkpoint).
+    np.testing.assert_allclose(result.history[1]["loss"], expected.history[1]["loss"], rtol=1e-5)
