@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES, keras_name
+from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, resolve_pipeline
 from tfpilot.lint.naming import is_dataset_name
 from tfpilot.lint.scope import Scope, TapeBlock
@@ -109,6 +110,14 @@ class FileContext:
         # Keras models compiled with run_eagerly=True run train_step & co. as plain Python.
         self.keras_runs_eagerly = "run_eagerly" in source and _RUN_EAGERLY_RE.search(source) is not None
         self._keras2_reason: str | None | bool = False  # False: not computed yet
+        self._bindings: Bindings | None = None
+
+    @property
+    def bindings(self) -> Bindings:
+        """What names refer to where (built on the first question; most files never ask)."""
+        if self._bindings is None:
+            self._bindings = Bindings(self)
+        return self._bindings
 
     @property
     def keras2_reason(self) -> str | None:

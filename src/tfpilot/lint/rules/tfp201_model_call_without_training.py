@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.naming import is_frozen_model_name
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword
 from tfpilot.lint.rule import Invalid, Rule
@@ -109,6 +110,46 @@ def train_step(x, y):
         loss = tf.reduce_mean(tf.square(head(features) - y))
     return tape.gradient(loss, head.trainable_variables)
 """,
+        # `model` is a plain function when the loop runs; the name is rebound to Keras later
+        """
+import keras
+import tensorflow as tf
+
+W = tf.Variable(1.0)
+
+def model(inputs):
+    return W * inputs
+
+def training_step(inputs, targets):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(targets - model(inputs)))
+    W.assign_sub(0.1 * tape.gradient(loss, W))
+
+for step in range(10):
+    training_step(tf.ones(3), tf.zeros(3))
+
+model = keras.Sequential([keras.layers.Dense(1)])
+""",
+        # the model parameter only ever receives a tf.Module
+        """
+import tensorflow as tf
+
+class MLP(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(1.0)
+
+    def __call__(self, x):
+        return self.w * x
+
+@tf.function
+def train_step(model, x):
+    with tf.GradientTape() as tape:
+        loss = model(x)
+    return tape.gradient(loss, model.trainable_variables)
+
+mlp_model = MLP()
+train_step(mlp_model, tf.constant(2.0))
+""",
     ]
     INVALID = [
         Invalid(
@@ -167,6 +208,36 @@ class Classifier(keras.Model):
 """,
             line=9,
         ),
+        # a Keras model reaches the step through its parameter: certain, so --fix adds training=
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+@tf.function
+def train_step(net, x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(net(x))
+    return tape.gradient(loss, net.trainable_variables)
+
+classifier = keras.Sequential([keras.layers.Dense(1)])
+train_step(classifier, tf.ones((2, 3)))
+""",
+            line=8,
+            fixed="""
+import keras
+import tensorflow as tf
+
+@tf.function
+def train_step(net, x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(net(x, training=True))
+    return tape.gradient(loss, net.trainable_variables)
+
+classifier = keras.Sequential([keras.layers.Dense(1)])
+train_step(classifier, tf.ones((2, 3)))
+""",
+        ),
     ]
 
     def __init__(self, context: Any) -> None:
@@ -175,8 +246,9 @@ class Classifier(keras.Model):
         # judged in finish(), once every binding is known (the def often precedes the binding).
         self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
         self._frozen: set[str] = set()
-        # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras).
-        self._callees: list[tuple[str, bool | None]] = []
+        # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
+        # the call, the function it is in).
+        self._callees: list[tuple[str, bool | None, ast.Call, ast.AST]] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -209,6 +281,18 @@ class Classifier(keras.Model):
                 return "plain"
         return "other"
 
+    def _bound_kinds(self, callee: str, call: ast.Call, function: ast.AST) -> set[str]:
+        """Kinds of what ``callee`` holds at ``call`` by the binding layer (empty: unknown)."""
+        kinds: set[str] = set()
+        for value in self.context.bindings.values(callee, call, function):
+            if isinstance(value, ast.FunctionDef):
+                kinds.add(UNKNOWN if _takes_training(value) else PLAIN_FUNCTION)
+            elif isinstance(value, ast.Call) and self._instance_kind(value) == "frozen":
+                kinds.add("frozen")
+            else:
+                kinds.add(self.context.bindings.kind_of(value))
+        return set() if UNKNOWN in kinds else kinds
+
     def _plain_function(self, callee: str) -> bool:
         """``callee`` names only functions defined in this file, none taking ``training``."""
         if "." in callee or callee in self._bindings or self.context.class_defs(callee):
@@ -233,7 +317,7 @@ class Classifier(keras.Model):
             if kind == "tf-module":
                 return
             keras_self = kind in ("keras-model", "keras-layer")
-        self._callees.append((callee, keras_self))
+        self._callees.append((callee, keras_self, node, context.scope.node))
         self.report(
             node,
             f"`{callee}(...)` inside a GradientTape block without `training=`: Dropout and "
@@ -243,8 +327,13 @@ class Classifier(keras.Model):
 
     def finish(self) -> None:
         kept = []
-        for violation, (callee, keras_self) in zip(self.violations, self._callees, strict=True):
+        for violation, (callee, keras_self, call, function) in zip(self.violations, self._callees, strict=True):
+            bound = self._bound_kinds(callee, call, function) if callee != "self" else set()
+            if bound and bound <= {TF_MODULE, PLAIN_FUNCTION, PLAIN_CLASS, "frozen"}:
+                continue  # what the name holds here takes no `training` (or is frozen on purpose)
             kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
+            if bound == {KERAS}:
+                kinds = {"keras"}
             if "tf-module" in kinds or "frozen" in kinds or "plain" in kinds or callee in self._frozen:
                 continue  # no `training` parameter, or inference mode on purpose
             if not kinds and self._plain_function(callee):
