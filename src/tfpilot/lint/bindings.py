@@ -222,6 +222,35 @@ class Bindings:
                 found.append(passed)
         return found
 
+    def method_calls(self, method: str) -> list[tuple[ast.Call, ast.AST | None]]:
+        """Every ``receiver.method(...)`` call in the file, with its enclosing function."""
+        if not self._built:
+            self._build()
+        return [(c, owner) for c, owner, _ in self._calls.get(method, ()) if isinstance(c.func, ast.Attribute)]
+
+    def only_called_directly(self, class_name: str, method: str, compiled: frozenset[str]) -> bool:
+        """Instances of ``class_name`` have ``method`` called directly (``m.train_step(batch)``)
+        and none of them, nor any receiver of unknown value, ever reaches a ``compiled`` entry
+        point (``fit``, ``evaluate``, ...): the method runs as plain eager Python."""
+
+        def holds_instance(call: ast.Call, owner: ast.AST | None) -> bool | None:
+            receiver = self.context.dotted(call.func.value)  # type: ignore[attr-defined]
+            values = self.values(receiver, call, owner) if receiver else []
+            if not values:
+                return None  # unknown receiver
+            return any(
+                isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == class_name for v in values
+            )
+
+        direct = [holds_instance(call, owner) for call, owner in self.method_calls(method)]
+        if not any(direct):
+            return False
+        for entry in compiled:
+            for call, owner in self.method_calls(entry):
+                if holds_instance(call, owner) is not False:
+                    return False
+        return True
+
     def kinds(self, name: str, at: ast.AST, function: ast.AST | None) -> set[str]:
         """The kinds of every value ``name`` may hold at ``at``; ``{UNKNOWN}`` when unbound."""
         values = self.values(name, at, function)

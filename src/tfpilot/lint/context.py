@@ -28,6 +28,10 @@ __all__ = ["FileContext", "Scope", "TapeBlock"]
 
 # Keras compiles these Model methods with tf.function inside fit/evaluate/predict.
 _KERAS_GRAPH_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+# The Model methods that run those steps as a tf.function.
+_KERAS_ENTRY_POINTS = frozenset(
+    {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch", "make_train_function"}
+)
 _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
@@ -319,6 +323,13 @@ class FileContext:
         # A base imported from the user's own package: trust a name that says it is a model.
         return any((self.dotted(base) or "").endswith("Model") for base in klass.bases)
 
+    def _step_runs_eagerly(self, klass: ast.ClassDef, method: str) -> bool:
+        """``model.train_step(batch)`` called by hand on instances that are never fit: Keras
+        never compiles the step, so it is plain eager Python (migration guides do this)."""
+        if f".{method}(" not in self.source:
+            return False
+        return self.bindings.only_called_directly(klass.name, method, _KERAS_ENTRY_POINTS)
+
     def is_graph_function_name(self, name: str) -> bool:
         return name in self.graph_functions or (self.uses_tensorflow and name in self._wrapped_names)
 
@@ -495,6 +506,7 @@ class FileContext:
             and self.stack[-2] is klass
             and not self.keras_runs_eagerly
             and self._is_keras_model_class(klass)
+            and not self._step_runs_eagerly(klass, node.name)
         ):
             return True, f"Keras {node.name}", False
         if node.name in self._dataset_fn_names:
