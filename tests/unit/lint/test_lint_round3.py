@@ -1,0 +1,64 @@
+"""Issue 16 round 3: rules made right on the shapes real code showed, each firing case paired
+with the near-identical one that must stay quiet (or become a note), so neither direction
+regresses silently."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tfpilot.lint import LintConfig, lint_source
+
+
+def found(source: str, code: str) -> list[tuple[int, str]]:
+    """(line, severity) of each `code` finding in `source`."""
+    config = LintConfig(select=(code,))
+    return [
+        (int(f.location.split(":")[1]), f.severity.value) for f in lint_source(textwrap.dedent(source), config=config)
+    ]
+
+
+# --- TFP203: a compiled step is a claim, an eager loop's per-step read a note ---------------------
+
+COMPILED_LOOP = """\
+import tensorflow as tf
+
+@tf.function
+def train_step(x):
+    return tf.reduce_mean(x)
+
+history = []
+for x in [tf.ones(3)] * 10:
+    loss = train_step(x)
+    history.append(loss.numpy())
+"""
+EAGER_LOOP = """\
+import tensorflow as tf
+
+def fit(model, optimizer, dataset):
+    history = []
+    for x, y in dataset:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        history.append(loss.numpy())
+"""
+
+
+def test_tfp203_warns_on_a_compiled_step_and_notes_an_eager_loop():
+    assert found(COMPILED_LOOP, "TFP203") == [(10, "warning")]
+    assert found(EAGER_LOOP, "TFP203") == [(10, "info")]
+
+
+# --- TFP303: a note; a batch() that is a window (batched again after the shuffle) is no batch ------
+
+
+def test_tfp303_is_a_note_and_skips_windows():
+    batched = "import tensorflow as tf\nds = tf.data.Dataset.range(100).batch(10).shuffle(100)\n"
+    assert found(batched, "TFP303") == [(2, "info")]
+    windows = (
+        "import tensorflow as tf\n"
+        "seqs = tf.data.Dataset.range(1000).batch(101, drop_remainder=True)\n"
+        "ds = seqs.shuffle(1000).batch(64)\n"
+    )
+    assert found(windows, "TFP303") == []
