@@ -62,3 +62,18 @@ def test_tfp303_is_a_note_and_skips_windows():
         "ds = seqs.shuffle(1000).batch(64)\n"
     )
     assert found(windows, "TFP303") == []
+
+
+# --- TFP402: an error where Keras 3 raises, a note where it only logs a deprecation ---------------
+
+
+def test_tfp402_severity_follows_what_keras_3_does():
+    source = """\
+KERAS_MODEL_PATH = "/tmp/model.h5"
+model.save(KERAS_MODEL_PATH, save_format="h5")
+model.save("/tmp/exported", save_format="h5")
+"""
+    assert found(source, "TFP402") == [(2, "info"), (3, "error")]
+    wrapper = "def save(model, path, save_format=None):\n    model.save(path, save_format=save_format)\n"
+    assert found(wrapper, "TFP402") == []
+    assert found(wrapper + "save(m, 'out/1', save_format='tf')\n", "TFP402") == [(2, "error"), (3, "error")]
