@@ -152,6 +152,8 @@ def _defaults(function: ast.AST, name: str) -> list[ast.expr | None]:
     if not isinstance(arguments, ast.arguments):
         return []
     positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+    pairs: list[tuple[ast.arg, ast.expr | None]] = list(
+        zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True)
+    )
     pairs += list(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
     return [default for arg, default in pairs if arg.arg == name]
