@@ -77,3 +77,18 @@ model.save("/tmp/exported", save_format="h5")
     wrapper = "def save(model, path, save_format=None):\n    model.save(path, save_format=save_format)\n"
     assert found(wrapper, "TFP402") == []
     assert found(wrapper + "save(m, 'out/1', save_format='tf')\n", "TFP402") == [(2, "error"), (3, "error")]
+
+
+# --- TFP502 / TFP503: Keras 2 only where the file brings it in ------------------------------------
+
+
+def test_tfp502_warns_only_where_the_file_brings_in_keras_2():
+    mixed = "import keras\nimport tensorflow as tf\n\nlayer = tf.keras.layers.Dense(1)\n"
+    assert found(mixed, "TFP502") == [(4, "info")]
+    legacy = 'import os\nos.environ["TF_USE_LEGACY_KERAS"] = "1"\n' + mixed
+    assert found(legacy, "TFP502") == [(6, "warning")]
+
+
+def test_tfp503_is_a_note_where_tensorflow_hub_needs_keras_2():
+    assert found("import tf_keras\n", "TFP503") == [(1, "warning")]
+    assert found("import tensorflow_hub as hub\nimport tf_keras\n", "TFP503") == [(2, "info")]
