@@ -57,7 +57,9 @@ class Bindings:
         # id(function) -> name -> values assigned in that function's own body
         self._local: dict[int, dict[str, list[ast.AST]]] = {}
         # "self.x" -> values assigned anywhere in the file
-        self._attributes: dict[str, list[ast.AST]] = {}
+        self._attributes: dict[str, list[tuple[ast.AST, ast.AST | None]]] = {}
+        # id(method) -> its class, so `__init__` parameters read the class's instantiations
+        self._method_class: dict[int, ast.ClassDef] = {}
         # function name -> [(call, innermost enclosing function or None, top-level statement line)]
         self._calls: dict[str, list[tuple[ast.Call, ast.AST | None, int]]] = {}
         # id(function) -> the function enclosing it (None at module level)
@@ -79,7 +81,7 @@ class Bindings:
         elif isinstance(target, ast.Attribute):
             dotted = self.context.dotted(target)
             if dotted is not None and dotted.startswith("self."):
-                self._attributes.setdefault(dotted, []).append(value)
+                self._attributes.setdefault(dotted, []).append((value, function))
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:  # unpacking: the element's value is unknown
                 self._bind(element.value if isinstance(element, ast.Starred) else element, target, function, line)
@@ -110,6 +112,10 @@ class Bindings:
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
                 if name is not None:
                     self._calls.setdefault(name, []).append((current, owner, top_line))  # type: ignore[arg-type]
+            if kind is ast.ClassDef:
+                for item in current.body:  # type: ignore[attr-defined]
+                    if isinstance(item, _FUNCTIONS):
+                        self._method_class[id(item)] = current  # type: ignore[assignment]
             if kind in _FUNCTIONS or kind is ast.ClassDef:
                 self._bind(ast.Name(id=current.name), current, owner, current.lineno)  # type: ignore[attr-defined]
             if kind in _SCOPES:
@@ -134,7 +140,13 @@ class Bindings:
         if isinstance(function, ast.Module):
             function = None
         if name.startswith("self."):
-            return list(self._attributes.get(name, ()))
+            held: list[ast.AST] = []
+            for value, owner in self._attributes.get(name, ()):
+                # `self.encoder = encoder`: what the method's parameter receives
+                inner = self.context.dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+                resolved = self.values(inner, value, owner, depth + 1) if inner and inner != name else [value]
+                held.extend(v for v in resolved if v not in held)
+            return held
         if "." in name:
             return []
         while function is not None:
@@ -166,6 +178,12 @@ class Bindings:
                     found.append(above[-1])
         return found or [bindings[-1][1]]
 
+    def top_level_of(self, at: ast.AST) -> ast.AST:
+        """The top-level function or class holding ``at``, or the module itself."""
+        if not self._built:
+            self._build()
+        return self._outermost(at) or self.context.tree
+
     def _outermost(self, at: ast.AST) -> ast.AST | None:
         """The top-level function or class that contains ``at`` (None: module-level code). For a
         method, the module-level calls of its class (the instantiations) stand for its calls."""
@@ -189,9 +207,15 @@ class Bindings:
             return []
         method = bool(positional) and positional[0] in ("self", "cls")
         found: list[ast.AST] = []
-        for call, owner, _line in self._calls.get(function_name, ()):
+        calls = self._calls.get(function_name, [])
+        klass = self._method_class.get(id(function))
+        constructor = function_name == "__init__" and klass is not None
+        if constructor:
+            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes
+            calls = [c for c in self._calls.get(klass.name, []) if isinstance(c[0].func, ast.Name)]  # type: ignore[union-attr]
+        for call, owner, _line in calls:
             # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
-            if isinstance(call.func, ast.Attribute) != method:
+            if not constructor and isinstance(call.func, ast.Attribute) != method:
                 continue
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1

@@ -92,3 +92,49 @@ def test_tfp502_warns_only_where_the_file_brings_in_keras_2():
 def test_tfp503_is_a_note_where_tensorflow_hub_needs_keras_2():
     assert found("import tf_keras\n", "TFP503") == [(1, "warning")]
     assert found("import tensorflow_hub as hub\nimport tf_keras\n", "TFP503") == [(2, "info")]
+
+
+# --- TFP201: a note where no layer of the model depends on training -------------------------------
+
+TAPE_STEP = """\
+import keras
+import tensorflow as tf
+
+model = keras.Sequential([{layers}])
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    return tape.gradient(loss, model.trainable_variables)
+"""
+
+
+def test_tfp201_is_a_note_when_no_layer_depends_on_training():
+    plain = TAPE_STEP.format(layers="keras.layers.Dense(8), keras.layers.Dense(1)")
+    assert found(plain, "TFP201") == [(8, "info")]
+    dropout = TAPE_STEP.format(layers="keras.layers.Dense(8), keras.layers.Dropout(0.5), keras.layers.Dense(1)")
+    assert found(dropout, "TFP201") == [(8, "warning")]
+    recurrent = TAPE_STEP.format(layers="keras.layers.LSTM(8, dropout=0.2), keras.layers.Dense(1)")
+    assert found(recurrent, "TFP201") == [(8, "warning")]
+
+
+def test_tfp201_follows_a_subclass_and_its_own_training_flag():
+    subclass = """\
+import keras
+import tensorflow as tf
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x{extra}):
+        return self.dense(x)
+
+net = Net()
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(net(tf.ones((1, 3))))
+"""
+    assert found(subclass.format(extra=""), "TFP201") == [(14, "info")]
+    # a call() that reads `training` itself behaves differently: still a warning
+    assert found(subclass.format(extra=", training=None"), "TFP201") == [(14, "warning")]

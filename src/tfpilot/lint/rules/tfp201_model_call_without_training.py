@@ -6,6 +6,7 @@ import ast
 import dataclasses
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.naming import is_frozen_model_name
@@ -26,6 +27,151 @@ def _is_plain_class(klass: ast.ClassDef) -> bool:
         return False
     calls = [n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "__call__"]
     return not any(_takes_training(call) for call in calls)
+
+
+# Keras layers whose output does not depend on `training` (no dropout, noise or batch statistics).
+_INVARIANT_LAYERS = frozenset(
+    {
+        "Dense",
+        "EinsumDense",
+        "Embedding",
+        "StringLookup",
+        "IntegerLookup",
+        "Hashing",
+        "CategoryEncoding",
+        "TextVectorization",
+        "Normalization",
+        "Rescaling",
+        "Conv1D",
+        "Conv2D",
+        "Conv3D",
+        "Conv1DTranspose",
+        "Conv2DTranspose",
+        "SeparableConv2D",
+        "DepthwiseConv2D",
+        "Flatten",
+        "Reshape",
+        "Permute",
+        "RepeatVector",
+        "MaxPooling1D",
+        "MaxPooling2D",
+        "MaxPool2D",
+        "AveragePooling1D",
+        "AveragePooling2D",
+        "GlobalAveragePooling1D",
+        "GlobalAveragePooling2D",
+        "GlobalMaxPooling1D",
+        "GlobalMaxPooling2D",
+        "UpSampling2D",
+        "ZeroPadding2D",
+        "Cropping2D",
+        "InputLayer",
+        "Input",
+        "Activation",
+        "ReLU",
+        "LeakyReLU",
+        "Softmax",
+        "Concatenate",
+        "Add",
+        "Multiply",
+        "Subtract",
+        "Average",
+        "Dot",
+        "LayerNormalization",
+        "Attention",
+        "AdditiveAttention",
+        "Lambda",
+        "LSTM",
+        "GRU",
+        "SimpleRNN",
+        "LSTMCell",
+        "GRUCell",
+    }
+)
+_RNN_DROPOUT = ("dropout", "recurrent_dropout")
+
+
+def _layer_names(calls: list[ast.Call], context: Any) -> set[str] | None:
+    """Class names of the Keras layers ``calls`` build; None when one may depend on training."""
+    names: set[str] = set()
+    for call in calls:
+        found = keras_name(context.qualname(call.func))
+        if found is None or not found[1].startswith("layers."):
+            continue
+        layer = found[1].rsplit(".", 1)[-1]
+        if layer not in _INVARIANT_LAYERS:
+            return None
+        for item in call.keywords:
+            if item.arg in _RNN_DROPOUT and not (isinstance(item.value, ast.Constant) and not item.value.value):
+                return None
+        names.add(layer)
+    return names
+
+
+def _invariant_set(values: list[Any], context: Any) -> set[str] | None:
+    """ "Dense, Embedding" when every value is a Keras model built only from layers that ignore
+    ``training`` (a Sequential list, a Keras subclass of this file, a functional model whose
+    scope builds no other kind of layer); "" when unknown or when one layer depends on it."""
+    names: set[str] = set()
+    for value in values:
+        calls: list[ast.Call]
+        if isinstance(value, ast.ClassDef):
+            if context.class_kind(value) not in ("keras-model", "keras-layer"):
+                return None
+            if any(isinstance(n, ast.Name) and n.id == "training" for n in ast.walk(value)) or any(
+                isinstance(n, ast.arg) and n.arg == "training" for n in ast.walk(value)
+            ):
+                return None  # the class reads the flag itself
+            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            # sub-layers that are classes of this file must be invariant too
+            for call in calls:
+                if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
+                    inner = _invariant_set([context.class_defs(call.func.id)[-1]], context)
+                    if inner is None:
+                        return None
+                    names |= inner
+        elif isinstance(value, ast.Call):
+            found = keras_name(context.qualname(value.func))
+            if found is not None and found[1] in ("Sequential", "models.Sequential"):
+                if not value.args or not isinstance(value.args[0], ast.List):
+                    return None
+                if not all(
+                    isinstance(e, ast.Call) and keras_name(context.qualname(e.func)) for e in value.args[0].elts
+                ):
+                    return None
+                calls = list(value.args[0].elts)  # type: ignore[arg-type]
+            elif found is not None and found[1] in ("Model", "models.Model"):
+                # functional: every layer the same scope builds (the whole module at module level)
+                scope = context.bindings.top_level_of(value)
+                calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+                for call in calls:
+                    if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
+                        inner = _invariant_set([context.class_defs(call.func.id)[-1]], context)
+                        if inner is None:
+                            return None  # a custom layer of this file that may depend on training
+                        names |= inner
+            elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
+                inner = _invariant_set([context.class_defs(value.func.id)[-1]], context)
+                if inner is None:
+                    return None
+                names |= inner
+                continue
+            else:
+                return None
+        else:
+            return None
+        found_names = _layer_names(calls, context)
+        if found_names is None:
+            return None
+        names |= found_names
+    return names if values else None
+
+
+def _invariant_layers(values: list[Any], context: Any) -> str:
+    """ "Dense, Embedding": the layers of a model whose every layer ignores ``training``; ""
+    when unknown, when one layer depends on it, or when no layer is seen at all."""
+    names = _invariant_set(values, context)
+    return ", ".join(sorted(names)) if names else ""
 
 
 # Keras factories whose result certainly accepts `training=` (the fix is only offered for these).
@@ -248,7 +394,7 @@ train_step(classifier, tf.ones((2, 3)))
         self._frozen: set[str] = set()
         # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
         # the call, the function it is in).
-        self._callees: list[tuple[str, bool | None, ast.Call, ast.AST]] = []
+        self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -317,7 +463,7 @@ train_step(classifier, tf.ones((2, 3)))
             if kind == "tf-module":
                 return
             keras_self = kind in ("keras-model", "keras-layer")
-        self._callees.append((callee, keras_self, node, context.scope.node))
+        self._callees.append((callee, keras_self, node, context.scope.node, context.current_class()))
         self.report(
             node,
             f"`{callee}(...)` inside a GradientTape block without `training=`: Dropout and "
@@ -327,7 +473,7 @@ train_step(classifier, tf.ones((2, 3)))
 
     def finish(self) -> None:
         kept = []
-        for violation, (callee, keras_self, call, function) in zip(self.violations, self._callees, strict=True):
+        for violation, (callee, keras_self, call, function, klass) in zip(self.violations, self._callees, strict=True):
             bound = self._bound_kinds(callee, call, function) if callee != "self" else set()
             if bound and bound <= {TF_MODULE, PLAIN_FUNCTION, PLAIN_CLASS, "frozen"}:
                 continue  # what the name holds here takes no `training` (or is frozen on purpose)
@@ -343,6 +489,18 @@ train_step(classifier, tf.ones((2, 3)))
             certain = keras_self if keras_self is not None else kinds == {"keras"}
             if not certain or is_frozen_model_name(callee):
                 violation = dataclasses.replace(violation, fix_data=None)
+            values: list[ast.AST] | None = [klass] if callee == "self" and klass is not None else None
+            if values is None:
+                values = self.context.bindings.values(callee, call, function)
+            layers = _invariant_layers(values, self.context)
+            if layers:
+                # right in letter, but nothing in this model behaves differently in training
+                violation = dataclasses.replace(
+                    violation,
+                    severity=Severity.INFO,
+                    message=f"{violation.message}; a note here: the model is built from {layers} only, "
+                    "which ignore training= (add it before adding Dropout or BatchNormalization)",
+                )
             kept.append(violation)
         self.violations = kept
 
