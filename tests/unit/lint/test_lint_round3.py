@@ -138,3 +138,26 @@ with tf.GradientTape() as tape:
     assert found(subclass.format(extra=""), "TFP201") == [(14, "info")]
     # a call() that reads `training` itself behaves differently: still a warning
     assert found(subclass.format(extra=", training=None"), "TFP201") == [(14, "warning")]
+
+
+def test_tfp201_survives_a_class_that_builds_itself():
+    source = """\
+import keras
+import tensorflow as tf
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+    def fresh(self):
+        return Net()
+
+net = Net()
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(net(tf.ones((1, 3))))
+"""
+    assert found(source, "TFP201") == [(17, "info")]

@@ -108,7 +108,7 @@ def _layer_names(calls: list[ast.Call], context: Any) -> set[str] | None:
     return names
 
 
-def _invariant_set(values: list[Any], context: Any) -> set[str] | None:
+def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = frozenset()) -> set[str] | None:
     """ "Dense, Embedding" when every value is a Keras model built only from layers that ignore
     ``training`` (a Sequential list, a Keras subclass of this file, a functional model whose
     scope builds no other kind of layer); "" when unknown or when one layer depends on it."""
@@ -116,6 +116,9 @@ def _invariant_set(values: list[Any], context: Any) -> set[str] | None:
     for value in values:
         calls: list[ast.Call]
         if isinstance(value, ast.ClassDef):
+            if id(value) in seen:
+                continue  # a class that builds itself (`def clone(self): return Net()`)
+            seen = seen | {id(value)}
             if context.class_kind(value) not in ("keras-model", "keras-layer"):
                 return None
             if any(isinstance(n, ast.Name) and n.id == "training" for n in ast.walk(value)) or any(
@@ -126,7 +129,7 @@ def _invariant_set(values: list[Any], context: Any) -> set[str] | None:
             # sub-layers that are classes of this file must be invariant too
             for call in calls:
                 if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
-                    inner = _invariant_set([context.class_defs(call.func.id)[-1]], context)
+                    inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
                     if inner is None:
                         return None
                     names |= inner
@@ -146,12 +149,12 @@ def _invariant_set(values: list[Any], context: Any) -> set[str] | None:
                 calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
                 for call in calls:
                     if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
-                        inner = _invariant_set([context.class_defs(call.func.id)[-1]], context)
+                        inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
                         if inner is None:
                             return None  # a custom layer of this file that may depend on training
                         names |= inner
             elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
-                inner = _invariant_set([context.class_defs(value.func.id)[-1]], context)
+                inner = _invariant_set([context.class_defs(value.func.id)[-1]], context, seen)
                 if inner is None:
                     return None
                 names |= inner
