@@ -98,7 +98,8 @@ def resolve_pipeline(expr: ast.expr, context: FileContext) -> Pipeline:
     elif isinstance(root, ast.Call):
         if is_dataset_constructor(context.qualname(root.func)):
             return Pipeline(tuple(steps), True, rooted=True)
-        is_dataset = False
+        # `make_dataset(files).map(f)`, `ArtificialDataset().map(f)`: a dataset from this file
+        is_dataset = isinstance(root.func, ast.Name) and context.returns_dataset(root.func.id)
     else:
         is_dataset = False
     if not is_dataset:

@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES, keras_name
-from tfpilot.lint.chains import Pipeline, resolve_pipeline
+from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
+from tfpilot.lint.bindings import Bindings
+from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.naming import is_dataset_name
 from tfpilot.lint.scope import Scope, TapeBlock
 from tfpilot.lint.walker import STRUCTURAL
@@ -27,6 +28,10 @@ __all__ = ["FileContext", "Scope", "TapeBlock"]
 
 # Keras compiles these Model methods with tf.function inside fit/evaluate/predict.
 _KERAS_GRAPH_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+# The Model methods that run those steps as a tf.function.
+_KERAS_ENTRY_POINTS = frozenset(
+    {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch", "make_train_function"}
+)
 _WRAPPED_RE = re.compile(r"\bfunction\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _DATASET_FN_RE = re.compile(r"\.\s*(?:map|filter|flat_map|interleave)\(\s*(?:self\.)?([A-Za-z_]\w*)\s*[,)]")
 _RECEIVER_RE = re.compile(r"([\w)\]]+)\s*$")
@@ -109,6 +114,15 @@ class FileContext:
         # Keras models compiled with run_eagerly=True run train_step & co. as plain Python.
         self.keras_runs_eagerly = "run_eagerly" in source and _RUN_EAGERLY_RE.search(source) is not None
         self._keras2_reason: str | None | bool = False  # False: not computed yet
+        self._bindings: Bindings | None = None
+        self._returns_dataset: dict[str, bool] = {}
+
+    @property
+    def bindings(self) -> Bindings:
+        """What names refer to where (built on the first question; most files never ask)."""
+        if self._bindings is None:
+            self._bindings = Bindings(self)
+        return self._bindings
 
     @property
     def keras2_reason(self) -> str | None:
@@ -310,6 +324,27 @@ class FileContext:
         # A base imported from the user's own package: trust a name that says it is a model.
         return any((self.dotted(base) or "").endswith("Model") for base in klass.bases)
 
+    def returns_dataset(self, name: str) -> bool:
+        """``name()`` builds a tf.data.Dataset: a tf.data.Dataset subclass of this file (the
+        data_performance guide's ``ArtificialDataset``) or a function that returns a pipeline."""
+        cache = self._returns_dataset
+        if name not in cache:
+            cache[name] = False  # recursion guard
+            found = any(
+                (self.qualname(base) or "").endswith("data.Dataset")
+                for k in self._class_defs.get(name, ())
+                for base in k.bases
+            ) or any(_returns_pipeline(d, self) for d in self._function_defs.get(name, ()))
+            cache[name] = found
+        return cache[name]
+
+    def _step_runs_eagerly(self, klass: ast.ClassDef, method: str) -> bool:
+        """``model.train_step(batch)`` called by hand on instances that are never fit: Keras
+        never compiles the step, so it is plain eager Python (migration guides do this)."""
+        if f".{method}(" not in self.source:
+            return False
+        return self.bindings.only_called_directly(klass.name, method, _KERAS_ENTRY_POINTS)
+
     def is_graph_function_name(self, name: str) -> bool:
         return name in self.graph_functions or (self.uses_tensorflow and name in self._wrapped_names)
 
@@ -486,8 +521,38 @@ class FileContext:
             and self.stack[-2] is klass
             and not self.keras_runs_eagerly
             and self._is_keras_model_class(klass)
+            and not self._step_runs_eagerly(klass, node.name)
         ):
             return True, f"Keras {node.name}", False
         if node.name in self._dataset_fn_names:
             return True, "tf.data map function", False
         return False, "", False
+
+
+def _is_pipeline_expr(value: ast.AST, context: FileContext) -> bool:
+    """A dataset constructor call, possibly followed by dataset methods."""
+    if not isinstance(value, ast.expr):
+        return False
+    root, steps = method_steps(value)
+    if isinstance(root, ast.Call):
+        if is_dataset_constructor(context.qualname(root.func)):
+            return True
+        return isinstance(root.func, ast.Name) and context.returns_dataset(root.func.id)
+    first = steps[0] if steps else None
+    return first is not None and is_dataset_constructor(context.qualname(first.call.func))
+
+
+def _returns_pipeline(function: ast.AST, context: FileContext) -> bool:
+    assigned: dict[str, ast.AST] = {}
+    returns: list[ast.AST] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, node.value)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+    for value in returns:
+        if isinstance(value, ast.Name) and value.id in assigned:
+            value = assigned[value.id]
+        if _is_pipeline_expr(value, context):
+            return True
+    return False

@@ -144,7 +144,7 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
                         keyword.arg == "input_signature" for keyword in value.keywords
                     )
             if isinstance(target, ast.Name):
-                pipeline = context.pipeline(value) if _may_be_pipeline(value) else None
+                pipeline = context.pipeline(value) if _may_be_pipeline(value, context) else None
                 if pipeline is not None and pipeline.is_dataset:
                     scope.pipelines[target.id] = dataclasses.replace(pipeline, origin=value)
                 else:
@@ -166,11 +166,14 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
                     scope.tensor_names.add(target.id)
 
 
-def _may_be_pipeline(call: ast.Call) -> bool:
-    """Cheap pre-check: the outermost call is a tf.data method or a dataset constructor name."""
+def _may_be_pipeline(call: ast.Call, context: FileContext) -> bool:
+    """Cheap pre-check: the outermost call is a tf.data method or a dataset constructor name,
+    or a function / class of this file that returns a dataset (``make_pipeline(paths)``)."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name in DATASET_CALL_NAMES or name.endswith(("Dataset", "_dataset_from_directory", "dataset_from_array"))
+    if name in DATASET_CALL_NAMES or name.endswith(("Dataset", "_dataset_from_directory", "dataset_from_array")):
+        return True
+    return isinstance(func, ast.Name) and context.uses_tensorflow and context.returns_dataset(name)
 
 
 def _makes_tensor(context: FileContext, call: ast.Call, qualname: str | None) -> bool:

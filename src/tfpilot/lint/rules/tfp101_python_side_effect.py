@@ -58,7 +58,7 @@ class PythonSideEffectInTfFunction(Rule):
     )
     category = "tf.function"
     tokens = ("tensorflow", "keras")
-    calls = _MUTATORS | {"print"}
+    calls = _MUTATORS | {"print", "next"}
     fixable = True
     VALID = [
         """
@@ -106,8 +106,33 @@ class Counter(tf.Module):
         self.count.assign_add(1)
         return self.count
 """,
+        # next() on a tf.data iterator inside a tf.function is the distributed-training idiom
+        """
+import tensorflow as tf
+
+dataset = tf.data.Dataset.range(10)
+
+@tf.function
+def train_fn(iterator):
+    return next(iterator) * 2
+
+train_fn(iter(dataset))
+""",
     ]
     INVALID = [
+        # next() on a Python iterator passed in: evaluated once, at trace time
+        Invalid(
+            """
+import tensorflow as tf
+
+@tf.function
+def consume_next(iterator):
+    tf.print("Value:", next(iterator))
+
+consume_next(iter([1, 2, 3]))
+""",
+            line=6,
+        ),
         Invalid(
             """
 import tensorflow as tf
@@ -200,6 +225,13 @@ class Trainer:
                 f"print() in a {scope.graph_reason} runs only while tracing; tf.print runs every call",
                 fix_data={"tf": alias} if alias and simple else None,
             )
+        elif isinstance(func, ast.Name) and func.id == "next" and len(node.args) == 1:
+            if self._python_iterator(node.args[0], node):
+                self.report(
+                    node,
+                    f"next() on a Python iterator in a {scope.graph_reason} runs once, while tracing: "
+                    "every call gets the element it got then",
+                )
         elif isinstance(func, ast.Attribute) and func.attr in _MUTATORS and self._is_outer(func.value):
             target = self.context.dotted(func.value)
             self.report(
@@ -264,6 +296,30 @@ class Trainer:
                 node,
                 f"`{keyword} {names}` in a {scope.graph_reason}: the rebinding happens once per trace, not once per call",
             )
+
+    def _python_iterator(self, argument: ast.AST, at: ast.AST) -> bool:
+        """``argument`` holds a Python iterator (``iter([1, 2])``, a generator), not a tf.data one,
+        by what the file passes for it or binds it to."""
+        name = self.context.dotted(argument)
+        values = self.context.bindings.values(name, at, self.context.scope.node) if name else [argument]
+        for value in values:
+            if isinstance(value, ast.GeneratorExp):
+                return True
+            if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+                continue
+            if value.func.id == "iter" and value.args:
+                source = value.args[0]
+                if isinstance(source, (ast.List, ast.Tuple, ast.ListComp, ast.Set)) or (
+                    isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range"
+                ):
+                    return True
+            elif any(
+                isinstance(n, (ast.Yield, ast.YieldFrom))
+                for d in self.context.function_defs(value.func.id)
+                for n in walk_body(getattr(d, "body", []))
+            ):
+                return True  # a call of a generator function of this file
+        return False
 
     def _printed_by_tf_print_too(self, call: ast.Call) -> bool:
         """The same function also tf.prints the same arguments: print is there for contrast."""

@@ -49,6 +49,22 @@ def step(x):
 loss = float(step(tf.ones(3)))
 value = step(tf.ones(3)).numpy()
 """,
+        # a train_step called by hand on a model that is never fit runs eagerly
+        """
+import keras
+import tensorflow as tf
+
+class Probe(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self(x) - y))
+        self.losses_seen.append(loss.numpy())
+
+probe = Probe()
+for batch in batches:
+    probe.train_step(batch)
+""",
     ]
     INVALID = [
         Invalid(
@@ -84,6 +100,25 @@ def repeat(count):
     return tf.zeros([int(count)])
 """,
             line=6,
+        ),
+        # the same step is compiled once the model is fit
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+class Probe(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self(x) - y))
+        self.losses_seen.append(loss.numpy())
+
+probe = Probe()
+probe.train_step(first_batch)
+probe.fit(dataset)
+""",
+            line=10,
         ),
     ]
 

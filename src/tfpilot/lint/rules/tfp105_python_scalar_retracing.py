@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
 _SCALAR_NODES = (ast.Name, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
@@ -48,6 +50,17 @@ def scaled(step):
 for step in range(100):
     scaled(step)
 """,
+        # the same Python number every call: one trace
+        """
+import tensorflow as tf
+
+@tf.function
+def scale(x, factor):
+    return x * factor
+
+scale(tf.ones(3), 2)
+scale(tf.zeros(3), 2)
+""",
     ]
     INVALID = [
         Invalid(
@@ -76,11 +89,61 @@ for epoch in range(10):
 """,
             line=9,
         ),
+        # different Python constants across calls (the tf.function guide's `double(1); double(2)`)
+        Invalid(
+            """
+import tensorflow as tf
+
+@tf.function
+def double(a):
+    return a + a
+
+double(1)
+double(2)
+""",
+            line=8,
+        ),
     ]
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        # calls outside loops with a number literal: (function, argument slot) -> [(call, value)]
+        self._constants: dict[tuple[str, str], list[tuple[ast.Call, object]]] = {}
+
+    def finish(self) -> None:
+        reported: set[int] = set()
+        for (name, slot), calls in self._constants.items():
+            if self.context.graph_functions.get(name):
+                continue  # input_signature: one trace whatever the value
+            values = sorted({repr(value) for _, value in calls})
+            if len(values) < 2:
+                continue
+            for call, value in calls:
+                if id(call) in reported:
+                    continue
+                reported.add(id(call))
+                self.report(
+                    call,
+                    f"`{name}` is a tf.function called with Python numbers ({', '.join(values)}) for `{slot}`: "
+                    f"one trace per value; this call with {value!r}",
+                    severity=Severity.INFO,
+                )
+
+    def _collect_constants(self, node: ast.Call, name: str) -> None:
+        slots = [(str(i), a) for i, a in enumerate(node.args)] + [(k.arg or "", k.value) for k in node.keywords]
+        for slot, argument in slots:
+            value = _number(argument)
+            if value is not None:
+                self._constants.setdefault((name, slot if not slot.isdigit() else f"argument {slot}"), []).append(
+                    (node, value)
+                )
 
     def visit_Call(self, node: ast.Call) -> None:
         loops = self.context.function_loops()
         if not loops:
+            func = node.func
+            if isinstance(func, ast.Name) and self.context.is_graph_function_name(func.id):
+                self._collect_constants(node, func.id)
             return
         func = node.func
         if isinstance(func, ast.Name):
@@ -104,6 +167,16 @@ for epoch in range(10):
                     "changes every iteration: each new value traces a new graph",
                 )
                 return
+
+
+def _number(node: ast.AST) -> object | None:
+    """The value of an int/float literal (``3``, ``-0.5``); None for anything else, bools too."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if isinstance(inner, (int, float)) else None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
 
 
 def _python_loop_variables(loops: list[ast.AST]) -> set[str]:

@@ -6,7 +6,9 @@ import ast
 import dataclasses
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.naming import is_frozen_model_name
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword
 from tfpilot.lint.rule import Invalid, Rule
@@ -25,6 +27,154 @@ def _is_plain_class(klass: ast.ClassDef) -> bool:
         return False
     calls = [n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "__call__"]
     return not any(_takes_training(call) for call in calls)
+
+
+# Keras layers whose output does not depend on `training` (no dropout, noise or batch statistics).
+_INVARIANT_LAYERS = frozenset(
+    {
+        "Dense",
+        "EinsumDense",
+        "Embedding",
+        "StringLookup",
+        "IntegerLookup",
+        "Hashing",
+        "CategoryEncoding",
+        "TextVectorization",
+        "Normalization",
+        "Rescaling",
+        "Conv1D",
+        "Conv2D",
+        "Conv3D",
+        "Conv1DTranspose",
+        "Conv2DTranspose",
+        "SeparableConv2D",
+        "DepthwiseConv2D",
+        "Flatten",
+        "Reshape",
+        "Permute",
+        "RepeatVector",
+        "MaxPooling1D",
+        "MaxPooling2D",
+        "MaxPool2D",
+        "AveragePooling1D",
+        "AveragePooling2D",
+        "GlobalAveragePooling1D",
+        "GlobalAveragePooling2D",
+        "GlobalMaxPooling1D",
+        "GlobalMaxPooling2D",
+        "UpSampling2D",
+        "ZeroPadding2D",
+        "Cropping2D",
+        "InputLayer",
+        "Input",
+        "Activation",
+        "ReLU",
+        "LeakyReLU",
+        "Softmax",
+        "Concatenate",
+        "Add",
+        "Multiply",
+        "Subtract",
+        "Average",
+        "Dot",
+        "LayerNormalization",
+        "Attention",
+        "AdditiveAttention",
+        "Lambda",
+        "LSTM",
+        "GRU",
+        "SimpleRNN",
+        "LSTMCell",
+        "GRUCell",
+    }
+)
+_RNN_DROPOUT = ("dropout", "recurrent_dropout")
+
+
+def _layer_names(calls: list[ast.Call], context: Any) -> set[str] | None:
+    """Class names of the Keras layers ``calls`` build; None when one may depend on training."""
+    names: set[str] = set()
+    for call in calls:
+        found = keras_name(context.qualname(call.func))
+        if found is None or not found[1].startswith("layers."):
+            continue
+        layer = found[1].rsplit(".", 1)[-1]
+        if layer not in _INVARIANT_LAYERS:
+            return None
+        for item in call.keywords:
+            if item.arg in _RNN_DROPOUT and not (isinstance(item.value, ast.Constant) and not item.value.value):
+                return None
+        names.add(layer)
+    return names
+
+
+def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = frozenset()) -> set[str] | None:
+    """ "Dense, Embedding" when every value is a Keras model built only from layers that ignore
+    ``training`` (a Sequential list, a Keras subclass of this file, a functional model whose
+    scope builds no other kind of layer); "" when unknown or when one layer depends on it."""
+    names: set[str] = set()
+    for value in values:
+        calls: list[ast.Call]
+        if isinstance(value, ast.ClassDef):
+            if id(value) in seen:
+                continue  # a class that builds itself (`def clone(self): return Net()`)
+            seen = seen | {id(value)}
+            if context.class_kind(value) not in ("keras-model", "keras-layer"):
+                return None
+            if any(isinstance(n, ast.Name) and n.id == "training" for n in ast.walk(value)) or any(
+                isinstance(n, ast.arg) and n.arg == "training" for n in ast.walk(value)
+            ):
+                return None  # the class reads the flag itself
+            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            # sub-layers that are classes of this file must be invariant too
+            for call in calls:
+                if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
+                    inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
+                    if inner is None:
+                        return None
+                    names |= inner
+        elif isinstance(value, ast.Call):
+            found = keras_name(context.qualname(value.func))
+            if found is not None and found[1] in ("Sequential", "models.Sequential"):
+                if not value.args or not isinstance(value.args[0], ast.List):
+                    return None
+                if not all(
+                    isinstance(e, ast.Call) and keras_name(context.qualname(e.func)) for e in value.args[0].elts
+                ):
+                    return None
+                calls = list(value.args[0].elts)  # type: ignore[arg-type]
+            elif found is not None and found[1] in ("Model", "models.Model"):
+                # functional: every layer the same scope builds (the whole module at module level)
+                scope = context.bindings.top_level_of(value)
+                calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+                for call in calls:
+                    if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
+                        inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
+                        if inner is None:
+                            return None  # a custom layer of this file that may depend on training
+                        names |= inner
+            elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
+                inner = _invariant_set([context.class_defs(value.func.id)[-1]], context, seen)
+                if inner is None:
+                    return None
+                names |= inner
+                continue
+            else:
+                return None
+        else:
+            return None
+        found_names = _layer_names(calls, context)
+        if found_names is None:
+            return None
+        names |= found_names
+    return names if values else None
+
+
+def _invariant_layers(values: list[Any], context: Any) -> str:
+    """ "Dense, Embedding": the layers of a model whose every layer ignores ``training``; ""
+    when unknown, when one layer depends on it, or when no layer is seen at all."""
+    names = _invariant_set(values, context)
+    return ", ".join(sorted(names)) if names else ""
 
 
 # Keras factories whose result certainly accepts `training=` (the fix is only offered for these).
@@ -109,6 +259,46 @@ def train_step(x, y):
         loss = tf.reduce_mean(tf.square(head(features) - y))
     return tape.gradient(loss, head.trainable_variables)
 """,
+        # `model` is a plain function when the loop runs; the name is rebound to Keras later
+        """
+import keras
+import tensorflow as tf
+
+W = tf.Variable(1.0)
+
+def model(inputs):
+    return W * inputs
+
+def training_step(inputs, targets):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(targets - model(inputs)))
+    W.assign_sub(0.1 * tape.gradient(loss, W))
+
+for step in range(10):
+    training_step(tf.ones(3), tf.zeros(3))
+
+model = keras.Sequential([keras.layers.Dense(1)])
+""",
+        # the model parameter only ever receives a tf.Module
+        """
+import tensorflow as tf
+
+class MLP(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(1.0)
+
+    def __call__(self, x):
+        return self.w * x
+
+@tf.function
+def train_step(model, x):
+    with tf.GradientTape() as tape:
+        loss = model(x)
+    return tape.gradient(loss, model.trainable_variables)
+
+mlp_model = MLP()
+train_step(mlp_model, tf.constant(2.0))
+""",
     ]
     INVALID = [
         Invalid(
@@ -167,6 +357,36 @@ class Classifier(keras.Model):
 """,
             line=9,
         ),
+        # a Keras model reaches the step through its parameter: certain, so --fix adds training=
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+@tf.function
+def train_step(net, x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(net(x))
+    return tape.gradient(loss, net.trainable_variables)
+
+classifier = keras.Sequential([keras.layers.Dense(1)])
+train_step(classifier, tf.ones((2, 3)))
+""",
+            line=8,
+            fixed="""
+import keras
+import tensorflow as tf
+
+@tf.function
+def train_step(net, x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(net(x, training=True))
+    return tape.gradient(loss, net.trainable_variables)
+
+classifier = keras.Sequential([keras.layers.Dense(1)])
+train_step(classifier, tf.ones((2, 3)))
+""",
+        ),
     ]
 
     def __init__(self, context: Any) -> None:
@@ -175,8 +395,9 @@ class Classifier(keras.Model):
         # judged in finish(), once every binding is known (the def often precedes the binding).
         self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
         self._frozen: set[str] = set()
-        # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras).
-        self._callees: list[tuple[str, bool | None]] = []
+        # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
+        # the call, the function it is in).
+        self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -209,6 +430,18 @@ class Classifier(keras.Model):
                 return "plain"
         return "other"
 
+    def _bound_kinds(self, callee: str, call: ast.Call, function: ast.AST) -> set[str]:
+        """Kinds of what ``callee`` holds at ``call`` by the binding layer (empty: unknown)."""
+        kinds: set[str] = set()
+        for value in self.context.bindings.values(callee, call, function):
+            if isinstance(value, ast.FunctionDef):
+                kinds.add(UNKNOWN if _takes_training(value) else PLAIN_FUNCTION)
+            elif isinstance(value, ast.Call) and self._instance_kind(value) == "frozen":
+                kinds.add("frozen")
+            else:
+                kinds.add(self.context.bindings.kind_of(value))
+        return set() if UNKNOWN in kinds else kinds
+
     def _plain_function(self, callee: str) -> bool:
         """``callee`` names only functions defined in this file, none taking ``training``."""
         if "." in callee or callee in self._bindings or self.context.class_defs(callee):
@@ -233,7 +466,7 @@ class Classifier(keras.Model):
             if kind == "tf-module":
                 return
             keras_self = kind in ("keras-model", "keras-layer")
-        self._callees.append((callee, keras_self))
+        self._callees.append((callee, keras_self, node, context.scope.node, context.current_class()))
         self.report(
             node,
             f"`{callee}(...)` inside a GradientTape block without `training=`: Dropout and "
@@ -243,8 +476,13 @@ class Classifier(keras.Model):
 
     def finish(self) -> None:
         kept = []
-        for violation, (callee, keras_self) in zip(self.violations, self._callees, strict=True):
+        for violation, (callee, keras_self, call, function, klass) in zip(self.violations, self._callees, strict=True):
+            bound = self._bound_kinds(callee, call, function) if callee != "self" else set()
+            if bound and bound <= {TF_MODULE, PLAIN_FUNCTION, PLAIN_CLASS, "frozen"}:
+                continue  # what the name holds here takes no `training` (or is frozen on purpose)
             kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
+            if bound == {KERAS}:
+                kinds = {"keras"}
             if "tf-module" in kinds or "frozen" in kinds or "plain" in kinds or callee in self._frozen:
                 continue  # no `training` parameter, or inference mode on purpose
             if not kinds and self._plain_function(callee):
@@ -254,6 +492,18 @@ class Classifier(keras.Model):
             certain = keras_self if keras_self is not None else kinds == {"keras"}
             if not certain or is_frozen_model_name(callee):
                 violation = dataclasses.replace(violation, fix_data=None)
+            values: list[ast.AST] | None = [klass] if callee == "self" and klass is not None else None
+            if values is None:
+                values = self.context.bindings.values(callee, call, function)
+            layers = _invariant_layers(values, self.context)
+            if layers:
+                # right in letter, but nothing in this model behaves differently in training
+                violation = dataclasses.replace(
+                    violation,
+                    severity=Severity.INFO,
+                    message=f"{violation.message}; a note here: the model is built from {layers} only, "
+                    "which ignore training= (add it before adding Dropout or BatchNormalization)",
+                )
             kept.append(violation)
         self.violations = kept
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.naming import is_training_step_name
 from tfpilot.lint.patterns import callee_name
 from tfpilot.lint.rule import Invalid, Rule
@@ -24,6 +25,12 @@ class HostSyncEveryStep(Rule):
     A training loop here is a loop that computes gradients, applies them, or calls a
     tf.function named like a training step (``train_step``, ``distributed_step``); loops that
     only run inference to collect predictions need the values on the host anyway.
+
+    A warning where the step is compiled (a tf.function step, ``strategy.run``,
+    ``train_on_batch``): there the read is what stops the host from queueing the next step. A
+    note (info) where the loop runs the step eagerly (GradientTape and ``apply_gradients`` in the
+    loop body): every op is already dispatched from Python one by one, and such loops are mostly
+    small ones that record a loss or parameter history for a plot on purpose.
     """
 
     code = "TFP203"
@@ -91,7 +98,7 @@ def fit(model, optimizer, dataset):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._hot: dict[int, tuple[bool, set[str]]] = {}
+        self._hot: dict[int, tuple[bool, set[str], bool]] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
         scope = self.context.scope
@@ -107,7 +114,7 @@ def fit(model, optimizer, dataset):
         loops = self.context.function_loops()
         if not loops:
             return
-        hot, step_results = self._training_loop(loops[-1])
+        hot, step_results, compiled = self._training_loop(loops[-1])
         if not hot:
             return
         if is_conversion and not _reads(node.args[0], step_results):
@@ -118,30 +125,41 @@ def fit(model, optimizer, dataset):
             if isinstance(ancestor, ast.If) and any(isinstance(n, ast.Mod) for n in ast.walk(ancestor.test)):
                 return  # periodic logging: `if step % 100 == 0`
         what = ".numpy()" if is_numpy else f"{getattr(func, 'id', 'float')}()"
-        self.report(node, f"{what} on every step of a training loop blocks until the step finishes")
+        if compiled:
+            self.report(node, f"{what} on every step of a training loop blocks until the step finishes")
+        else:
+            self.report(
+                node,
+                f"{what} on every step of an eager training loop: a host sync per step (small next to "
+                "the eager loop's per-op dispatch; it matters once the step is a tf.function)",
+                severity=Severity.INFO,
+            )
 
-    def _training_loop(self, loop: ast.AST) -> tuple[bool, set[str]]:
-        """Is ``loop`` a training loop, and which names hold its step's results?"""
+    def _training_loop(self, loop: ast.AST) -> tuple[bool, set[str], bool]:
+        """Is ``loop`` a training loop, which names hold its step's results, and is the step
+        compiled (a tf.function, strategy.run, train_on_batch) rather than run eagerly?"""
         cached = self._hot.get(id(loop))
         if cached is not None:
             return cached
-        hot = False
+        hot = compiled = False
         results: set[str] = set()
         for node in _walk_loop_body(loop):
             if isinstance(node, ast.Call):
                 name = callee_name(node) or ""
                 if name in _STEP_METHODS:
                     hot = True
+                    compiled = compiled or name == "train_on_batch"
                 elif self.context.is_graph_function_name(name) and is_training_step_name(name):
-                    hot = True
+                    hot = compiled = True
                 elif name == "run" and "strategy" in (self.context.dotted(node.func) or "").lower():
                     step = node.args[0] if node.args else None
-                    hot = hot or is_training_step_name(callee_name_of(step))
+                    if is_training_step_name(callee_name_of(step)):
+                        hot = compiled = True
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 for target in node.targets:
                     results.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        self._hot[id(loop)] = (hot, results)
-        return hot, results
+        self._hot[id(loop)] = (hot, results, compiled)
+        return hot, results, compiled
 
 
 def _walk_loop_body(loop: ast.AST) -> list[ast.AST]:

@@ -40,8 +40,27 @@ results = list(map(str, [1, 2]))
 squares = {1: 2}.items()
 pool_results = executor.map(str, [1, 2])
 """,
+        # slicing, projecting and reshaping cost less than handing elements between threads
+        """
+import tensorflow as tf
+
+windows = tf.data.Dataset.range(100).window(5, shift=1).flat_map(lambda w: w.batch(5))
+pairs = windows.map(lambda window: (window[:-1], window[-1]))
+specs = pairs.map(map_func=lambda spec, label: spec)
+grids = tf.data.Dataset.from_tensor_slices(tf.zeros((8, 16))).map(lambda x: tf.reshape(x, (4, 4)))
+""",
     ]
     INVALID = [
+        # a string op per element is real work
+        Invalid(
+            """
+import tensorflow as tf
+
+texts = tf.data.TextLineDataset("reviews.txt")
+texts = texts.map(lambda x: tf.strings.regex_replace(x, "<br />", " "))
+""",
+            line=5,
+        ),
         Invalid(
             """
 import tensorflow as tf
@@ -83,7 +102,10 @@ def augment_pipeline(train_ds):
             return
         if len(node.args) > _PARALLEL_POSITION[func.attr]:
             return
-        if node.args and _is_projection(node.args[0]):
+        function = (
+            node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("map_func", "func")), None)
+        )
+        if function is not None and _is_projection(function, self.context):
             return  # `lambda x, y: x` only restructures elements: nothing to parallelise
         if not self.context.pipeline(func.value).is_dataset:
             return
@@ -103,13 +125,39 @@ def augment_pipeline(train_ds):
         return add_keyword(node, "num_parallel_calls", data["value"])
 
 
-def _is_projection(function: ast.expr) -> bool:
-    """A lambda that only selects or regroups its arguments (names, tuples, constant indexing)."""
+# Ops that only reshape, regroup or retype a tensor: a map of nothing but these costs less than
+# the hand-off between parallel map threads (tf.data's guide: vectorise cheap functions instead).
+_RESHAPING_OPS = frozenset(
+    {"reshape", "expand_dims", "squeeze", "concat", "stack", "cast", "identity", "ensure_shape", "transpose"}
+)
+_STRUCTURE = (
+    ast.Name,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.Subscript,
+    ast.Slice,
+    ast.Constant,
+    ast.UnaryOp,
+    ast.expr_context,
+    ast.unaryop,
+    ast.keyword,
+)
+
+
+def _is_projection(function: ast.expr, context: Any) -> bool:
+    """A lambda that only selects, regroups or reshapes its arguments (names, tuples, constant
+    indexing and slicing, tf.reshape / tf.concat / tf.cast & co.)."""
     if not isinstance(function, ast.Lambda):
         return False
     for node in ast.walk(function.body):
-        if not isinstance(
-            node, (ast.Name, ast.Tuple, ast.List, ast.Dict, ast.Subscript, ast.Constant, ast.expr_context)
-        ):
+        if isinstance(node, ast.Call):
+            qualname = context.qualname(node.func) or ""
+            if not qualname.startswith("tensorflow.") or qualname.rsplit(".", 1)[-1] not in _RESHAPING_OPS:
+                return False
+        elif isinstance(node, ast.Attribute):
+            if not isinstance(node.ctx, ast.Load) or context.qualname(node) is None:
+                return False  # `x.shape` & co. are fine only as part of a tf.* callee
+        elif not isinstance(node, _STRUCTURE):
             return False
     return True

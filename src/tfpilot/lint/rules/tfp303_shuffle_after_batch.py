@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -13,12 +14,19 @@ class ShuffleAfterBatch(Rule):
     The same examples stay together in the same batch every epoch, so the gradient noise that
     shuffling is meant to provide is mostly gone, and any ordering in the source (sorted by
     class, by date) survives inside each batch.
+
+    A note (info), not a warning: the batch order still changes every epoch, and on real code
+    batching first is mostly deliberate (a vectorised map over whole batches, a cache of
+    batches, pairs already shuffled in Python), where the fixed batch-mates are harmless. A
+    ``batch()`` that is followed by another ``batch()`` after the shuffle is not a batch at all
+    but a window (``chars.batch(seq_len + 1)`` cuts text into sequences) and is not reported.
     """
 
     code = "TFP303"
     name = "shuffle-after-batch"
     message = ".shuffle() after .batch() shuffles batches, not examples"
     fix_hint = "Shuffle before batching: ds.shuffle(buffer_size).batch(batch_size)"
+    severity = Severity.INFO
     category = "tf.data"
     tokens = ("shuffle",)
     calls = frozenset({"shuffle"})
@@ -43,6 +51,15 @@ def make(dataset, batch_size=None):
     else:
         dataset = dataset.shuffle(1024)
     return dataset
+""",
+        # the first batch() cuts characters into sequences; the sequences are shuffled, then batched
+        """
+import tensorflow as tf
+
+chars = tf.data.Dataset.from_tensor_slices(tf.range(1000))
+sequences = chars.batch(101, drop_remainder=True)
+dataset = sequences.map(lambda s: (s[:-1], s[1:]))
+dataset = dataset.shuffle(10000).batch(64, drop_remainder=True)
 """,
     ]
     INVALID = [
@@ -80,5 +97,21 @@ ds = ds.shuffle(100)
         if batched is None:
             return
         unbatched = pipeline.index("unbatch")
-        if unbatched is None or unbatched < batched:
-            self.report(node, ".shuffle() after .batch() shuffles whole batches: examples keep their batch-mates")
+        if unbatched is not None and unbatched > batched:
+            return
+        if self._batched_after(node):
+            return  # the earlier batch() was a window: shuffling windows before batching is right
+        self.report(node, ".shuffle() after .batch() shuffles whole batches: examples keep their batch-mates")
+
+    def _batched_after(self, node: ast.Call) -> bool:
+        """``....shuffle(n).batch(b)``: the chain that continues this shuffle batches again."""
+        stack = self.context.stack
+        position = len(stack) - 1  # stack[-1] is the shuffle call
+        while position >= 2:
+            attribute, call = stack[position - 1], stack[position - 2]
+            if not (isinstance(attribute, ast.Attribute) and isinstance(call, ast.Call) and call.func is attribute):
+                return False
+            if attribute.attr in ("batch", "padded_batch"):
+                return True
+            position -= 2
+        return False

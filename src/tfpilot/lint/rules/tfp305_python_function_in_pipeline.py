@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
@@ -43,7 +44,7 @@ class PythonFunctionInPipeline(Rule):
     )
     category = "tf.data"
     tokens = ("py_function", "numpy_function", "py_func", "from_generator")
-    calls = frozenset({"py_function", "numpy_function", "py_func", "from_generator"})
+    # every call: a `@tf.py_function` def is reported where a map uses it, under any name
     VALID = [
         """
 import tensorflow as tf
@@ -57,6 +58,16 @@ import tensorflow as tf
 
 def debug(x):
     return tf.py_function(print, [x], [])
+""",
+        # the decorator form called eagerly, outside any pipeline
+        """
+import tensorflow as tf
+
+@tf.py_function(Tout=tf.float32)
+def slow_double(x):
+    return x * 2.0
+
+print(slow_double(tf.constant(1.0)))
 """,
     ]
     INVALID = [
@@ -84,9 +95,56 @@ ds = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec([], tf.
 """,
             line=8,
         ),
+        # the decorator form, used by a dataset map
+        Invalid(
+            """
+import tensorflow as tf
+
+@tf.py_function(Tout=tf.float32)
+def slow_double(x):
+    return x * 2.0
+
+ds = tf.data.Dataset.range(3).map(slow_double)
+""",
+            line=4,
+        ),
     ]
 
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        # `@tf.py_function(Tout=...)` decorated defs: name -> (decorator, qualname); reported
+        # once a dataset map uses the function (directly or from its map function)
+        self._decorated: dict[str, tuple[ast.Call, str]] = {}
+        self._used: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):
+                qualname = self.context.qualname(decorator.func)
+                if qualname in _PY_FUNCTIONS:
+                    self._decorated[node.name] = (decorator, qualname)
+
+    def finish(self) -> None:
+        for name in sorted(self._used):
+            decorator, qualname = self._decorated[name]
+            self.report(
+                decorator,
+                f"@{qualname.rsplit('.', 1)[-1]} on {name}(), which a tf.data map uses: Python under the GIL per element",
+            )
+
     def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if self._decorated:
+            if isinstance(func, ast.Name) and func.id in self._decorated and self._in_pipeline():
+                self._used.add(func.id)
+            elif isinstance(func, ast.Attribute) and func.attr in _MAP_METHODS and node.args:
+                first = node.args[0]
+                if (
+                    isinstance(first, ast.Name)
+                    and first.id in self._decorated
+                    and self.context.pipeline(func.value).is_dataset
+                ):
+                    self._used.add(first.id)
         qualname = self.context.qualname(node.func)
         if qualname in _GENERATOR:
             self.report(

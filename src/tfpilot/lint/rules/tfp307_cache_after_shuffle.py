@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.lint.chains import method_steps
 from tfpilot.lint.patterns import is_constant, keyword
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -23,7 +24,9 @@ class CacheAfterShuffle(Rule):
     opposite of what the shuffle was for. Cache first, then shuffle, so each epoch reshuffles
     the cached elements. A shuffle with ``reshuffle_each_iteration=False`` (a fixed train/test
     split) is meant to keep its order, and ``take(1).cache().repeat()`` replays one element on
-    purpose: neither is reported.
+    purpose: neither is reported. Nor is a cache whose result is shuffled again downstream
+    (``files.shuffle().interleave(TFRecordDataset).cache()``, then a record-level shuffle in
+    the same chain, later in the function, or in the function of this file it is passed to).
     """
 
     code = "TFP307"
@@ -46,6 +49,20 @@ shuffled = tf.data.Dataset.range(100).shuffle(100, seed=42, reshuffle_each_itera
 test = shuffled.skip(80).batch(10).cache()
 fake = shuffled.batch(10).take(1).cache().repeat()
 """,
+        # files shuffled, records cached, then the records shuffled again by the helper
+        """
+import tensorflow as tf
+
+def process(dataset, batch_size):
+    dataset = dataset.shuffle(10000)
+    return dataset.batch(batch_size)
+
+def input_fn(pattern):
+    dataset = tf.data.Dataset.list_files(pattern).shuffle(1024)
+    dataset = dataset.interleave(tf.data.TFRecordDataset)
+    dataset = dataset.cache()
+    return process(dataset=dataset, batch_size=32)
+""",
     ]
     INVALID = [
         Invalid(
@@ -56,7 +73,56 @@ ds = tf.data.Dataset.range(100).shuffle(100).cache().batch(10)
 """,
             line=4,
         ),
+        # the helper the cached dataset goes to only batches it
+        Invalid(
+            """
+import tensorflow as tf
+
+def process(dataset, batch_size):
+    return dataset.batch(batch_size)
+
+def input_fn(pattern):
+    dataset = tf.data.Dataset.list_files(pattern).shuffle(1024)
+    dataset = dataset.interleave(tf.data.TFRecordDataset)
+    dataset = dataset.cache()
+    return process(dataset=dataset, batch_size=32)
+""",
+            line=10,
+        ),
     ]
+
+    def _shuffled_downstream(self, node: ast.Call) -> bool:
+        context = self.context
+        stack = context.stack
+        position = len(stack) - 1  # stack[-1] is the cache call
+        while position >= 2:  # `.cache().map(f).shuffle(n)` in the same chain
+            attribute, call = stack[position - 1], stack[position - 2]
+            if not (isinstance(attribute, ast.Attribute) and isinstance(call, ast.Call) and call.func is attribute):
+                break
+            if attribute.attr == "shuffle":
+                return True
+            position -= 2
+        statement = next((a for a in context.ancestors() if isinstance(a, ast.stmt)), None)
+        if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Name):
+            return False
+        name, end = statement.targets[0].id, statement.end_lineno or statement.lineno
+        body = list(getattr(context.scope.node, "body", []))
+        if _shuffles(body, name, end):
+            return True
+        for later in body:
+            for call in ast.walk(later):
+                if not isinstance(call, ast.Call) or getattr(call, "lineno", 0) <= end:
+                    continue
+                callee = call.func.id if isinstance(call.func, ast.Name) else None
+                definition = context.resolve_function(callee, call) if callee else None
+                if not isinstance(definition, ast.FunctionDef):
+                    continue
+                params = [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)]
+                passed = [params[i] for i, a in enumerate(call.args[: len(params)]) if _is_name(a, name)]
+                passed += [k.arg for k in call.keywords if k.arg and _is_name(k.value, name)]
+                if any(_shuffles(list(definition.body), param, 0) for param in passed):
+                    return True
+        return False
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -72,6 +138,28 @@ ds = tf.data.Dataset.range(100).shuffle(100).cache().batch(10)
                 return  # take(1).cache(): one element replayed on purpose (a fake-data loop)
             if step.method == "shuffle":
                 if _reshuffles(step.call):
+                    if self._shuffled_downstream(node):
+                        return  # the cached elements are shuffled again every epoch
                     self.report(node, ".cache() after .shuffle(): every epoch replays the first epoch's order")
                     return
                 # reshuffle_each_iteration=False: a fixed split or order, meant to stay as it is
+
+
+def _shuffles(statements: list[ast.AST], name: str, after: int) -> bool:
+    """A ``name.....shuffle(...)`` chain below line ``after`` in ``statements``."""
+    for statement in statements:
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "shuffle"
+                and getattr(node, "lineno", 0) > after
+            ):
+                root, _steps = method_steps(node.func.value)
+                if isinstance(root, ast.Name) and root.id == name:
+                    return True
+    return False
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name

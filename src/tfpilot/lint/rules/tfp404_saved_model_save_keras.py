@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfpilot.findings import Severity
+from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE
 from tfpilot.lint.patterns import is_keras_model_expr
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -47,6 +48,24 @@ class Adder(tf.Module):
 module = Adder()
 tf.saved_model.save(module, "adder/1")
 """,
+        # `my_model` holds the tf.Module here; a Keras class of a similar name comes later in the file
+        """
+import keras
+import tensorflow as tf
+
+class SequentialModule(tf.Module):
+    def __call__(self, x):
+        return x
+
+my_model = SequentialModule()
+tf.saved_model.save(my_model, "module/1")
+
+class SequentialModel(keras.Model):
+    pass
+
+my_model = SequentialModel()
+my_model.export("model/1")
+""",
     ]
     INVALID = [
         Invalid(
@@ -59,10 +78,34 @@ tf.saved_model.save(model, "serving/1")
 """,
             line=6,
         ),
+        # a Keras model passed through a helper's parameter
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+def publish(thing, path):
+    tf.saved_model.save(thing, path)
+
+classifier = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+publish(classifier, "serving/1")
+""",
+            line=6,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.context.qualname(node.func) not in _SAVED_MODEL_SAVE or not node.args:
             return
-        if is_keras_model_expr(node.args[0], self.context):
+        target = node.args[0]
+        name = self.context.dotted(target)
+        if name is not None:
+            values = self.context.bindings.values(name, node, self.context.scope.node)
+            kinds = {self.context.bindings.kind_of(value) for value in values}
+            if kinds and kinds <= {TF_MODULE, PLAIN_CLASS, PLAIN_FUNCTION}:
+                return  # a tf.Module (or no model at all): tf.saved_model.save is its API
+            if kinds == {KERAS}:
+                self.report(node)
+                return
+        if is_keras_model_expr(target, self.context):
             self.report(node)

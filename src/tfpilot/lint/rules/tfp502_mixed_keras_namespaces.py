@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
+
+_LEGACY_FLAG = re.compile(r"TF_USE_LEGACY_KERAS")
 
 
 def _is_standalone_keras(module: str) -> bool:
@@ -23,6 +27,10 @@ class MixedKerasNamespaces(Rule):
     play; with either, ``tf.keras`` becomes Keras 2 and objects from the two cannot be mixed
     (layers fail isinstance checks, models fail to compile or save). One spelling per project
     avoids the question.
+
+    A note (info) in a file that does neither: on a plain TF 2.21 both spellings are the same
+    Keras 3, so the mix works (2 of 2 labelled corpus findings were such files). A warning where
+    the file itself imports ``tf_keras`` or sets ``TF_USE_LEGACY_KERAS``, so the two differ.
     """
 
     code = "TFP502"
@@ -88,8 +96,20 @@ model = keras.Sequential([layers.Dense(1)])
 
     def finish(self) -> None:
         if self._standalone is not None and self._tf_keras is not None:
-            self.report(
-                self._tf_keras,
-                f"tf.keras used here and standalone `keras` imported on line {getattr(self._standalone, 'lineno', '?')}: "
-                "with tf_keras installed they are different libraries",
+            legacy = "tf_keras" in {v.split(".")[0] for v in self.context.imports.values()} or bool(
+                _LEGACY_FLAG.search(self.context.source)
             )
+            line = getattr(self._standalone, "lineno", "?")
+            if legacy:
+                self.report(
+                    self._tf_keras,
+                    f"tf.keras used here and standalone `keras` imported on line {line}: this file brings in "
+                    "Keras 2 (tf_keras / TF_USE_LEGACY_KERAS), so they are different libraries",
+                )
+            else:
+                self.report(
+                    self._tf_keras,
+                    f"tf.keras used here and standalone `keras` imported on line {line}: the same Keras 3 on "
+                    "TF 2.21, different libraries only where tf_keras / TF_USE_LEGACY_KERAS is in play",
+                    severity=Severity.INFO,
+                )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
 # Ways of *setting* the flag; reading it (os.environ.get) is how libraries honour it.
@@ -17,6 +18,10 @@ class LegacyKeras(Rule):
     Keras 2 receives only critical fixes, its SavedModel and optimizer behaviour differ from
     Keras 3, and the flag silently changes what ``tf.keras`` means for every other module in
     the process. It is a migration crutch; the TFP5xx findings list what to change to drop it.
+
+    A note (info) in a file that imports ``tensorflow_hub`` or ``tensorflow_recommenders``:
+    ``hub.KerasLayer`` and TFRS models are Keras 2 objects, so there tf_keras is the documented
+    requirement, not a choice the file can drop.
     """
 
     code = "TFP503"
@@ -53,12 +58,12 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
     def visit_Import(self, node: ast.Import) -> None:
         if any(alias.name == "tf_keras" or alias.name.startswith("tf_keras.") for alias in node.names):
-            self.report(node, "imports tf_keras (Keras 2)")
+            self._report(node, "imports tf_keras (Keras 2)")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         if not node.level and (module == "tf_keras" or module.startswith("tf_keras.")):
-            self.report(node, "imports from tf_keras (Keras 2)")
+            self._report(node, "imports from tf_keras (Keras 2)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if node.value != _FLAG:
@@ -76,4 +81,16 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
             or (isinstance(parent, ast.Dict) and any(key is node for key in parent.keys))
         )
         if sets_flag:
-            self.report(node, f"{_FLAG} switches tf.keras to Keras 2 for the whole process")
+            self._report(node, f"{_FLAG} switches tf.keras to Keras 2 for the whole process")
+
+    def _report(self, node: ast.AST, message: str) -> None:
+        tops = {value.split(".")[0] for value in self.context.imports.values()}
+        needs = next((m for m in ("tensorflow_hub", "tensorflow_recommenders") if m in tops), None)
+        if needs is None:
+            self.report(node, message)
+        else:
+            self.report(
+                node,
+                f"{message}; required here: {needs} builds Keras 2 objects",
+                severity=Severity.INFO,
+            )

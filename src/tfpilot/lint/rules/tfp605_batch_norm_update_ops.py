@@ -23,6 +23,9 @@ class BatchNormUpdateOps(Rule):
     (TF-Slim's trainer gathers the first tower's UPDATE_OPS explicitly for this reason).
     Under TF 2.16+ with Keras 3, ``tf.compat.v1.layers.batch_normalization`` no longer exists
     at all ("not available with Keras 3"): the port to keras.layers.BatchNormalization is due.
+    Not reported inside a method decorated with ``tf.compat.v1.keras.utils.track_tf1_style_variables``
+    (the migration guide's shim): that code runs eagerly or in a tf.function, where the
+    statistics update as the op runs, without any collection.
     """
 
     code = "TFP605"
@@ -51,6 +54,15 @@ import keras
 
 layer = keras.layers.BatchNormalization()
 """,
+        # a TF1-style layer tracked by a Keras layer runs eagerly: moving statistics update there
+        """
+import tensorflow as tf
+
+class CompatBatchNorm(tf.keras.layers.Layer):
+    @tf.compat.v1.keras.utils.track_tf1_style_variables
+    def call(self, inputs, training=None):
+        return tf.compat.v1.layers.batch_normalization(inputs, training=training)
+""",
     ]
     INVALID = [
         Invalid(
@@ -77,7 +89,18 @@ def build(x, labels):
             updates = keyword(parent, "updates_collections")
             if updates is not None and isinstance(updates.value, ast.Constant) and updates.value.value is None:
                 return  # contrib batch_norm applying its updates in place
+            if self._tracked_tf1_style():
+                return  # runs eagerly / in a tf.function inside a Keras layer: the statistics update
             self._calls.append((parent, match))
+
+    def _tracked_tf1_style(self) -> bool:
+        """Inside a method decorated with ``tf.compat.v1.keras.utils.track_tf1_style_variables``."""
+        for scope in self.context.scopes:
+            for decorator in getattr(scope.node, "decorator_list", ()):
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if (self.context.qualname(target) or "").endswith("track_tf1_style_variables"):
+                    return True
+        return False
 
     def finish(self) -> None:
         if "UPDATE_OPS" in self.context.source:

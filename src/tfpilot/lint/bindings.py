@@ -1,0 +1,327 @@
+"""What a name refers to at a given place in a file: the binding layer rules share.
+
+Names in TensorFlow tutorials are rebound all the time (a notebook defines ``model`` as a
+function in one cell and as a ``keras.Sequential`` three cells later) and models travel into
+functions as parameters (``train_step(mlp_model, ...)``). A rule that judges ``model(x)`` by
+the name alone is wrong on such code. ``Bindings`` answers "which expressions can this name
+hold here" the way Python would execute the file:
+
+- a parameter holds the arguments that the file's call sites pass (or its default);
+- a name assigned in the enclosing function holds what that function assigned;
+- a module-level name used in module code holds its last binding above the use; used inside a
+  function, it holds the binding in force where the module calls that function (the last one
+  in the file when no module-level call is seen);
+- ``self.x`` holds whatever any method assigned to ``self.x``.
+
+``kinds`` then classifies the values: a Keras model or layer, a ``tf.Module``, a plain function
+or class of this file, and so on. Everything is built lazily on the first question (one walk of
+the tree), so files whose rules never ask pay nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from tfpilot.lint.apis import keras_name
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
+
+__all__ = ["Bindings", "UNKNOWN", "KERAS", "TF_MODULE", "PLAIN_FUNCTION", "PLAIN_CLASS"]
+
+# What a value is. A name whose values are all of the "not Keras" kinds is certainly no model.
+KERAS = "keras"  # a Keras model or layer: takes training=, is saved with model.export
+TF_MODULE = "tf-module"  # a tf.Module that is no Keras object
+PLAIN_FUNCTION = "plain-function"  # a def of this file
+PLAIN_CLASS = "plain-class"  # an instance of a class of this file with no (or an unknown) base
+UNKNOWN = "unknown"
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Keras factories whose result is certainly a Keras model.
+_KERAS_FACTORIES = frozenset(
+    {"Sequential", "models.Sequential", "Model", "models.Model", "models.clone_model", "models.load_model"}
+)
+_MAX_DEPTH = 4
+
+
+class Bindings:
+    """Lazy index of every binding and call site in one file (see the module docstring)."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._built = False
+        # name -> [(line, value)] for module-level bindings, in file order
+        self._module: dict[str, list[tuple[int, ast.AST]]] = {}
+        # id(function) -> name -> values assigned in that function's own body
+        self._local: dict[int, dict[str, list[ast.AST]]] = {}
+        # "self.x" -> values assigned anywhere in the file
+        self._attributes: dict[str, list[tuple[ast.AST, ast.AST | None]]] = {}
+        # id(method) -> its class, so `__init__` parameters read the class's instantiations
+        self._method_class: dict[int, ast.ClassDef] = {}
+        # function name -> [(call, innermost enclosing function or None, top-level statement line)]
+        self._calls: dict[str, list[tuple[ast.Call, ast.AST | None, int]]] = {}
+        # id(function) -> the function enclosing it (None at module level)
+        self._enclosing: dict[int, ast.AST | None] = {}
+
+    # --- index ----------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self._built = True
+        for statement in self.context.tree.body:
+            self._index(statement, None, getattr(statement, "lineno", 0))
+
+    def _bind(self, target: ast.AST, value: ast.AST, function: ast.AST | None, line: int) -> None:
+        if isinstance(target, ast.Name):
+            if function is None:
+                self._module.setdefault(target.id, []).append((line, value))
+            else:
+                self._local.setdefault(id(function), {}).setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Attribute):
+            dotted = self.context.dotted(target)
+            if dotted is not None and dotted.startswith("self."):
+                self._attributes.setdefault(dotted, []).append((value, function))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:  # unpacking: the element's value is unknown
+                self._bind(element.value if isinstance(element, ast.Starred) else element, target, function, line)
+
+    def _index(self, node: ast.AST, function: ast.AST | None, top_line: int) -> None:
+        # an explicit stack: deeply nested expressions must not hit the recursion limit
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(node, function)]
+        while stack:
+            current, owner = stack.pop()
+            kind = current.__class__
+            if kind is ast.Assign:
+                for target in current.targets:  # type: ignore[attr-defined]
+                    self._bind(target, current.value, owner, current.lineno)  # type: ignore[attr-defined]
+            elif kind is ast.AnnAssign and current.value is not None:  # type: ignore[attr-defined]
+                self._bind(current.target, current.value, owner, current.lineno)  # type: ignore[attr-defined]
+            elif kind in (ast.For, ast.AsyncFor):
+                self._bind(current.target, current, owner, current.lineno)  # type: ignore[attr-defined]
+            elif kind in (ast.With, ast.AsyncWith):
+                for item in current.items:  # type: ignore[attr-defined]
+                    if item.optional_vars is not None:
+                        self._bind(item.optional_vars, current, owner, current.lineno)  # type: ignore[attr-defined]
+            elif kind in (ast.Import, ast.ImportFrom):
+                for alias in current.names:  # type: ignore[attr-defined]
+                    local = (alias.asname or alias.name).split(".")[0]
+                    self._bind(ast.Name(id=local), current, owner, current.lineno)  # type: ignore[attr-defined]
+            elif kind is ast.Call:
+                func = current.func  # type: ignore[attr-defined]
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name is not None:
+                    self._calls.setdefault(name, []).append((current, owner, top_line))  # type: ignore[arg-type]
+            if kind is ast.ClassDef:
+                for item in current.body:  # type: ignore[attr-defined]
+                    if isinstance(item, _FUNCTIONS):
+                        self._method_class[id(item)] = current  # type: ignore[assignment]
+            if kind in _FUNCTIONS or kind is ast.ClassDef:
+                self._bind(ast.Name(id=current.name), current, owner, current.lineno)  # type: ignore[attr-defined]
+            if kind in _SCOPES:
+                self._enclosing[id(current)] = owner
+                body = current.body  # type: ignore[attr-defined]
+                inside = {id(child) for child in body} if isinstance(body, list) else {id(body)}
+                for child in ast.iter_child_nodes(current):
+                    # decorators, defaults and annotations run in the enclosing scope
+                    stack.append((child, current if id(child) in inside else owner))
+                continue
+            stack.extend((child, owner) for child in ast.iter_child_nodes(current))
+
+    # --- questions ------------------------------------------------------------------------------
+
+    def values(self, name: str, at: ast.AST, function: ast.AST | None, depth: int = 0) -> list[ast.AST]:
+        """The expressions ``name`` (``model``, ``self.encoder``) may hold at node ``at``, which is
+        inside ``function`` (None or a Module: module level). Empty: unknown (not bound here)."""
+        if not self._built:
+            self._build()
+        if depth > _MAX_DEPTH:
+            return []
+        if isinstance(function, ast.Module):
+            function = None
+        if name.startswith("self."):
+            held: list[ast.AST] = []
+            for value, owner in self._attributes.get(name, ()):
+                # `self.encoder = encoder`: what the method's parameter receives
+                inner = self.context.dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+                resolved = self.values(inner, value, owner, depth + 1) if inner and inner != name else [value]
+                held.extend(v for v in resolved if v not in held)
+            return held
+        if "." in name:
+            return []
+        while function is not None:
+            if isinstance(function, _SCOPES):
+                arguments = function.args
+                names = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+                if name in names or name in [a.arg for a in arguments.kwonlyargs]:
+                    return self._arguments(function, name, depth)
+                local = self._local.get(id(function), {}).get(name)
+                if local:
+                    return list(local)
+            function = self._enclosing.get(id(function))
+            if function is None:
+                break
+        bindings = self._module.get(name, [])
+        if not bindings:
+            return []
+        line = getattr(at, "lineno", 0)
+        outer = self._outermost(at)
+        if outer is None:
+            above = [value for bound_line, value in bindings if bound_line < line]
+            return above[-1:] if above else []
+        # inside a function: the bindings in force where module code calls it
+        found: list[ast.AST] = []
+        for _call, owner, call_line in self._calls.get(getattr(outer, "name", ""), ()):
+            if owner is None:
+                above = [value for bound_line, value in bindings if bound_line < call_line]
+                if above and above[-1] not in found:
+                    found.append(above[-1])
+        return found or [bindings[-1][1]]
+
+    def top_level_of(self, at: ast.AST) -> ast.AST:
+        """The top-level function or class holding ``at``, or the module itself."""
+        if not self._built:
+            self._build()
+        return self._outermost(at) or self.context.tree
+
+    def _outermost(self, at: ast.AST) -> ast.AST | None:
+        """The top-level function or class that contains ``at`` (None: module-level code). For a
+        method, the module-level calls of its class (the instantiations) stand for its calls."""
+        line = getattr(at, "lineno", 0)
+        for statement in self.context.tree.body:
+            if isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+                if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+                    return statement
+        return None
+
+    def _arguments(self, function: ast.AST, name: str, depth: int) -> list[ast.AST]:
+        """What the file's call sites pass for parameter ``name`` of ``function``."""
+        arguments = function.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        defaults = dict(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+        defaults.update(
+            {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
+        )
+        function_name = getattr(function, "name", None)
+        if function_name is None:
+            return []
+        method = bool(positional) and positional[0] in ("self", "cls")
+        found: list[ast.AST] = []
+        calls = self._calls.get(function_name, [])
+        klass = self._method_class.get(id(function))
+        constructor = function_name == "__init__" and klass is not None
+        if constructor:
+            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes
+            calls = [c for c in self._calls.get(klass.name, []) if isinstance(c[0].func, ast.Name)]  # type: ignore[union-attr]
+        for call, owner, _line in calls:
+            # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
+            if not constructor and isinstance(call.func, ast.Attribute) != method:
+                continue
+            passed: ast.AST | None = None
+            index = positional.index(name) if name in positional else -1
+            if method:
+                index -= 1
+            for keyword in call.keywords:
+                if keyword.arg == name:
+                    passed = keyword.value
+            if passed is None and 0 <= index < len(call.args):
+                passed = call.args[index]
+                if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
+                    return []
+            if passed is None:
+                if any(keyword.arg is None for keyword in call.keywords) or any(
+                    isinstance(arg, ast.Starred) for arg in call.args
+                ):
+                    return []  # *args / **kwargs: unknown
+                passed = defaults.get(name)
+            if passed is None:
+                continue
+            if isinstance(passed, (ast.Name, ast.Attribute)):
+                dotted = self.context.dotted(passed)
+                resolved = self.values(dotted, call, owner, depth + 1) if dotted else []
+                if not resolved:
+                    return []  # one unknown argument makes the whole parameter unknown
+                found.extend(v for v in resolved if v not in found)
+            elif passed not in found:
+                found.append(passed)
+        return found
+
+    def method_calls(self, method: str) -> list[tuple[ast.Call, ast.AST | None]]:
+        """Every ``receiver.method(...)`` call in the file, with its enclosing function."""
+        if not self._built:
+            self._build()
+        return [(c, owner) for c, owner, _ in self._calls.get(method, ()) if isinstance(c.func, ast.Attribute)]
+
+    def only_called_directly(self, class_name: str, method: str, compiled: frozenset[str]) -> bool:
+        """Instances of ``class_name`` have ``method`` called directly (``m.train_step(batch)``)
+        and none of them, nor any receiver of unknown value, ever reaches a ``compiled`` entry
+        point (``fit``, ``evaluate``, ...): the method runs as plain eager Python."""
+
+        def holds_instance(call: ast.Call, owner: ast.AST | None) -> bool | None:
+            receiver = self.context.dotted(call.func.value)  # type: ignore[attr-defined]
+            values = self.values(receiver, call, owner) if receiver else []
+            if not values:
+                return None  # unknown receiver
+            return any(
+                isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == class_name for v in values
+            )
+
+        direct = [holds_instance(call, owner) for call, owner in self.method_calls(method)]
+        if not any(direct):
+            return False
+        for entry in compiled:
+            for call, owner in self.method_calls(entry):
+                if holds_instance(call, owner) is not False:
+                    return False
+        return True
+
+    def kinds(self, name: str, at: ast.AST, function: ast.AST | None) -> set[str]:
+        """The kinds of every value ``name`` may hold at ``at``; ``{UNKNOWN}`` when unbound."""
+        values = self.values(name, at, function)
+        if not values:
+            return {UNKNOWN}
+        return {self.kind_of(value) for value in values}
+
+    def kind_of(self, value: ast.AST, depth: int = 0) -> str:
+        """KERAS, TF_MODULE, PLAIN_FUNCTION, PLAIN_CLASS or UNKNOWN for one bound value."""
+        context = self.context
+        if isinstance(value, _FUNCTIONS):
+            return PLAIN_FUNCTION
+        if not isinstance(value, ast.Call):
+            return UNKNOWN
+        found = keras_name(context.qualname(value.func))
+        if found is not None and (
+            found[1] in _KERAS_FACTORIES
+            or found[1].startswith("applications.")
+            or (found[1].startswith("layers.") and found[1] != "layers.Input")
+        ):
+            return KERAS
+        if isinstance(value.func, ast.Name) and depth < _MAX_DEPTH:
+            for definition in self.values(value.func.id, value, None, depth + 1) or []:
+                if isinstance(definition, ast.ClassDef):
+                    kind = context.class_kind(definition)
+                    if kind in ("keras-model", "keras-layer"):
+                        return KERAS
+                    if kind == "tf-module":
+                        return TF_MODULE
+                    if not definition.bases or all(
+                        isinstance(base, ast.Name) and base.id == "object" for base in definition.bases
+                    ):
+                        return PLAIN_CLASS
+                    return UNKNOWN
+                if isinstance(definition, _FUNCTIONS):
+                    return self._returned_kind(definition, depth + 1)
+        return UNKNOWN
+
+    def _returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:
+        """The kind a factory function returns (``def get_model(): ...; return model``)."""
+        kinds: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Name):
+                    local = self._local.get(id(function), {}).get(value.id, [])
+                    kinds.update(self.kind_of(v, depth) for v in local) if local else kinds.add(UNKNOWN)
+                else:
+                    kinds.add(self.kind_of(value, depth))
+        return kinds.pop() if len(kinds) == 1 else UNKNOWN
