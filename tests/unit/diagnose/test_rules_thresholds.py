@@ -450,3 +450,22 @@ def test_watcher_timing_inside_the_cache_filling_epoch_is_not_judged():
     assert "DOC-INPUT-BOUND" not in codes(watch=report)
     report.cache_filled = True
     assert codes(watch=report)["DOC-INPUT-BOUND"].severity.value == "error"
+
+
+def test_epoch_start_waits_the_window_missed_are_judged_on_the_whole_run():
+    """p_uncached_epochs: a 4-step window with one 2.7 s step says 4% input; the run waited 35% of its time."""
+    window = summary(
+        step_ms=675.9,
+        input_ms=27.7,
+        steps=4,
+        stages=(("MapAndBatch", 117.1), ("Root", 25.6)),
+        per_step=((2.6, 0.1), (2.4, 0.9), (2689.8, 103.9), (8.9, 5.9)),
+    )
+    found = codes(summary=window, watch=watch_report(input_ms=8.5, step_ms=24.4))["DOC-INPUT-BOUND"]
+    assert found.severity.value == "error"
+    assert found.evidence["measured_by"] == "watcher" and found.evidence["profile_input_percent"] == 4.1
+    # The same wait with a pipeline that did almost no work: the host was busy, not the pipeline slow.
+    idle_pipeline = summary(step_ms=675.9, input_ms=27.7, steps=4, stages=(("Prefetch", 4.0), ("MemoryCache", 0.1)))
+    assert "DOC-INPUT-BOUND" not in codes(summary=idle_pipeline, watch=watch_report(input_ms=8.5, step_ms=24.4))
+    # And a whole run that waited below the watcher's floor stays quiet whatever the window said.
+    assert "DOC-INPUT-BOUND" not in codes(summary=window, watch=watch_report(input_ms=1.5, step_ms=24.4))
