@@ -286,3 +286,38 @@ def test_epoch_end_of_a_cache_of_unknown_length_is_seen_when_the_iterator_runs_o
     report = session.report
     assert report.pipelines[0]["epoch_steps"] is None and report.cache_filled_step == 6
     assert report.cache_filled is True and report.timing.measured_from_step == 7
+
+
+def test_drain_and_autotune_cap_are_read_from_tf_data_iterator_stats(tmp_path):
+    """The window's drain comes from the profile (prefetch buffers, MapAndBatch results), not from a guess."""
+    import os
+
+    from tfpilot.diagnose.xplane import drain_from_stats, find_xplane_files, iterator_stats
+
+    dataset = tf.data.Dataset.range(10_000).map(lambda i: i * 2, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(4).prefetch(3)
+    weights = tf.Variable(tf.constant(0, tf.int64))
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    iterator = iter(dataset)
+    window = ProfileWindow(tmp_path, start_step=2, stop_step=6, context={"drain_steps": 1})
+    for number in range(8):
+        with window.step(number):
+            step(next(iterator))
+    window.close()
+    stats = iterator_stats(find_xplane_files(tmp_path))
+    iterators = stats["iterators"]
+    assert iterators["Iterator::Root::Prefetch"]["buffer_limit"] == 3  # a fixed buffer reads as its size
+    fused = iterators["Iterator::Root::Prefetch::MapAndBatch"]
+    assert fused["autotune"] is True and 1 <= fused["parallelism"] <= stats["cpu_budget"]
+    # AUTOTUNE's cap is tf.data's CPU budget: the cores this process may run on.
+    assert stats["cpu_budget"] == len(os.sched_getaffinity(0))
+    drain = drain_from_stats(stats)
+    assert drain == 3 + fused["max_batch_results"]
+    capture = summarize_profile(tmp_path).capture
+    # 4 steps profiled, at least 3 measured: the read drain (>= 4) cannot all be skipped.
+    assert capture["drain_steps_read"] == drain and capture["measure_from_guess"] == 2
+    assert capture["measure_from"] == 3

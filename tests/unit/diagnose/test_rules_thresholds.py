@@ -370,9 +370,10 @@ def pipeline(*kinds, parallel=None) -> dict:
     return PipelineShape(stages=stages, cardinality=None, epoch_steps=None).to_dict()
 
 
-def waiting_on(iterators, *, pipelines=(), python_ops=()):
+def waiting_on(iterators, *, pipelines=(), python_ops=(), pipeline_stats=None):
     """A profile whose steps wait 3 of 4.4 ms, its stages named by full iterator name: name -> self ms."""
     observed = summary(step_ms=4.4, input_ms=3.0, stages=(), python_ops=python_ops)
+    observed.pipeline_stats = pipeline_stats or {}
     observed.input_stages = [
         InputStage(name=name, stage=name.split("::")[-1].split("[")[0], count=4, self_time_ms=ms, self_time_percent=0)
         for name, ms in iterators
@@ -469,3 +470,25 @@ def test_epoch_start_waits_the_window_missed_are_judged_on_the_whole_run():
     assert "DOC-INPUT-BOUND" not in codes(summary=idle_pipeline, watch=watch_report(input_ms=8.5, step_ms=24.4))
     # And a whole run that waited below the watcher's floor stays quiet whatever the window said.
     assert "DOC-INPUT-BOUND" not in codes(summary=window, watch=watch_report(input_ms=1.5, step_ms=24.4))
+
+
+def test_sleeping_py_function_under_an_autotune_map_at_the_core_cap_is_told_to_raise_parallelism():
+    """f_parallel_py_map's AUTOTUNE version on 2 cores: the profile reads parallelism 2 = cpu_budget 2."""
+    stats = {
+        "cpu_budget": 2,
+        "iterators": {"Iterator::Root::Prefetch::MapAndBatch": {"autotune": True, "parallelism": 2}},
+    }
+    args = ([("Iterator::Root::Prefetch::MapAndBatch", 60.0)],)
+    kwargs = {
+        "pipelines": [pipeline("Prefetch", "Batch", "ParallelMap", "Range", parallel=-1)],
+        "python_ops": (("EagerPyFunc", 16, 60.0),),
+    }
+    capped = waiting_on(*args, pipeline_stats=stats, **kwargs)
+    for code in ("DOC-HOST-PYTHON-OP", "DOC-INPUT-BOUND"):
+        assert "AUTOTUNE runs it 2 calls at a time" in capped[code].fix, capped[code].fix
+        assert "private_threadpool_size" in capped[code].fix
+    # An explicit parallelism (autotune off) or one below the cap gets no such advice.
+    for values in ({"autotune": False, "parallelism": 16}, {"autotune": True, "parallelism": 1}):
+        stats["iterators"]["Iterator::Root::Prefetch::MapAndBatch"] = values
+        found = waiting_on(*args, pipeline_stats=stats, **kwargs)
+        assert "AUTOTUNE runs it" not in found["DOC-INPUT-BOUND"].fix

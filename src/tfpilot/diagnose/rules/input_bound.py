@@ -62,6 +62,8 @@ class PipelineFacts:
     parallel_batch: bool = False
     generator: bool = False
     described: bool = False  # the watcher read the Dataset objects (else only the profile's names)
+    # An AUTOTUNE map running at tf.data's CPU budget (the core count), from the profile's iterator stats.
+    autotune_capped_at: int | None = None
 
     def already(self) -> list[str]:
         done = []
@@ -89,6 +91,13 @@ def pipeline_facts(observations: Observations) -> PipelineFacts:
         facts.parallel_batch |= "ParallelBatch" in parts
         facts.sequential_map |= "Map" in parts
         facts.generator |= "Generator" in parts
+    stats = getattr(summary, "pipeline_stats", None) or {}
+    budget = stats.get("cpu_budget")
+    for name, values in stats.get("iterators", {}).items():
+        last = name.rsplit("::", 1)[-1]
+        if last in ("MapAndBatch", *_PARALLEL_MAP_STAGES) and values.get("autotune") is True:
+            if isinstance(budget, int) and values.get("parallelism") == budget:
+                facts.autotune_capped_at = budget
     pipelines = watch.pipelines if watch is not None else []
     if pipelines:
         shape = PipelineShape.from_dict(pipelines[0])
@@ -169,10 +178,18 @@ def fix_for_stage(stage: str, iterator: str, facts: PipelineFacts) -> str:
 def python_op_advice(facts: PipelineFacts) -> str:
     """For a py_function/numpy_function in a map: what parallel calls can and cannot do, given the map."""
     if facts.parallel_map and not facts.sequential_map:
-        return (
+        advice = (
             "the pipeline's py_function/numpy_function already runs in a parallel map: that helps only while it "
             "sleeps, does I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
         )
+        if facts.autotune_capped_at is not None:
+            # AUTOTUNE never runs more calls than tf.data's CPU budget; a sleeping call does not use a core.
+            advice += (
+                f"; AUTOTUNE runs it {facts.autotune_capped_at} calls at a time (tf.data's CPU budget, the core "
+                "count): a function that sleeps or waits on I/O needs more in flight, so pass an explicit "
+                "num_parallel_calls (e.g. 16) and set tf.data.Options().threading.private_threadpool_size to match"
+            )
+        return advice
     return (
         "the pipeline calls a py_function/numpy_function: num_parallel_calls runs it in parallel when it sleeps, does "
         "I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
