@@ -321,3 +321,46 @@ def test_drain_and_autotune_cap_are_read_from_tf_data_iterator_stats(tmp_path):
     # 4 steps profiled, at least 3 measured: the read drain (>= 4) cannot all be skipped.
     assert capture["drain_steps_read"] == drain and capture["measure_from_guess"] == 2
     assert capture["measure_from"] == 3
+
+
+def _cached_run(tmp_path, *, epochs_of_steps: int, filtered: bool):
+    # 40 batches per epoch; filter() hides the epoch's length, so the fill is seen only when it ends.
+    dataset = tf.data.Dataset.range(160)
+    if filtered:
+        dataset = dataset.filter(lambda i: i >= 0)
+    dataset = dataset.map(lambda i: tf.cast(i, tf.float32)).batch(4).cache()
+    weights = tf.Variable(0.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(tmp_path, profile_start=3, profile_steps=3) as session:
+        done = 0
+        while done < epochs_of_steps:
+            for batch in dataset:
+                step(batch)
+                done += 1
+                if done == epochs_of_steps:
+                    break
+    return session
+
+
+def test_a_script_ending_inside_its_cache_filling_epoch_gets_that_epochs_profile_and_says_so(tmp_path):
+    session = _cached_run(tmp_path, epochs_of_steps=20, filtered=False)
+    report = session.report
+    assert report.cache_filled is False and report.profile_window == "cache-fill"
+    assert session.summary is not None and session.summary.capture["in_cache_fill"] is True
+    found = {f.code: f for f in session.findings}
+    assert found["DOC-PROFILE-WINDOW"].severity.value == "info"
+    assert "could not start after the cache filled" in found["DOC-PROFILE-WINDOW"].message
+    assert "DOC-INPUT-BOUND" not in found
+
+
+def test_the_filling_epochs_profile_is_replaced_once_the_cache_has_filled(tmp_path):
+    session = _cached_run(tmp_path, epochs_of_steps=60, filtered=True)
+    report = session.report
+    assert report.cache_filled_step == 40 and report.profile_window == "steady"
+    capture = session.summary.capture
+    assert "in_cache_fill" not in capture and capture["start_step"] == 41
+    assert "DOC-PROFILE-WINDOW" not in {f.code for f in session.findings}
