@@ -236,6 +236,7 @@ class NumericsMonitor:
             tracked = self._tracked[id(function)] = _Tracked(function=weakref.ref(function))
         tracked.calls += 1
         traced = function.experimental_get_tracing_count()
+        refresh = traced != tracked.tracing_count  # a new trace may capture new variables
         if traced == 0:
             # Trace before the first call (the call then reuses the trace) so that the variables, Keras'
             # optimizer slots included, exist and the weights before step 1 can be kept too.
@@ -243,8 +244,8 @@ class NumericsMonitor:
                 function.get_concrete_function(*args, **kwargs)
             except Exception:  # an argument tracing cannot take here: the first step goes without a snapshot
                 pass
-            traced = -1  # traced just now: refresh the variable list
-        if traced != tracked.tracing_count:
+            refresh = True  # traced just now
+        if refresh:
             self._refresh_variables(function, tracked)
         # The reads alias the variables' buffers; the step's update then copies them (copy-on-write).
         snapshot = tracked.reader.read() if tracked.reader is not None else None

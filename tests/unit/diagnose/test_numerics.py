@@ -165,3 +165,21 @@ def test_output_check_finds_nonfinite_losses_and_metrics(outputs, expected):
         assert found is not None and math.isnan(found)
     else:
         assert found == math.inf
+
+
+def test_nan_at_the_first_call_is_replayed_from_the_weights_kept_before_it():
+    """The first call traces first so its variables exist: the snapshot before call 1 must be kept."""
+    weights = tf.Variable([0.0, 1.0])
+
+    @tf.function
+    def step(x):
+        loss = tf.reduce_sum(tf.math.log(weights * x))
+        weights.assign_add(x)
+        return loss
+
+    with watch(profile=False) as session:
+        step(tf.constant([1.0, 1.0]))
+    found = session.report.nonfinite
+    assert found["step"] == 1 and found["replayed_step"] == 1
+    assert "weights_before_step" not in found and found["op"] == "Log"
+    assert weights.numpy().tolist() == [1.0, 2.0]
