@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfpilot.diagnose.analysis import WATCH_FILE, analyze
-from tfpilot.diagnose.outcomes import OUTPUT_FILE, crash_finding, no_step_finding
+from tfpilot.diagnose.outcomes import OUTPUT_FILE, crash_finding, no_step_finding, window_finding
 from tfpilot.diagnose.watchers import Watcher, WatchReport
 from tfpilot.diagnose.xplane import ProfileSummary, summarize_profile
 from tfpilot.errors import ConfigError, TfpilotError
@@ -43,6 +43,9 @@ class WatchSession:
         if self.report.profile_dir:
             self.summary = summarize_profile(self.report.profile_dir)
         self.findings = analyze(summary=self.summary, watch=self.report, location=str(self.output_dir or ""))
+        window = window_finding(self.report, location=str(self.output_dir or ""))
+        if window is not None and self.watcher.profile_dir is not None:
+            self.findings.append(window)
         if self.output_dir is not None:
             from tfpilot.atomic import atomic_write_json
 
@@ -161,6 +164,9 @@ def doctor_script(
         no_step = no_step_finding(report, location=str(script))
         if no_step is not None:
             findings.insert(0, no_step)
+        window = window_finding(report, location=str(script))
+        if window is not None:
+            findings.append(window)
     write_findings(directory / "findings.json", findings, append=True)
     return DoctorResult(
         output_dir=directory,

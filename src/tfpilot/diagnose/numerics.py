@@ -17,14 +17,19 @@ line that produced the value, and a Keras ``Layer.call`` frame on the way names 
 fed by a tf.data iterator (``model.fit``) consumed its batch inside the graph: it is replayed on
 the iterator's next batch, and the evidence says so.
 
-Reading variables before a call costs one dispatch and, once the step updates them, one copy of
-the weights (copy-on-write); above ``MAX_SNAPSHOT_BYTES`` no snapshot is kept.
+Reading variables before a call costs one ``ReadVariableOp`` per variable, issued through the
+eager fast path (``_VariableReader``: no ``Variable.value()`` Python layers), and, once the step
+updates them, one copy of the weights inside the step (copy-on-write). That copy is the price of
+having the weights before every step; copying into shadow variables in one compiled call costs the
+same copy plus a function dispatch, and was slower when measured (docs/doctor.md, "Overhead").
+Above ``MAX_SNAPSHOT_BYTES`` no snapshot is kept.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import os
 import re
 import traceback
@@ -100,24 +105,89 @@ def _is_keras_layer(value: Any) -> bool:
     return isinstance(value, keras.layers.Layer)
 
 
+_TYPES: dict[str, Any] = {}
+
+
+def _types() -> dict[str, Any]:
+    """TensorFlow classes looked up once: the checks run on every call, and ``tf.*`` lookups are not free."""
+    if not _TYPES:
+        import tensorflow as tf
+        from tensorflow.python.framework import ops
+
+        _TYPES.update(
+            eager=ops.EagerTensor,
+            optional=tf.experimental.Optional,
+            iterators=(tf.data.Iterator, tf.distribute.DistributedIterator),
+            flatten=tf.nest.flatten,
+        )
+    return _TYPES
+
+
+def _nonfinite_tensor(value: Any) -> float | None:
+    import numpy as np
+
+    if not value.dtype.is_floating:
+        return None
+    shape = value._shape_tuple()  # EagerTensor's own tuple, cheaper than a TensorShape
+    if shape is None or None in shape or math.prod(shape) > MAX_CHECKED_ELEMENTS:
+        return None
+    array = value._numpy()  # not the watcher's patched numpy(): this read is the doctor's, not the user's
+    if array.ndim == 0:
+        number = float(array)
+        return None if math.isfinite(number) else number
+    if np.all(np.isfinite(array)):
+        return None
+    return float(array[~np.isfinite(array)].flat[0])
+
+
 def _nonfinite_output(outputs: Any) -> float | None:
     """The first NaN/Inf among the small float tensors of a call's outputs (an Optional is looked into)."""
-    import numpy as np
-    import tensorflow as tf
-
-    if isinstance(outputs, tf.experimental.Optional):
+    types = _types()
+    if isinstance(outputs, types["eager"]):
+        return _nonfinite_tensor(outputs)  # a step returning its loss: no nest walk
+    if isinstance(outputs, types["optional"]):
         if not bool(outputs.has_value()):
             return None
         outputs = outputs.get_value()
-    for value in tf.nest.flatten(outputs, expand_composites=False):
-        if not isinstance(value, tf.Tensor) or not value.dtype.is_floating:
-            continue
-        if value.shape.num_elements() is None or value.shape.num_elements() > MAX_CHECKED_ELEMENTS:
-            continue
-        array = value.numpy()
-        if not np.all(np.isfinite(array)):
-            return float(array[~np.isfinite(array)].flat[0])
+    for value in types["flatten"](outputs, expand_composites=False):
+        if isinstance(value, types["eager"]):
+            found = _nonfinite_tensor(value)
+            if found is not None:
+                return found
     return None
+
+
+class _VariableReader:
+    """Reads a fixed list of resource variables with one eager ``ReadVariableOp`` each, on the fast path.
+
+    Each result aliases the variable's buffer until the step writes the variable (copy-on-write), so it
+    holds the value before the step. A variable the fast path cannot read (not a plain resource variable)
+    is read with ``value()``.
+    """
+
+    def __init__(self, variables: list[Any]) -> None:
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import context
+
+        self._execute = pywrap_tfe.TFE_Py_FastPathExecute
+        self._context = context.context()
+        self._plan: list[tuple[Any, Any, Any]] = []
+        for variable in variables:
+            handle = getattr(variable, "handle", None)
+            fast = handle is not None and getattr(handle, "dtype", None) is not None and handle.dtype.name == "resource"
+            self._plan.append((variable, handle if fast else None, variable.dtype))
+
+    def read(self) -> list[Any]:
+        values = []
+        for variable, handle, dtype in self._plan:
+            if handle is not None:
+                try:
+                    values.append(self._execute(self._context, "ReadVariableOp", None, handle, "dtype", dtype))
+                    continue
+                except Exception:  # a device or dtype the fast path refuses: the ordinary read below
+                    pass
+            values.append(variable.value())
+        return values
 
 
 def _all_finite(values: list[Any]) -> bool:
@@ -140,6 +210,7 @@ class _Call:
 class _Tracked:
     function: Any = None  # a weak reference: ids of collected functions are reused
     variables: list[Any] = dataclasses.field(default_factory=list)
+    reader: _VariableReader | None = None
     tracing_count: int = -1
     calls: int = 0
     history: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=2))
@@ -164,21 +235,24 @@ class NumericsMonitor:
                 self._tracked = {k: t for k, t in self._tracked.items() if t.function() is not None}
             tracked = self._tracked[id(function)] = _Tracked(function=weakref.ref(function))
         tracked.calls += 1
-        if function.experimental_get_tracing_count() == 0:
+        traced = function.experimental_get_tracing_count()
+        refresh = traced != tracked.tracing_count  # a new trace may capture new variables
+        if traced == 0:
             # Trace before the first call (the call then reuses the trace) so that the variables, Keras'
             # optimizer slots included, exist and the weights before step 1 can be kept too.
             try:
                 function.get_concrete_function(*args, **kwargs)
             except Exception:  # an argument tracing cannot take here: the first step goes without a snapshot
                 pass
-        self._refresh_variables(function, tracked)
-        snapshot = None
-        if tracked.variables:
-            # value() of a resource variable aliases its buffer; the step's update then copies (copy-on-write).
-            snapshot = [v.value() for v in tracked.variables]
+            refresh = True  # traced just now
+        if refresh:
+            self._refresh_variables(function, tracked)
+        # The reads alias the variables' buffers; the step's update then copies them (copy-on-write).
+        snapshot = tracked.reader.read() if tracked.reader is not None else None
         positions = {}
-        for argument in (*args, *kwargs.values()):
-            if _is_iterator(argument):
+        iterators = _types()["iterators"]
+        for argument in (*args, *kwargs.values()) if kwargs else args:
+            if isinstance(argument, iterators):
                 positions[id(argument)] = self._iterator_calls[id(argument)]
                 self._iterator_calls[id(argument)] += 1
         tracked.history.append(_Call(tracked.calls, snapshot, args, kwargs, positions))
@@ -207,10 +281,7 @@ class NumericsMonitor:
         return self.found
 
     def _refresh_variables(self, function: Any, tracked: _Tracked) -> None:
-        count = function.experimental_get_tracing_count()
-        if count == tracked.tracing_count:
-            return
-        tracked.tracing_count = count
+        tracked.tracing_count = function.experimental_get_tracing_count()
         try:
             concrete = function._list_all_concrete_functions()
         except Exception:  # private API: without it there is no snapshot, the replay still runs on current weights
@@ -222,6 +293,7 @@ class NumericsMonitor:
         variables = list(unique.values())
         size = sum(v.shape.num_elements() * v.dtype.size for v in variables if v.shape.is_fully_defined())
         tracked.variables = variables if size <= self.max_snapshot_bytes else []
+        tracked.reader = _VariableReader(tracked.variables) if tracked.variables else None
 
     def replay(self, function: Any) -> dict[str, Any]:
         tracked = self._tracked.get(id(function))
@@ -253,9 +325,7 @@ MAX_SKIP_BATCHES = 1000
 
 
 def _is_iterator(value: Any) -> bool:
-    import tensorflow as tf
-
-    return isinstance(value, (tf.data.Iterator, tf.distribute.DistributedIterator))
+    return isinstance(value, _types()["iterators"])
 
 
 def _replay_arguments(call: _Call) -> tuple[tuple, dict, str]:

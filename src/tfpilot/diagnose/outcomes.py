@@ -12,7 +12,7 @@ from pathlib import Path
 from tfpilot.diagnose.watchers import WatchReport
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["crash_finding", "no_step_finding", "last_user_frame", "OUTPUT_FILE"]
+__all__ = ["crash_finding", "no_step_finding", "window_finding", "last_user_frame", "OUTPUT_FILE"]
 
 OUTPUT_FILE = "script_output.txt"
 
@@ -81,4 +81,33 @@ def no_step_finding(report: WatchReport, *, location: str) -> Finding | None:
             "Run the script so it trains for at least ~10 steps (a step is one call of a tf.function, "
             "model.fit's train_function, or an eager tape.gradient)."
         ),
+    )
+
+
+def window_finding(report: WatchReport, *, location: str) -> Finding | None:
+    """A cached pipeline whose script ended inside its first epoch: the steady-state window never opened.
+
+    Said, rather than left out: input timing from the epoch that fills a cache is not judged (that epoch
+    always waits), so without this the report would look like a pipeline that keeps up.
+    """
+    if report.cache_filled is None or report.profile_window == "steady" or report.timing is None:
+        return None
+    steps = report.timing.steps + report.timing.measured_from_step + 1
+    profiled = "the profile covers steps of the filling epoch (op and Python-op costs hold, input waits are not judged)"
+    return Finding(
+        code="DOC-PROFILE-WINDOW",
+        severity=Severity.INFO,
+        title="The profile window could not start after the cache filled",
+        message=(
+            f"the pipeline has a cache() stage and the script ended inside its first epoch (~{steps} steps), "
+            "the one that fills the cache, so the window could not start after the cache filled; "
+            + (profiled if report.profile_window == "cache-fill" else "no profile was taken")
+        ),
+        location=location,
+        evidence={
+            "cache_filled_step": report.cache_filled_step,
+            "profile_window": report.profile_window,
+            "steps_seen": steps,
+        },
+        fix="Run the script for more than one epoch (a second pass reads from the cache) to see its steady state.",
     )

@@ -93,6 +93,9 @@ class WatchReport:
     # With a cache() stage: the step at which its first epoch ended (None: no cache, or not seen to end).
     cache_filled_step: int | None = None
     cache_filled: bool | None = None  # None without a cache stage
+    # Which window the profile holds: "steady" (after warm-up, and after a cache filled), "cache-fill" (the
+    # script ended inside the epoch that fills its cache: what there was), None (no profile).
+    profile_window: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -217,6 +220,9 @@ class Watcher:
         self.numerics: NumericsMonitor | None = NumericsMonitor() if replay_numerics else None
         self.window: Any = None  # a ProfileWindow once the driving function is known
         self.window_driver: str | None = None
+        # With a cache(): a window inside the filling epoch, kept only if the script ends before the cache fills.
+        self.fill_window: Any = None
+        self.fill_driver: str | None = None
         self._depth = 0
         self._in_sync = False
         self._main_thread = threading.get_ident()
@@ -351,6 +357,8 @@ class Watcher:
         setattr(owner, name, replacement)
 
     def stop(self) -> None:
+        if self.fill_window is not None:
+            self.fill_window.stop()
         if self.window is not None:
             self.window.stop()
         for owner, name, original in reversed(self._originals):
@@ -462,8 +470,12 @@ class Watcher:
         count = self.boundaries[key]
         if self.window_driver is None:
             if not self._window_may_start(count):
+                self._fill_boundary(key, count)
                 return
             from tfpilot.diagnose.capture import ProfileWindow
+
+            if self.fill_window is not None and not self.fill_window.finished:
+                self.fill_window.stop()  # the cache filled while its epoch was profiled: the real window follows
 
             # The steps right after the profiler starts may be served from buffers filled while it started:
             # they are profiled (the pipeline's work is in the session) but not measured.
@@ -481,6 +493,29 @@ class Watcher:
         # Starting/stopping the profiler is the doctor's own cost: the caller records it as overhead.
         self.window.end_step(last_step=count - 1)
         self.window.begin_step(count)
+
+    def _fill_boundary(self, key: str, count: int) -> None:
+        """Profile the epoch that fills the cache, in case the script ends before it does (a later window replaces it)."""
+        if self._cache is None or count < self.profile_start:
+            return
+        if self.fill_window is None:
+            drain = self._drain_steps()
+            if self.cache_filled_step is not None and count + drain + self.profile_steps > self.cache_filled_step:
+                return  # the epoch's length is known and the steady window starts soon after
+            from tfpilot.diagnose.capture import ProfileWindow
+
+            self.fill_driver = key
+            self.fill_window = ProfileWindow(
+                self.profile_dir or "profile",
+                start_step=count,
+                stop_step=count + drain + self.profile_steps,
+                measure_from=count + drain,
+                context={"drain_steps": drain, "cache_filled_step": None, "in_cache_fill": True},
+            )
+        if key != self.fill_driver or self.fill_window.finished:
+            return
+        self.fill_window.end_step(last_step=count - 1)
+        self.fill_window.begin_step(count)
 
     def _on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
         if _issued_by_tensorflow(frame):
@@ -605,6 +640,8 @@ class Watcher:
             )
         end = self._stopped or time.perf_counter()
         timing = self._timing()
+        steady = self.window is not None and self.window.finished
+        filling = not steady and self.fill_window is not None and self.fill_window.finished
         return WatchReport(
             functions=functions,
             timing=timing,
@@ -613,7 +650,8 @@ class Watcher:
             sync_count=self.sync_count,
             nonfinite=self.nonfinite,
             wall_seconds=end - self._started,
-            profile_dir=str(self.profile_dir) if self.window is not None and self.window.finished else None,
+            profile_dir=str(self.profile_dir) if steady or filling else None,
+            profile_window="steady" if steady else "cache-fill" if filling else None,
             pipelines=self.pipelines,
             cache_filled_step=self.cache_filled_step,
             # Whether the timing covers only steps after the cache filled (None: no cache stage).

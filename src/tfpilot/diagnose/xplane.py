@@ -110,6 +110,9 @@ class ProfileSummary:
     capture: dict[str, Any]
     files: dict[str, Any]
     schema_version: int = SCHEMA_VERSION
+    # tf.data's own iterator stats at the start of the window (iterator_stats()): cpu_budget, and per
+    # iterator buffer_limit / max_batch_results / parallelism / autotune.
+    pipeline_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -229,6 +232,88 @@ def _xplane_pb2() -> Any:
     file_spec.loader.exec_module(module)
     sys.modules[_XPLANE_MODULE] = module
     return module
+
+
+_ITERATOR_STATS = ("buffer_limit", "max_batch_results", "parallelism", "autotune", "cpu_budget")
+# Measured steps the window keeps at least, whatever the drain read from the profile.
+MIN_MEASURED_STEPS = 3
+MAX_DRAIN_STEPS = 16
+
+
+def iterator_stats(files: list[Path]) -> dict[str, Any]:
+    """tf.data's iterator stats from the earliest event of each iterator: what the pipeline held when profiling began.
+
+    tf.data attaches them to its iterator events: ``buffer_limit`` on Prefetch (an AUTOTUNE buffer's
+    size at that moment), ``max_batch_results`` and ``parallelism`` on MapAndBatch and parallel maps,
+    ``cpu_budget`` (the cap AUTOTUNE works under: the core count) on Root.
+    """
+    xplane_pb2 = _xplane_pb2()
+    earliest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for path in files:
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        for plane in space.planes:
+            wanted = {key: m.name for key, m in plane.stat_metadata.items() if m.name in _ITERATOR_STATS}
+            if not wanted:
+                continue
+            for line in plane.lines:
+                for event in line.events:
+                    name = plane.event_metadata[event.metadata_id].name
+                    if not name.startswith("Iterator::"):
+                        continue
+                    at = line.timestamp_ns * 1000 + event.offset_ps
+                    if name in earliest and earliest[name][0] <= at:
+                        continue
+                    values: dict[str, Any] = {}
+                    for stat in event.stats:
+                        key = wanted.get(stat.metadata_id)
+                        if key is None:
+                            continue
+                        kind = stat.WhichOneof("value")
+                        value = getattr(stat, kind) if kind else None
+                        if kind == "ref_value":  # a string interned in the plane's stat metadata
+                            value = plane.stat_metadata[value].name if value in plane.stat_metadata else None
+                        values[key] = (value == "true") if key == "autotune" and isinstance(value, str) else value
+                    if values:
+                        earliest[name] = (at, values)
+    iterators = {name: values for name, (_, values) in sorted(earliest.items())}
+    budgets = [v["cpu_budget"] for v in iterators.values() if isinstance(v.get("cpu_budget"), int)]
+    result: dict[str, Any] = {"iterators": {k: v for k, v in iterators.items() if set(v) - {"cpu_budget"}}}
+    if budgets:
+        result["cpu_budget"] = max(budgets)
+    return result
+
+
+def drain_from_stats(stats: dict[str, Any]) -> int | None:
+    """Batches the pipeline could hold ready when profiling began: its prefetch buffers and MapAndBatch results.
+
+    Only iterators on the main chain count (a prefetch inside an interleave's cycle, `[0]` in its name,
+    holds elements of one file, not batches). None without such stats (an older TensorFlow, no pipeline).
+    """
+    total, seen = 0, False
+    for name, values in stats.get("iterators", {}).items():
+        if "[" in name:
+            continue
+        last = name.rsplit("::", 1)[-1]
+        if last == "Prefetch" and isinstance(values.get("buffer_limit"), int):
+            total, seen = total + max(values["buffer_limit"], 0), True
+        elif last == "MapAndBatch" and isinstance(values.get("max_batch_results"), int):
+            total, seen = total + max(values["max_batch_results"], 0), True
+    return min(total, MAX_DRAIN_STEPS) if seen else None
+
+
+def _measure_from(capture: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    """The doctor's window guessed its drain (an AUTOTUNE buffer's size) when it opened; the profile says it."""
+    if "drain_steps" not in capture or "start_step" not in capture or "stop_step" not in capture:
+        return capture
+    drain = drain_from_stats(stats)
+    if drain is None:
+        return capture
+    start, stop = int(capture["start_step"]), int(capture["stop_step"])
+    updated = dict(capture, drain_steps_read=drain, measure_from_guess=capture.get("measure_from"))
+    # Steps served from those buffers are not measured, but at least MIN_MEASURED_STEPS are.
+    updated["measure_from"] = max(start, min(start + drain, stop - MIN_MEASURED_STEPS))
+    return updated
 
 
 def _tool(files: list[Path], tool: str) -> Any:
@@ -424,7 +509,11 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
         input_tables = _as_json(_tool(converted, "input_pipeline_analyzer"))
         op_tables = _as_json(_tool(converted, "framework_op_stats"))
         trace = _tool(converted, "trace_viewer")
-    capture = read_capture(profile_dir)
+    try:
+        stats = iterator_stats(files)
+    except Exception:  # an xplane this protobuf cannot read: the watcher's guess of the drain stands
+        stats = {}
+    capture = _measure_from(read_capture(profile_dir), stats)
     steps, hardware, conclusion = _step_breakdown(input_tables, capture.get("measure_from"))
     ops, _ = _op_stats(op_tables)
     stages = _input_stages(input_tables)
@@ -452,6 +541,7 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
         host_op_self_time_ms_per_step=sum(op.total_self_time_ms for op in host_ops) / captured,
         input_conclusion=conclusion,
         capture=capture,
+        pipeline_stats=stats,
         files={
             "trace": TRACE_FILE,
             "op_stats": OP_STATS_FILE,

@@ -286,3 +286,81 @@ def test_epoch_end_of_a_cache_of_unknown_length_is_seen_when_the_iterator_runs_o
     report = session.report
     assert report.pipelines[0]["epoch_steps"] is None and report.cache_filled_step == 6
     assert report.cache_filled is True and report.timing.measured_from_step == 7
+
+
+def test_drain_and_autotune_cap_are_read_from_tf_data_iterator_stats(tmp_path):
+    """The window's drain comes from the profile (prefetch buffers, MapAndBatch results), not from a guess."""
+    import os
+
+    from tfpilot.diagnose.xplane import drain_from_stats, find_xplane_files, iterator_stats
+
+    dataset = tf.data.Dataset.range(10_000).map(lambda i: i * 2, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(4).prefetch(3)
+    weights = tf.Variable(tf.constant(0, tf.int64))
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    iterator = iter(dataset)
+    window = ProfileWindow(tmp_path, start_step=2, stop_step=6, context={"drain_steps": 1})
+    for number in range(8):
+        with window.step(number):
+            step(next(iterator))
+    window.close()
+    stats = iterator_stats(find_xplane_files(tmp_path))
+    iterators = stats["iterators"]
+    assert iterators["Iterator::Root::Prefetch"]["buffer_limit"] == 3  # a fixed buffer reads as its size
+    fused = iterators["Iterator::Root::Prefetch::MapAndBatch"]
+    assert fused["autotune"] is True and 1 <= fused["parallelism"] <= stats["cpu_budget"]
+    # AUTOTUNE's cap is tf.data's CPU budget: the cores this process may run on.
+    assert stats["cpu_budget"] == len(os.sched_getaffinity(0))
+    drain = drain_from_stats(stats)
+    assert drain == 3 + fused["max_batch_results"]
+    capture = summarize_profile(tmp_path).capture
+    # 4 steps profiled, at least 3 measured: the read drain (>= 4) cannot all be skipped.
+    assert capture["drain_steps_read"] == drain and capture["measure_from_guess"] == 2
+    assert capture["measure_from"] == 3
+
+
+def _cached_run(tmp_path, *, epochs_of_steps: int, filtered: bool):
+    # 40 batches per epoch; filter() hides the epoch's length, so the fill is seen only when it ends.
+    dataset = tf.data.Dataset.range(160)
+    if filtered:
+        dataset = dataset.filter(lambda i: i >= 0)
+    dataset = dataset.map(lambda i: tf.cast(i, tf.float32)).batch(4).cache()
+    weights = tf.Variable(0.0)
+
+    @tf.function
+    def step(x):
+        weights.assign_add(tf.reduce_sum(x))
+
+    with watch(tmp_path, profile_start=3, profile_steps=3) as session:
+        done = 0
+        while done < epochs_of_steps:
+            for batch in dataset:
+                step(batch)
+                done += 1
+                if done == epochs_of_steps:
+                    break
+    return session
+
+
+def test_a_script_ending_inside_its_cache_filling_epoch_gets_that_epochs_profile_and_says_so(tmp_path):
+    session = _cached_run(tmp_path, epochs_of_steps=20, filtered=False)
+    report = session.report
+    assert report.cache_filled is False and report.profile_window == "cache-fill"
+    assert session.summary is not None and session.summary.capture["in_cache_fill"] is True
+    found = {f.code: f for f in session.findings}
+    assert found["DOC-PROFILE-WINDOW"].severity.value == "info"
+    assert "could not start after the cache filled" in found["DOC-PROFILE-WINDOW"].message
+    assert "DOC-INPUT-BOUND" not in found
+
+
+def test_the_filling_epochs_profile_is_replaced_once_the_cache_has_filled(tmp_path):
+    session = _cached_run(tmp_path, epochs_of_steps=60, filtered=True)
+    report = session.report
+    assert report.cache_filled_step == 40 and report.profile_window == "steady"
+    capture = session.summary.capture
+    assert "in_cache_fill" not in capture and capture["start_step"] == 41
+    assert "DOC-PROFILE-WINDOW" not in {f.code for f in session.findings}

@@ -113,3 +113,73 @@ def test_graph_check_numerics_message_gives_the_deepest_user_frame():
     assert parsed["op"] == "Log"
     line = compiled.python_function.__code__.co_firstlineno + 2
     assert parsed["source"] == f"{__file__}:{line}" and parsed["user_function"] == "compiled"
+
+
+def test_snapshot_reads_keep_the_values_before_each_update():
+    """The fast-path reads alias the variables' buffers; the step's in-place updates must not reach them."""
+    import keras
+
+    from tfpilot.diagnose.numerics import NumericsMonitor
+
+    weights = tf.Variable([1.0, 2.0])
+    counter = keras.Variable(0.0)  # a Keras variable: its resource variable is what the function captures
+
+    @tf.function
+    def step(x):
+        weights.assign_add(x)
+        counter.assign_add(1.0)
+        return tf.reduce_sum(weights)
+
+    monitor = NumericsMonitor()
+    for _ in range(3):
+        monitor.before(step, (tf.constant([1.0, 1.0]),), {})
+        assert monitor.after(step, step(tf.constant([1.0, 1.0]))) is None
+    tracked = next(iter(monitor._tracked.values()))
+    before_last, before_previous = tracked.history[-1], tracked.history[0]
+    values = {tuple(v.numpy().reshape(-1).tolist()) for v in before_last.snapshot}
+    assert values == {(3.0, 4.0), (2.0,)}  # the weights and the counter before call 3
+    values = {tuple(v.numpy().reshape(-1).tolist()) for v in before_previous.snapshot}
+    assert values == {(2.0, 3.0), (1.0,)}  # ... and before call 2
+    assert weights.numpy().tolist() == [4.0, 5.0]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "expected"),
+    [
+        (lambda: tf.constant(1.5), None),
+        (lambda: tf.constant(float("nan")), "nan"),
+        (lambda: {"loss": tf.constant([1.0, float("inf")]), "step": tf.constant(3)}, "inf"),
+        (lambda: (tf.constant(1.0), tf.fill([1000], float("nan"))), None),  # a batch, not a loss: not checked
+        (lambda: tf.constant([2, 3]), None),
+    ],
+)
+def test_output_check_finds_nonfinite_losses_and_metrics(outputs, expected):
+    import math
+
+    from tfpilot.diagnose.numerics import _nonfinite_output
+
+    found = _nonfinite_output(outputs())
+    if expected is None:
+        assert found is None
+    elif expected == "nan":
+        assert found is not None and math.isnan(found)
+    else:
+        assert found == math.inf
+
+
+def test_nan_at_the_first_call_is_replayed_from_the_weights_kept_before_it():
+    """The first call traces first so its variables exist: the snapshot before call 1 must be kept."""
+    weights = tf.Variable([0.0, 1.0])
+
+    @tf.function
+    def step(x):
+        loss = tf.reduce_sum(tf.math.log(weights * x))
+        weights.assign_add(x)
+        return loss
+
+    with watch(profile=False) as session:
+        step(tf.constant([1.0, 1.0]))
+    found = session.report.nonfinite
+    assert found["step"] == 1 and found["replayed_step"] == 1
+    assert "weights_before_step" not in found and found["op"] == "Log"
+    assert weights.numpy().tolist() == [1.0, 2.0]

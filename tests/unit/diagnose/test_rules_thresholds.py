@@ -370,9 +370,10 @@ def pipeline(*kinds, parallel=None) -> dict:
     return PipelineShape(stages=stages, cardinality=None, epoch_steps=None).to_dict()
 
 
-def waiting_on(iterators, *, pipelines=(), python_ops=()):
+def waiting_on(iterators, *, pipelines=(), python_ops=(), pipeline_stats=None):
     """A profile whose steps wait 3 of 4.4 ms, its stages named by full iterator name: name -> self ms."""
     observed = summary(step_ms=4.4, input_ms=3.0, stages=(), python_ops=python_ops)
+    observed.pipeline_stats = pipeline_stats or {}
     observed.input_stages = [
         InputStage(name=name, stage=name.split("::")[-1].split("[")[0], count=4, self_time_ms=ms, self_time_percent=0)
         for name, ms in iterators
@@ -450,3 +451,44 @@ def test_watcher_timing_inside_the_cache_filling_epoch_is_not_judged():
     assert "DOC-INPUT-BOUND" not in codes(watch=report)
     report.cache_filled = True
     assert codes(watch=report)["DOC-INPUT-BOUND"].severity.value == "error"
+
+
+def test_epoch_start_waits_the_window_missed_are_judged_on_the_whole_run():
+    """p_uncached_epochs: a 4-step window with one 2.7 s step says 4% input; the run waited 35% of its time."""
+    window = summary(
+        step_ms=675.9,
+        input_ms=27.7,
+        steps=4,
+        stages=(("MapAndBatch", 117.1), ("Root", 25.6)),
+        per_step=((2.6, 0.1), (2.4, 0.9), (2689.8, 103.9), (8.9, 5.9)),
+    )
+    found = codes(summary=window, watch=watch_report(input_ms=8.5, step_ms=24.4))["DOC-INPUT-BOUND"]
+    assert found.severity.value == "error"
+    assert found.evidence["measured_by"] == "watcher" and found.evidence["profile_input_percent"] == 4.1
+    # The same wait with a pipeline that did almost no work: the host was busy, not the pipeline slow.
+    idle_pipeline = summary(step_ms=675.9, input_ms=27.7, steps=4, stages=(("Prefetch", 4.0), ("MemoryCache", 0.1)))
+    assert "DOC-INPUT-BOUND" not in codes(summary=idle_pipeline, watch=watch_report(input_ms=8.5, step_ms=24.4))
+    # And a whole run that waited below the watcher's floor stays quiet whatever the window said.
+    assert "DOC-INPUT-BOUND" not in codes(summary=window, watch=watch_report(input_ms=1.5, step_ms=24.4))
+
+
+def test_sleeping_py_function_under_an_autotune_map_at_the_core_cap_is_told_to_raise_parallelism():
+    """f_parallel_py_map's AUTOTUNE version on 2 cores: the profile reads parallelism 2 = cpu_budget 2."""
+    stats = {
+        "cpu_budget": 2,
+        "iterators": {"Iterator::Root::Prefetch::MapAndBatch": {"autotune": True, "parallelism": 2}},
+    }
+    args = ([("Iterator::Root::Prefetch::MapAndBatch", 60.0)],)
+    kwargs = {
+        "pipelines": [pipeline("Prefetch", "Batch", "ParallelMap", "Range", parallel=-1)],
+        "python_ops": (("EagerPyFunc", 16, 60.0),),
+    }
+    capped = waiting_on(*args, pipeline_stats=stats, **kwargs)
+    for code in ("DOC-HOST-PYTHON-OP", "DOC-INPUT-BOUND"):
+        assert "AUTOTUNE runs it 2 calls at a time" in capped[code].fix, capped[code].fix
+        assert "private_threadpool_size" in capped[code].fix
+    # An explicit parallelism (autotune off) or one below the cap gets no such advice.
+    for values in ({"autotune": False, "parallelism": 16}, {"autotune": True, "parallelism": 1}):
+        stats["iterators"]["Iterator::Root::Prefetch::MapAndBatch"] = values
+        found = waiting_on(*args, pipeline_stats=stats, **kwargs)
+        assert "AUTOTUNE runs it" not in found["DOC-INPUT-BOUND"].fix

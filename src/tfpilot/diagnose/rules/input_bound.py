@@ -62,6 +62,8 @@ class PipelineFacts:
     parallel_batch: bool = False
     generator: bool = False
     described: bool = False  # the watcher read the Dataset objects (else only the profile's names)
+    # An AUTOTUNE map running at tf.data's CPU budget (the core count), from the profile's iterator stats.
+    autotune_capped_at: int | None = None
 
     def already(self) -> list[str]:
         done = []
@@ -89,6 +91,13 @@ def pipeline_facts(observations: Observations) -> PipelineFacts:
         facts.parallel_batch |= "ParallelBatch" in parts
         facts.sequential_map |= "Map" in parts
         facts.generator |= "Generator" in parts
+    stats = getattr(summary, "pipeline_stats", None) or {}
+    budget = stats.get("cpu_budget")
+    for name, values in stats.get("iterators", {}).items():
+        last = name.rsplit("::", 1)[-1]
+        if last in ("MapAndBatch", *_PARALLEL_MAP_STAGES) and values.get("autotune") is True:
+            if isinstance(budget, int) and values.get("parallelism") == budget:
+                facts.autotune_capped_at = budget
     pipelines = watch.pipelines if watch is not None else []
     if pipelines:
         shape = PipelineShape.from_dict(pipelines[0])
@@ -169,10 +178,18 @@ def fix_for_stage(stage: str, iterator: str, facts: PipelineFacts) -> str:
 def python_op_advice(facts: PipelineFacts) -> str:
     """For a py_function/numpy_function in a map: what parallel calls can and cannot do, given the map."""
     if facts.parallel_map and not facts.sequential_map:
-        return (
+        advice = (
             "the pipeline's py_function/numpy_function already runs in a parallel map: that helps only while it "
             "sleeps, does I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
         )
+        if facts.autotune_capped_at is not None:
+            # AUTOTUNE never runs more calls than tf.data's CPU budget; a sleeping call does not use a core.
+            advice += (
+                f"; AUTOTUNE runs it {facts.autotune_capped_at} calls at a time (tf.data's CPU budget, the core "
+                "count): a function that sleeps or waits on I/O needs more in flight, so pass an explicit "
+                "num_parallel_calls (e.g. 16) and set tf.data.Options().threading.private_threadpool_size to match"
+            )
+        return advice
     return (
         "the pipeline calls a py_function/numpy_function: num_parallel_calls runs it in parallel when it sleeps, does "
         "I/O or calls NumPy (they release the GIL); rewrite pure-Python loops with TF ops"
@@ -205,36 +222,56 @@ def _median_step_input_percent(observations: Observations) -> float | None:
     return statistics.median(shares) if shares else None
 
 
-def check(observations: Observations) -> list[Finding]:
-    summary, watch = observations.summary, observations.watch
-    source = None
-    if summary is not None and summary.steps.steps:
-        percent, input_ms, step_ms, source = (
-            summary.steps.input_percent,
-            summary.steps.input_ms,
-            summary.steps.step_ms,
-            "profile",
-        )
-    if watch is not None and watch.timing is not None and source is None:
-        # Without a profile, the watcher's time in Python-side next() is the measure.
-        percent, input_ms, step_ms, source = (
-            watch.timing.input_percent,
-            watch.timing.input_ms,
-            watch.timing.step_ms,
-            "watcher",
-        )
-    if source is None or percent < MODERATE_PERCENT:
-        return []
-    if source == "watcher" and watch is not None and watch.cache_filled is False:
-        return []  # every timed step belonged to the epoch that fills the cache: not the steady state
-    if input_ms < (MIN_WATCHER_INPUT_MS if source == "watcher" else MIN_INPUT_MS):
-        return []
+def _profile_verdict(observations: Observations) -> tuple[float, float, float] | None:
+    """(percent, input_ms, step_ms) when the profile window says the steps wait for input, else None."""
+    summary = observations.summary
+    if summary is None or not summary.steps.steps:
+        return None
+    if summary.capture.get("in_cache_fill"):
+        return None  # the script ended inside the epoch that fills its cache: waiting there is expected
+    steps = summary.steps
+    if steps.input_percent < MODERATE_PERCENT or steps.input_ms < MIN_INPUT_MS:
+        return None
     work_ms = pipeline_work_ms_per_step(observations)
-    if work_ms is not None and work_ms < CONTENTION_RATIO * input_ms:
-        return []
-    median_percent = _median_step_input_percent(observations) if source == "profile" else None
+    if work_ms is not None and work_ms < CONTENTION_RATIO * steps.input_ms:
+        return None
+    median_percent = _median_step_input_percent(observations)
     if median_percent is not None and median_percent < MODERATE_PERCENT:
+        return None
+    return steps.input_percent, steps.input_ms, steps.step_ms
+
+
+def _watcher_verdict(observations: Observations) -> tuple[float, float, float] | None:
+    """(percent, input_ms, step_ms) from the watcher's next() timing over the whole run, when it says input-bound.
+
+    The profile window is a few steps; the watcher times every step after warm-up (and after a cache has
+    filled). A pipeline without cache() whose buffers empty at every epoch start waits there, in one step
+    per epoch: a window without an epoch start misses it, one with a slow first step dilutes it (the mean
+    of 4 steps), while the run's total wait is what the script loses.
+    """
+    watch = observations.watch
+    if watch is None or watch.timing is None or watch.cache_filled is False:
+        return None  # no timing, or every timed step belonged to the epoch that fills the cache
+    timing = watch.timing
+    if timing.input_percent < MODERATE_PERCENT or timing.input_ms < MIN_WATCHER_INPUT_MS:
+        return None
+    work_ms = pipeline_work_ms_per_step(observations)
+    if work_ms is not None and work_ms < CONTENTION_RATIO * timing.input_ms:
+        return None
+    return timing.input_percent, timing.input_ms, timing.step_ms
+
+
+def check(observations: Observations) -> list[Finding]:
+    summary = observations.summary
+    source = "profile"
+    verdict = _profile_verdict(observations)
+    if verdict is None:
+        # The profile's window (or no profile) does not show it: the watcher's whole-run timing may.
+        verdict, source = _watcher_verdict(observations), "watcher"
+    if verdict is None:
         return []
+    percent, input_ms, step_ms = verdict
+    work_ms = pipeline_work_ms_per_step(observations)
     stage = _dominant_stage(observations)
     python_ops = bool(summary and summary.host_python_ops)
     severity = Severity.ERROR if percent >= HIGH_PERCENT else Severity.WARNING
@@ -245,6 +282,8 @@ def check(observations: Observations) -> list[Finding]:
         "step_ms": round(step_ms, 2),
         "measured_by": source,
     }
+    if source == "watcher" and summary is not None and summary.steps.steps:
+        evidence["profile_input_percent"] = round(summary.steps.input_percent, 1)
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
