@@ -191,7 +191,9 @@ class TfrecordOptions(_Section):
     @model_validator(mode="after")
     def _splits_need_stream(self) -> TfrecordOptions:
         if self.splits and not self.stream:
-            raise ValueError("splits by shard apply to streamed shards; set data.tfrecord.stream: true or remove splits")
+            raise ValueError(
+                "splits by shard apply to streamed shards; set data.tfrecord.stream: true or remove splits"
+            )
         return self
 
 
