@@ -77,8 +77,9 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
     """Train and write config.yaml, preprocessing.json, history, checkpoints, metrics.json, findings.json."""
     from tfpilot.data import build_pipeline
     from tfpilot.train import Trainer
-    from tfpilot.train.strategy import is_chief
+    from tfpilot.train.strategy import is_chief, prepare_strategy
 
+    prepare_strategy(config.train.strategy)
     run = RunDir.at(config.run_path)
     run.root.mkdir(parents=True, exist_ok=True)
     if is_chief():

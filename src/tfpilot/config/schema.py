@@ -167,6 +167,34 @@ class TfrecordOptions(_Section):
     )
     label_key: str = Field("label", description="int64 feature holding the class id.")
     class_names: list[str] | None = Field(None, description="Names of class ids 0..n-1; default: the ids as strings.")
+    stream: bool = Field(
+        False,
+        description="Read the shards from disk every epoch instead of holding the records in memory (data larger "
+        "than memory). Splits are whole shards, and multi-worker training gives each worker its own shards.",
+    )
+    splits: dict[str, str] = Field(
+        default_factory=dict,
+        description="With stream: split name (train, validation, test) -> file glob of its shards inside data.path; "
+        "default: whole shards assigned by data.split fractions and seed.",
+    )
+
+    @field_validator("splits")
+    @classmethod
+    def _split_names(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - {"train", "validation", "test"})
+        if unknown:
+            raise ValueError(f"split names are train, validation and test, got {unknown}")
+        if value and "train" not in value:
+            raise ValueError("name the training shards too (`train: GLOB`)")
+        return value
+
+    @model_validator(mode="after")
+    def _splits_need_stream(self) -> TfrecordOptions:
+        if self.splits and not self.stream:
+            raise ValueError(
+                "splits by shard apply to streamed shards; set data.tfrecord.stream: true or remove splits"
+            )
+        return self
 
 
 class AugmentConfig(_Section):

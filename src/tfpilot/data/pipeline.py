@@ -121,24 +121,46 @@ class Pipeline:
         index = self.indices[split]
         if index.size == 0:
             raise DataError(f"the `{split}` split is empty; lower data.split fractions or add data")
+        if self.streams:
+            return self._streamed_records(self.source.streamed.files[split])
         records = {name: values[index] for name, values in self.source.records.items()}
         return tf.data.Dataset.from_tensor_slices((records, self.source.labels[index]))
 
+    @property
+    def streams(self) -> bool:
+        """Whether the records are read from TFRecord shards every epoch (data.tfrecord.stream)."""
+        return self.source.streamed is not None
+
+    def _streamed_records(self, files: list[str]) -> tf.data.Dataset:
+        from tfpilot.data.tfrecord_stream import read_records
+
+        key = self.config.tfrecord.label_key
+        label_spec = {key: tf.io.FixedLenFeature([], tf.int64)}
+        return read_records(files).map(
+            lambda r: ({"serialized": r}, tf.cast(tf.io.parse_single_example(r, label_spec)[key], tf.int32)),
+            num_parallel_calls=self._parallel,
+        )
+
     def raw(self, split: str) -> tf.data.Dataset:
         """Unbatched (raw features, label): what a client would send to the server."""
+        return self._decoded(self._records(split))
+
+    def _decoded(self, records: tf.data.Dataset) -> tf.data.Dataset:
         decode = self.source.decode
-        return (
-            self._records(split)
-            .map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel)
-            .with_options(self._options())
-        )
+        dataset = records.map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel)
+        if self.streams and self.source.streamed.skip_undecodable:
+            # The scan before training named these records (DATA-SKIPPED-RECORDS); only they fail here.
+            dataset = dataset.ignore_errors()
+        return dataset.with_options(self._options())
 
     def _preprocessed(self, split: str) -> tf.data.Dataset:
         if split not in self._cached:
             preprocess = self.preprocessor
             dataset = self.raw(split).map(lambda f, y: (preprocess(f), y), num_parallel_calls=self._parallel)
             cache = self.config.cache
-            if cache == "memory":
+            if cache == "memory" and self.streams:
+                pass  # Holding a streamed split in memory is what data.tfrecord.stream avoids.
+            elif cache == "memory":
                 dataset = dataset.cache()
             elif cache != "none":
                 dataset = dataset.cache(f"{cache}_{split}")
@@ -175,11 +197,14 @@ class Pipeline:
     ) -> tf.data.Dataset:
         """Training batches for one epoch. The shuffle seed is derived from the epoch, so a resumed
         run sees exactly the order an uninterrupted run would have seen."""
-        dataset = self._preprocessed("train")
         batch_size = self.batch_size
         if input_context is not None:
             batch_size = input_context.get_per_replica_batch_size(self.batch_size)
-            if input_context.num_input_pipelines > 1:
+        if self.streams:
+            dataset = self._streamed_train(epoch=epoch, input_context=input_context)
+        else:
+            dataset = self._preprocessed("train")
+            if input_context is not None and input_context.num_input_pipelines > 1:
                 dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         if self.config.shuffle_buffer > 0:
             dataset = dataset.shuffle(
@@ -190,6 +215,26 @@ class Pipeline:
         if skip_batches:
             dataset = dataset.skip(skip_batches)
         return dataset.prefetch(AUTOTUNE)
+
+    def _streamed_train(self, *, epoch: int, input_context: tf.distribute.InputContext | None) -> tf.data.Dataset:
+        """The training shards in a new seeded order every epoch; with several input pipelines
+        (multi-worker) each reads only its own shards: sharding by file, not by record."""
+        files = sorted(self.source.streamed.files["train"])
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            workers = input_context.num_input_pipelines
+            if len(files) < workers:
+                raise DataError(
+                    f"{len(files)} training shard(s) cannot give each of {workers} workers its own; "
+                    f"write at least {workers} shards (`tfpilot data convert --shards N`)",
+                    exit_code=2,
+                )
+            files = files[input_context.input_pipeline_id :: workers]
+        order = np.random.default_rng(self.seed * 100_003 + epoch).permutation(len(files))
+        files = [files[i] for i in order]
+        preprocess = self.preprocessor
+        return self._decoded(self._streamed_records(files)).map(
+            lambda f, y: (preprocess(f), y), num_parallel_calls=self._parallel
+        )
 
     def _augment(self, dataset: tf.data.Dataset, *, epoch: int) -> tf.data.Dataset:
         """Training batches only (see tfpilot.data.augment): after the cache, per batch, seeded by epoch."""
@@ -259,6 +304,12 @@ def build_pipeline(
         seed=config.split.seed,
         labels=source.labels if config.split.stratify else None,
     )
+    if source.streamed is not None:
+        # Streamed shards are split whole (data/tfrecord_stream.py); labels are in split order.
+        counts, start, indices = source.streamed.counts, 0, {}
+        for split in SPLITS:
+            indices[split] = np.arange(start, start + counts[split], dtype=np.int64)
+            start += counts[split]
     if indices["train"].size == 0:
         raise DataError("the training split is empty; lower data.split.validation/test or add data")
     if preprocessor is None:

@@ -52,6 +52,9 @@ class Source:
     # Raw label values before they became class ids (CSV cells, array values), so the task can be
     # checked; None where labels are classes by construction (class folders).
     label_values: np.ndarray | None = None
+    # Streamed TFRecords (data/tfrecord_stream.py): the pipeline reads these shards instead of
+    # `records`, which then hold only what the audit and the statistics need.
+    streamed: Any = None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.sources import Source, register_source
 from tfpilot.errors import DataError
 
-__all__ = ["tfrecord_source", "shard_files", "write_tfrecords"]
+__all__ = ["tfrecord_source", "shard_files", "write_tfrecords", "record_decoder", "parsing_spec"]
 
 _DTYPES = {"float32": tf.float32, "int64": tf.int64, "string": tf.string, "image": tf.string}
 
@@ -40,7 +40,7 @@ def shard_files(config: DataConfig) -> list[str]:
     return files
 
 
-def _parsing_spec(config: DataConfig) -> dict[str, tf.io.FixedLenFeature]:
+def parsing_spec(config: DataConfig) -> dict[str, tf.io.FixedLenFeature]:
     options = config.tfrecord
     if not options.features:
         raise DataError(
@@ -78,32 +78,30 @@ def _read(files: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(serialized, dtype=object), np.asarray([o.decode() for o in origin])
 
 
-def tfrecord_source(config: DataConfig) -> Source:
-    files = shard_files(config)
-    spec = _parsing_spec(config)
-    options = config.tfrecord
-    serialized, origin = _read(files)
-    if serialized.size == 0:
-        raise DataError(f"the TFRecord shards {files[:3]} hold no records", exit_code=2)
-    try:
-        labels = tf.io.parse_example(serialized, {options.label_key: spec[options.label_key]})[options.label_key]
-    except tf.errors.InvalidArgumentError as exc:
-        raise DataError(
-            f"TFRecords do not match data.tfrecord ({exc.message.splitlines()[0]}); every record needs an int64 "
-            f"`{options.label_key}` (data.tfrecord.label_key) and the listed features",
-            exit_code=2,
-        ) from None
-    label_array = labels.numpy().astype(np.int32)
-    num_classes = int(label_array.max()) + 1
-    class_names = list(options.class_names or [str(i) for i in range(num_classes)])
-    if len(class_names) < num_classes or label_array.min() < 0:
+def class_names_for(config: DataConfig, labels: np.ndarray) -> list[str]:
+    """The class names of int64 class ids (data.tfrecord.class_names, or the ids as strings)."""
+    num_classes = int(labels.max()) + 1
+    class_names = list(config.tfrecord.class_names or [str(i) for i in range(num_classes)])
+    if len(class_names) < num_classes or labels.min() < 0:
         raise DataError(
             f"labels span 0..{num_classes - 1} but data.tfrecord.class_names has {len(class_names)} names",
             exit_code=2,
         )
+    return class_names
+
+
+def record_decoder(
+    config: DataConfig,
+) -> tuple[Callable[[dict[str, tf.Tensor]], dict[str, tf.Tensor]], dict[str, tf.TensorSpec], list[str]]:
+    """(decode `{"serialized": record}` -> raw features, the raw feature spec, image feature names)."""
+    spec = parsing_spec(config)
     image = config.image
-    features = options.features
+    features = config.tfrecord.features
     images = [name for name, f in features.items() if f.dtype == "image"]
+    if images and len(features) > 1:
+        raise DataError("a TFRecord image source holds one image feature and the label only", exit_code=2)
+    if images and images != ["image"]:
+        raise DataError(f"name the image feature `image` (got {images}); the image model reads that key", exit_code=2)
 
     def decode(record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_single_example(record["serialized"], spec)
@@ -123,10 +121,59 @@ def tfrecord_source(config: DataConfig) -> Source:
         else tf.TensorSpec(f.shape, _DTYPES[f.dtype])
         for name, f in features.items()
     }
-    if images and len(features) > 1:
-        raise DataError("a TFRecord image source holds one image feature and the label only", exit_code=2)
-    if images and images != ["image"]:
-        raise DataError(f"name the image feature `image` (got {images}); the image model reads that key", exit_code=2)
+    return decode, feature_spec, images
+
+
+def tabular_columns(config: DataConfig) -> tuple[list[str], list[str]]:
+    """(numeric, categorical) feature names of a tabular TFRecord source."""
+    features = config.tfrecord.features
+    return (
+        [n for n, f in features.items() if f.dtype in ("float32", "int64")],
+        [n for n, f in features.items() if f.dtype == "string" and not f.shape],
+    )
+
+
+def parsed_columns(config: DataConfig, serialized: Any) -> dict[str, np.ndarray]:
+    """The non-image features of a batch of serialized records as numpy (strings decoded)."""
+    spec = parsing_spec(config)
+    features = {n: f for n, f in config.tfrecord.features.items() if f.dtype != "image"}
+    parsed = tf.io.parse_example(serialized, {n: spec[n] for n in features})
+    return {
+        name: np.asarray([v.decode() for v in parsed[name].numpy().reshape(-1)], dtype=object).reshape(
+            parsed[name].shape
+        )
+        if f.dtype == "string"
+        else parsed[name].numpy()
+        for name, f in features.items()
+    }
+
+
+def label_error(config: DataConfig, exc: tf.errors.InvalidArgumentError) -> DataError:
+    return DataError(
+        f"TFRecords do not match data.tfrecord ({exc.message.splitlines()[0]}); every record needs an int64 "
+        f"`{config.tfrecord.label_key}` (data.tfrecord.label_key) and the listed features",
+        exit_code=2,
+    )
+
+
+def tfrecord_source(config: DataConfig) -> Source:
+    if config.tfrecord.stream:
+        from tfpilot.data.tfrecord_stream import streamed_source
+
+        return streamed_source(config)
+    files = shard_files(config)
+    spec = parsing_spec(config)
+    options = config.tfrecord
+    serialized, origin = _read(files)
+    if serialized.size == 0:
+        raise DataError(f"the TFRecord shards {files[:3]} hold no records", exit_code=2)
+    try:
+        labels = tf.io.parse_example(serialized, {options.label_key: spec[options.label_key]})[options.label_key]
+    except tf.errors.InvalidArgumentError as exc:
+        raise label_error(config, exc) from None
+    label_array = labels.numpy().astype(np.int32)
+    class_names = class_names_for(config, label_array)
+    decode, feature_spec, images = record_decoder(config)
     if images:
         return Source(
             records={"serialized": serialized},
@@ -138,17 +185,11 @@ def tfrecord_source(config: DataConfig) -> Source:
             files=origin,
         )
     # Tabular records are parsed once here: statistics for normalisation need the values.
-    parsed = tf.io.parse_example(serialized, {n: spec[n] for n in features})
-    records = {
-        name: parsed[name].numpy().astype(object) if f.dtype == "string" else parsed[name].numpy()
-        for name, f in features.items()
-    }
-    records = {
-        name: np.asarray([v.decode() for v in values.reshape(-1)], dtype=object).reshape(values.shape)
-        if features[name].dtype == "string"
-        else values
-        for name, values in records.items()
-    }
+    try:
+        records = parsed_columns(config, serialized)
+    except tf.errors.InvalidArgumentError as exc:
+        raise label_error(config, exc) from None
+    numeric, categorical = tabular_columns(config)
     return Source(
         records=records,
         labels=label_array,
@@ -156,8 +197,8 @@ def tfrecord_source(config: DataConfig) -> Source:
         decode=lambda record: dict(record),
         feature_spec=feature_spec,
         kind="tabular",
-        numeric_columns=[n for n, f in features.items() if f.dtype in ("float32", "int64")],
-        categorical_columns=[n for n, f in features.items() if f.dtype == "string" and not f.shape],
+        numeric_columns=numeric,
+        categorical_columns=categorical,
         files=origin,
     )
 

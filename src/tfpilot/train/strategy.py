@@ -11,7 +11,10 @@ from tfpilot.config.schema import Strategy
 from tfpilot.errors import TrainError
 from tfpilot.train.cluster import ClusterManager, cluster_manager, slurm_resolver, task_rank
 
-__all__ = ["make_strategy", "is_chief", "uses_parameter_server"]
+__all__ = ["make_strategy", "is_chief", "uses_parameter_server", "prepare_strategy"]
+
+# One multi-worker strategy per process: TensorFlow configures collective ops once, at startup.
+_MULTI_WORKER: list[tf.distribute.Strategy] = []
 
 
 def uses_parameter_server(kind: Strategy) -> bool:
@@ -51,8 +54,12 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
         # instead of hanging it.
         timeout = os.environ.get("TFPILOT_COLLECTIVE_TIMEOUT_S")
         options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=float(timeout) if timeout else None)
+        if _MULTI_WORKER:
+            return _MULTI_WORKER[0]
         resolver = slurm_resolver() if manager == ClusterManager.SLURM else None
-        return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver, communication_options=options)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver, communication_options=options)
+        _MULTI_WORKER.append(strategy)
+        return strategy
     if kind == Strategy.PARAMETER_SERVER:
         # Steps must be scheduled through a ClusterCoordinator, which the compiled loop does not do;
         # Trainer(...) hands parameter_server runs to ParameterServerTrainer (train/ps.py) instead.
@@ -60,6 +67,14 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
 
         return parameter_server_strategy()
     raise TrainError(f"unknown strategy `{kind}`", exit_code=2)
+
+
+def prepare_strategy(kind: Strategy) -> None:
+    """Create a multi-worker strategy before any TensorFlow op runs ("Collective ops must be
+    configured at program startup"): loading a TFRecord source runs ops before the Trainer exists."""
+    multi = kind == Strategy.MULTI_WORKER or (kind == Strategy.AUTO and cluster_manager() != ClusterManager.NONE)
+    if multi and not uses_parameter_server(kind):
+        make_strategy(kind)
 
 
 def is_chief() -> bool:

@@ -119,6 +119,29 @@ class Trainer:
                     fix="change train.batch_size so the training split is not 1 example past a multiple of it",
                 )
             )
+        # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
+        # so workers hold different numbers of examples; every worker repeats its shards and steps
+        # the same number of full global batches, or one would wait in a collective forever.
+        self.file_sharded = bool(pipeline.streams and self.strategy.cluster_resolver is not None)
+        if self.file_sharded:
+            batches = max(1, pipeline.num_examples("train") // pipeline.batch_size)
+            self.dropped_examples = 0
+            self.findings.append(
+                Finding(
+                    code="TRAIN-SHARDED-BY-FILE",
+                    severity=Severity.INFO,
+                    title="Each worker reads its own shards",
+                    message=(
+                        f"streamed shards are sharded by file: every worker reads only its share of the "
+                        f"{len(pipeline.source.streamed.files['train'])} training shards and an epoch is {batches} "
+                        f"full global batches of {pipeline.batch_size}; a worker whose shards hold fewer examples "
+                        "starts over on them within the epoch"
+                    ),
+                    location=str(self.run.root),
+                    evidence={"shards": len(pipeline.source.streamed.files["train"]), "steps_per_epoch": batches},
+                    fix="write shards of equal size (`tfpilot data convert` does) so every worker sees each example once",
+                )
+            )
         self.steps_per_epoch = train.steps_per_epoch or batches
         self.steps_per_execution = train.steps_per_execution
         # The task's head, with train.loss / train.metrics (checked against the task it trains here).
@@ -239,12 +262,27 @@ class Trainer:
         )
 
     def _train_dataset(self, epoch: int, skip_batches: int):
+        if self.file_sharded:
+            return self._file_sharded_dataset(epoch, skip_batches)
+
         def make():
             dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
             return dataset.skip(skip_batches) if skip_batches else dataset
 
         min_rows = self.strategy.num_replicas_in_sync if self.dropped_examples else 0
         return self._distribute(make, with_global_size=True, min_rows=min_rows)
+
+    def _file_sharded_dataset(self, epoch: int, skip_batches: int):
+        """Per worker: its own shards, full per-replica batches, repeated to steps_per_epoch."""
+        rows = tf.constant(self.pipeline.batch_size, tf.int64)
+
+        def per_worker(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            batches = self.pipeline.train(epoch=epoch, input_context=context, drop_remainder=True)
+            dataset = self._skip_filter(batches.repeat().take(self.steps_per_epoch), epoch)
+            dataset = dataset.skip(skip_batches) if skip_batches else dataset
+            return dataset.map(lambda features, labels: (features, labels, rows))
+
+        return self.strategy.distribute_datasets_from_function(per_worker)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, split: str) -> dict[str, float]:
