@@ -173,8 +173,8 @@ class ConcurrencyLimit:
 
     TF Serving bounds its REST server by its number of HTTP threads (--rest_api_num_threads)
     and its gRPC server by a thread quota (--grpc_max_threads). tfpilot's servers run on one
-    event loop, so the same bound is a semaphore. ``waiting`` and ``running`` are observable
-    so tests and metrics can see the bound hold.
+    event loop, so the same bound is a semaphore. ``waiting``, ``running`` and ``peak`` are
+    observable so tests and metrics can see the bound hold.
     """
 
     def __init__(self, limit: int) -> None:
@@ -183,6 +183,7 @@ class ConcurrencyLimit:
         self.limit = limit
         self.running = 0
         self.waiting = 0
+        self.peak = 0  # most requests seen running at once
         self._semaphore: asyncio.Semaphore | None = None
 
     @contextlib.asynccontextmanager
@@ -195,6 +196,7 @@ class ConcurrencyLimit:
         finally:
             self.waiting -= 1
         self.running += 1
+        self.peak = max(self.peak, self.running)
         try:
             yield
         finally:
