@@ -547,3 +547,23 @@ def test_cli_parallelism_flags_size_tensorflows_inter_op_pool(half, flags, inter
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_docs_flag_table_covers_tf_servings_48_flags_as_they_are_implemented():
+    import typer.main
+
+    from tfpilot.cli.main import app
+    from tfpilot.serve.tf_serving_flags import ACCEPTED_FLAGS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text()
+    table = text.split("| TF Serving flag | here | why |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|") for line in table.splitlines() if line.startswith("| `")]
+    documented = {name: cells[2].strip() for cells in rows for name in re.findall(r"`([a-z_0-9]+)`", cells[1])}
+    assert len(documented) == 48
+    serve = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    options = {option.lstrip("-") for param in serve.params for option in param.opts}
+    for name, how in documented.items():
+        assert how in ("implemented", "notice"), name
+        assert (name in ACCEPTED_FLAGS) == (how == "notice"), name
+        assert (name in options) == (how == "implemented"), name
+    assert set(ACCEPTED_FLAGS) <= set(documented)
