@@ -527,6 +527,11 @@ def test_cli_parallelism_flags_size_tensorflows_inter_op_pool(half, flags, inter
             "--rest_api_port=auto",
             f"--model_base_path={half}",
             "--model_name=half",
+            # the construction flags, spelled as a TF Serving launch script does, start a working server
+            "--rest_api_num_threads=4",
+            "--grpc_max_threads=4",
+            "--num_load_threads=2",
+            "--grpc_channel_arguments=grpc.max_connection_age_ms=60000,grpc.lb_policy_name=grpclb",
             *flags,
         ],
         stdout=subprocess.PIPE,
@@ -567,3 +572,48 @@ def test_the_docs_flag_table_covers_tf_servings_48_flags_as_they_are_implemented
         assert (name in ACCEPTED_FLAGS) == (how == "notice"), name
         assert (name in options) == (how == "implemented"), name
     assert set(ACCEPTED_FLAGS) <= set(documented)
+
+
+def test_model_config_file_polling_adds_models_without_file_system_polling_and_refuses_early_labels(
+    tmp_path, half, caplog
+):
+    caplog.set_level("WARNING", logger="tfpilot.serve")
+    other = tmp_path / "other"
+    demo_models.write_half_plus_two(other, 1, offset=10.0)
+    config = tmp_path / "models.config"
+
+    def write_config(*entries: str) -> None:
+        config.write_text("model_config_list { " + " ".join(entries) + " }")
+        stat = config.stat()  # a later mtime even on a coarse clock: the server re-reads on change
+        os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000 * (1 + len(entries))))
+
+    def entry(name: str, base: Path, labels: str = "") -> str:
+        return f'config {{ name: "{name}" base_path: "{base}" model_platform: "tensorflow" {labels} }}'
+
+    write_config(entry("half", half))
+    options = ServerOptions(
+        models=[],
+        model_config_file=config,
+        model_config_file_poll_wait_seconds=0.1,
+        file_system_poll_wait_seconds=0,
+        rest_port=0,
+        grpc_port=None,
+    )
+    from tfpilot.serve import load_model_config_file
+
+    options.models = load_model_config_file(config)
+    with ModelServer(options) as server:
+        write_config(entry("half", half), entry("other", other))
+        deadline = time.monotonic() + 120
+        while server.registry.readiness().get("other") is not True:
+            assert time.monotonic() < deadline, server.registry.all_status()
+            time.sleep(0.05)
+        # a label of a version that does not exist: the reload is refused, the config stays
+        write_config(
+            entry("half", half), entry("other", other, 'version_labels { key: "next" value: 7 }'), entry("x", other)
+        )
+        deadline = time.monotonic() + 120
+        while not any("not reloaded" in r.getMessage() and "label next" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+            time.sleep(0.05)
+        assert server.registry.model_names() == ["half", "other"] and server.registry.labels("other") == {}
