@@ -22,6 +22,7 @@ _BOOLEAN_FLAGS = (
     "enable_signature_method_name_check",
     "enable_profiler",
     "rest_api_enable_cors_support",
+    "allow_version_labels_for_unavailable_models",
 )
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
@@ -183,6 +184,37 @@ def register(app: typer.Typer) -> None:
         tensorflow_inter_op_parallelism: int = typer.Option(
             0, "--tensorflow_inter_op_parallelism", help="Ops run in parallel (0 = TensorFlow decides)."
         ),
+        ssl_config_file: Path = typer.Option(
+            None,
+            "--ssl_config_file",
+            help="Text-proto tensorflow.serving.SSLConfig (server_key, server_cert, custom_ca, client_verify): "
+            "TLS on the gRPC port and socket and on the REST port.",
+        ),
+        grpc_channel_arguments: str = typer.Option(
+            "",
+            "--grpc_channel_arguments",
+            help="Comma-separated gRPC server arguments, e.g. grpc.max_connection_age_ms=2000 (integers as integers).",
+        ),
+        grpc_max_threads: int = typer.Option(
+            0, "--grpc_max_threads", help="Most gRPC calls handled at once; the rest wait (0 = no bound)."
+        ),
+        rest_api_num_threads: int = typer.Option(
+            0, "--rest_api_num_threads", help="Most REST requests handled at once; the rest wait (0 = no bound)."
+        ),
+        max_num_load_retries: int = typer.Option(
+            5, "--max_num_load_retries", help="Retries of a failed load before its version is END (0 = one attempt)."
+        ),
+        load_retry_interval_micros: int = typer.Option(
+            60_000_000, "--load_retry_interval_micros", help="Wait between load retries (negative = no wait)."
+        ),
+        num_load_threads: int = typer.Option(
+            0, "--num_load_threads", help="Models loaded side by side (0 = one after another)."
+        ),
+        allow_version_labels_for_unavailable_models: bool = typer.Option(
+            False,
+            "--allow_version_labels_for_unavailable_models/--noallow_version_labels_for_unavailable_models",
+            help="Let a new version label point at a version that is not loaded (yet).",
+        ),
         version: bool = typer.Option(False, "--version", help="Print the server and TensorFlow versions and exit."),
     ) -> None:
         """Serve SavedModels over TF Serving's REST and gRPC APIs, with hot reload and batching."""
@@ -201,6 +233,7 @@ def register(app: typer.Typer) -> None:
             load_model_config_file,
         )
         from tfpilot.serve.model_config import load_monitoring_config_file
+        from tfpilot.serve.transport import load_ssl_config_file, parse_grpc_channel_arguments
 
         if version:
             from importlib.metadata import version as package_version
@@ -258,6 +291,14 @@ def register(app: typer.Typer) -> None:
             warmup_iterations=num_request_iterations_for_warmup,
             saved_model_tags=tuple(tag.strip() for tag in saved_model_tags.split(",")),
             cors=rest_api_enable_cors_support,
+            tls=None if ssl_config_file is None else load_ssl_config_file(ssl_config_file),
+            grpc_channel_arguments=parse_grpc_channel_arguments(grpc_channel_arguments),
+            grpc_max_threads=grpc_max_threads,
+            rest_api_num_threads=rest_api_num_threads,
+            max_num_load_retries=max_num_load_retries,
+            load_retry_interval_micros=load_retry_interval_micros,
+            num_load_threads=num_load_threads,
+            allow_version_labels_for_unavailable_models=allow_version_labels_for_unavailable_models,
         )
         drift = None
         if reference_stats is not None:
@@ -291,7 +332,8 @@ def register(app: typer.Typer) -> None:
             if server.rest_port is not None:
                 console.print(f"REST  {server.rest_url}/v1/models/{models[0].name}", highlight=False, soft_wrap=True)
             if server.grpc_port is not None:
-                console.print(f"gRPC  {server.grpc_target}", highlight=False, soft_wrap=True)
+                tls = " (TLS)" if options.tls is not None else ""
+                console.print(f"gRPC  {server.grpc_target}{tls}", highlight=False, soft_wrap=True)
             if batching is not None:
                 console.print(
                     f"batching: max_batch_size={batching.max_batch_size} "

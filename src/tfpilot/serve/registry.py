@@ -10,6 +10,7 @@ retried only when its files change, so a half-copied version recovers once the c
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import enum
 import gc
@@ -70,6 +71,12 @@ class _Version:
     error_code: Code = Code.OK
     error_message: str = ""
     fingerprint: tuple[Any, ...] | None = None
+    failed_attempts: int = 0
+    retry_at: float | None = None  # time.monotonic() of the next load attempt; set while LOADING
+
+    @property
+    def waiting_to_retry(self) -> bool:
+        return self.state == ModelState.LOADING and self.retry_at is not None
 
     def status(self) -> VersionStatus:
         return VersionStatus(self.version, self.state, self.error_code, self.error_message)
@@ -142,20 +149,39 @@ class ModelRegistry:
         loader: Callable[..., Servable] = load_servable,
         on_load: Callable[[Path, bool, float], None] | None = None,
         warmup_iterations: int = 1,
+        max_num_load_retries: int = 0,
+        load_retry_interval_seconds: float = 60.0,
+        num_load_threads: int = 0,
+        allow_version_labels_for_unavailable_models: bool = False,
     ) -> None:
         self._on_load = on_load
+        self._max_num_load_retries = max_num_load_retries
+        self._load_retry_interval = max(load_retry_interval_seconds, 0.0)
+        self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
+        # With threads, the models of one poll load side by side (TF Serving's load thread pool).
+        self._load_pool = (
+            concurrent.futures.ThreadPoolExecutor(max_workers=num_load_threads, thread_name_prefix="tfpilot-load")
+            if num_load_threads > 0
+            else None
+        )
         self._warmup_iterations = warmup_iterations
         self._lock = threading.RLock()
         self._poll_lock = threading.RLock()
         self._enable_warmup = enable_warmup
         self._loader = loader
         self._models: dict[str, _Model] = {}
-        self.set_models(models)
+        self.set_models(models, check_labels=False)  # nothing has loaded yet: see check_version_labels
 
     # ----------------------------------------------------------------------- config
 
-    def set_models(self, models: list[ServedModel]) -> None:
-        """Serve exactly these models (the ModelService.HandleReloadConfigRequest semantics)."""
+    def set_models(self, models: list[ServedModel], *, check_labels: bool = True) -> None:
+        """Serve exactly these models (the ModelService.HandleReloadConfigRequest semantics).
+
+        Refused as a whole (FAILED_PRECONDITION, nothing changes) when a label points at a
+        version that is not AVAILABLE, unless --allow_version_labels_for_unavailable_models
+        lets a new label do so; moving a label in use always needs an AVAILABLE target, so
+        requests for the label never land on a version that is still loading.
+        """
         checked = []
         for model in models:
             path = check_base_path(model.base_path, model_name=model.name)
@@ -165,6 +191,9 @@ class ModelRegistry:
             raise RequestError.invalid(f"model names must be unique, got {names}")
         removed: list[_Model] = []
         with self._poll_lock, self._lock:
+            if check_labels:
+                for model in checked:
+                    self._check_labels(model)
             for name in list(self._models):
                 if name not in names:
                     removed.append(self._models.pop(name))
@@ -180,6 +209,47 @@ class ModelRegistry:
             for record in list(stale.versions.values()):
                 self._unload(stale, record)
 
+    def _check_labels(self, config: ServedModel, *, at_startup: bool = False) -> None:
+        """Raise FAILED_PRECONDITION for a label TF Serving's UpdateModelVersionLabelMap refuses."""
+        current = self._models.get(config.name)
+        if current is not None and current.config.base_path != config.base_path:
+            current = None  # a new base path starts with no version loaded
+        for label, version in sorted(config.version_labels.items()):
+            record = current.versions.get(version) if current is not None else None
+            if record is not None and record.state == ModelState.AVAILABLE:
+                continue
+            # At startup every label is new: none was in use before this config.
+            in_use = None if at_startup or current is None else current.config.version_labels.get(label)
+            if self._allow_unavailable_labels and in_use in (None, version):
+                continue
+            hint = (
+                "a label in use moves only to an AVAILABLE version: serve both versions first, then move it"
+                if self._allow_unavailable_labels
+                else "wait until it loads, or pass --allow_version_labels_for_unavailable_models"
+            )
+            raise RequestError(
+                Code.FAILED_PRECONDITION,
+                f"Request to assign label {label} to version {version} of model {config.name}, which is not "
+                f"currently available for inference; {hint}",
+            )
+
+    def check_version_labels(self) -> None:
+        """The startup check, once the first versions loaded (TF Serving's rule, see set_models)."""
+        with self._lock:
+            for model in self._models.values():
+                self._check_labels(model.config, at_startup=True)
+
+    def next_retry_in(self) -> float | None:
+        """Seconds until the earliest load retry is due (0 when overdue), None when none waits."""
+        with self._lock:
+            due = [
+                record.retry_at
+                for model in self._models.values()
+                for record in model.versions.values()
+                if record.waiting_to_retry and record.retry_at is not None
+            ]
+        return max(0.0, min(due) - time.monotonic()) if due else None
+
     @property
     def models(self) -> list[ServedModel]:
         with self._lock:
@@ -194,34 +264,51 @@ class ModelRegistry:
 
     # ------------------------------------------------------------------------ polling
 
-    def poll(self) -> None:
-        """One pass over every base path: load what the policy wants, then unload the rest."""
+    def poll(self, *, known_versions_only: bool = False) -> None:
+        """One pass over every base path: load what the policy wants, then unload the rest.
+
+        ``known_versions_only`` revisits only versions seen before (the load-retry passes of a
+        server that does not poll its base paths).
+        """
         with self._poll_lock:
             with self._lock:
                 models = list(self._models.values())
-            changed = False
-            for model in models:
+
+            def poll_one(model: _Model) -> bool:
                 try:
-                    changed |= self._poll_model(model)
+                    return self._poll_model(model, known_versions_only=known_versions_only)
                 except Exception:  # one model's surprise must not stop the others reloading
                     _log.exception("polling model %s failed", model.config.name)
+                    return False
+
+            if self._load_pool is not None and len(models) > 1:
+                changed = any(list(self._load_pool.map(poll_one, models)))
+            else:
+                changed = any([poll_one(model) for model in models])
             if changed:
                 _settle_garbage()
 
-    def _poll_model(self, model: _Model) -> bool:
+    def _poll_model(self, model: _Model, *, known_versions_only: bool = False) -> bool:
         """Returns whether a version was loaded or unloaded."""
         config = model.config
         on_disk = scan_versions(config.base_path)
         complete = {version: path for version, path in on_disk.items() if is_complete_version(path)}
+        if known_versions_only:
+            complete = {version: path for version, path in complete.items() if version in model.versions}
         aspired: set[int] = set()
         changed = False
+        now = time.monotonic()
         # When a wanted version fails, the policy picks again among the rest (latest 1 with a
-        # broken newest version falls back to the one before it) within this same poll.
+        # broken newest version falls back to the one before it) within this same poll; a
+        # version waiting for its load retry counts as failed until its retry is due.
         for _ in range(len(complete) + 1):
             candidates = []
             for version, path in complete.items():
                 record = model.versions.get(version)
-                if record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path):
+                if record is not None and record.waiting_to_retry:
+                    if record.retry_at is not None and record.retry_at > now:
+                        continue
+                elif record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path):
                     continue  # failed before and unchanged since: do not hammer the loader
                 candidates.append(version)
             aspired = config.version_policy.select(candidates)
@@ -229,11 +316,13 @@ class ModelRegistry:
             for version in sorted(aspired, reverse=True):
                 record = model.versions.get(version)
                 if record is None or record.state != ModelState.AVAILABLE:
-                    loaded = self._load(model, version, complete[version])
+                    failures = record.failed_attempts if record is not None and record.waiting_to_retry else 0
+                    loaded = self._load(model, version, complete[version], failed_attempts=failures)
                     changed = True
                     failed |= not loaded
             if not failed:
                 break
+        changed |= self._cancel_unwanted_retries(model, complete)
         with self._lock:
             serving = [r for v, r in model.versions.items() if v in aspired and r.state == ModelState.AVAILABLE]
             retire = [
@@ -249,9 +338,44 @@ class ModelRegistry:
             self._unload(model, record)
         return changed or bool(retire)
 
-    def _load(self, model: _Model, version: int, path: Path) -> bool:
+    def _cancel_unwanted_retries(self, model: _Model, complete: dict[int, Path]) -> bool:
+        """End the load retries of versions nobody needs any more.
+
+        A version waiting for a retry ends when it left the disk, or when the policy prefers
+        other versions and those are all AVAILABLE (a fallback retried meanwhile is no longer
+        needed once the version the policy wants serves).
+        """
+        with self._lock:
+            waiting = {v: r for v, r in model.versions.items() if r.waiting_to_retry}
+        if not waiting:
+            return False
+        eligible = []
+        for version, path in complete.items():
+            record = model.versions.get(version)
+            failed = record is not None and record.fingerprint is not None and record.fingerprint == _fingerprint(path)
+            if version in waiting or not failed:
+                eligible.append(version)
+        wanted = model.config.version_policy.select(eligible)
+        with self._lock:
+            served = bool(wanted) and all(
+                (record := model.versions.get(version)) is not None and record.state == ModelState.AVAILABLE
+                for version in wanted
+            )
+            cancel = [r for v, r in waiting.items() if v not in complete or (v not in wanted and served)]
+            for record in cancel:
+                record.state = ModelState.END
+                record.retry_at = None
+                record.error_code = Code.CANCELLED
+                record.error_message = (
+                    f"load retries cancelled, the version is no longer wanted: {record.error_message}"
+                )
+                record.fingerprint = _fingerprint(record.path)
+                _log.info("model %s version %d: load retries cancelled", model.config.name, record.version)
+        return bool(cancel)
+
+    def _load(self, model: _Model, version: int, path: Path, *, failed_attempts: int = 0) -> bool:
         name = model.config.name
-        record = _Version(version=version, path=path, state=ModelState.LOADING)
+        record = _Version(version=version, path=path, state=ModelState.LOADING, failed_attempts=failed_attempts)
         with self._lock:
             model.versions[version] = record
         _log.info("loading model %s version %d from %s", name, version, path)
@@ -267,12 +391,25 @@ class ModelRegistry:
                 warmup_servable(servable, iterations=self._warmup_iterations)
         except Exception as error:
             message = str(error) or type(error).__name__
+            attempts = record.failed_attempts + 1
+            total = self._max_num_load_retries + 1
             with self._lock:
-                record.state = ModelState.END
-                record.error_code = Code.UNKNOWN
-                record.error_message = message
-                record.fingerprint = _fingerprint(path)
-            _log.warning("model %s version %d failed to load and is not served: %s", name, version, message)
+                record.failed_attempts = attempts
+                if attempts < total:
+                    # TF Serving's --max_num_load_retries: LOADING until the retries are spent;
+                    # the versions already serving keep serving meanwhile.
+                    record.retry_at = time.monotonic() + self._load_retry_interval
+                    record.error_message = f"load attempt {attempts} of {total} failed, retrying in {self._load_retry_interval:g} s: {message}"
+                else:
+                    record.state = ModelState.END
+                    record.retry_at = None
+                    record.error_code = Code.UNKNOWN
+                    record.error_message = message if total == 1 else f"{message} (after {total} load attempts)"
+                    record.fingerprint = _fingerprint(path)
+            if attempts < total:
+                _log.warning("model %s version %d: %s", name, version, record.error_message)
+            else:
+                _log.warning("model %s version %d failed to load and is not served: %s", name, version, message)
             return False
         with self._lock:
             if model.versions.get(version) is record:

@@ -33,6 +33,7 @@ from tfpilot.serve.protocol import (
 from tfpilot.serve.servable import Servable
 from tfpilot.serve.service import InferenceService
 from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.transport import ConcurrencyLimit, limit_handler
 
 __all__ = ["build_rest_server", "metadata_json", "PREDICT_PATH", "STATUS_PATH"]
 
@@ -242,6 +243,7 @@ def build_rest_server(
     timeout_seconds: float,
     metrics_path: str | None = "/monitoring/prometheus/metrics",
     cors: bool = False,
+    limit: ConcurrencyLimit | None = None,
 ) -> web.Server:
     """aiohttp's low-level server: TF Serving's routes are matched by the handler's own regexes,
     which avoids the per-request cost of aiohttp's router."""
@@ -261,4 +263,5 @@ def build_rest_server(
             message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=max_request_bytes + 1
         )
 
-    return web.Server(handler.dispatch, request_factory=request_factory, access_log=None)
+    # --rest_api_num_threads: at most that many requests are handled at once, the rest wait.
+    return web.Server(limit_handler(handler.dispatch, limit), request_factory=request_factory, access_log=None)

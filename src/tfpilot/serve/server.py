@@ -11,8 +11,10 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import math
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from tfpilot.serve.model_config import BatchingParameters, ServedModel, load_mod
 from tfpilot.serve.registry import ModelRegistry
 from tfpilot.serve.request_log import RequestLog
 from tfpilot.serve.servable import load_servable
+from tfpilot.serve.transport import ConcurrencyLimit, TlsConfig, grpc_limit_interceptor
 
 __all__ = ["ServerOptions", "ModelServer", "DEFAULT_MAX_REQUEST_BYTES"]
 
@@ -59,6 +62,17 @@ class ServerOptions:
     warmup_iterations: int = 1  # --num_request_iterations_for_warmup
     saved_model_tags: tuple[str, ...] = ("serve",)
     cors: bool = False  # --rest_api_enable_cors_support
+    # --ssl_config_file: TLS on the gRPC port and socket (as TF Serving) and on the REST port.
+    tls: TlsConfig | None = None
+    # --grpc_channel_arguments, applied after tfpilot's own options so they win.
+    grpc_channel_arguments: tuple[tuple[str, int | str], ...] = ()
+    grpc_max_threads: int = 0  # most gRPC calls handled at once (0 = no bound)
+    rest_api_num_threads: int = 0  # most REST requests handled at once (0 = no bound)
+    # TF Serving's defaults: a failed load is retried 5 times, a minute apart, then it is END.
+    max_num_load_retries: int = 5
+    load_retry_interval_micros: int = 60_000_000
+    num_load_threads: int = 0  # 0: versions load one after another in the polling thread
+    allow_version_labels_for_unavailable_models: bool = False
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
@@ -76,6 +90,21 @@ class ServerOptions:
             raise ServeError(f"the metrics path must start with `/`, got `{self.metrics_path}`")
         if self.grpc_port is None and self.rest_port is None:
             raise ServeError("both the REST and the gRPC API are disabled; enable at least one port")
+        for flag, count in (
+            ("--grpc_max_threads", self.grpc_max_threads),
+            ("--rest_api_num_threads", self.rest_api_num_threads),
+            ("--max_num_load_retries", self.max_num_load_retries),
+            ("--num_load_threads", self.num_load_threads),
+        ):
+            if count < 0:
+                raise ServeError(f"{flag} must be >= 0, got {count}")
+        if self.file_system_poll_wait_seconds < 0:
+            # TF Serving reserves negative values for its own tests: the server never polls and
+            # waits forever for a model that cannot arrive. Refusing says so instead of hanging.
+            raise ServeError(
+                f"--file_system_poll_wait_seconds must be >= 0 (0 loads once, without polling), "
+                f"got {self.file_system_poll_wait_seconds}"
+            )
 
 
 def _bind(host: str, port: int, *, what: str) -> socket.socket:
@@ -104,7 +133,13 @@ class ModelServer:
             warmup_iterations=options.warmup_iterations,
             loader=functools.partial(load_servable, tags=options.saved_model_tags),
             on_load=lambda path, ok, seconds: self.server_metrics.observe_load(path=str(path), ok=ok, seconds=seconds),
+            max_num_load_retries=options.max_num_load_retries,
+            load_retry_interval_seconds=max(options.load_retry_interval_micros, 0) / 1e6,
+            num_load_threads=options.num_load_threads,
+            allow_version_labels_for_unavailable_models=options.allow_version_labels_for_unavailable_models,
         )
+        self.rest_limit = ConcurrencyLimit(options.rest_api_num_threads) if options.rest_api_num_threads else None
+        self.grpc_limit = ConcurrencyLimit(options.grpc_max_threads) if options.grpc_max_threads else None
         self.request_log: RequestLog | None = None
         self.rest_port: int | None = None
         self.grpc_port: int | None = None
@@ -123,7 +158,8 @@ class ModelServer:
     @property
     def rest_url(self) -> str:
         host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
-        return f"http://{host}:{self.rest_port}"
+        scheme = "https" if self.options.tls is not None else "http"
+        return f"{scheme}://{host}:{self.rest_port}"
 
     @property
     def grpc_target(self) -> str:
@@ -146,9 +182,14 @@ class ModelServer:
                     max_rows=options.request_log_max_rows,
                 )
             self.registry.poll()  # initial load: requests are answered from the first moment
+            # Labels are checked once the first versions are in: TF Serving checks them before any
+            # load, which refuses every label at startup without the flag; tfpilot accepts labels
+            # that point at a version that loaded (a deliberate, documented difference).
+            self.registry.check_version_labels()
         except BaseException:
             if rest_socket is not None:
                 rest_socket.close()
+            self.registry.unload_all()
             raise
         self._register_gauges()
         ready = threading.Event()
@@ -183,7 +224,11 @@ class ModelServer:
                 self.request_log.close()
             error = failure[0]
             raise error if isinstance(error, ServeError) else ServeError(f"server failed to start: {error}")
-        if options.file_system_poll_wait_seconds > 0 or options.model_config_file_poll_wait_seconds > 0:
+        if (
+            options.file_system_poll_wait_seconds > 0
+            or (options.model_config_file is not None and options.model_config_file_poll_wait_seconds > 0)
+            or self.registry.next_retry_in() is not None
+        ):
             self._poll_thread = threading.Thread(target=self._poll_loop, name="tfpilot-serve-poll", daemon=True)
             self._poll_thread.start()
         self._started = True
@@ -264,6 +309,7 @@ class ModelServer:
         if rest_socket is not None:
             rest_server = build_rest_server(
                 service,
+                limit=self.rest_limit,
                 metrics=self.metrics,
                 metrics_path=options.metrics_path,
                 cors=options.cors,
@@ -272,24 +318,37 @@ class ModelServer:
             )
             runner = web.ServerRunner(rest_server, handle_signals=False, shutdown_timeout=10.0)
             await runner.setup()
-            await web.SockSite(runner, rest_socket).start()
+            tls_context = options.tls.ssl_context() if options.tls is not None else None
+            await web.SockSite(runner, rest_socket, ssl_context=tls_context).start()
             self.rest_port = rest_socket.getsockname()[1]
         if options.grpc_port is not None:
             import grpc
 
             from tfpilot.serve.grpc import add_servicers
 
+            # A dict, so --grpc_channel_arguments replace tfpilot's defaults instead of
+            # depending on which duplicate gRPC core happens to read.
+            channel_options: dict[str, int | str] = {
+                "grpc.max_receive_message_length": options.max_request_bytes,
+                "grpc.max_send_message_length": -1,
+                "grpc.so_reuseport": 0,
+            }
+            channel_options.update(options.grpc_channel_arguments)
             grpc_server = grpc.aio.server(
-                options=[
-                    ("grpc.max_receive_message_length", options.max_request_bytes),
-                    ("grpc.max_send_message_length", -1),
-                    ("grpc.so_reuseport", 0),
-                ]
+                options=list(channel_options.items()),
+                interceptors=[grpc_limit_interceptor(self.grpc_limit)] if self.grpc_limit is not None else None,
             )
             add_servicers(grpc_server, service, profiler=options.enable_profiler)
             host = options.host if ":" not in options.host else f"[{options.host}]"
+            credentials = options.tls.grpc_credentials() if options.tls is not None else None
+
+            def add_port(address: str) -> int:
+                if credentials is not None:
+                    return int(grpc_server.add_secure_port(address, credentials))
+                return int(grpc_server.add_insecure_port(address))
+
             try:
-                port = grpc_server.add_insecure_port(f"{host}:{options.grpc_port}")
+                port = add_port(f"{host}:{options.grpc_port}")
             except RuntimeError:
                 port = 0
             if port == 0:
@@ -300,7 +359,7 @@ class ModelServer:
                 )
             if options.grpc_socket_path is not None:
                 # TF Serving's --grpc_socket_path: the same services on a Unix socket beside the TCP port.
-                if grpc_server.add_insecure_port(f"unix:{options.grpc_socket_path}") == 0:
+                if add_port(f"unix:{options.grpc_socket_path}") == 0:
                     if runner is not None:
                         await runner.cleanup()
                     raise ServeError(
@@ -322,21 +381,36 @@ class ModelServer:
         return shutdown
 
     def _poll_loop(self) -> None:
+        """File-system polls, config re-reads and load retries, each on its own schedule.
+
+        With both poll intervals 0 (TF Serving: poll exactly once) the thread exists only
+        while a failed load waits for its retry, and those polls revisit only versions already
+        seen, so "load once" still never discovers a new version.
+        """
         options = self.options
-        intervals = [
-            s for s in (options.file_system_poll_wait_seconds, options.model_config_file_poll_wait_seconds) if s > 0
-        ]
-        wait = min(intervals)
-        config_wait = options.model_config_file_poll_wait_seconds
-        since_config = 0.0
-        while not self._stopping.wait(wait):
-            if options.model_config_file is not None and config_wait > 0:
-                since_config += wait
-                if since_config >= config_wait:
-                    since_config = 0.0
-                    self._reload_config_file(options.model_config_file)
-            if options.file_system_poll_wait_seconds > 0 or since_config == 0.0:
-                self.registry.poll()
+        fs_wait = options.file_system_poll_wait_seconds
+        config_wait = options.model_config_file_poll_wait_seconds if options.model_config_file is not None else 0.0
+        now = time.monotonic()
+        next_fs = now + fs_wait if fs_wait > 0 else math.inf
+        next_config = now + config_wait if config_wait > 0 else math.inf
+        while True:
+            retry_in = self.registry.next_retry_in()
+            next_retry = time.monotonic() + retry_in if retry_in is not None else math.inf
+            wake = min(next_fs, next_config, next_retry)
+            if wake == math.inf:
+                return  # loaded once, nothing left to retry
+            if self._stopping.wait(max(0.0, wake - time.monotonic())):
+                return
+            now = time.monotonic()
+            full = False
+            if now >= next_config:
+                next_config = now + config_wait
+                self._reload_config_file(options.model_config_file)  # type: ignore[arg-type]
+                full = True  # a new model in the config loads even when the base paths are not polled
+            if now >= next_fs:
+                next_fs = now + fs_wait
+                full = True
+            self.registry.poll(known_versions_only=not full)
 
     def _reload_config_file(self, path: Path) -> None:
         try:

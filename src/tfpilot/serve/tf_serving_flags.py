@@ -1,8 +1,9 @@
 """The rest of tensorflow_model_server's flag surface, so existing launch scripts start.
 
 `tfpilot serve` implements the flags that mean something for it as ordinary options (ports,
-models, batching, warmup, timeouts, threads, the gRPC Unix socket, --version). Every other flag
-of TF Serving's main.cc is accepted here and reported with a one-line notice, instead of
+models, batching, warmup, timeouts, thread pools, TLS, gRPC channel arguments, load retries,
+the gRPC Unix socket, --version). The flags below cannot apply here (no TPU or GPU, no
+TFLite-in-server, ...): they are accepted and reported with a one-line notice, instead of
 failing with "No such option" as a launch script or a Kubernetes manifest written for TF
 Serving would otherwise. A flag that is not TF Serving's still exits 2 naming it.
 """
@@ -13,25 +14,17 @@ __all__ = ["ACCEPTED_FLAGS", "BOOLEAN_FLAGS", "strip_accepted_flags"]
 
 # Flag -> why it has no effect in tfpilot serve. Booleans take no separate value argument.
 ACCEPTED_FLAGS: dict[str, str] = {
-    "rest_api_num_threads": "aiohttp serves REST on one event loop; model calls use a thread pool",
-    "num_load_threads": "versions load one at a time",
-    "num_unload_threads": "versions unload one at a time",
-    "max_num_load_retries": "a failed load is shown in the status and retried on the next poll",
-    "load_retry_interval_micros": "a failed load is retried on the next file-system poll",
+    "num_unload_threads": "retiring a version drops one reference and returns at once (requests in flight finish on it), so there is no unload work to spread over threads",
     "flush_filesystem_caches": "no file-system caches to flush",
     "use_alts_credentials": "ALTS needs Google's infrastructure",
     "platform_config_file": "only the TensorFlow SavedModel platform is served",
-    "grpc_channel_arguments": "gRPC runs with its defaults plus --max_request_bytes",
-    "grpc_max_threads": "gRPC runs on the asyncio event loop",
     "prefer_tflite_model": "TFLite-in-server is not available here",
     "thread_pool_factory_config_file": "model calls use one thread pool",
     "mixed_precision": "a SavedModel runs in the precision it was exported with",
     "skip_initialize_tpu": "no TPU on this machine",
     "enable_grpc_healthcheck_service": "use GET /healthz and /readyz on the REST port",
-    "allow_version_labels_for_unavailable_models": "labels may only point at available versions",
     "enable_per_model_batching_parameters": "one --batching_parameters_file applies to every model",
     "tensorflow_session_config_file": "sessions use TensorFlow's defaults and the parallelism flags",
-    "ssl_config_file": "TLS is not implemented; put a TLS-terminating proxy in front",
     "per_process_gpu_memory_fraction": "no GPU on this machine",
     "remove_unused_fields_from_bundle_metagraph": "the MetaGraph is kept as loaded",
     "num_tflite_pools": "TFLite-in-server is not available here",
@@ -46,7 +39,6 @@ BOOLEAN_FLAGS = {
     "prefer_tflite_model",
     "skip_initialize_tpu",
     "enable_grpc_healthcheck_service",
-    "allow_version_labels_for_unavailable_models",
     "enable_per_model_batching_parameters",
     "remove_unused_fields_from_bundle_metagraph",
     "xla_cpu_compilation_enabled",
