@@ -235,7 +235,7 @@ def to_array(value: Any, spec: TensorSpecInfo, may_contain_booleans: bool = True
             array = candidate
     if array is None:
         array = _slow_path(value, spec)
-    # The shape is the graph's to judge, as in TF Serving (see tensors.check_inputs).
+    # The shape is the graph's to judge, as in TF Serving (see SignatureInfo.check_inputs).
     return array
 
 
