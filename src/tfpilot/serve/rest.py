@@ -26,7 +26,9 @@ from tfpilot.serve.protocol import (
     decode_predict_request,
     dumps,
     encode_predict_response,
+    numeric_inputs,
     parse_json_body,
+    parse_numeric_body,
     signature_name_of,
 )
 from tfpilot.serve.servable import Servable
@@ -193,9 +195,20 @@ class _RestHandler:
             body = await self._read_body(request)
             version = _version(version_text)
             label = urllib.parse.unquote(label) if label else None
+            # One numeric tensor (the common body) skips the general JSON decoding; the body is
+            # valid JSON then, so errors come in the same order either way.
+            numeric = parse_numeric_body(body) if method == "predict" else None
+            if numeric is not None:
+                servable = self.service.resolve(name, version=version, label=label)
+                signature = servable.signature(numeric.signature_name)
+                fast_inputs = numeric_inputs(numeric, signature)
+                if fast_inputs is not None:
+                    outputs = await self.service.predict(servable, signature, fast_inputs, timeout=self.timeout)
+                    return _json_response(encode_predict_response(outputs, numeric.request_format))
             document = parse_json_body(body)
             signature_name = signature_name_of(document)
-            servable = self.service.resolve(name, version=version, label=label)
+            if numeric is None:
+                servable = self.service.resolve(name, version=version, label=label)
             if method == "predict":
                 signature = servable.signature(signature_name)
                 booleans = b"true" in body or b"false" in body
