@@ -10,7 +10,9 @@ A bounded load generator on 127.0.0.1 (a fixed number of concurrent clients, eac
 its answer before sending again) drives each server at concurrency 1, 8 and 64 with one
 example per request, and reports throughput and p50/p99 latency. The servers run in one
 child process; the clients (the load generator) run in this one. Each row also reports the CPU
-per request of the server process and of the load generator, and ``cpu x``: the model's own CPU
+per request of the server's event loop thread (``loop us``: the per-request work of the REST/gRPC
+front end, without the model's), of the whole server process and of the load generator, and
+``cpu x``: the model's own CPU
 per example (in-process, full batches) over their sum, the ratio the server would reach on a
 machine it had to itself - on a shared machine req/s swings with other jobs' load, CPU much less.
 
@@ -204,7 +206,21 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
         ),
         flush=True,
     )
-    sys.stdin.read()  # the parent closes stdin to stop us
+    servers = {"batched": batched, "unbatched": unbatched}
+    # Each "cpu" line from the parent: the CPU seconds each server's event loop thread has used
+    # (the per-request work of REST/gRPC decoding, checks and responses, without the model's).
+    # EOF (the parent closes stdin) stops us.
+    for line in sys.stdin:
+        if line.strip() == "cpu":
+            cpu = {}
+            for kind, server in servers.items():
+                loop = server._loop  # the bench reads the loop thread's clock; no public API needed
+
+                async def thread_cpu() -> float:
+                    return time.thread_time()
+
+                cpu[kind] = asyncio.run_coroutine_threadsafe(thread_cpu(), loop).result(timeout=60)
+            print(json.dumps(cpu), flush=True)
     naive.shutdown()
     batched.stop()
     unbatched.stop()
@@ -326,6 +342,16 @@ def run_grpc(target: str, example: object, concurrency: int, seconds: float, war
 # ---------------------------------------------------------------------------------- main
 
 
+def loop_cpu_seconds(host: subprocess.Popen, kind: str) -> float:
+    """CPU seconds the event loop thread of a tfpilot server in the host has used (0 for naive)."""
+    if kind == "naive":
+        return 0.0
+    assert host.stdin is not None and host.stdout is not None
+    host.stdin.write("cpu\n")
+    host.stdin.flush()
+    return float(json.loads(host.stdout.readline())[kind])
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process, every thread (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -356,6 +382,7 @@ def benchmark_model(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        bufsize=1,
     )
     try:
         # Measured while the server process starts (it competes for CPU), and again after.
@@ -369,6 +396,7 @@ def benchmark_model(
                 address = endpoints[f"{kind}_{protocol}"]
                 for concurrency in CONCURRENCY:
                     batches_before = batch_counts(endpoints, kind)
+                    loop_cpu = loop_cpu_seconds(host, kind)
                     server_cpu, client_cpu = process_cpu_seconds(host.pid), time.process_time()
                     if protocol == "rest":
                         url = address if kind == "naive" else f"{address}/v1/models/model:predict"
@@ -377,6 +405,7 @@ def benchmark_model(
                         result = run_grpc(address, example, concurrency, seconds, warmup)
                     client_cpu = time.process_time() - client_cpu
                     server_cpu = process_cpu_seconds(host.pid) - server_cpu
+                    result["loop_us"] = 1e6 * (loop_cpu_seconds(host, kind) - loop_cpu) / max(1, result["answered"])
                     result["server_us"] = 1e6 * server_cpu / max(1, result["answered"])
                     result["client_us"] = 1e6 * client_cpu / max(1, result["answered"])
                     rows_after, calls_after = batch_counts(endpoints, kind)
@@ -396,7 +425,7 @@ def benchmark_model(
     print(f"in-process, one example per call:      {single:10.0f} examples/s   [{single / limit:5.2f} x limit]")
     print(f"in-process CPU per example (batch {MAX_BATCH_SIZE}):   {1e6 * limit_cpu:10.0f} us")
     header = f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8}"
-    print(header + f" {'errors':>6} {'rows/call':>9} {'srv us':>7} {'cli us':>7} {'cpu x':>6}")
+    print(header + f" {'errors':>6} {'rows/call':>9} {'loop us':>7} {'srv us':>7} {'cli us':>7} {'cpu x':>6}")
     for row in rows:
         # CPU per request (server process, and this load-generator process) against the model's
         # own CPU per example: the ratio the server would reach on a machine it had to itself,
@@ -405,7 +434,8 @@ def benchmark_model(
         print(
             f"{row['server']:10} {row['protocol']:5} {row['concurrency']:>4} {row['throughput']:9.0f} "
             f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6} "
-            f"{row['rows_per_call']:9.1f} {row['server_us']:7.0f} {row['client_us']:7.0f} {row['cpu_ratio']:6.2f}"
+            f"{row['rows_per_call']:9.1f} {row['loop_us']:7.0f} {row['server_us']:7.0f} {row['client_us']:7.0f} "
+            f"{row['cpu_ratio']:6.2f}"
         )
 
     def find(server: str, protocol: str, concurrency: int, field: str = "throughput") -> float:
@@ -423,6 +453,8 @@ def benchmark_model(
         "batched_grpc_64_vs_batched_rest_64": find("batched", "grpc", 64) / batched_rest,
         "batched_rest_64_p99_vs_p50": tail("batched", "rest", 64),
         "batched_grpc_64_p99_vs_p50": tail("batched", "grpc", 64),
+        "batched_rest_64_loop_us_per_request": find("batched", "rest", 64, "loop_us"),
+        "batched_grpc_64_loop_us_per_request": find("batched", "grpc", 64, "loop_us"),
         "batched_rest_64_cpu_ratio": find("batched", "rest", 64, "cpu_ratio"),
         "batched_grpc_64_cpu_ratio": find("batched", "grpc", 64, "cpu_ratio"),
         "batched_rest_64_vs_naive_64": batched_rest / find("naive", "rest", 64),
