@@ -7,8 +7,7 @@ same event loop and batcher as the REST API.
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from tensorflow_serving.apis import (
@@ -22,13 +21,11 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from tfpilot.serve.service import InferenceService
-from tfpilot.serve.status import Code, RequestError
-from tfpilot.serve.tensors import array_to_tensor_proto, check_inputs, serialized_examples, tensor_proto_to_array
+from tfpilot.serve.service import Call, InferenceService
+from tfpilot.serve.status import RequestError
+from tfpilot.serve.tensors import array_to_tensor_proto, serialized_examples, tensor_proto_to_array
 
 __all__ = ["PredictionServicer", "ModelServicer", "add_servicers"]
-
-_log = logging.getLogger("tfpilot.serve")
 
 
 def _spec(model_spec: Any) -> tuple[str, int | None, str | None]:
@@ -47,37 +44,11 @@ def _timeout(context: grpc.aio.ServicerContext) -> float | None:
     return None if remaining is None else max(0.0, remaining)
 
 
-async def _abort(context: grpc.aio.ServicerContext, error: RequestError) -> None:
-    await context.abort(grpc.StatusCode[error.code.name], error.message)
-
-
-class _Call:
-    """Times one RPC and turns RequestErrors into gRPC statuses."""
-
-    def __init__(self, service: InferenceService, context: Any, *, api: str, model: str) -> None:
-        self.context = context
-        self.timer = service.timer(api=api, protocol="grpc", model=model)
-
-    async def __aenter__(self) -> _Call:
-        return self
-
-    async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
-        try:
-            if isinstance(error, RequestError):
-                self.timer.status = error.code
-                await _abort(self.context, error)
-            elif error is not None and not isinstance(error, (grpc.aio.AbortError, GeneratorExit)):
-                if isinstance(error, Exception):
-                    self.timer.status = Code.INTERNAL
-                    _log.exception("unexpected gRPC error", exc_info=error)
-                    await self.context.abort(
-                        grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}: {error}"
-                    )
-                else:
-                    self.timer.status = Code.CANCELLED
-        finally:
-            self.timer.finish()
-        return False
+async def _abort(context: grpc.aio.ServicerContext, call: Call) -> NoReturn:
+    """Answer the RequestError the request's Call left with its gRPC status (abort raises)."""
+    assert call.error is not None
+    await context.abort(grpc.StatusCode[call.error.code.name], call.error.message)
+    raise AssertionError("unreachable: ServicerContext.abort raises")
 
 
 class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
@@ -85,28 +56,24 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         self.service = service
 
     async def Predict(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
-        async with _Call(self.service, context, api="predict", model=request.model_spec.name):
+        async with self.service.call(api="predict", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             servable = self.service.resolve(name, version=version, label=label)
             signature = servable.signature(request.model_spec.signature_name)
             inputs = {key: tensor_proto_to_array(proto, name=key) for key, proto in request.inputs.items()}
-            inputs = check_inputs(signature, signature.canonical(inputs))
             wanted = list(request.output_filter)
-            unknown = [key for key in wanted if key not in signature.outputs]
-            if unknown:
-                raise RequestError.invalid(
-                    f"output tensor alias not found in signature: {unknown[0]} Outputs expected to be in the set "
-                    f"{{{','.join(sorted(signature.outputs))}}}."
-                )
-            outputs = await self.service.predict(servable, signature, inputs, timeout=_timeout(context))
+            outputs = await self.service.predict(
+                servable, signature, inputs, timeout=_timeout(context), output_filter=wanted
+            )
             response = predict_pb2.PredictResponse()
             _answer_spec(response.model_spec, servable, signature.name)
             for key in wanted or sorted(outputs):
                 response.outputs[key].CopyFrom(array_to_tensor_proto(outputs[key]))
             return response
+        await _abort(context, call)
 
     async def Classify(self, request: Any, context: Any) -> Any:  # noqa: N802
-        async with _Call(self.service, context, api="classify", model=request.model_spec.name):
+        async with self.service.call(api="classify", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             servable = self.service.resolve(name, version=version, label=label)
             examples = serialized_examples(request.input)
@@ -120,9 +87,10 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                 for class_label, score in row:
                     classifications.classes.add(label=class_label, score=score)
             return response
+        await _abort(context, call)
 
     async def Regress(self, request: Any, context: Any) -> Any:  # noqa: N802
-        async with _Call(self.service, context, api="regress", model=request.model_spec.name):
+        async with self.service.call(api="regress", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             servable = self.service.resolve(name, version=version, label=label)
             examples = serialized_examples(request.input)
@@ -134,9 +102,10 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             for value in values:
                 response.result.regressions.add(value=value)
             return response
+        await _abort(context, call)
 
     async def GetModelMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
-        async with _Call(self.service, context, api="metadata", model=request.model_spec.name):
+        async with self.service.call(api="metadata", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             fields = list(request.metadata_field)
             if not fields:
@@ -150,12 +119,13 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             response.model_spec.version.value = servable.version
             response.metadata["signature_def"].Pack(servable.signature_defs)
             return response
+        await _abort(context, call)
 
     async def MultiInference(self, request: Any, context: Any) -> Any:  # noqa: N802
         """Several classify/regress signatures of one model over the same examples (TF Serving's
         rules: at least one task, one model name, no signature twice, classify or regress)."""
         model = request.tasks[0].model_spec.name if request.tasks else ""
-        async with _Call(self.service, context, api="multi_inference", model=model):
+        async with self.service.call(api="multi_inference", protocol="grpc", model=model) as call:
             if not request.tasks:
                 raise RequestError.invalid("MultiInferenceRequest must specify at least one task.")
             tasks = []
@@ -182,6 +152,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                     for value in result.regressions or []:
                         entry.regression_result.regressions.add(value=value)
             return response
+        await _abort(context, call)
 
 
 class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
@@ -189,7 +160,7 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
         self.service = service
 
     async def GetModelStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
-        async with _Call(self.service, context, api="status", model=request.model_spec.name):
+        async with self.service.call(api="status", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             statuses = self.service.registry.status(name, version=version, label=label)
             response = get_model_status_pb2.GetModelStatusResponse()
@@ -200,6 +171,7 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
                 entry.status.error_code = status.error_code.number
                 entry.status.error_message = status.error_message
             return response
+        await _abort(context, call)
 
     async def HandleReloadConfigRequest(self, request: Any, context: Any) -> Any:  # noqa: N802
         # Reconfiguring over the network would let any client point the server at arbitrary

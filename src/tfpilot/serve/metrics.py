@@ -88,6 +88,10 @@ class _Metric:
         self.labelnames = tuple(labelnames)
         self._lock = threading.Lock()
 
+    def key(self, **labels: str) -> tuple[str, ...]:
+        """The series key for ``labels``, checked once; hot paths keep it and call ``*_key``."""
+        return self._key(labels)
+
     def _key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
         if set(labels) != set(self.labelnames):
             raise ValueError(f"metric `{self.name}` takes labels {self.labelnames}, got {tuple(labels)}")
@@ -108,7 +112,9 @@ class Counter(_Metric):
         self._values: dict[tuple[str, ...], float] = {}
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = self._key(labels)
+        self.inc_key(self._key(labels), amount)
+
+    def inc_key(self, key: tuple[str, ...], amount: float = 1.0) -> None:
         with self._lock:
             self._values[key] = self._values.get(key, 0.0) + amount
 
@@ -168,7 +174,9 @@ class Histogram(_Metric):
         self._series: dict[tuple[str, ...], list[float]] = {}  # bucket counts..., sum, count
 
     def observe(self, value: float, **labels: str) -> None:
-        key = self._key(labels)
+        self.observe_key(self._key(labels), value)
+
+    def observe_key(self, key: tuple[str, ...], value: float) -> None:
         index = bisect.bisect_left(self.buckets, value)
         with self._lock:
             series = self._series.get(key)
@@ -256,11 +264,17 @@ class MetricsRegistry:
         return "\n".join(lines) + "\n"
 
 
+_Key = tuple[str, ...]
+# requests, errors (None when OK), latency, TF Serving's count and latency (None for APIs it lacks)
+_RequestKeys = tuple[_Key, _Key | None, _Key, _Key | None, _Key | None]
+
+
 class ServerMetrics:
     """The model server's own metrics, registered on a (possibly shared) registry."""
 
     def __init__(self, registry: MetricsRegistry) -> None:
         self.registry = registry
+        self._request_keys: dict[tuple[str, str, str, str], _RequestKeys] = {}
         self.requests = registry.counter(
             "tfpilot_serve_requests_total",
             "Requests answered, by model, API, protocol and status code.",
@@ -311,14 +325,29 @@ class ServerMetrics:
         )
 
     def observe_request(self, *, model: str, api: str, protocol: str, status: str, seconds: float) -> None:
-        self.requests.inc(model=model, api=api, protocol=protocol, status=status)
-        if status != "OK":
-            self.errors.inc(model=model, api=api, protocol=protocol, status=status)
-        self.latency.observe(seconds, model=model, api=api, protocol=protocol)
-        tfs_api = _TF_SERVING_API.get(api)
-        if tfs_api is not None:
-            self.tfs_request_count.inc(model_name=model, status=status)
-            self.tfs_request_latency.observe(seconds * 1e6, model_name=model, API=tfs_api, entrypoint=protocol.upper())
+        cached = self._request_keys.get((model, api, protocol, status))
+        if cached is None:
+            # Checked once per label combination (a few dozen: configured model names, fixed
+            # APIs, protocols and codes) instead of five label checks on every request.
+            tfs_api = _TF_SERVING_API.get(api)
+            cached = (
+                self.requests.key(model=model, api=api, protocol=protocol, status=status),
+                self.errors.key(model=model, api=api, protocol=protocol, status=status) if status != "OK" else None,
+                self.latency.key(model=model, api=api, protocol=protocol),
+                self.tfs_request_count.key(model_name=model, status=status) if tfs_api else None,
+                self.tfs_request_latency.key(model_name=model, API=tfs_api, entrypoint=protocol.upper())
+                if tfs_api
+                else None,
+            )
+            self._request_keys[(model, api, protocol, status)] = cached
+        requests, errors, latency, tfs_count, tfs_latency = cached
+        self.requests.inc_key(requests)
+        if errors is not None:
+            self.errors.inc_key(errors)
+        self.latency.observe_key(latency, seconds)
+        if tfs_count is not None and tfs_latency is not None:
+            self.tfs_request_count.inc_key(tfs_count)
+            self.tfs_request_latency.observe_key(tfs_latency, seconds * 1e6)
 
     def observe_examples(self, model: str, count: int) -> None:
         self.tfs_example_counts.observe(count, model=model)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,9 @@ __all__ = [
     "parse_json_body",
     "signature_name_of",
     "decode_predict_request",
+    "NumericBody",
+    "parse_numeric_body",
+    "numeric_inputs",
     "encode_predict_response",
     "decode_examples",
     "encode_tensor",
@@ -128,6 +133,132 @@ def parse_json_body(body: bytes) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise RequestError.invalid(f"JSON Value: {_quote(document)} Is not object")
     return document
+
+
+# ------------------------------------------------------------------ numeric fast path
+#
+# Most predict bodies are one numeric tensor: {"instances": [[0.1, ...], ...]}, optionally with a
+# signature_name. Parsing them into nested Python lists and converting those with numpy costs
+# more than everything else the server does per request; this path instead checks the bracket
+# structure with bytes operations and parses the numbers as one flat JSON array. It only answers
+# when the body is valid JSON whose decoding is certain to equal the general path's; anything else
+# (other keys, strings, booleans, NaN tokens, ragged or empty lists, pretty-printing inside
+# numbers, out-of-range values) returns None and takes the general path, which has the words for
+# every error.
+
+_WS = rb"[ \t\n\r]*"  # JSON's whitespace (regex \s would also accept \v and \f)
+_SIGNATURE = rb'"signature_name"' + _WS + rb":" + _WS + rb'"([A-Za-z0-9_\-./]*)"'
+_FAST_HEAD = re.compile(
+    _WS
+    + rb"\{"
+    + _WS
+    + rb"(?:"
+    + _SIGNATURE
+    + _WS
+    + rb","
+    + _WS
+    + rb')?"(instances|inputs)"'
+    + _WS
+    + rb":"
+    + _WS
+    + rb"(?=\[)"
+)
+_FAST_TAIL = re.compile(rb"\]" + _WS + rb"(?:," + _WS + _SIGNATURE + _WS + rb")?\}" + _WS + rb"\Z")
+_NUMBER_AND_STRUCTURE = b"0123456789.eE+-[], \t\n\r"
+_NUMBER_AND_SPACE = b"0123456789.eE+- \t\n\r"
+# Number characters -> "n", brackets and commas kept, whitespace deleted: the token classes.
+_CLASSES = bytes(
+    ord("n") if chr(byte) in "0123456789.eE+-" else byte if chr(byte) in "[]," else 0 for byte in range(256)
+)
+_BRACKETS_TO_SPACE = bytes(32 if chr(byte) in "[]" else byte for byte in range(256))
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericBody:
+    """A body holding one regular numeric tensor under "instances" (ROW) or "inputs" (COLUMNAR)."""
+
+    signature_name: str
+    request_format: str
+    values: np.ndarray  # flat: int64 when every number is an integer, else float64
+    shape: tuple[int, ...]
+
+
+def _regular_shape(skeleton: bytes) -> tuple[int, ...] | None:
+    """The shape of a nested list whose brackets and commas are ``skeleton``, if it is regular."""
+    rank = len(skeleton) - len(skeleton.lstrip(b"["))
+    dims: list[int] = []
+    inner = 0  # length of the first element's skeleton one level down (numbers have none)
+    for level in range(rank, 0, -1):
+        close = skeleton.find(b"]" * (rank - level + 1))
+        if close < 0:
+            return None
+        length = close + (rank - level) - (level - 1) + 1
+        size, remainder = divmod(length - 1, inner + 1)
+        if remainder or size < 1:
+            return None
+        dims.append(size)
+        inner = length
+    dims.reverse()
+    expected = b""
+    for size in reversed(dims):
+        expected = b"[" + b",".join([expected] * size) + b"]"
+    return tuple(dims) if expected == skeleton else None
+
+
+def parse_numeric_body(body: bytes) -> NumericBody | None:
+    """The body as one numeric tensor, or None when the general parser must decide."""
+    head = _FAST_HEAD.match(body)
+    if head is None:
+        return None
+    tail_start = max(head.end(), len(body) - 256)
+    tail = _FAST_TAIL.search(body, tail_start)
+    if tail is None or (head.group(1) is not None and tail.group(1) is not None):
+        return None
+    middle = body[head.end() : tail.start() + 1]
+    if middle.translate(None, _NUMBER_AND_STRUCTURE) or _has_long_number(middle):
+        return None  # strings, booleans, objects, NaN tokens; or integers orjson would round
+    classes = middle.translate(_CLASSES, b" \t\n\r")
+    # A number right before "[" or after "]", or an empty list, is not a regular numeric tensor.
+    if b"n[" in classes or b"]n" in classes or b"[]" in classes:
+        return None
+    shape = _regular_shape(middle.translate(None, _NUMBER_AND_SPACE))
+    if shape is None:
+        return None
+    # Brackets become spaces (never deleted: "[1,2]3" must not read as 23), so the numbers parse
+    # as one flat JSON array, whose parser enforces JSON's number syntax.
+    try:
+        flat = (_orjson.loads if _orjson is not None else json.loads)(
+            b"[" + middle.translate(_BRACKETS_TO_SPACE) + b"]"
+        )
+        values = np.array(flat)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if values.ndim != 1 or values.dtype.kind not in "if" or values.size != int(np.prod(shape)):
+        return None
+    signature_name = (head.group(1) or tail.group(1) or b"").decode("ascii") or "serving_default"
+    request_format = ROW if head.group(2) == b"instances" else COLUMNAR
+    return NumericBody(signature_name, request_format, values, shape)
+
+
+def numeric_inputs(parsed: NumericBody, signature: SignatureInfo) -> dict[str, np.ndarray] | None:
+    """The signature's inputs from a numeric body, when it has exactly one numeric input and every
+    value converts exactly (as the general path decides); None sends the body the general way."""
+    if len(signature.inputs) != 1:
+        return None
+    ((name, spec),) = signature.inputs.items()
+    values = parsed.values
+    if spec.dtype in ("float32", "float64"):
+        if values.size and (values.dtype.kind == "i" or spec.dtype == "float32"):
+            # Integers beyond the exact range, or floats beyond float32's: the general path's words.
+            if float(np.abs(values).max()) > _EXACT_INT[spec.dtype]:
+                return None
+    elif spec.dtype in _INT_TYPES:
+        info = np.iinfo(spec.numpy_dtype)
+        if values.dtype.kind != "i" or (values.size and (values.min() < info.min or values.max() > info.max)):
+            return None
+    else:
+        return None
+    return {name: values.astype(spec.numpy_dtype, copy=False).reshape(parsed.shape)}
 
 
 def signature_name_of(document: dict[str, Any]) -> str:
@@ -235,7 +366,7 @@ def to_array(value: Any, spec: TensorSpecInfo, may_contain_booleans: bool = True
             array = candidate
     if array is None:
         array = _slow_path(value, spec)
-    # The shape is the graph's to judge, as in TF Serving (see tensors.check_inputs).
+    # The shape is the graph's to judge, as in TF Serving (see SignatureInfo.check_inputs).
     return array
 
 

@@ -13,7 +13,6 @@ runs TF in worker threads, so the event loop keeps accepting requests.
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import urllib.parse
 from typing import Any
@@ -27,17 +26,18 @@ from tfpilot.serve.protocol import (
     decode_predict_request,
     dumps,
     encode_predict_response,
+    numeric_inputs,
     parse_json_body,
+    parse_numeric_body,
     signature_name_of,
 )
 from tfpilot.serve.servable import Servable
 from tfpilot.serve.service import InferenceService
-from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.status import Code, RequestError, as_request_error
 from tfpilot.serve.transport import ConcurrencyLimit, limit_handler
 
 __all__ = ["build_rest_server", "metadata_json", "PREDICT_PATH", "STATUS_PATH"]
 
-_log = logging.getLogger("tfpilot.serve")
 
 # TF Serving's own patterns (http_rest_api_handler.cc), matched on the raw path.
 PREDICT_PATH = re.compile(
@@ -52,7 +52,7 @@ def _json_response(document: Any, status: int = 200) -> web.Response:
 
 
 def _error_response(error: RequestError) -> web.Response:
-    return _json_response({"error": error.message}, status=error.code.http_status)
+    return _json_response(error.rest_body(), status=error.http_status)
 
 
 def _version(text: str | None) -> int | None:
@@ -132,11 +132,8 @@ class _RestHandler:
                     body=self.metrics.render().encode("utf-8"), headers={"Content-Type": METRICS_CONTENT_TYPE}
                 )
             raise RequestError.not_found(f"Not found: {request.method} {path}")
-        except RequestError as error:
-            return _error_response(error)
         except Exception as error:  # a bug must answer 500 JSON, not drop the connection
-            _log.exception("unexpected error handling %s %s", request.method, path)
-            return _error_response(RequestError(Code.INTERNAL, f"Internal error: {type(error).__name__}: {error}"))
+            return _error_response(as_request_error(error, where=f"{request.method} {path}"))
 
     async def _api(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         match = PREDICT_PATH.fullmatch(path)
@@ -152,19 +149,16 @@ class _RestHandler:
                 return self._list_models()
             name = urllib.parse.unquote(name)
             label = urllib.parse.unquote(label) if label else None
-            timer = self.service.timer(api="metadata" if metadata else "status", protocol="rest", model=name)
-            try:
+            api = "metadata" if metadata else "status"
+            async with self.service.call(api=api, protocol="rest", model=name) as call:
                 version = _version(version_text)
                 if metadata:
                     servable = self.registry.resolve(name, version=version, label=label)
                     return _json_response(metadata_json(servable))
                 statuses = self.registry.status(name, version=version, label=label)
                 return _json_response({"model_version_status": [s.to_json() for s in statuses]})
-            except RequestError as error:
-                timer.status = error.code
-                raise
-            finally:
-                timer.finish()
+            assert call.error is not None
+            return _error_response(call.error)
         raise RequestError.invalid(f"Malformed request: {request.method} {path}")
 
     def _list_models(self) -> web.Response:
@@ -180,9 +174,11 @@ class _RestHandler:
         return _json_response({"models": models})
 
     def _too_large(self) -> RequestError:
+        # 413 is what an HTTP client expects for an oversized body (TF Serving has no limit).
         return RequestError(
             Code.RESOURCE_EXHAUSTED,
             f"Request body exceeds --max_request_bytes {self.max_request_bytes}; send fewer instances per request",
+            http_status=413,
         )
 
     async def _read_body(self, request: web.BaseRequest) -> bytes:
@@ -196,19 +192,24 @@ class _RestHandler:
     async def _inference(
         self, request: web.BaseRequest, name: str, version_text: str | None, label: str | None, method: str
     ) -> web.Response:
-        timer = self.service.timer(api=method, protocol="rest", model=name)
-        try:
-            try:
-                body = await self._read_body(request)
-            except RequestError as error:
-                timer.status = error.code
-                # 413 is what an HTTP client expects for an oversized body (TF Serving has none).
-                return _json_response({"error": error.message}, status=413)
+        async with self.service.call(api=method, protocol="rest", model=name) as call:
+            body = await self._read_body(request)
             version = _version(version_text)
             label = urllib.parse.unquote(label) if label else None
+            # One numeric tensor (the common body) skips the general JSON decoding; the body is
+            # valid JSON then, so errors come in the same order either way.
+            numeric = parse_numeric_body(body) if method == "predict" else None
+            if numeric is not None:
+                servable = self.service.resolve(name, version=version, label=label)
+                signature = servable.signature(numeric.signature_name)
+                fast_inputs = numeric_inputs(numeric, signature)
+                if fast_inputs is not None:
+                    outputs = await self.service.predict(servable, signature, fast_inputs, timeout=self.timeout)
+                    return _json_response(encode_predict_response(outputs, numeric.request_format))
             document = parse_json_body(body)
             signature_name = signature_name_of(document)
-            servable = self.service.resolve(name, version=version, label=label)
+            if numeric is None:
+                servable = self.service.resolve(name, version=version, label=label)
             if method == "predict":
                 signature = servable.signature(signature_name)
                 booleans = b"true" in body or b"false" in body
@@ -221,18 +222,8 @@ class _RestHandler:
                 return _json_response({"results": [[[label_, score] for label_, score in row] for row in classes]})
             _, values = await self.service.regress(servable, signature_name, examples, timeout=self.timeout)
             return _json_response({"results": values})
-        except RequestError as error:
-            timer.status = error.code
-            return _error_response(error)
-        except asyncio.CancelledError:
-            timer.status = Code.CANCELLED  # the client went away
-            raise
-        except Exception as error:
-            timer.status = Code.INTERNAL
-            _log.exception("unexpected error in %s for model %s", method, name)
-            return _error_response(RequestError(Code.INTERNAL, f"Internal error: {type(error).__name__}: {error}"))
-        finally:
-            timer.finish()
+        assert call.error is not None
+        return _error_response(call.error)
 
 
 def build_rest_server(

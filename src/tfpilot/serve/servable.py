@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tfpilot.errors import ServeError
-from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.status import RequestError, as_request_error
 
 __all__ = [
     "PREDICT_METHOD",
@@ -39,6 +39,9 @@ REGRESS_METHOD = "tensorflow/serving/regress"
 # Signatures TF2 adds for its own bookkeeping; they are listed in metadata (TF Serving lists
 # them too) but are not callable.
 _INTERNAL_SIGNATURES = {"__saved_model_init_op"}
+
+
+_OBJECT = np.dtype(object)
 
 
 def numpy_dtype(dtype_name: str) -> np.dtype:
@@ -105,6 +108,38 @@ class SignatureInfo:
 
     def describe_inputs(self) -> str:
         return ", ".join(f"`{key}` {spec.describe()}" for key, spec in sorted(self.inputs.items()))
+
+    def check_inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The one check of typed inputs before a predict call, whichever front end decoded them:
+        exact keys and dtypes; messages quote the signature. Strings become object arrays.
+
+        Shapes are not checked: TF Serving feeds the request tensors and lets the graph decide
+        (its quick start sends [1.0, 2.0, 5.0] to an input declared [-1, 1]); Servable.run turns
+        a shape the signature refuses into INVALID_ARGUMENT.
+        """
+        if inputs.keys() != self.inputs.keys():
+            missing = sorted(set(self.inputs) - set(inputs))
+            unknown = sorted(set(inputs) - set(self.inputs))
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if unknown:
+                parts.append(f"unknown {', '.join(unknown)}")
+            raise RequestError.invalid(
+                f"input mismatch ({'; '.join(parts)}); signature `{self.name}` expects {self.describe_inputs()}"
+            )
+        checked = {}
+        for name, array in inputs.items():
+            spec = self.inputs[name]
+            expected = spec.numpy_dtype
+            got = array.dtype
+            if got != expected and not (expected == _OBJECT and got.kind in "OSU"):
+                got_name = "string" if got.kind in "OSU" else got.name
+                raise RequestError.invalid(f"input `{name}` expects {spec.describe()}, got {got_name}")
+            if expected == _OBJECT and got.kind != "O":
+                array = array.astype(object)
+            checked[name] = array
+        return checked
 
 
 def read_signature_defs(version_dir: Path) -> dict[str, Any]:
@@ -195,8 +230,7 @@ class Servable:
                 f"the inputs do not match signature `{signature_name}`, which expects {signature.describe_inputs()}"
             ) from None
         except tf.errors.OpError as error:
-            code = next((c for c in Code if c.number == error.error_code), Code.UNKNOWN)
-            raise RequestError(code, _op_error_message(error)) from None
+            raise as_request_error(error) from None
         if not isinstance(result, dict):
             result = {"output_0": result}
         return {key: value.numpy() if hasattr(value, "numpy") else np.asarray(value) for key, value in result.items()}
@@ -279,18 +313,6 @@ def _input_aliases(version_dir: Path) -> dict[str, str]:
     if not isinstance(aliases, dict):
         return {}
     return {str(name): str(key) for name, key in aliases.items() if isinstance(key, str)}
-
-
-def _op_error_message(error: Any) -> str:
-    """The op's own message, as TF Serving returns it: without eager TF's "Graph execution
-    error" preamble and its Python traceback (which would leak the server's file paths) and
-    without the trailing node reference."""
-    message = str(error.message).split("\n\t [[")[0]
-    lines = message.splitlines()
-    preamble = ("Graph execution error", "Detected at node", "  File ", "Node: '")
-    last = max((i for i, line in enumerate(lines) if line.startswith(preamble)), default=-1)
-    lines = lines[last + 1 :]
-    return "\n".join(line for line in lines if line.strip()).strip() or message.strip()
 
 
 def _is_tf1_saved_model(path: Path) -> bool:

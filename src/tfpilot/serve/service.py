@@ -1,13 +1,16 @@
-"""What REST and gRPC share: resolve a servable, check the signature, batch, run, log.
+"""What REST and gRPC share: one request wrapper, resolve a servable, check the inputs, batch,
+run, log.
 
-The front ends only translate their wire format to arrays (and back); every rule about
-signatures, classification/regression outputs and request logging lives here once.
+The front ends only translate their wire format to arrays (and back) and render the
+RequestError a :class:`Call` leaves; every rule about signatures, input checks, status codes,
+metrics, classification/regression outputs and request logging lives here once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,15 +21,24 @@ from tfpilot.serve.protocol import encode_tensor
 from tfpilot.serve.registry import ModelRegistry
 from tfpilot.serve.request_log import RequestLog
 from tfpilot.serve.servable import CLASSIFY_METHOD, REGRESS_METHOD, Servable, SignatureInfo
-from tfpilot.serve.status import Code, RequestError
+from tfpilot.serve.status import Code, RequestError, as_request_error
 
-__all__ = ["InferenceService", "RequestTimer", "TaskResult"]
+__all__ = ["InferenceService", "Call", "TaskResult"]
 
 _UNKNOWN_MODEL = "_unknown"
 
 
-class RequestTimer:
-    """Times one request and records it in the metrics with its final status code."""
+class Call:
+    """The one wrapper around every REST and gRPC request: times it, turns whatever it raises
+    into a RequestError (:func:`as_request_error`) and records the metrics once, by status.
+
+    Used as ``async with service.call(...) as call:``; an Exception raised inside is swallowed
+    and left in ``call.error`` for the front end to render (a JSON ``{"error": ...}`` with the
+    code's HTTP status, or a gRPC status). Cancellation (the client went away) is recorded as
+    CANCELLED and propagates.
+    """
+
+    __slots__ = ("_service", "api", "protocol", "model", "status", "error", "_start")
 
     def __init__(self, service: InferenceService, *, api: str, protocol: str, model: str) -> None:
         self._service = service
@@ -36,9 +48,20 @@ class RequestTimer:
         # values would grow the metrics without limit.
         self.model = model if service.registry.has_model(model) else _UNKNOWN_MODEL
         self.status = Code.OK
+        self.error: RequestError | None = None
         self._start = time.perf_counter()
 
-    def finish(self) -> None:
+    async def __aenter__(self) -> Call:
+        return self
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
+        handled = False
+        if isinstance(error, Exception):
+            self.error = as_request_error(error, where=f"{self.protocol} {self.api} for model {self.model}")
+            self.status = self.error.code
+            handled = True
+        elif error is not None:  # CancelledError, GeneratorExit: the client went away
+            self.status = Code.CANCELLED
         self._service.metrics.observe_request(
             model=self.model,
             api=self.api,
@@ -46,6 +69,7 @@ class RequestTimer:
             status=self.status.name,
             seconds=time.perf_counter() - self._start,
         )
+        return handled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +97,9 @@ class InferenceService:
         self.metrics = metrics
         self.request_log = request_log
 
-    def timer(self, *, api: str, protocol: str, model: str) -> RequestTimer:
-        return RequestTimer(self, api=api, protocol=protocol, model=model)
+    def call(self, *, api: str, protocol: str, model: str) -> Call:
+        """The wrapper (timing, error mapping, metrics) for one request; see :class:`Call`."""
+        return Call(self, api=api, protocol=protocol, model=model)
 
     def resolve(self, model: str, *, version: int | None = None, label: str | None = None) -> Servable:
         return self.registry.resolve(model, version=version, label=label)
@@ -87,7 +112,19 @@ class InferenceService:
         *,
         timeout: float | None,
         examples: bool = False,
+        output_filter: Sequence[str] = (),
     ) -> dict[str, np.ndarray]:
+        """Run a signature on decoded inputs. Predict inputs (``examples`` False) go through the
+        one input check here, whichever front end decoded them; serialized tf.Examples are the
+        graph's to parse (a TF1 graph may declare them as another dtype)."""
+        if not examples:
+            inputs = signature.check_inputs(signature.canonical(inputs))
+        unknown = [key for key in output_filter if key not in signature.outputs]
+        if unknown:
+            raise RequestError.invalid(
+                f"output tensor alias not found in signature: {unknown[0]} Outputs expected to be in the set "
+                f"{{{','.join(sorted(signature.outputs))}}}."
+            )
         outputs = await self.batcher.run(servable, signature.name, inputs, timeout=timeout)
         if self.request_log is not None:
             self.request_log.record(

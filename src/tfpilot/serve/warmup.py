@@ -16,7 +16,7 @@ import numpy as np
 
 from tfpilot.errors import ServeError
 from tfpilot.serve.servable import PREDICT_METHOD, Servable
-from tfpilot.serve.tensors import check_inputs, serialized_examples, tensor_proto_to_array
+from tfpilot.serve.tensors import serialized_examples, tensor_proto_to_array
 
 __all__ = ["WARMUP_FILE", "MAX_WARMUP_RECORDS", "warmup_servable", "read_warmup_records"]
 
@@ -47,7 +47,7 @@ def _replay(servable: Servable, record: Any) -> None:
         request = record.predict_log.request
         signature = servable.signature(request.model_spec.signature_name)
         inputs = {name: tensor_proto_to_array(proto, name=name) for name, proto in request.inputs.items()}
-        servable.run(signature.name, check_inputs(signature, inputs))
+        servable.run(signature.name, signature.check_inputs(inputs))
     elif kind in ("classify_log", "regress_log"):
         request = getattr(record, kind).request
         signature = servable.signature(request.model_spec.signature_name)
