@@ -122,7 +122,7 @@ class Trainer:
         # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
         # so workers hold different numbers of examples; every worker repeats its shards and steps
         # the same number of full global batches, or one would wait in a collective forever.
-        self.file_sharded = bool(pipeline.streams and self.strategy.cluster_resolver is not None)
+        self.file_sharded = bool(getattr(pipeline, "streams", False) and self.strategy.cluster_resolver is not None)
         if self.file_sharded:
             batches = max(1, pipeline.num_examples("train") // pipeline.batch_size)
             self.dropped_examples = 0
