@@ -90,6 +90,29 @@ def wait_until_serving(process: subprocess.Popen) -> str:
     return "\n".join(lines)
 
 
+SERVE_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+
+
+def start_serve(args: Sequence[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`tfpilot serve ARGS...` as a child with piped text output (read it with wait_until_serving)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tfpilot.cli.main", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or SERVE_ENV,
+    )
+
+
+def rest_url(output: str, *, scheme: str = "http") -> str:
+    """The REST base URL a server printed before its `serving` line."""
+    import re
+
+    match = re.search(rf"REST  ({scheme}://127\.0\.0\.1:\d+)", output)
+    assert match, output
+    return match[1]
+
+
 def checkpoint_weights(directory: Path) -> dict[str, Any]:
     """The model weights in the latest checkpoint of `directory`, by checkpoint key."""
     import tensorflow as tf

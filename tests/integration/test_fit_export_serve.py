@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
-import subprocess
-import sys
 import urllib.request
 
 import numpy as np
 import pytest
 
-from conftest import run_tfpilot, wait_until_serving
+from conftest import rest_url, run_tfpilot, start_serve, wait_until_serving
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
@@ -79,27 +76,11 @@ def test_fit_run_evaluates_exports_and_serves_rest_predict(tmp_path):
     refused = run_tfpilot(["export", run, "--format", "tflite"], cwd=tmp_path)
     assert refused.returncode == 2 and "saved_model only" in refused.stderr
 
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfpilot.cli.main",
-            "serve",
-            f"--model_base_path={run / 'model'}",
-            "--model_name=fitted",
-            "--rest_api_port=auto",
-            "--port=0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+    process = start_serve(
+        [f"--model_base_path={run / 'model'}", "--model_name=fitted", "--rest_api_port=auto", "--port=0"], ENV
     )
     try:
-        output = wait_until_serving(process)
-        match = re.search(r"REST  (http://127\.0\.0\.1:\d+)", output)
-        assert match, output
-        base = match[1]
+        base = rest_url(wait_until_serving(process))
         with urllib.request.urlopen(f"{base}/v1/models/fitted/metadata", timeout=60) as response:
             metadata = json.loads(response.read().decode())
         signature = metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]

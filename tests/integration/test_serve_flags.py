@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import wait_until_serving
+from conftest import rest_url, start_serve, wait_until_serving
 from tfpilot.errors import ServeError
 from tfpilot.serve import ModelServer, ServedModel, ServerOptions, demo_models
 from tfpilot.serve.transport import (
@@ -189,10 +189,8 @@ def test_cli_ssl_config_file_with_client_verify_wants_a_client_certificate_on_gr
 
     config = tmp_path / "ssl.config"
     config.write_text(ssl_config_text(pki, client_verify=True))
-    process = subprocess.Popen(
+    process = start_serve(
         [
-            *TFPILOT,
-            "serve",
             "--port=0",
             "--rest_api_port=auto",
             "--model_name=half",
@@ -200,14 +198,11 @@ def test_cli_ssl_config_file_with_client_verify_wants_a_client_certificate_on_gr
             "--file_system_poll_wait_seconds=0",
             f"--ssl_config_file={config}",
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+        ENV,
     )
     try:
         output = wait_until_serving(process)
-        rest = re.search(r"REST  (https://127\.0\.0\.1:\d+)", output).group(1)
+        rest = rest_url(output, scheme="https")
         target = re.search(r"gRPC  (127\.0\.0\.1:\d+) \(TLS\)", output).group(1)
         with_client = grpc.ssl_channel_credentials(
             root_certificates=pki["ca"].encode(),
@@ -425,10 +420,8 @@ def test_cli_retries_a_failed_load_without_file_system_polling_then_reports_end(
     base = tmp_path / "half"
     shutil.copytree(half / "1", base / "1")
     demo_models.write_corrupt_version(base, 2)
-    process = subprocess.Popen(
+    process = start_serve(
         [
-            *TFPILOT,
-            "serve",
             "--port=-1",
             "--rest_api_port=auto",
             "--model_name=half",
@@ -437,15 +430,12 @@ def test_cli_retries_a_failed_load_without_file_system_polling_then_reports_end(
             "--max_num_load_retries=2",
             "--load_retry_interval_micros=1000",
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+        ENV,
     )
     try:
         output = wait_until_serving(process)
         assert "v2 LOADING" in output and "v1 AVAILABLE" in output
-        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", output).group(1)
+        rest = rest_url(output)
         deadline = time.monotonic() + 120
         while _status(rest)["2"]["state"] != "END":  # the retries run in the server's own thread
             assert time.monotonic() < deadline, _status(rest)
@@ -480,15 +470,16 @@ def test_cli_labels_of_unloaded_versions_need_the_flag_then_resolve_once_the_ver
     assert refused.returncode == 2
     assert "label canary to version 2 of model half, which is not currently available" in refused.stderr
     assert "--allow_version_labels_for_unavailable_models" in refused.stderr
-    process = subprocess.Popen(
-        [*command, "--file_system_poll_wait_seconds=0.2", "--allow_version_labels_for_unavailable_models=true"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+    process = start_serve(
+        [
+            *command[len(TFPILOT) + 1 :],
+            "--file_system_poll_wait_seconds=0.2",
+            "--allow_version_labels_for_unavailable_models=true",
+        ],
+        ENV,
     )
     try:
-        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", wait_until_serving(process)).group(1)
+        rest = rest_url(wait_until_serving(process))
         canary = f"{rest}/v1/models/half/labels/canary"
         with pytest.raises(urllib.error.HTTPError) as not_yet:
             urllib.request.urlopen(canary, timeout=30)
@@ -519,10 +510,8 @@ def test_cli_labels_of_unloaded_versions_need_the_flag_then_resolve_once_the_ver
     ],
 )
 def test_cli_parallelism_flags_size_tensorflows_inter_op_pool(half, flags, inter_op_threads):
-    process = subprocess.Popen(
+    process = start_serve(
         [
-            *TFPILOT,
-            "serve",
             "--port=0",
             "--rest_api_port=auto",
             f"--model_base_path={half}",
@@ -534,13 +523,10 @@ def test_cli_parallelism_flags_size_tensorflows_inter_op_pool(half, flags, inter
             "--grpc_channel_arguments=grpc.max_connection_age_ms=60000,grpc.lb_policy_name=grpclb",
             *flags,
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+        ENV,
     )
     try:
-        rest = re.search(r"REST  (http://127\.0\.0\.1:\d+)", wait_until_serving(process)).group(1)
+        rest = rest_url(wait_until_serving(process))
         assert rest_predict(rest, [2.0]) == [3.0]
         # TensorFlow names its inter-op pool's threads tf_Compute (2 on this 2-core machine by default).
         tasks = Path(f"/proc/{process.pid}/task")

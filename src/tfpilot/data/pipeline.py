@@ -121,7 +121,7 @@ class Pipeline:
         index = self.indices[split]
         if index.size == 0:
             raise DataError(f"the `{split}` split is empty; lower data.split fractions or add data")
-        if self.streams:
+        if self.source.streamed is not None:
             return self._streamed_records(self.source.streamed.files[split])
         records = {name: values[index] for name, values in self.source.records.items()}
         return tf.data.Dataset.from_tensor_slices((records, self.source.labels[index]))
@@ -130,6 +130,10 @@ class Pipeline:
     def streams(self) -> bool:
         """Whether the records are read from TFRecord shards every epoch (data.tfrecord.stream)."""
         return self.source.streamed is not None
+
+    def shards(self, split: str) -> list[str]:
+        """The TFRecord shards a streamed split is read from ([] when the records are in memory)."""
+        return [] if self.source.streamed is None else list(self.source.streamed.files[split])
 
     def _streamed_records(self, files: list[str]) -> tf.data.Dataset:
         from tfpilot.data.tfrecord_stream import read_records
@@ -148,7 +152,7 @@ class Pipeline:
     def _decoded(self, records: tf.data.Dataset) -> tf.data.Dataset:
         decode = self.source.decode
         dataset = records.map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel)
-        if self.streams and self.source.streamed.skip_undecodable:
+        if self.source.streamed is not None and self.source.streamed.skip_undecodable:
             # The scan before training named these records (DATA-SKIPPED-RECORDS); only they fail here.
             dataset = dataset.ignore_errors()
         return dataset.with_options(self._options())
@@ -158,10 +162,9 @@ class Pipeline:
             preprocess = self.preprocessor
             dataset = self.raw(split).map(lambda f, y: (preprocess(f), y), num_parallel_calls=self._parallel)
             cache = self.config.cache
-            if cache == "memory" and self.streams:
-                pass  # Holding a streamed split in memory is what data.tfrecord.stream avoids.
-            elif cache == "memory":
-                dataset = dataset.cache()
+            if cache == "memory":
+                # Holding a streamed split in memory is what data.tfrecord.stream avoids.
+                dataset = dataset if self.streams else dataset.cache()
             elif cache != "none":
                 dataset = dataset.cache(f"{cache}_{split}")
             self._cached[split] = dataset
@@ -219,7 +222,7 @@ class Pipeline:
     def _streamed_train(self, *, epoch: int, input_context: tf.distribute.InputContext | None) -> tf.data.Dataset:
         """The training shards in a new seeded order every epoch; with several input pipelines
         (multi-worker) each reads only its own shards: sharding by file, not by record."""
-        files = sorted(self.source.streamed.files["train"])
+        files = sorted(self.shards("train"))
         if input_context is not None and input_context.num_input_pipelines > 1:
             workers = input_context.num_input_pipelines
             if len(files) < workers:

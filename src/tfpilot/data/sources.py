@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -17,6 +17,9 @@ from tfpilot.data.image_check import undecodable_images
 from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.errors import DataError
 from tfpilot.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from tfpilot.data.tfrecord_stream import StreamedSplits
 
 __all__ = ["Source", "load_source", "image_folder_source", "csv_source", "arrays_source"]
 
@@ -54,7 +57,7 @@ class Source:
     label_values: np.ndarray | None = None
     # Streamed TFRecords (data/tfrecord_stream.py): the pipeline reads these shards instead of
     # `records`, which then hold only what the audit and the statistics need.
-    streamed: Any = None
+    streamed: StreamedSplits | None = None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])

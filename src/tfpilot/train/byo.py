@@ -291,6 +291,8 @@ class DatasetSource:
 
     num_classes = 0
     preprocessor = None
+    # The user's batches are used as given: no TFRecord shards for the trainer to shard by file.
+    streams = False
 
     def __init__(
         self,

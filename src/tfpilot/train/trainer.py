@@ -122,7 +122,7 @@ class Trainer:
         # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
         # so workers hold different numbers of examples; every worker repeats its shards and steps
         # the same number of full global batches, or one would wait in a collective forever.
-        self.file_sharded = bool(getattr(pipeline, "streams", False) and self.strategy.cluster_resolver is not None)
+        self.file_sharded = bool(pipeline.streams and self.strategy.cluster_resolver is not None)
         if self.file_sharded:
             batches = max(1, pipeline.num_examples("train") // pipeline.batch_size)
             self.dropped_examples = 0
@@ -133,12 +133,12 @@ class Trainer:
                     title="Each worker reads its own shards",
                     message=(
                         f"streamed shards are sharded by file: every worker reads only its share of the "
-                        f"{len(pipeline.source.streamed.files['train'])} training shards and an epoch is {batches} "
+                        f"{len(pipeline.shards('train'))} training shards and an epoch is {batches} "
                         f"full global batches of {pipeline.batch_size}; a worker whose shards hold fewer examples "
                         "starts over on them within the epoch"
                     ),
                     location=str(self.run.root),
-                    evidence={"shards": len(pipeline.source.streamed.files["train"]), "steps_per_epoch": batches},
+                    evidence={"shards": len(pipeline.shards("train")), "steps_per_epoch": batches},
                     fix="write shards of equal size (`tfpilot data convert` does) so every worker sees each example once",
                 )
             )
