@@ -65,6 +65,19 @@ def test_inspect_reports_bad_cells_as_one_line_and_json_for_good_data(tmp_path: 
     assert [f["evidence"]["lines"] for f in report["findings"] if f["code"] == "DATA-ROWS-SKIPPED"] == [[8]]
 
 
+def test_train_prints_the_data_findings_of_the_run(tmp_path: Path) -> None:
+    # `tfpilot train` printed "Findings: none" while findings.json held a skipped row.
+    rows = [f"{i}.0,{i % 3},{'a' if i % 2 else 'b'}" for i in range(20)]
+    rows[6] = "3.4cm,1,a"  # line 8: left out
+    rows[9] = "9.0,NA,a"  # line 11: filled
+    (tmp_path / "t.csv").write_text("size,count,label\n" + "\n".join(rows) + "\n")
+    config = write_config(tmp_path, "t.csv", label="label", extra="  on_bad_records: skip\n")
+    result = run_tfpilot(["train", config], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "DATA-ROWS-SKIPPED" in result.stdout and "DATA-IMPUTED" in result.stdout
+    assert "Findings: none" not in result.stdout
+
+
 def test_folder_as_csv_path_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     config = write_config(tmp_path, "data", label="label")

@@ -57,6 +57,7 @@ def register(app: typer.Typer) -> None:
         resolved = _load(config)  # before the imports below, which load TensorFlow
         from tfpilot.cli.progress import ProgressHook
         from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.findings import read_findings
         from tfpilot.workflow import train_run
 
         trainer, result = train_run(resolved, resume=resume, hooks=[ProgressHook()])
@@ -73,7 +74,8 @@ def register(app: typer.Typer) -> None:
             ],
             title="Metrics",
         )
-        render_findings(result.findings)
+        # The run's findings file holds the data audit's findings too (skipped rows, imputed cells).
+        render_findings(read_findings(RunDir.at(resolved.run_path).findings_path))
         console.print(f"run directory: {resolved.run_path}")
 
     @app.command("evaluate")

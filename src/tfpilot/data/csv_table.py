@@ -248,6 +248,27 @@ def read_csv_table(config: DataConfig) -> CsvTable:
                 "and data.csv.impute is `error`; fill them, or set data.csv.impute to mean, median or constant",
                 exit_code=2,
             )
+    holes = {c: n for c, n in missing.items() if n and c in numeric}
+    if holes:
+        # Filling a hole is changing the data: say where, and with what, even when it is the default.
+        where = {c: _row_list([kept[i] + 2 for i in np.flatnonzero(np.isnan(numeric_values[c]))]) for c in holes}
+        fill = (
+            f"the constant {options.impute_value:g}"
+            if options.impute == Impute.CONSTANT
+            else f"the training split's {options.impute.value}"
+        )
+        findings.append(
+            Finding(
+                code="DATA-IMPUTED",
+                severity=Severity.INFO,
+                title=f"{sum(holes.values())} missing numeric value(s) filled",
+                message=f"`{path}`: missing cells filled with {fill} (data.csv.impute: {options.impute.value}): "
+                + "; ".join(f"`{c}` on line(s) {lines}" for c, lines in where.items()),
+                location=str(path),
+                evidence={"missing": holes, "impute": options.impute.value},
+                fix="fill those cells in the file, or set data.csv.impute: error to refuse missing values",
+            )
+        )
     return CsvTable(
         header=header,
         numeric=numeric_values,

@@ -62,6 +62,10 @@ def test_na_is_a_missing_value_not_a_reason_to_drop_the_column(tmp_path: Path) -
     # mean imputation: a missing value is the training mean, i.e. 0 after scaling.
     out = pipeline.preprocessor({"size": tf.constant([np.nan]), "weight": tf.constant([np.nan])}).numpy()
     np.testing.assert_allclose(out, [[0.0, 0.0]], atol=1e-6)
+    # Filling a cell changes the data: the user is told which cells and with what.
+    (filled,) = [f for f in pipeline.source.findings if f.code == "DATA-IMPUTED"]
+    assert filled.evidence == {"missing": {"size": 1, "weight": 1}, "impute": "mean"}
+    assert "`size` on line(s) 2" in filled.message and "`weight` on line(s) 3" in filled.message
 
 
 def test_impute_median_and_constant_fill_before_scaling(tmp_path: Path) -> None:
