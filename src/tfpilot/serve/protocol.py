@@ -311,11 +311,13 @@ def _decode_rows(instances: Any, signature: SignatureInfo, booleans: bool) -> di
         for index, item in enumerate(instances):
             if not isinstance(item, dict) or _is_b64(item):
                 raise RequestError.invalid(f"Expecting object but got list at item {index} of input list")
-            item = signature.canonical(item)
+            sent, item = item, signature.canonical(item)
             if set(item) != set(names):
+                # Quote the object as sent and the keys as the client knows them (CSV header spelling).
+                expected = sorted(signature.written_name(name) for name in names)
                 raise RequestError.invalid(
-                    f"Failed to process element: {index} of 'instances' list. JSON object: {_quote(item)} keys "
-                    f"must be equal to: {','.join(names)}"
+                    f"Failed to process element: {index} of 'instances' list. JSON object: {_quote(sent)} keys "
+                    f"must be equal to: {','.join(expected)}"
                 )
             for name in names:
                 columns[name].append(item[name])

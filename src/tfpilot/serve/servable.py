@@ -106,6 +106,13 @@ class SignatureInfo:
             renamed[target] = value
         return renamed
 
+    def written_name(self, key: str) -> str:
+        """The name a client knows an input by: the CSV header's spelling when it was aliased."""
+        for written, target in self.aliases.items():
+            if target == key:
+                return written
+        return key
+
     def describe_inputs(self) -> str:
         return ", ".join(f"`{key}` {spec.describe()}" for key, spec in sorted(self.inputs.items()))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 
@@ -233,6 +234,18 @@ def test_header_names_are_aliases_of_signature_keys_in_both_formats():
     np.testing.assert_array_equal(columns["sepal_length_cm"], rows["sepal_length_cm"])
     with pytest.raises(RequestError, match="given twice"):
         decode({"inputs": {"sepal length (cm)": [5.1], "sepal_length_cm": [5.1]}}, ALIASED)
+
+
+def test_key_mismatch_names_the_inputs_as_the_client_wrote_them():
+    two = dataclasses.replace(
+        ALIASED,
+        inputs={**ALIASED.inputs, "petal_width": TensorSpecInfo(key="petal_width", dtype="float32", shape=(-1,))},
+    )
+    with pytest.raises(RequestError) as caught:
+        decode({"instances": [{"sepal length (cm)": 5.1}]}, two)
+    message = str(caught.value)
+    assert "keys must be equal to: petal_width,sepal length (cm)" in message
+    assert "sepal length (cm)" in message.split("JSON object:")[1] and "sepal_length_cm" not in message
 
 
 def test_example_features_accept_signature_keys_for_header_names():
