@@ -18,7 +18,7 @@ def test_plain_epoch_lines_arrive_while_training_runs(tmp_path: Path) -> None:
         "name: progress\n"
         "data: {kind: csv, path: data.csv}\n"
         "model: {name: mlp, hidden_units: [8]}\n"
-        "train: {epochs: 500, batch_size: 16, early_stopping: null, histogram_every_epochs: 0}\n"
+        "train: {epochs: 500, batch_size: 16, early_stopping: null, histogram_every_epochs: 0, summary_every_steps: 10}\n"
         "export: {enabled: false}\n"
     )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

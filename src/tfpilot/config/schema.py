@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -450,7 +450,7 @@ class TrainConfig(_Section):
     max_checkpoints: Annotated[int, Field(gt=0, description="Checkpoints kept by the CheckpointManager.")] = 3
     summary_every_steps: Annotated[
         int, Field(gt=0, description="Write step scalars (loss, learning rate, gradient norm) every N steps.")
-    ] = 10
+    ] = 100
     histogram_every_epochs: Annotated[
         int, Field(ge=0, description="Write weight and gradient histograms every N epochs (0 = never).")
     ] = 1
@@ -460,9 +460,15 @@ class TrainConfig(_Section):
     strategy: Strategy = Field(
         Strategy.AUTO, description="Distribution strategy: auto, default, mirrored, multi_worker, parameter_server."
     )
-    steps_per_execution: Annotated[int, Field(gt=0, description="Training steps run inside one tf.function call.")] = 1
+    steps_per_execution: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
+        "auto",
+        description="Training steps run inside one tf.function call; auto: the fewest that make the per-call cost "
+        "at most 2% of the steps' time, measured on real batches (one device; 1 under other strategies).",
+    )
     jit_compile: JitCompile = Field(
-        JitCompile.FALSE, description="XLA: auto (time both, keep the faster), true or false."
+        JitCompile.AUTO,
+        description="XLA over the whole step: auto (time whole steps with and without, keep the faster; one "
+        "device only), true or false.",
     )
     mixed_precision: bool = Field(False, description="Use the mixed_float16 policy (with loss scaling).")
     nan_policy: NanPolicy = Field(

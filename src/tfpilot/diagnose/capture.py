@@ -173,6 +173,10 @@ class ProfileHook(TrainHook):
         self.window.begin_step(step)
         self._finish_if_done()
 
+    def next_boundary(self, *, step: int) -> int | None:
+        later = [b for b in (self.window.start_step, self.window.stop_step) if b > step]
+        return min(later, default=None)
+
     def after_execution(self, *, step: int, steps_run: int) -> None:
         # `step` is the global step after the call, so the call covered step-steps_run..step-1.
         self.window.end_step(last_step=step - 1)

@@ -1,10 +1,10 @@
 """Training: compiled steps, the outer loop, strategies, checkpoints, summaries, hooks."""
 
+from tfpilot.train.autotune import StepChoice, choose_step_settings
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
-from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.launch import launch_parameter_server, launch_workers
 from tfpilot.train.optim import build_optimizer, build_schedule
 from tfpilot.train.preemption import Preempted, PreemptionWatcher
@@ -29,7 +29,8 @@ __all__ = [
     "is_chief",
     "NanGuard",
     "replay_with_check_numerics",
-    "choose_jit_compile",
+    "StepChoice",
+    "choose_step_settings",
     "launch_workers",
     "launch_parameter_server",
     "Preempted",

@@ -21,6 +21,11 @@ class TrainHook:
 
     def after_execution(self, *, step: int, steps_run: int) -> None: ...
 
+    def next_boundary(self, *, step: int) -> int | None:
+        """The next global step (> `step`) at which a compiled call must end for this hook (a
+        profiling window's start or stop), or None. Calls run several steps; this keeps windows exact."""
+        return None
+
     def on_step_logs(self, *, step: int, logs: dict[str, float]) -> None:
         """Called every `summary_every_steps` with running loss, metrics, learning rate, grad norm, steps/s."""
 
@@ -43,3 +48,7 @@ class HookList(TrainHook):
 
             return dispatch
         return object.__getattribute__(self, name)
+
+    def next_boundary(self, *, step: int) -> int | None:
+        boundaries = [b for hook in self.hooks if (b := hook.next_boundary(step=step)) is not None and b > step]
+        return min(boundaries, default=None)

@@ -27,12 +27,12 @@ from tfpilot.findings import Finding, Severity
 from tfpilot.models import build_model
 from tfpilot.models.logits import SOFTMAX_REMOVED_ATTRIBUTE, strip_final_softmax
 from tfpilot.rundir import RunDir
+from tfpilot.train.autotune import choose_step_settings, tuned_finding
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.heads import Head, head_for
-from tfpilot.train.jit import choose_jit_compile
 from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
@@ -143,7 +143,6 @@ class Trainer:
                 )
             )
         self.steps_per_epoch = train.steps_per_epoch or batches
-        self.steps_per_execution = train.steps_per_execution
         # The task's head, with train.loss / train.metrics (checked against the task it trains here).
         self.own_head = head is not None
         weights = None
@@ -174,16 +173,19 @@ class Trainer:
                 l2=train.l2,
                 label_smoothing=train.label_smoothing,
                 num_classes=pipeline.num_classes,
-                steps_per_execution=train.steps_per_execution,
                 jit_compile=train.jit_compile == JitCompile.TRUE,
                 head=self.head,
                 class_weights=weights,
             )
             self.state = TrainingState()
-        self.jit_timings: dict[str, float] = {}
-        if train.jit_compile == JitCompile.AUTO and not self.steps.distributed:
-            features, labels = next(iter(pipeline.train(epoch=0)))
-            self.steps.jit_compile, self.jit_timings = choose_jit_compile(self.steps, features, labels)
+        # `auto` steps_per_execution / jit_compile: chosen by timing whole steps (autotune.py).
+        self.step_choice = choose_step_settings(
+            self.steps, pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
+        )
+        self.steps_per_execution = self.step_choice.steps_per_execution
+        self.jit_timings = self.step_choice.timings
+        if self.step_choice.tuned:
+            self.findings.append(tuned_finding(self.step_choice, location=str(self.run.root)))
         self.checkpoints = CheckpointStore(
             self.run.checkpoints,
             model=self.model,
@@ -436,7 +438,14 @@ class Trainer:
             rolled_back = False
             while step_in_epoch < self.steps_per_epoch:
                 self.hooks.before_execution(step=global_step)
-                limit = tf.constant(min(self.steps_per_execution, self.steps_per_epoch - step_in_epoch), tf.int64)
+                limit = tf.constant(
+                    min(
+                        self.steps_per_execution,
+                        self.steps_per_epoch - step_in_epoch,
+                        self._steps_to_boundary(global_step, last_log_step),
+                    ),
+                    tf.int64,
+                )
                 # The only host sync per compiled call: [steps run, last step non-finite, global step].
                 ran, bad, global_step = (int(v) for v in self.steps.train_function(iterator, limit).numpy())
                 if ran == 0:
@@ -488,6 +497,19 @@ class Trainer:
         self.summaries.close()
         self.hooks.on_train_end(logs={"epochs_run": result.epochs_run, "stopped_early": stopped_early})
         return result
+
+    def _steps_to_boundary(self, global_step: int, last_log_step: int) -> int:
+        """Steps until the next step log, step checkpoint or hook boundary: a call running several
+        steps ends exactly there, so logs and checkpoints fall on the same steps whatever
+        steps_per_execution is."""
+        train = self.config.train
+        boundaries = [last_log_step + train.summary_every_steps]
+        if train.checkpoint_every_steps:
+            boundaries.append((global_step // train.checkpoint_every_steps + 1) * train.checkpoint_every_steps)
+        hook_boundary = self.hooks.next_boundary(step=global_step)
+        if hook_boundary is not None:
+            boundaries.append(hook_boundary)
+        return max(1, min(boundaries) - global_step)
 
     def _end_epoch(self, *, epoch: int, global_step: int) -> bool:
         """Validation, summaries, early stopping and the epoch checkpoint. Returns should_stop."""

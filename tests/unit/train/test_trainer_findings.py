@@ -48,11 +48,3 @@ def test_steps_per_execution_matches_one_step_per_call(tmp_path: Path) -> None:
     assert results[1][1] == results[5][1] == 2 * trainer.steps_per_epoch
     for one, five in zip(results[1][0], results[5][0], strict=False):
         np.testing.assert_allclose(one, five, atol=1e-6)
-
-
-def test_jit_auto_times_both_and_keeps_the_faster(tmp_path: Path) -> None:
-    trainer = build(tiny_config(tmp_path, jit_compile="auto"), *blobs(60))
-    timings = trainer.jit_timings
-    assert set(timings) == {"xla", "no_xla"} and all(t > 0 for t in timings.values())
-    assert trainer.steps.jit_compile == (timings["xla"] < timings["no_xla"])
-    assert trainer.fit().epochs_run == 2

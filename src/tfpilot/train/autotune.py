@@ -1,0 +1,167 @@
+"""`steps_per_execution: auto` and `jit_compile: auto`: choose both by timing whole training steps.
+
+What is timed is the compiled call the trainer makes (forward, backward, NaN guard, clipping,
+optimizer update, metrics, bookkeeping), on real training batches, so the choice reflects
+everything a step costs rather than the forward and backward pass alone (XLA on the gradients
+only made an MLP faster and a small CNN 2x slower; fit compiles the whole step).
+
+* XLA: the per-step time of the whole step with and without XLA, each inside a multi-step call;
+  the faster wins, and a model XLA cannot compile gets no XLA.
+* steps_per_execution: a call has a fixed cost (Python, launching the function, one host sync)
+  on top of its steps. It is measured as the time of a one-step call minus the per-step time
+  inside a long call, and steps_per_execution is the smallest power of two that makes it at most
+  `overhead_budget` (2%) of the steps it runs, capped at `max_steps_per_execution`.
+
+Timing runs real optimizer updates, so every variable the step touches (model, optimizer, metrics,
+counters) is copied first and restored afterwards: choosing changes the speed of training, never
+its result. Runs shorter than `min_steps` are not tuned (the timing would cost more than it saves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+import tensorflow as tf
+
+from tfpilot.config.schema import JitCompile, TrainConfig
+from tfpilot.findings import Finding, Severity
+
+__all__ = ["MIN_TUNED_STEPS", "StepChoice", "choose_step_settings", "tune_steps", "tuned_finding"]
+
+# Below this many planned steps the one-off cost of tracing twice and timing is not won back.
+MIN_TUNED_STEPS = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class StepChoice:
+    jit_compile: bool
+    steps_per_execution: int
+    # Seconds per step with ("xla") and without ("no_xla") XLA, and per call ("call_overhead").
+    timings: dict[str, float]
+    tuned: bool
+
+    def describe(self) -> str:
+        parts = [f"steps_per_execution {self.steps_per_execution}", f"XLA {'on' if self.jit_compile else 'off'}"]
+        measured = [
+            f"{name.replace('_', ' ')} {seconds * 1e3:.2f} ms"
+            for name, seconds in self.timings.items()
+            if math.isfinite(seconds)
+        ]
+        return ", ".join(parts) + (f" (measured per step: {', '.join(measured)})" if measured else "")
+
+
+def _state_variables(step_functions) -> list[tf.Variable]:
+    variables: dict[int, tf.Variable] = {}
+    metrics = [step_functions.train_loss, *step_functions.train_metrics]
+    for variable in (
+        *step_functions.model.variables,
+        *step_functions.optimizer.variables,
+        *(v for metric in metrics for v in metric.variables),
+        step_functions.global_step,
+        step_functions.grad_norm,
+        step_functions.nonfinite_steps,
+        step_functions.first_nonfinite_step,
+    ):
+        variables[id(variable)] = variable
+    return list(variables.values())
+
+
+def _time_call(function, iterator, steps: int) -> float:
+    limit = tf.constant(steps, tf.int64)
+    start = time.perf_counter()
+    function(iterator, limit).numpy()
+    return time.perf_counter() - start
+
+
+_XLA_FAILURES = (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError, tf.errors.InternalError)
+
+
+def tune_steps(
+    step_functions,
+    batches: tf.data.Dataset,
+    *,
+    jit: bool | None,
+    steps_per_execution: int | None,
+    max_steps_per_execution: int = 64,
+    overhead_budget: float = 0.02,
+    rounds: int = 3,
+) -> StepChoice:
+    """Choose what is `None` among `jit` and `steps_per_execution`; set both on `step_functions`.
+
+    `batches`: a few real training batches, repeated (the caller caches them). The candidates
+    are timed in interleaved rounds and each keeps its fastest call, so a burst of other load
+    on the machine slows every candidate rather than deciding for one.
+    """
+    candidates = [False, True] if jit is None else [jit]
+    saved = [(variable, tf.identity(variable)) for variable in _state_variables(step_functions)]
+    compiled: dict[bool, tuple[Any, Any]] = {}
+    single = dict.fromkeys(candidates, math.inf)
+    per_step = dict.fromkeys(candidates, math.inf)
+    try:
+        for candidate in candidates:
+            step_functions.jit_compile = candidate
+            function, iterator = step_functions.train_function, iter(batches)
+            try:
+                _time_call(function, iterator, 1)  # trace and compile outside the timing
+            except _XLA_FAILURES:
+                continue  # XLA could not compile this model (an op without an XLA kernel, dynamic shapes)
+            compiled[candidate] = (function, iterator)
+            single[candidate] = min(_time_call(function, iterator, 1) for _ in range(3))
+        # Long calls of ~50 ms: the per-call cost is small against them, and tuning stays short.
+        fastest = min(single.values()) if compiled else 1.0
+        steps = max(1, min(max_steps_per_execution, 2 ** int(math.log2(max(1.0, 0.05 / fastest)))))
+        for _ in range(rounds):
+            for candidate, (function, iterator) in compiled.items():
+                single[candidate] = min(single[candidate], _time_call(function, iterator, 1))
+                per_step[candidate] = min(per_step[candidate], _time_call(function, iterator, steps) / steps)
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+    timings = {("xla" if candidate else "no_xla"): per_step[candidate] for candidate in candidates}
+    chosen = min(candidates, key=lambda candidate: per_step[candidate])
+    step_functions.jit_compile = chosen
+    if steps_per_execution is None:
+        overhead = max(single[chosen] - per_step[chosen], 0.0) if math.isfinite(per_step[chosen]) else 0.0
+        timings["call_overhead"] = overhead
+        needed = overhead / (overhead_budget * per_step[chosen]) if overhead else 1.0
+        steps_per_execution = min(max_steps_per_execution, 2 ** max(0, math.ceil(math.log2(max(needed, 1.0)))))
+    step_functions.steps_per_execution = steps_per_execution
+    return StepChoice(jit_compile=chosen, steps_per_execution=steps_per_execution, timings=timings, tuned=True)
+
+
+def choose_step_settings(step_functions, pipeline, train: TrainConfig, *, planned_steps: int) -> StepChoice:
+    """The trainer's entry point: what `train.jit_compile` / `train.steps_per_execution` leave to
+    `auto` is tuned on the default strategy for runs of at least MIN_TUNED_STEPS steps.
+
+    Elsewhere `auto` means no XLA and one step per call: under MirroredStrategy and multi-worker
+    the whole step cannot be one XLA cluster (all-reduce and merge_call sit between its halves), and
+    short runs would spend longer tuning than training."""
+    jit = None if train.jit_compile == JitCompile.AUTO else train.jit_compile == JitCompile.TRUE
+    steps = None if train.steps_per_execution == "auto" else int(train.steps_per_execution)
+    if (jit is None or steps is None) and not step_functions.distributed and planned_steps >= MIN_TUNED_STEPS:
+        # A few real batches, cached so the timing measures the step and not the input pipeline.
+        batches = pipeline.train(epoch=0).take(8).cache().repeat()
+        return tune_steps(step_functions, batches, jit=jit, steps_per_execution=steps)
+    step_functions.jit_compile = bool(jit)
+    step_functions.steps_per_execution = steps or 1
+    return StepChoice(jit_compile=bool(jit), steps_per_execution=steps or 1, timings={}, tuned=False)
+
+
+def tuned_finding(choice: StepChoice, *, location: str) -> Finding:
+    return Finding(
+        code="TRAIN-STEPS-TUNED",
+        severity=Severity.INFO,
+        title="Step settings chosen by measurement",
+        message=f"timed whole training steps on real batches and chose {choice.describe()}",
+        location=location,
+        # Milliseconds; a candidate XLA could not compile is left out (JSON has no inf).
+        evidence={
+            "steps_per_execution": choice.steps_per_execution,
+            "jit_compile": choice.jit_compile,
+            **{f"{name}_ms": round(s * 1e3, 4) for name, s in choice.timings.items() if math.isfinite(s)},
+        },
+        fix="set train.steps_per_execution and train.jit_compile to fixed values to skip the timing",
+    )
