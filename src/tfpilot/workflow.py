@@ -89,14 +89,12 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
     else:
         pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
         from tfpilot.data.task import apply_task, check_task
-        from tfpilot.train.strategy import uses_parameter_server
 
         # Before anything is written or trained: a regression target must not become 214 classes.
         task = check_task(
             config.model.task,
             label_values=pipeline.source.label_values,
             num_classes=pipeline.num_classes,
-            parameter_server=uses_parameter_server(config.train.strategy),
             # Several labels per cell (`cat|dog`) are a CSV notion: data.csv says how they are written.
             separator=config.data.csv.label_separator if config.data.kind.value == "csv" else None,
             label_columns=config.data.csv.label_columns if config.data.kind.value == "csv" else None,

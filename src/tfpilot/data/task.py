@@ -117,7 +117,6 @@ def check_task(
     *,
     label_values: np.ndarray | None,
     num_classes: int,
-    parameter_server: bool = False,
     separator: str | None = None,
     label_columns: list[str] | None = None,
 ) -> Finding:
@@ -135,11 +134,6 @@ def check_task(
         )
     guess = infer_task(label_values, separator=separator) if label_values is not None else None
     if label_columns or requested == MULTILABEL or (requested == "auto" and guess and guess.task == MULTILABEL):
-        if parameter_server:
-            raise ConfigError(
-                "a multilabel task trains one sigmoid per label, which train.strategy parameter_server does not "
-                "have yet; use train.strategy multi_worker (or default)"
-            )
         if label_columns:
             return _multilabel_finding(requested, f"data.csv.label_columns {label_columns}", len(label_columns))
         if label_values is None or separator is None:
@@ -164,16 +158,8 @@ def check_task(
             f"`model.task` is binary but the labels have {num_classes} classes; expected exactly 2 "
             "(set `model.task: multiclass` or `auto`)"
         )
-    if requested == "binary" and parameter_server:
-        raise ConfigError(
-            "`model.task` binary trains with a sigmoid head, which train.strategy parameter_server does not have yet; "
-            "set `model.task: multiclass` (two softmax logits) or use train.strategy multi_worker"
-        )
     chosen = requested if requested != "auto" else ("binary" if num_classes == 2 else "multiclass")
     how = "from `model.task`" if requested != "auto" else (f"inferred: {guess.reason}" if guess else "class folders")
-    if chosen == "binary" and requested == "auto" and parameter_server:
-        # The coordinator's step is softmax-only: two classes keep two logits there.
-        chosen, how = "multiclass", f"{how}; two softmax logits under train.strategy parameter_server"
     return Finding(
         code="DATA-TASK",
         severity=Severity.INFO,

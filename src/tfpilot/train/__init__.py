@@ -8,14 +8,20 @@ from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.launch import launch_parameter_server, launch_workers
 from tfpilot.train.optim import build_optimizer, build_schedule
 from tfpilot.train.preemption import Preempted, PreemptionWatcher
-from tfpilot.train.ps import ParameterServerTrainer
+from tfpilot.train.ps import CoordinatorRunner
+from tfpilot.train.runner import CompiledRunner, Execution, Runner
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.strategy import is_chief, make_strategy
+from tfpilot.train.topology import Topology
 from tfpilot.train.trainer import Trainer, TrainResult, load_history, seed_everything
 
 __all__ = [
     "Trainer",
-    "ParameterServerTrainer",
+    "Runner",
+    "CompiledRunner",
+    "CoordinatorRunner",
+    "Execution",
+    "Topology",
     "TrainResult",
     "TrainHook",
     "HookList",

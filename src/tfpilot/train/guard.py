@@ -38,7 +38,7 @@ _LIBRARY_PARTS = ("site-packages", "dist-packages", f"{Path(sys.prefix).name}/li
 @dataclasses.dataclass
 class NanEvent:
     epoch: int
-    batch_index: int  # position of the batch within its epoch (0-based)
+    batch_index: int  # position of the batch within its epoch (0-based); -1 when not known (parameter servers)
     global_step: int
     action: str  # stopped | skipped | rolled_back
 
@@ -109,6 +109,11 @@ def replay_with_check_numerics(step_functions, features, labels) -> dict[str, An
     return {"reproduced": False, "replay_loss": float(loss)}
 
 
+def _batch(index: int) -> str:
+    # -1: a step scheduled asynchronously on a parameter-server worker, whose batch is not known.
+    return f"batch {index}" if index >= 0 else "batch unknown"
+
+
 class NanGuard:
     """Apply `train.nan_policy` to each non-finite step and keep the findings."""
 
@@ -126,6 +131,8 @@ class NanGuard:
 
     def _cause(self) -> str:
         ev = self.evidence or {}
+        if self.events and all(e.batch_index < 0 for e in self.events):
+            return "not replayed (an asynchronous parameter-server step: its batch is not known)"
         if not ev.get("reproduced"):
             return "the replay with check_numerics did not reproduce it"
         parts = [f"op `{ev.get('op', '?')}`"]
@@ -160,7 +167,7 @@ class NanGuard:
                     severity=Severity.ERROR,
                     title="Non-finite loss or gradient",
                     message=(
-                        f"step {global_step} (epoch {epoch}, batch {batch_index}) produced a NaN/Inf loss or gradient, "
+                        f"step {global_step} (epoch {epoch}, {_batch(batch_index)}) produced a NaN/Inf loss or gradient, "
                         f"{self._cause()}; the update was not applied and training stopped ({reason})"
                     ),
                     location=(self.evidence or {}).get("source", self.location),

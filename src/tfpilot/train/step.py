@@ -208,13 +208,10 @@ class StepFunctions:
         """The whole step in one replica function (default strategy: no merge_call, cond is fine)."""
         if self.jit_compile:
             return self._selected_step(features, labels)
-        loss, logits, per_example, gradients = self._forward(features, labels)
-        norm = self._unscaled_norm(gradients)
-        finite = self._finite(loss, norm)
+        gradients, norm, finite, logits, per_example = self.local_forward(features, labels)
 
         def apply():
-            self.optimizer.apply(self._clip(gradients, norm), self.model.trainable_variables)
-            self._update_metrics(labels, logits, per_example)
+            self.apply_update(gradients, labels, logits, per_example)
             return tf.constant(True)
 
         tf.cond(finite, apply, lambda: tf.constant(False))
@@ -267,7 +264,16 @@ class StepFunctions:
         to_apply = global_gradients if self.reduced_gradients else gradients
         return self._clip(to_apply, norm), norm, finite, logits, per_example
 
-    def _replica_apply(self, gradients, labels, logits, per_example):
+    def local_forward(self, features, labels):
+        """One replica's batch taken as the whole step, without an all-reduce (the asynchronous
+        parameter-server step, see ps.py): loss, gradients, their norm, finiteness, clipping."""
+        loss, logits, per_example, gradients = self.loss_and_gradients(features, labels)
+        norm = self._unscaled_norm(gradients)
+        finite = self._finite(loss, norm)
+        return self._clip(gradients, norm), norm, finite, logits, per_example
+
+    def apply_update(self, gradients, labels, logits, per_example):
+        """Apply already reduced (and clipped) gradients and update the training metrics (replica context)."""
         self.optimizer.apply(gradients, self.model.trainable_variables)
         self._update_metrics(labels, logits, per_example)
 
@@ -282,7 +288,7 @@ class StepFunctions:
         norm, finite = self._local(norm), self._local(finite)
 
         def apply():
-            self.strategy.run(self._replica_apply, args=(gradients, labels, logits, per_example))
+            self.strategy.run(self.apply_update, args=(gradients, labels, logits, per_example))
             return tf.constant(True)
 
         tf.cond(finite, apply, lambda: tf.constant(False))
@@ -290,7 +296,7 @@ class StepFunctions:
 
     def _recorded_single_step(self, features, labels):
         norm, finite = self._single_step(features, labels)
-        self._record(norm, finite)
+        self.record(norm, finite)
         return finite
 
     @property
@@ -306,7 +312,7 @@ class StepFunctions:
             self._whole_steps[self.jit_compile] = function
         return function
 
-    def _record(self, norm, finite):
+    def record(self, norm, finite):
         """Bookkeeping after a step (cross-replica context): step counter, norm, first bad step."""
         self.grad_norm.assign(norm)
         step = self.global_step.assign_add(1)
@@ -332,7 +338,7 @@ class StepFunctions:
                 def step_fn(*element):
                     # Distributed elements carry a third item (the global batch size); see sharding.py.
                     norm, finite = self._distributed_step(*element)
-                    self._record(norm, finite)
+                    self.record(norm, finite)
                     return finite
 
             else:

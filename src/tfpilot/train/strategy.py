@@ -62,7 +62,7 @@ def make_strategy(kind: Strategy) -> tf.distribute.Strategy:
         return strategy
     if kind == Strategy.PARAMETER_SERVER:
         # Steps must be scheduled through a ClusterCoordinator, which the compiled loop does not do;
-        # Trainer(...) hands parameter_server runs to ParameterServerTrainer (train/ps.py) instead.
+        # the Trainer runs parameter_server steps through its CoordinatorRunner (train/ps.py) instead.
         from tfpilot.train.ps import parameter_server_strategy
 
         return parameter_server_strategy()

@@ -1,7 +1,11 @@
 """The outer training loop: epochs, evaluation, checkpoints, summaries, early stopping, resume.
 
-Layers (Orbit style): StepFunctions owns the compiled steps; the Trainer owns everything that
-happens between compiled calls; hooks observe without changing behaviour.
+Layers (Orbit style): StepFunctions owns the step (loss, metrics, guard, bookkeeping variables); a
+runner runs windows of steps (runner.py: one compiled call under the default, mirrored and
+multi-worker strategies; ps.py: closures scheduled by a ClusterCoordinator under parameter
+servers); the Trainer owns everything that happens between runner calls, the same for every
+strategy; the Topology (replicas, workers, chief) is computed once; hooks observe without
+changing behaviour.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
-from tfpilot.train.sharding import replica_slices, usable_batches
+from tfpilot.train.runner import CompiledRunner, Execution, Runner
+from tfpilot.train.sharding import usable_batches
 from tfpilot.train.step import StepFunctions
-from tfpilot.train.strategy import is_chief, make_strategy, uses_parameter_server
+from tfpilot.train.strategy import make_strategy, uses_parameter_server
 from tfpilot.train.summaries import SummaryWriters
+from tfpilot.train.topology import Topology
 
 __all__ = ["Trainer", "TrainResult", "seed_everything", "load_history"]
 
@@ -64,15 +70,6 @@ class TrainResult:
 class Trainer:
     """Train `config.model` on `pipeline` and write the run directory's training artifacts."""
 
-    def __new__(cls, config: RunConfig, **kwargs: Any) -> Trainer:
-        # Parameter-server training is a separate loop (ClusterCoordinator scheduling); callers keep
-        # writing Trainer(...) and get it when the config asks for it.
-        if cls is Trainer and uses_parameter_server(config.train.strategy):
-            from tfpilot.train.ps import ParameterServerTrainer
-
-            return super().__new__(ParameterServerTrainer)
-        return super().__new__(cls)
-
     def __init__(
         self,
         config: RunConfig,
@@ -88,7 +85,15 @@ class Trainer:
         compiled loss and metrics and its optimizer, instead of the ones the config describes."""
         self.config = config
         self.pipeline = pipeline
-        self.chief = is_chief()
+        train = config.train
+        if uses_parameter_server(train.strategy):
+            from tfpilot.train.ps import check_parameter_server_config
+
+            check_parameter_server_config(config)  # before connecting to the cluster
+        seed_everything(train.seed, deterministic=train.deterministic)
+        self.strategy = make_strategy(train.strategy)
+        self.topology = Topology.of(self.strategy)
+        self.chief = self.topology.chief
         run = run or RunDir.at(config.run_path)
         # Non-chief workers write to a throwaway directory so they never race the chief's files.
         # `tfpilot launch --worker-dir` names the directory so its checkpoints can be inspected.
@@ -96,10 +101,7 @@ class Trainer:
         self.run = run if self.chief else RunDir.at(worker_dir or tempfile.mkdtemp(prefix="tfpilot-worker-"))
         self.hooks = HookList(hooks)
         self.findings: list[Finding] = []
-        train = config.train
-        seed_everything(train.seed, deterministic=train.deterministic)
-        self.strategy = make_strategy(train.strategy)
-        replicas = self.strategy.num_replicas_in_sync
+        replicas = self.topology.replicas
         batches, self.dropped_examples = usable_batches(
             pipeline.num_examples("train"), batch_size=pipeline.batch_size, num_replicas=replicas
         )
@@ -122,7 +124,8 @@ class Trainer:
         # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
         # so workers hold different numbers of examples; every worker repeats its shards and steps
         # the same number of full global batches, or one would wait in a collective forever.
-        self.file_sharded = bool(pipeline.streams and self.strategy.cluster_resolver is not None)
+        # (Parameter-server workers shard their own input; see ps.py.)
+        self.file_sharded = bool(pipeline.streams and self.topology.multi_worker and not self.topology.parameter_server)
         if self.file_sharded:
             batches = max(1, pipeline.num_examples("train") // pipeline.batch_size)
             self.dropped_examples = 0
@@ -182,10 +185,14 @@ class Trainer:
         self.step_choice = choose_step_settings(
             self.steps, pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
         )
-        self.steps_per_execution = self.step_choice.steps_per_execution
         self.jit_timings = self.step_choice.timings
         if self.step_choice.tuned:
             self.findings.append(tuned_finding(self.step_choice, location=str(self.run.root)))
+        self.guard = NanGuard(
+            policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root)
+        )
+        self.runner = self._make_runner()
+        self.steps_per_execution = self.runner.steps_per_execution
         self.checkpoints = CheckpointStore(
             self.run.checkpoints,
             model=self.model,
@@ -197,10 +204,30 @@ class Trainer:
         )
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
-        self.guard = NanGuard(
-            policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root)
-        )
         self.history: list[dict[str, float]] = []
+
+    def _make_runner(self) -> Runner:
+        if self.topology.parameter_server:
+            from tfpilot.train.ps import CoordinatorRunner
+
+            return CoordinatorRunner(
+                steps=self.steps,
+                pipeline=self.pipeline,
+                topology=self.topology,
+                strategy=self.strategy,
+                steps_per_epoch=self.steps_per_epoch,
+            )
+        return CompiledRunner(
+            steps=self.steps,
+            pipeline=self.pipeline,
+            topology=self.topology,
+            strategy=self.strategy,
+            steps_per_epoch=self.steps_per_epoch,
+            steps_per_execution=self.step_choice.steps_per_execution,
+            file_sharded=self.file_sharded,
+            min_rows=self.topology.replicas if self.dropped_examples else 0,
+            skipped_batches=lambda epoch: [index for e, index in self.guard.skipped if e == epoch],
+        )
 
     def _build_model_and_optimizer(
         self, model: keras.Model | None, *, optimizer: keras.optimizers.Optimizer | None = None
@@ -249,78 +276,25 @@ class Trainer:
             train.mixed_precision,
         )
 
-    # ------------------------------------------------------------------ datasets
-    def _distribute(self, make, *, with_global_size: bool, min_rows: int = 0):
-        """Single device: the global batches as they are. Distributed: every input pipeline reads
-        the same global batches and keeps its replicas' slices (sharding.py), so every worker steps
-        the same number of times on the examples one device would see."""
-        if not self.steps.distributed:
-            return make()
-        replicas = self.strategy.num_replicas_in_sync
-        return self.strategy.distribute_datasets_from_function(
-            lambda ctx: replica_slices(
-                make(), num_replicas=replicas, input_context=ctx, with_global_size=with_global_size, min_rows=min_rows
-            )
-        )
-
-    def _train_dataset(self, epoch: int, skip_batches: int):
-        if self.file_sharded:
-            return self._file_sharded_dataset(epoch, skip_batches)
-
-        def make():
-            dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
-            return dataset.skip(skip_batches) if skip_batches else dataset
-
-        min_rows = self.strategy.num_replicas_in_sync if self.dropped_examples else 0
-        return self._distribute(make, with_global_size=True, min_rows=min_rows)
-
-    def _file_sharded_dataset(self, epoch: int, skip_batches: int):
-        """Per worker: its own shards, full per-replica batches, repeated to steps_per_epoch."""
-        rows = tf.constant(self.pipeline.batch_size, tf.int64)
-
-        def per_worker(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            batches = self.pipeline.train(epoch=epoch, input_context=context, drop_remainder=True)
-            dataset = self._skip_filter(batches.repeat().take(self.steps_per_epoch), epoch)
-            dataset = dataset.skip(skip_batches) if skip_batches else dataset
-            return dataset.map(lambda features, labels: (features, labels, rows))
-
-        return self.strategy.distribute_datasets_from_function(per_worker)
-
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, split: str) -> dict[str, float]:
-        self.steps.reset_eval_metrics()
-        # Every example is evaluated once; empty slices are harmless here (no training-mode layers).
-        dataset = self._distribute(lambda: self.pipeline.evaluation(split), with_global_size=False)
-        self.steps.eval_function(dataset)
-        return self.steps.eval_logs()
-
-    def _local_logits(self, split: str) -> tuple[np.ndarray, np.ndarray]:
-        """Logits of a split computed in this process only: no collective, so the chief of a
-        multi-worker run can evaluate after the other workers have exited."""
-        if not hasattr(self, "_local_call"):
-            self._local_call = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
-        logits, labels = [], []
-        for features, batch_labels in self.pipeline.evaluation(split, batch_size=512):
-            logits.append(self._local_call(features).numpy())
-            labels.append(batch_labels.numpy())
-        return np.concatenate(logits), np.concatenate(labels)
+        return self.runner.evaluate(split)
 
     def _multi_worker(self) -> bool:
-        return self.strategy.cluster_resolver is not None
+        return self.topology.multi_worker
 
     def predict_classes(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         if self._multi_worker():
-            logits, labels = self._local_logits(split)
+            logits, labels = self.runner.local_logits(split)
             return self.head.predicted_classes(logits), labels
         features, labels = self.pipeline.arrays(split)
         logits = self.model.predict(features, batch_size=512, verbose=0)
         return self.head.predicted_classes(logits), labels
 
     def _split_metrics(self, split: str) -> dict[str, float]:
-        if not self._multi_worker():
-            return self.evaluate(split)
-        logits, labels = self._local_logits(split)
-        return self.head.evaluate_arrays(labels, logits)
+        # Multi-worker: computed in this process only, so the chief can evaluate after the other
+        # workers have exited (and the coordinator of a parameter-server run by itself).
+        return self.runner.local_metrics(split) if self._multi_worker() else self.evaluate(split)
 
     def final_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
@@ -345,23 +319,10 @@ class Trainer:
         return {"early_stopping": self.early_stopping.state(), "history": self.history}
 
     def _save_checkpoint(self) -> None:
-        if self.chief or self.strategy.cluster_resolver is not None:
+        if self.chief or self.topology.multi_worker:
             # Every multi-worker process must take part in the save (it is collective); only the
             # chief's directory is real.
             self.checkpoints.save(step=int(self.steps.global_step.numpy()), trainer_state=self._trainer_state())
-
-    def _skip_filter(self, dataset, epoch: int):
-        """Leave out global batches that a rollback already found non-finite (every worker sees the
-        same global batches, so they all leave out the same ones)."""
-        skipped = sorted(index for e, index in self.guard.skipped if e == epoch)
-        if not skipped:
-            return dataset
-        bad = tf.constant(skipped, tf.int64)
-        return (
-            dataset.enumerate()
-            .filter(lambda index, batch: tf.logical_not(tf.reduce_any(tf.equal(index, bad))))
-            .map(lambda index, batch: batch)
-        )
 
     def _handle_nonfinite(self, *, epoch: int, batch_index: int, global_step: int) -> str:
         """Replay the bad batch (first time only), then apply the policy. Returns the action."""
@@ -387,6 +348,16 @@ class Trainer:
             self.history = [h for h in state.get("history", []) if h["epoch"] < restored_epoch]
         return action
 
+    def _handle_unlocated_nonfinite(self, *, epoch: int, count: int, global_step: int) -> None:
+        """Non-finite steps whose batch is unknown (asynchronous parameter servers): they were not
+        applied; apply the policy to each (stop, or skip within nan_max_retries)."""
+        for _ in range(count):
+            try:
+                self.guard.on_nonfinite(epoch=epoch, batch_index=-1, global_step=global_step, evidence=None)
+            except TrainError:
+                self.findings.extend(self.guard.findings)
+                raise
+
     def fit(self, *, resume: bool = False) -> TrainResult:
         train = self.config.train
         initial_epoch, skip = 0, 0
@@ -398,6 +369,10 @@ class Trainer:
                     exit_code=2,
                 )
             initial_epoch, skip = int(self.state.epoch.numpy()), int(self.state.step_in_epoch.numpy())
+            if skip and not self.runner.resumes_within_epoch:
+                # The interrupted epoch starts over (its running metrics with it).
+                skip = 0
+                self.state.step_in_epoch.assign(0)
             self.early_stopping.load(state.get("early_stopping", {}))
             self.history = [h for h in state.get("history", []) if h["epoch"] < initial_epoch]
         elif self.chief and self.run.checkpoints.exists() and any(self.run.checkpoints.iterdir()):
@@ -411,7 +386,8 @@ class Trainer:
         self.preemption = PreemptionWatcher(
             strategy=self.strategy,
             manager=self.checkpoints.manager,
-            multi_worker=self.strategy.cluster_resolver is not None,
+            # The coordinator of a parameter-server run catches SIGTERM itself (it alone runs the loop).
+            multi_worker=self.topology.multi_worker and not self.topology.parameter_server,
         )
         try:
             return self._fit_epochs(initial_epoch=initial_epoch, skip=skip)
@@ -433,27 +409,26 @@ class Trainer:
                 # A resumed (or rolled-back) epoch keeps the metrics restored with its checkpoint.
                 self.steps.reset_train_metrics()
             self.hooks.on_epoch_begin(epoch=epoch)
-            iterator = iter(self._train_dataset(epoch, step_in_epoch))
+            self.runner.begin_epoch(epoch, skip_batches=step_in_epoch)
             last_log_step, last_log_time = global_step, time.perf_counter()
             rolled_back = False
             while step_in_epoch < self.steps_per_epoch:
                 self.hooks.before_execution(step=global_step)
-                limit = tf.constant(
-                    min(
-                        self.steps_per_execution,
-                        self.steps_per_epoch - step_in_epoch,
-                        self._steps_to_boundary(global_step, last_log_step),
-                    ),
-                    tf.int64,
+                limit = min(
+                    self.runner.steps_per_execution,
+                    self.steps_per_epoch - step_in_epoch,
+                    self._steps_to_boundary(global_step, last_log_step),
                 )
-                # The only host sync per compiled call: [steps run, last step non-finite, global step].
-                ran, bad, global_step = (int(v) for v in self.steps.train_function(iterator, limit).numpy())
+                execution: Execution = self.runner.run(limit)
+                ran, global_step = execution.steps_run, execution.global_step
                 if ran == 0:
                     break
                 step_in_epoch += ran
                 self.state.step_in_epoch.assign(step_in_epoch)
                 self.hooks.after_execution(step=global_step, steps_run=ran)
-                if bad:
+                if execution.nonfinite and not execution.located:
+                    self._handle_unlocated_nonfinite(epoch=epoch, count=execution.nonfinite, global_step=global_step)
+                elif execution.nonfinite:
                     action = self._handle_nonfinite(epoch=epoch, batch_index=step_in_epoch - 1, global_step=global_step)
                     if action == "rolled_back":
                         epoch, step_in_epoch = int(self.state.epoch.numpy()), int(self.state.step_in_epoch.numpy())
@@ -531,7 +506,7 @@ class Trainer:
             # The gradients are a collective (strategy.reduce): every worker computes them on the
             # same batch; only the chief's writer is real (the others' are no-op writers).
             features, labels = next(iter(self.pipeline.train(epoch=epoch)))
-            gradients = self.steps.gradient_function(features, labels)
+            gradients = self.runner.gradients(features, labels)
             self.summaries.histograms(self.model, gradients, step=global_step)
         self.summaries.flush()
         self.history.append({"epoch": epoch, "step": global_step, **logs})

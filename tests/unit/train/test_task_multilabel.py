@@ -50,8 +50,6 @@ def test_infer_task_picks_multilabel_when_the_separator_appears() -> None:
         check_task("multiclass", label_values=np.array(["0", "1"]), num_classes=2, label_columns=["a", "b"])
     with pytest.raises(ConfigError, match="no label cells"):
         check_task("multilabel", label_values=None, num_classes=3)
-    with pytest.raises(ConfigError, match="parameter_server"):
-        check_task("auto", label_values=np.array(["x|y", "y"]), num_classes=2, separator="|", parameter_server=True)
 
 
 def test_multilabel_head_loss_and_metrics() -> None:
