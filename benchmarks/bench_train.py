@@ -158,7 +158,7 @@ def bench_guard(config, pipeline, steps: int) -> dict[str, float]:
     class Unguarded(StepFunctions):
         """The same step without the finiteness check, the cond and the norm (what fit runs)."""
 
-        def _single_step(self, features, labels):
+        def _single_step(self, features, labels, *, with_norm=True):
             _, logits, per_example, gradients = self.loss_and_gradients(features, labels)
             self.optimizer.apply(gradients, self.model.trainable_variables)
             self._update_metrics(labels, logits, per_example)

@@ -121,6 +121,54 @@ def test_nan_guard_skips_a_bad_step_inside_the_xla_cluster() -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def _unclipped(model: keras.Model, *, jit: bool) -> StepFunctions:
+    steps = _steps(model, jit=jit)
+    steps.clip_norm = None
+    return steps
+
+
+def test_without_clipping_xla_computes_the_norm_on_each_calls_last_step_only() -> None:
+    features, labels = blobs(96)
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
+    results = []
+    for jit in (False, True):
+        steps = _unclipped(_mlp(), jit=jit)
+        iterator = iter(data)
+        norms = []
+        for size in (4, 2):  # two calls: the norm read after each is its last step's
+            steps.train_function(iterator, tf.constant(size, tf.int64)).numpy()
+            norms.append(float(steps.grad_norm.numpy()))
+        results.append((weights(steps.model), norms))
+    (plain, plain_norms), (xla, xla_norms) = results
+    assert plain_norms[0] != plain_norms[1]
+    np.testing.assert_allclose(plain_norms, xla_norms, rtol=1e-4)
+    for a, b in zip(plain, xla, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_nan_gradient_under_a_finite_loss_is_caught_on_steps_without_the_norm() -> None:
+    """sqrt at exactly 0: the loss is finite, the kernel's gradient is NaN (inf * 0)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(4, use_bias=False),
+            keras.layers.Lambda(lambda t: tf.sqrt(tf.abs(t))),
+            keras.layers.Dense(3),
+        ]
+    )
+    features, labels = blobs(64)
+    features[:16] = 0.0  # the first batch
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
+    steps = _unclipped(model, jit=True)
+    before = weights(steps.model)
+    # A call of 3 steps: its first step is one that skips the norm and checks sum |g| instead.
+    ran, bad, step = steps.train_function(iter(data), tf.constant(3, tf.int64)).numpy()
+    assert (ran, bad, step) == (1, 1, 1)
+    for a, b in zip(before, weights(steps.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 class _NumpyDense(keras.layers.Layer):
     """A layer with an op XLA cannot compile (tf.numpy_function runs Python)."""
 
