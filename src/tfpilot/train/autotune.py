@@ -10,7 +10,9 @@ only made an MLP faster and a small CNN 2x slower; fit compiles the whole step).
 * steps_per_execution: a call has a fixed cost (Python, launching the function, one host sync)
   on top of its steps. It is measured as the time of a one-step call minus the per-step time
   inside a long call, and steps_per_execution is the smallest power of two that makes it at most
-  `overhead_budget` (2%) of the steps it runs, capped at `max_steps_per_execution`.
+  `overhead_budget` (2%) of the steps it runs and a call at least `min_call_seconds` (50 ms) long,
+  capped at `max_steps_per_execution`. The second rule is there because the overhead is a small
+  difference of two timings that load from other processes can hide.
 
 Timing runs real optimizer updates, so every variable the step touches (model, optimizer, metrics,
 counters) is copied first and restored afterwards: choosing changes the speed of training, never
@@ -87,6 +89,7 @@ def tune_steps(
     steps_per_execution: int | None,
     max_steps_per_execution: int = 64,
     overhead_budget: float = 0.02,
+    min_call_seconds: float = 0.05,
     rounds: int = 3,
 ) -> StepChoice:
     """Choose what is `None` among `jit` and `steps_per_execution`; set both on `step_functions`.
@@ -127,6 +130,10 @@ def tune_steps(
         overhead = max(single[chosen] - per_step[chosen], 0.0) if math.isfinite(per_step[chosen]) else 0.0
         timings["call_overhead"] = overhead
         needed = overhead / (overhead_budget * per_step[chosen]) if overhead else 1.0
+        # The overhead is a small difference of two timings, which other load on the machine can
+        # drive to zero; calls of at least `min_call_seconds` keep it small whatever was measured.
+        if math.isfinite(per_step[chosen]):
+            needed = max(needed, min_call_seconds / per_step[chosen])
         steps_per_execution = min(max_steps_per_execution, 2 ** max(0, math.ceil(math.log2(max(needed, 1.0)))))
     step_functions.steps_per_execution = steps_per_execution
     return StepChoice(jit_compile=chosen, steps_per_execution=steps_per_execution, timings=timings, tuned=True)

@@ -17,11 +17,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from tfpilot.data.pipeline import Pipeline
+from tfpilot.errors import TrainError
 from tfpilot.train.sharding import replica_slices
 from tfpilot.train.step import StepFunctions
 from tfpilot.train.topology import Topology
@@ -115,7 +117,12 @@ class CompiledRunner(Runner):
         self.file_sharded = file_sharded
         self.min_rows = min_rows
         self.skipped_batches = skipped_batches
-        self._iterator = None
+        self._iterator: Any = None
+        self._epoch = 0
+        # Batches of the epoch's filtered input consumed so far, and the filter the iterator was
+        # built with: a replay rebuilds exactly the same input at the same place.
+        self._position = 0
+        self._skipped_at_begin: list[int] = []
 
     # ------------------------------------------------------------------ input
     def _distribute(self, make, *, with_global_size: bool, min_rows: int = 0):
@@ -131,10 +138,10 @@ class CompiledRunner(Runner):
             )
         )
 
-    def _skip_filter(self, dataset: tf.data.Dataset, epoch: int) -> tf.data.Dataset:
+    def _skip_filter(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
         """Leave out global batches that a rollback already found non-finite (every worker sees the
         same global batches, so they all leave out the same ones)."""
-        skipped = sorted(self.skipped_batches(epoch))
+        skipped = self._skipped_at_begin
         if not skipped:
             return dataset
         bad = tf.constant(skipped, tf.int64)
@@ -149,7 +156,7 @@ class CompiledRunner(Runner):
             return self._file_sharded_dataset(epoch, skip_batches)
 
         def make():
-            dataset = self._skip_filter(self.pipeline.train(epoch=epoch), epoch)
+            dataset = self._skip_filter(self.pipeline.train(epoch=epoch))
             return dataset.skip(skip_batches) if skip_batches else dataset
 
         return self._distribute(make, with_global_size=True, min_rows=self.min_rows)
@@ -160,7 +167,7 @@ class CompiledRunner(Runner):
 
         def per_worker(context: tf.distribute.InputContext) -> tf.data.Dataset:
             batches = self.pipeline.train(epoch=epoch, input_context=context, drop_remainder=True)
-            dataset = self._skip_filter(batches.repeat().take(self.steps_per_epoch), epoch)
+            dataset = self._skip_filter(batches.repeat().take(self.steps_per_epoch))
             dataset = dataset.skip(skip_batches) if skip_batches else dataset
             return dataset.map(lambda features, labels: (features, labels, rows))
 
@@ -168,14 +175,42 @@ class CompiledRunner(Runner):
 
     # ------------------------------------------------------------------ steps
     def begin_epoch(self, epoch: int, *, skip_batches: int) -> None:
+        self._epoch, self._position = epoch, skip_batches
+        self._skipped_at_begin = sorted(self.skipped_batches(epoch))
         self._iterator = iter(self.train_dataset(epoch, skip_batches))
 
-    def run(self, max_steps: int) -> Execution:
+    def _call(self, max_steps: int) -> tuple[int, int, int]:
         # The only host sync per compiled call: [steps run, last step non-finite, global step].
         ran, bad, global_step = (
             int(v) for v in self.steps.train_function(self._iterator, tf.constant(max_steps, tf.int64)).numpy()
         )
+        return ran, bad, global_step
+
+    def run(self, max_steps: int) -> Execution:
+        start = self._position
+        ran, bad, global_step = self._call(max_steps)
+        self._position += ran
+        if bad and self.steps.restores_call_on_nonfinite:
+            global_step = self._replay_good_steps(start=start, good=ran - 1)
         return Execution(steps_run=ran, nonfinite=bad, global_step=global_step, located=True)
+
+    def _replay_good_steps(self, *, start: int, good: int) -> int:
+        """The call restored the state it started from (see StepFunctions._selected_step): run its
+        `good` steps again on the same batches, pass over the bad one, count it as a step (as the
+        step that skips a bad update does) and leave the iterator after it. Returns the global
+        step. The replay is deterministic (same batches, same state, same RNG state) except on
+        kernels that are not; a step that turns non-finite only in the replay raises."""
+        self._iterator = iter(self.train_dataset(self._epoch, start))
+        if good:
+            ran, bad, _ = self._call(good)
+            if bad or ran != good:
+                raise TrainError(
+                    f"replaying {good} good step(s) before a non-finite step gave a different result (step {ran} "
+                    "non-finite); the model or its input is not deterministic; set train.jit_compile: false "
+                    "to guard each step without replays"
+                )
+        next(self._iterator)  # the bad batch: never applied
+        return int(self.steps.global_step.assign_add(1).numpy())
 
     def evaluate(self, split: str) -> dict[str, float]:
         self.steps.reset_eval_metrics()

@@ -233,23 +233,21 @@ class StepFunctions:
         return list(variables.values())
 
     def _selected_step(self, features, labels, *, with_norm: bool = True):
-        """The guard without a branch, for the XLA cluster: the update is always computed, and
-        every variable the step wrote is set back to its value before the step when it was not
-        finite. A tf.cond around optimizer.apply keeps XLA from fusing the update into the
-        gradient computation. Measured on MLP 784-256-256-10, batch 128, 2 CPU cores, steps/s
-        relative to the same step without guard or norm (benchmarks/bench_train.py prints the
-        guard's cost on each model): cond 0.73, this select 0.78-0.79, of which the
-        gradient-norm reduction alone is 0.85-0.87 (XLA's CPU reductions are slow) and the
-        snapshot and select 0.89-0.93. On a small CNN the whole guard is ~2%. Restoring layer
-        state too means a bad batch no longer leaves NaN in BatchNorm's moving statistics.
+        """The XLA step: the update is applied unconditionally and the guard is per call instead.
+
+        A branch around optimizer.apply keeps XLA from fusing the update into the gradient
+        computation, and undoing a bad step per step (snapshot every variable, select after) costs
+        a copy of the whole model and optimizer state every step. Measured on MLP 784-256-256-10,
+        batch 128, 2 CPU cores, steps/s relative to the same step without guard or norm: a
+        tf.cond 0.73, per-step snapshot and select 0.89-0.93, the global norm 0.85-0.87, a sum of
+        |g| 0.97-0.98. So the call snapshots the state once (train_function), the loop stops at a
+        non-finite step, the call restores its start state, and the runner replays the good steps
+        of that call (CompiledRunner.run): the bad update never stays in the weights, BatchNorm
+        statistics or optimizer slots, and the good steps cost nothing extra.
 
         Without clipping the global norm is only logged, so steps that are not logged
-        (`with_norm=False`) check finiteness on the sum of absolute gradients instead: NaN and Inf
-        propagate through it as through the norm, and XLA reduces |g| at ~3% of this step where
-        the sum of squares costs ~13% (measured as above)."""
-        state = self._guarded_state()
-        # Keras variables have no read_value; identity reads the value before the step writes it.
-        before = [tf.identity(tf.convert_to_tensor(variable)) for variable in state]
+        (`with_norm=False`) check finiteness on the sum of absolute gradients: NaN and Inf
+        propagate through it as through the norm."""
         loss, logits, per_example, gradients = self.loss_and_gradients(features, labels)
         if with_norm or self.clip_norm:
             norm = self._unscaled_norm(gradients)
@@ -260,8 +258,6 @@ class StepFunctions:
         finite = self._finite(loss, check)
         self.optimizer.apply(self._clip(gradients, norm), self.model.trainable_variables)
         self._update_metrics(labels, logits, per_example)
-        for variable, value in zip(state, before, strict=True):
-            variable.assign(tf.where(finite, tf.convert_to_tensor(variable), value))
         return norm, finite
 
     # ------------------------------------------------------------------ one step, distributed
@@ -332,6 +328,25 @@ class StepFunctions:
         return function
 
     @property
+    def restores_call_on_nonfinite(self) -> bool:
+        """True when a non-finite step makes train_function restore the state its call started
+        from (the XLA step, see _selected_step); the caller replays the call's good steps."""
+        return self.jit_compile and not self.distributed
+
+    def _call_snapshot(self) -> list[tuple[tf.Variable, tf.Variable]]:
+        """(variable, copy) for everything a call writes except the NaN counters, which must
+        survive the restore: weights and layer state, optimizer slots and iterations, training
+        metrics, global step and norm. Created once (memory: one more copy of the state)."""
+        if not hasattr(self, "_snapshot_pairs"):
+            state = [*self._guarded_state(), self.global_step, self.grad_norm]
+            with self.strategy.scope():
+                self._snapshot_pairs = [
+                    (variable, tf.Variable(tf.convert_to_tensor(variable), trainable=False, name="call_start"))
+                    for variable in state
+                ]
+        return self._snapshot_pairs
+
+    @property
     def _norm_only_when_logged(self) -> bool:
         # Only the XLA step has a cheaper check (the cond path's norm costs ~2%), and clipping
         # needs the norm of every step.
@@ -356,6 +371,8 @@ class StepFunctions:
         `max_steps` is a tensor so that the last call of an epoch does not retrace.
 
         The loop breaks right after a non-finite step, so the host learns which batch it was.
+        Under `restores_call_on_nonfinite` the call then restores the state it started from
+        (global step included) and the caller replays its `steps_run - 1` good steps.
         The gradient norm the host reads after a call (step logs, the epoch's log) is the norm of
         the call's last step; without clipping under XLA only that step computes it.
         """
@@ -364,6 +381,7 @@ class StepFunctions:
             steps = self.steps_per_execution
             step_fn: Callable[..., tf.Tensor] | None
             fast = logged = None
+            snapshot = self._call_snapshot() if self.restores_call_on_nonfinite else []
             if self.distributed:
 
                 def step_fn(*element):
@@ -383,6 +401,8 @@ class StepFunctions:
                 executed = tf.constant(0, tf.int64)
                 bad = tf.constant(False)
                 limit = tf.constant(steps, tf.int64) if max_steps is None else tf.cast(max_steps, tf.int64)
+                for variable, copy in snapshot:
+                    copy.assign(tf.convert_to_tensor(variable))
                 for index in tf.range(limit):
                     optional = iterator.get_next_as_optional()
                     if not optional.has_value():
@@ -398,6 +418,9 @@ class StepFunctions:
                     if not finite:
                         bad = tf.constant(True)
                         break
+                if snapshot and bad:
+                    for variable, copy in snapshot:
+                        variable.assign(copy.read_value())
                 return tf.stack([executed, tf.cast(bad, tf.int64), self.global_step.read_value()])
 
             self._train_functions[self.jit_compile] = train_function

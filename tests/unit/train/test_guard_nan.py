@@ -28,11 +28,31 @@ SOURCE_LINE = next(
 )
 
 
-def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10):
+# The plain step guards each step with a tf.cond; the XLA step in calls of several steps restores
+# the call's start state and replays its good steps (step.py, runner.py). Both must behave alike.
+SETTINGS = [(False, 1), (True, 4)]
+IDS = ["plain-step", "xla-calls-of-4"]
+
+
+@pytest.fixture(params=SETTINGS, ids=IDS)
+def step_settings(request) -> tuple[bool, int]:
+    return request.param
+
+
+def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10, step_settings=(False, 1)):
     from tfpilot.data import Preprocessor, build_pipeline
     from tfpilot.train import Trainer
 
-    config = tiny_config(tmp_path, name=policy, nan_policy=policy, nan_max_retries=max_retries, batch_size=BATCH_SIZE)
+    jit, steps_per_execution = step_settings
+    config = tiny_config(
+        tmp_path,
+        name=policy,
+        nan_policy=policy,
+        nan_max_retries=max_retries,
+        batch_size=BATCH_SIZE,
+        jit_compile=jit,
+        steps_per_execution=steps_per_execution,
+    )
     features, labels = blobs(200)
     features = np.abs(features)
     features[POISONED_EXAMPLE, 0] = -5.0
@@ -56,8 +76,8 @@ def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10):
     return trainer, position // BATCH_SIZE
 
 
-def test_stop_names_op_layer_and_source_line(tmp_path: Path) -> None:
-    trainer, bad_batch = make_trainer(tmp_path, "stop")
+def test_stop_names_op_layer_and_source_line(tmp_path: Path, step_settings) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "stop", step_settings=step_settings)
     before = [v.numpy().copy() for v in trainer.model.trainable_variables]
     with pytest.raises(TrainError, match="non-finite"):
         trainer.fit()
@@ -74,8 +94,8 @@ def test_stop_names_op_layer_and_source_line(tmp_path: Path) -> None:
     assert bad_batch == 0 or any(not np.array_equal(a, b) for a, b in zip(after, before, strict=False))
 
 
-def test_skip_batch_completes_and_records_skipped_batches(tmp_path: Path) -> None:
-    trainer, bad_batch = make_trainer(tmp_path, "skip_batch")
+def test_skip_batch_completes_and_records_skipped_batches(tmp_path: Path, step_settings) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "skip_batch", step_settings=step_settings)
     result = trainer.fit()
     assert result.epochs_run == 2
     assert all(np.isfinite(v.numpy()).all() for v in trainer.model.trainable_variables)
@@ -86,18 +106,38 @@ def test_skip_batch_completes_and_records_skipped_batches(tmp_path: Path) -> Non
     assert np.isfinite(result.history[-1]["loss"])
 
 
-def test_skip_batch_retry_limit_stops(tmp_path: Path) -> None:
-    trainer, _ = make_trainer(tmp_path, "skip_batch", max_retries=1)
+def test_skip_batch_retry_limit_stops(tmp_path: Path, step_settings) -> None:
+    trainer, _ = make_trainer(tmp_path, "skip_batch", max_retries=1, step_settings=step_settings)
     with pytest.raises(TrainError, match="non-finite"):
         trainer.fit()
     (finding,) = [f for f in trainer.findings if f.code == "TRAIN-NONFINITE"]
     assert "nan_max_retries=1" in finding.message
 
 
-def test_rollback_restores_checkpoint_and_leaves_batch_out(tmp_path: Path) -> None:
-    trainer, bad_batch = make_trainer(tmp_path, "rollback", max_retries=2)
+def test_rollback_restores_checkpoint_and_leaves_batch_out(tmp_path: Path, step_settings) -> None:
+    trainer, bad_batch = make_trainer(tmp_path, "rollback", max_retries=2, step_settings=step_settings)
     result = trainer.fit()
     assert [e.action for e in trainer.guard.events] == ["rolled_back", "rolled_back"]
     assert [e.epoch for e in trainer.guard.events] == [0, 1]
     assert [h["epoch"] for h in result.history] == [0, 1]
     assert all(np.isfinite(v.numpy()).all() for v in trainer.model.trainable_variables)
+
+
+def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp_path: Path) -> None:
+    """The replayed good steps of a call are the steps that step-by-step training applies: same
+    weights, same logged epochs, the bad batch skipped at the same place, in every epoch."""
+    runs = []
+    for settings, name in zip(SETTINGS, IDS, strict=True):
+        trainer, bad_batch = make_trainer(tmp_path / name, "skip_batch", step_settings=settings)
+        result = trainer.fit()
+        runs.append((trainer, result))
+    assert bad_batch % 4 != 0  # the bad step is inside a call: good steps before it are replayed
+    (plain, plain_result), (xla, xla_result) = runs
+    assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
+        (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
+    ]
+    assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
+    for a, b in zip(plain_result.history, xla_result.history, strict=True):
+        np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
+    for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
