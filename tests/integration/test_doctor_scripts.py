@@ -120,7 +120,11 @@ def test_good_script_has_no_performance_findings(tmp_path):
     assert result.report.timing.measured_from_step == 9 and result.report.timing.steps == 30
     assert result.report.timing.syncs_per_step == 0
     # Two steps for the AUTOTUNE prefetch's buffer and one for the prefetch TF injects after take(40) are
-    # profiled before the four measured ones.
+    # profiled before the four measured ones (the guess); the profile then says how large the AUTOTUNE
+    # buffers really were, which depends on the machine's load (3 or 4 here), and that decides.
     capture = result.summary.capture if result.summary is not None else {}
-    assert capture["drain_steps"] == 3 and capture["measure_from"] == 23
+    assert capture["drain_steps"] == 3 and capture["measure_from_guess"] == 23
+    read = capture["drain_steps_read"]
+    start, stop = capture["start_step"], capture["stop_step"]
+    assert read >= 1 and capture["measure_from"] == max(start, min(start + read, stop - 3))
     assert capture["steps"] == [20, 21, 22, 23, 24, 25, 26]
