@@ -99,6 +99,11 @@ def test_the_common_bodies_take_the_fast_path():
         b'{"instances": [[1, 2], 3]}',
         b'{"instances": []}',
         b'{"instances": [[]]}',
+        b'{"instances": [[1, 2], [3, ]4]}',  # an empty slot and a number outside the slots
+        b'{"instances": [[], [1]]}',
+        b'{"instances": [[1], []]}',
+        b'{"instances": [[], []]}',
+        b'{"instances": [[1, 2], [, 3]4]}',
         b'{"instances": [1, 2,]}',
         b'{"instances": [, 1]}',
         b'{"instances": [1 2]}',
@@ -178,3 +183,19 @@ def bodies(draw):
 @given(body=bodies())
 def test_fast_path_equals_the_general_path(body):
     assert_agrees(body)
+
+
+def test_a_shape_seen_before_is_parsed_the_same_way():
+    # The second body has the first one's skeleton: its shape comes from the cache.
+    first = parse_numeric_body(b'{"instances": [[1.5, 2], [3, 4]]}')
+    second = parse_numeric_body(b'{"instances": [[5, 6.25], [7, -8e1]]}')
+    assert first is not None and second is not None
+    assert first.shape == second.shape == (2, 2)
+    np.testing.assert_array_equal(second.values, [5, 6.25, 7, -80])
+    assert second.values.dtype == np.float64
+    # A skeleton seen as irregular stays irregular, and an empty slot is refused either way.
+    for _ in range(2):
+        assert parse_numeric_body(b'{"instances": [[1, 2], [3]]}') is None
+        assert parse_numeric_body(b'{"instances": [[1, 2], [3, ]4]}') is None
+    integers = parse_numeric_body(b'{"instances": [[1, 2], [3, 4]]}')
+    assert integers is not None and integers.values.dtype == np.int64
