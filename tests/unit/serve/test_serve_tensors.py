@@ -54,7 +54,8 @@ def test_protos_written_with_repeated_fields_and_bad_sizes():
 def test_filling_a_response_field_in_place_equals_a_copied_proto(dtype, shape):
     from tensorflow_serving.apis import predict_pb2
 
-    array = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    array = values.astype(bytes).astype(object) if dtype == "object" else values.astype(dtype)
     response = predict_pb2.PredictResponse()
     filled = array_to_tensor_proto(array, into=response.outputs["y"])
     assert filled is response.outputs["y"]
