@@ -199,3 +199,21 @@ def test_a_shape_seen_before_is_parsed_the_same_way():
         assert parse_numeric_body(b'{"instances": [[1, 2], [3, ]4]}') is None
     integers = parse_numeric_body(b'{"instances": [[1, 2], [3, 4]]}')
     assert integers is not None and integers.values.dtype == np.int64
+
+
+def test_doubles_as_python_prints_them_take_the_fast_path():
+    # repr of a double holds up to 17 significant digits, so 0.0012345678901234567 has a run of
+    # 19 digits after the point: part of a float, which orjson and json round alike. Only an
+    # integer (or exponent) that long must take the general path.
+    values = np.random.default_rng(0).standard_normal((2, 8, 8, 4)) * np.logspace(-6, 3, 4)
+    body = json.dumps({"instances": values.tolist()}).encode()
+    assert b"0.00" in body
+    parsed = parse_numeric_body(body)
+    assert parsed is not None and parsed.shape == (2, 8, 8, 4)
+    np.testing.assert_array_equal(parsed.values.reshape(parsed.shape), values)
+    assert assert_agrees(body)
+    for long_number in (b"1234567890123456789", b"-1234567890123456789", b"1e1234567890123456789"):
+        body = b'{"instances": [0.0012345678901234567, ' + long_number + b"]}"
+        assert parse_numeric_body(body) is None
+        assert_agrees(body)
+    assert parse_json_body(b'{"instances": [0.00123456789012345678901]}') == {"instances": [0.00123456789012345678901]}
