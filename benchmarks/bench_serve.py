@@ -15,6 +15,9 @@ front end, without the model's), of the whole server process and of the load gen
 ``cpu x``: the model's own CPU
 per example (in-process, full batches) over their sum, the ratio the server would reach on a
 machine it had to itself - on a shared machine req/s swings with other jobs' load, CPU much less.
+``idle`` is the whole machine's idle CPU during the row (warm-up and drain included, as for the
+CPU columns): where it stays well above 0 on a quiet
+machine, the server leaves cores unused and ``cpu x`` overstates what req/s can reach.
 
     python benchmarks/bench_serve.py --quick        # < 90 s
     python benchmarks/bench_serve.py                # longer windows (~80 s)
@@ -364,6 +367,12 @@ def loop_cpu_seconds(host: subprocess.Popen, kind: str) -> float:
     return float(json.loads(host.stdout.readline())[kind])
 
 
+def machine_idle_and_total() -> tuple[int, int]:
+    """(idle + iowait, all) clock ticks of the whole machine so far (Linux /proc/stat)."""
+    ticks = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process, every thread (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -410,11 +419,18 @@ def benchmark_model(
                     batches_before = batch_counts(endpoints, kind)
                     loop_cpu = loop_cpu_seconds(host, kind)
                     server_cpu, client_cpu = process_cpu_seconds(host.pid), time.process_time()
+                    idle_before = machine_idle_and_total()
                     if protocol == "rest":
                         url = address if kind == "naive" else f"{address}/v1/models/model:predict"
                         result = run_rest(url, body, concurrency, seconds, warmup)
                     else:
                         result = run_grpc(address, example, concurrency, seconds, warmup)
+                    idle_after = machine_idle_and_total()
+                    # Idle CPU of the whole machine during the row: near 0 means the cores were
+                    # saturated (by us or by other jobs); well above 0 means the server left
+                    # cores unused (it waited, rather than computed).
+                    ticks = max(1, idle_after[1] - idle_before[1])
+                    result["idle"] = (idle_after[0] - idle_before[0]) / ticks
                     client_cpu = time.process_time() - client_cpu
                     server_cpu = process_cpu_seconds(host.pid) - server_cpu
                     result["loop_us"] = 1e6 * (loop_cpu_seconds(host, kind) - loop_cpu) / max(1, result["answered"])
@@ -441,7 +457,9 @@ def benchmark_model(
     )
     print(f"in-process CPU per example (batch {MAX_BATCH_SIZE}):   {1e6 * limit_cpu:10.0f} us")
     header = f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8}"
-    print(header + f" {'errors':>6} {'rows/call':>9} {'loop us':>7} {'srv us':>7} {'cli us':>7} {'cpu x':>6}")
+    print(
+        header + f" {'errors':>6} {'rows/call':>9} {'loop us':>7} {'srv us':>7} {'cli us':>7} {'cpu x':>6} {'idle':>5}"
+    )
     for row in rows:
         # CPU per request (server process, and this load-generator process) against the model's
         # own CPU per example: the ratio the server would reach on a machine it had to itself,
@@ -451,7 +469,7 @@ def benchmark_model(
             f"{row['server']:10} {row['protocol']:5} {row['concurrency']:>4} {row['throughput']:9.0f} "
             f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6} "
             f"{row['rows_per_call']:9.1f} {row['loop_us']:7.0f} {row['server_us']:7.0f} {row['client_us']:7.0f} "
-            f"{row['cpu_ratio']:6.2f}"
+            f"{row['cpu_ratio']:6.2f} {row['idle']:5.0%}"
         )
 
     def find(server: str, protocol: str, concurrency: int, field: str = "throughput") -> float:
