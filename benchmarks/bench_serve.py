@@ -15,6 +15,9 @@ front end, without the model's), of the whole server process and of the load gen
 ``cpu x``: the model's own CPU
 per example (in-process, full batches) over their sum, the ratio the server would reach on a
 machine it had to itself - on a shared machine req/s swings with other jobs' load, CPU much less.
+``idle`` is the whole machine's idle CPU during the row (warm-up and drain included, as for the
+CPU columns): where it stays well above 0 on a quiet
+machine, the server leaves cores unused and ``cpu x`` overstates what req/s can reach.
 
     python benchmarks/bench_serve.py --quick        # < 90 s
     python benchmarks/bench_serve.py                # longer windows (~80 s)
@@ -105,9 +108,13 @@ def write_cnn(base_path: Path, *, channels: int) -> int:
     return sum(16 * 16 * a * b * c * d for a, b, c, d in shapes) + channels * 10
 
 
-def in_process_limit(version_dir: Path, example: object, seconds: float) -> tuple[float, float, float]:
+def in_process_limit(version_dir: Path, example: object, seconds: float) -> tuple[float, float, float, float]:
     """(examples/s with full batches, examples/s with one example per call, CPU seconds per
-    example with full batches), same process.
+    example with full batches, examples/s with half batches), same process.
+
+    Half batches are what a batched server forms at concurrency 64 (one half runs while the
+    other is being answered and sent again): this line tells whether that batch size, rather
+    than the server, is what holds a ratio down.
 
     Best of three windows each: the limit is what the model can do, so a window slowed by
     another process on the machine should not lower it.
@@ -119,7 +126,7 @@ def in_process_limit(version_dir: Path, example: object, seconds: float) -> tupl
     output_name = next(iter(function.structured_outputs))
     results = []
     cpu_per_example = float("inf")
-    for batch_size in (MAX_BATCH_SIZE, 1):
+    for batch_size in (MAX_BATCH_SIZE, 1, MAX_BATCH_SIZE // 2):
         batch = tf.constant(np.array([example] * batch_size, np.float32))
         for _ in range(3):
             function(x=batch)
@@ -133,7 +140,7 @@ def in_process_limit(version_dir: Path, example: object, seconds: float) -> tupl
             if batch_size == MAX_BATCH_SIZE:
                 cpu_per_example = min(cpu_per_example, (time.process_time() - cpu_started) / (calls * batch_size))
         results.append(best)
-    return results[0], results[1], cpu_per_example
+    return results[0], results[1], cpu_per_example, results[2]
 
 
 # ------------------------------------------------------------------------ server host
@@ -308,22 +315,30 @@ def run_rest(url: str, body: bytes, concurrency: int, seconds: float, warmup: fl
 
 
 def run_grpc(target: str, example: object, concurrency: int, seconds: float, warmup: float) -> dict:
+    """grpc.aio clients multiplexed on one channel, as a TF Serving client is written.
+
+    Kept as lean as the REST clients: the PredictRequest is serialized once and the answers are
+    not parsed (the REST clients read the body without decoding its JSON either); a status
+    other than OK counts as an error.
+    """
     import grpc
     import numpy as np
     import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import predict_pb2
 
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "model"
     request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([example], np.float32)))
+    payload = request.SerializeToString()
 
     async def main() -> dict:
         async with grpc.aio.insecure_channel(target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            # No serializers: bytes go out as they are and come back unparsed.
+            predict = channel.unary_unary("/tensorflow.serving.PredictionService/Predict")
 
             async def send() -> bool:
                 try:
-                    await stub.Predict(request, timeout=30)
+                    await predict(payload, timeout=30)
                     return True
                 except grpc.aio.AioRpcError:
                     return False
@@ -350,6 +365,12 @@ def loop_cpu_seconds(host: subprocess.Popen, kind: str) -> float:
     host.stdin.write("cpu\n")
     host.stdin.flush()
     return float(json.loads(host.stdout.readline())[kind])
+
+
+def machine_idle_and_total() -> tuple[int, int]:
+    """(idle + iowait, all) clock ticks of the whole machine so far (Linux /proc/stat)."""
+    ticks = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -386,7 +407,7 @@ def benchmark_model(
     )
     try:
         # Measured while the server process starts (it competes for CPU), and again after.
-        limit, single, limit_cpu = in_process_limit(base_path / "1", example, seconds)
+        limit, single, limit_cpu, half = in_process_limit(base_path / "1", example, seconds)
         endpoints = json.loads(host.stdout.readline())
         body = json.dumps({"instances": [example]}).encode()
         rows = []
@@ -398,11 +419,18 @@ def benchmark_model(
                     batches_before = batch_counts(endpoints, kind)
                     loop_cpu = loop_cpu_seconds(host, kind)
                     server_cpu, client_cpu = process_cpu_seconds(host.pid), time.process_time()
+                    idle_before = machine_idle_and_total()
                     if protocol == "rest":
                         url = address if kind == "naive" else f"{address}/v1/models/model:predict"
                         result = run_rest(url, body, concurrency, seconds, warmup)
                     else:
                         result = run_grpc(address, example, concurrency, seconds, warmup)
+                    idle_after = machine_idle_and_total()
+                    # Idle CPU of the whole machine during the row: near 0 means the cores were
+                    # saturated (by us or by other jobs); well above 0 means the server left
+                    # cores unused (it waited, rather than computed).
+                    ticks = max(1, idle_after[1] - idle_before[1])
+                    result["idle"] = (idle_after[0] - idle_before[0]) / ticks
                     client_cpu = time.process_time() - client_cpu
                     server_cpu = process_cpu_seconds(host.pid) - server_cpu
                     result["loop_us"] = 1e6 * (loop_cpu_seconds(host, kind) - loop_cpu) / max(1, result["answered"])
@@ -417,15 +445,21 @@ def benchmark_model(
         host.wait(timeout=60)
     # Measured again afterwards: the anchor is the better of the two, so load from other
     # processes during one measurement cannot flatter the ratios.
-    limit_after, single_after, limit_cpu_after = in_process_limit(base_path / "1", example, seconds)
+    limit_after, single_after, limit_cpu_after, half_after = in_process_limit(base_path / "1", example, seconds)
     limit, single, limit_cpu = max(limit, limit_after), max(single, single_after), min(limit_cpu, limit_cpu_after)
+    half = max(half, half_after)
     print(f"\n== {name}: {note}")
     print(f"batching: max_batch_size={MAX_BATCH_SIZE} batch_timeout_micros=0 num_batch_threads={batch_threads}")
     print(f"in-process limit (batch {MAX_BATCH_SIZE} per call): {limit:10.0f} examples/s   [anchor = 1.00]")
     print(f"in-process, one example per call:      {single:10.0f} examples/s   [{single / limit:5.2f} x limit]")
+    print(
+        f"in-process, {MAX_BATCH_SIZE // 2} examples per call:       {half:10.0f} examples/s   [{half / limit:5.2f} x limit]"
+    )
     print(f"in-process CPU per example (batch {MAX_BATCH_SIZE}):   {1e6 * limit_cpu:10.0f} us")
     header = f"{'server':10} {'proto':5} {'conc':>4} {'req/s':>9} {'x limit':>8} {'p50 ms':>8} {'p99 ms':>8}"
-    print(header + f" {'errors':>6} {'rows/call':>9} {'loop us':>7} {'srv us':>7} {'cli us':>7} {'cpu x':>6}")
+    print(
+        header + f" {'errors':>6} {'rows/call':>9} {'loop us':>7} {'srv us':>7} {'cli us':>7} {'cpu x':>6} {'idle':>5}"
+    )
     for row in rows:
         # CPU per request (server process, and this load-generator process) against the model's
         # own CPU per example: the ratio the server would reach on a machine it had to itself,
@@ -435,7 +469,7 @@ def benchmark_model(
             f"{row['server']:10} {row['protocol']:5} {row['concurrency']:>4} {row['throughput']:9.0f} "
             f"{row['throughput'] / limit:8.2f} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['errors']:>6} "
             f"{row['rows_per_call']:9.1f} {row['loop_us']:7.0f} {row['server_us']:7.0f} {row['client_us']:7.0f} "
-            f"{row['cpu_ratio']:6.2f}"
+            f"{row['cpu_ratio']:6.2f} {row['idle']:5.0%}"
         )
 
     def find(server: str, protocol: str, concurrency: int, field: str = "throughput") -> float:
@@ -449,6 +483,7 @@ def benchmark_model(
     batched_rest = find("batched", "rest", 64)
     summary = {
         "batched_rest_64_vs_limit": batched_rest / limit,
+        "in_process_half_batches_vs_limit": half / limit,
         "batched_grpc_64_vs_limit": find("batched", "grpc", 64) / limit,
         "batched_grpc_64_vs_batched_rest_64": find("batched", "grpc", 64) / batched_rest,
         "batched_rest_64_p99_vs_p50": tail("batched", "rest", 64),
@@ -488,7 +523,7 @@ def main() -> None:
         "--batch-threads",
         type=int,
         default=1,
-        help="num_batch_threads of the batched server (1: one TF call at a time uses every core)",
+        help="num_batch_threads of the batched server (1: one TF call at a time, which may use every core)",
     )
     parser.add_argument("--serve-host", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

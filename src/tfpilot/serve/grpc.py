@@ -68,7 +68,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             response = predict_pb2.PredictResponse()
             _answer_spec(response.model_spec, servable, signature.name)
             for key in wanted or sorted(outputs):
-                response.outputs[key].CopyFrom(array_to_tensor_proto(outputs[key]))
+                array_to_tensor_proto(outputs[key], into=response.outputs[key])
             return response
         await _abort(context, call)
 

@@ -25,7 +25,7 @@ from tfpilot.serve.protocol import (
     decode_examples,
     decode_predict_request,
     dumps,
-    encode_predict_response,
+    encode_predict_body,
     numeric_inputs,
     parse_json_body,
     parse_numeric_body,
@@ -49,6 +49,10 @@ _MAX_INT64 = 2**63 - 1
 
 def _json_response(document: Any, status: int = 200) -> web.Response:
     return web.Response(body=dumps(document), status=status, content_type="application/json")
+
+
+def _json_body(body: bytes, status: int = 200) -> web.Response:
+    return web.Response(body=body, status=status, content_type="application/json")
 
 
 def _error_response(error: RequestError) -> web.Response:
@@ -205,7 +209,7 @@ class _RestHandler:
                 fast_inputs = numeric_inputs(numeric, signature)
                 if fast_inputs is not None:
                     outputs = await self.service.predict(servable, signature, fast_inputs, timeout=self.timeout)
-                    return _json_response(encode_predict_response(outputs, numeric.request_format))
+                    return _json_body(encode_predict_body(outputs, numeric.request_format))
             document = parse_json_body(body)
             signature_name = signature_name_of(document)
             if numeric is None:
@@ -215,7 +219,7 @@ class _RestHandler:
                 booleans = b"true" in body or b"false" in body
                 inputs, request_format = decode_predict_request(document, signature, may_contain_booleans=booleans)
                 outputs = await self.service.predict(servable, signature, inputs, timeout=self.timeout)
-                return _json_response(encode_predict_response(outputs, request_format))
+                return _json_body(encode_predict_body(outputs, request_format))
             examples = decode_examples(document, method=method, feature_names=servable.feature_names)
             if method == "classify":
                 _, classes = await self.service.classify(servable, signature_name, examples, timeout=self.timeout)

@@ -107,6 +107,21 @@ class ServerOptions:
             )
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """The serving loop: uvloop's when it is installed, asyncio's otherwise.
+
+    Every request's HTTP/2 or HTTP/1.1 work, decoding and response runs on this one loop, and
+    uvloop's C loop and transports cost about a fifth less CPU per request (aiohttp and grpc.aio
+    both run on it); on a machine where the server shares the cores with the model, that CPU
+    is throughput.
+    """
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - depends on the environment
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def _bind(host: str, port: int, *, what: str) -> socket.socket:
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
@@ -196,7 +211,7 @@ class ModelServer:
         failure: list[BaseException] = []
 
         def run_loop() -> None:
-            loop = asyncio.new_event_loop()
+            loop = new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:

@@ -5,6 +5,7 @@ The input check itself is :meth:`SignatureInfo.check_inputs`, shared with REST.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -20,7 +21,7 @@ __all__ = ["tensor_proto_to_array", "array_to_tensor_proto", "serialized_example
 # hand costs ~5 us where tf.make_tensor_proto / tf.make_ndarray cost 20-40 us per tensor, on
 # the event loop, for every gRPC request.
 _RAW_TYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-_raw_by_enum: dict[int, np.dtype] = {}
+_raw_by_enum: dict[int, tuple[np.dtype, np.dtype]] = {}  # enum -> (wire dtype, native dtype)
 _enum_by_dtype: dict[np.dtype, int] = {}
 
 
@@ -30,7 +31,8 @@ def _raw_tables() -> None:
     for name in _RAW_TYPES:
         dtype = np.dtype(name)
         enum = tf.dtypes.as_dtype(dtype).as_datatype_enum
-        _raw_by_enum[enum] = dtype.newbyteorder("<")  # tensor_content is little-endian
+        # tensor_content is little-endian
+        _raw_by_enum[enum] = (dtype.newbyteorder("<"), dtype.newbyteorder("="))
         if dtype.isnative and name != "uint16":  # tf.make_tensor_proto writes uint16 as int_val
             _enum_by_dtype[dtype] = enum
 
@@ -38,15 +40,15 @@ def _raw_tables() -> None:
 def tensor_proto_to_array(proto: Any, *, name: str) -> np.ndarray:
     if not _raw_by_enum:
         _raw_tables()
-    dtype = _raw_by_enum.get(proto.dtype)
-    if dtype is not None and proto.tensor_content and not proto.tensor_shape.unknown_rank:
-        shape = [dim.size for dim in proto.tensor_shape.dim]
-        if all(size >= 0 for size in shape) and len(proto.tensor_content) == int(np.prod(shape)) * dtype.itemsize:
-            return (
-                np.frombuffer(proto.tensor_content, dtype=dtype)
-                .astype(dtype.newbyteorder("="), copy=True)
-                .reshape(shape)
-            )
+    types = _raw_by_enum.get(proto.dtype)
+    if types is not None:
+        content = proto.tensor_content  # a upb message copies the bytes on every access: once
+        tensor_shape = proto.tensor_shape
+        if content and not tensor_shape.unknown_rank:
+            wire, native = types
+            shape = [dim.size for dim in tensor_shape.dim]
+            if min(shape, default=0) >= 0 and len(content) == math.prod(shape) * wire.itemsize:
+                return np.frombuffer(content, dtype=wire).astype(native, copy=True).reshape(shape)
     import tensorflow as tf
 
     try:
@@ -56,21 +58,31 @@ def tensor_proto_to_array(proto: Any, *, name: str) -> np.ndarray:
         raise RequestError.invalid(f"input `{name}` is not a valid TensorProto: {error}") from None
 
 
-def array_to_tensor_proto(array: np.ndarray) -> Any:
+def array_to_tensor_proto(array: np.ndarray, *, into: Any = None) -> Any:
+    """``array`` as a TensorProto; ``into`` (a message field, say) is filled in place instead
+    of building a proto that the caller would then have to copy."""
     if not _raw_by_enum:
         _raw_tables()
     enum = _enum_by_dtype.get(array.dtype)
     # As tf.make_tensor_proto: raw bytes only for more than one element (a scalar goes in *_val).
     if enum is not None and array.size > 1 and sys.byteorder == "little":
-        from tensorflow.core.framework import tensor_pb2
+        if into is None:
+            from tensorflow.core.framework import tensor_pb2
 
-        proto = tensor_pb2.TensorProto(dtype=enum, tensor_content=np.ascontiguousarray(array).tobytes())
+            into = tensor_pb2.TensorProto()
+        into.dtype = enum
+        into.tensor_content = array.tobytes()  # C order whatever the array's layout
+        dims = into.tensor_shape.dim
         for size in array.shape:
-            proto.tensor_shape.dim.add(size=size)
-        return proto
+            dims.add(size=size)
+        return into
     import tensorflow as tf
 
-    return tf.make_tensor_proto(array)
+    proto = tf.make_tensor_proto(array)
+    if into is None:
+        return proto
+    into.CopyFrom(proto)
+    return into
 
 
 def serialized_examples(input_proto: Any) -> list[bytes]:

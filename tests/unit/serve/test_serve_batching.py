@@ -179,3 +179,54 @@ def test_allowed_batch_sizes_pad_and_unbatched_runs_one_request_per_call():
     run(main(unbatched))
     unbatched.close()
     assert model.calls == [1] * 6
+
+
+def test_closed_loop_clients_each_get_their_own_rows():
+    # Like the benchmark's load generator: each client sends its next request when the previous
+    # one is answered, so batches form while the model is busy and a worker runs them back to back.
+    model = NumpyModel(delay=0.005)
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=2))
+
+    async def client(index: int) -> list[bool]:
+        answers = []
+        for step in range(12):
+            value = float(index * 100 + step)
+            rows = 1 + (index + step) % 2
+            x = np.full((rows, 3), value, np.float32)
+            result = await batcher.run(model, "serving_default", {"x": x})
+            answers.append(result["y"].shape == (rows, 3) and bool(np.all(result["y"] == 2 * value + 1)))
+        return answers
+
+    async def main():
+        return await asyncio.gather(*(client(i) for i in range(20)))
+
+    answers = run(main())
+    batcher.close()
+    assert all(all(a) for a in answers)
+    assert sum(model.calls) == sum(1 + (i + s) % 2 for i in range(20) for s in range(12))
+    assert max(model.calls) <= 8 and len(model.calls) < 240 / 2, model.calls  # merged
+
+
+def test_a_worker_starts_the_next_batch_without_the_event_loop():
+    model = NumpyModel()
+    model.gate.clear()
+    batcher = Batcher(BatchingParameters(max_batch_size=4, num_batch_threads=1))
+
+    async def main():
+        first = asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)}))
+        await asyncio.sleep(0.01)  # the worker holds the first batch, waiting at the gate
+        queued = [asyncio.ensure_future(batcher.run(model, "s", {"x": np.ones(1, np.float32)})) for _ in range(3)]
+        await _wait_queued(batcher, 3)
+        # Block the event loop, then let the model go: the worker must take the queued batch itself.
+        model.gate.set()
+        deadline = time.monotonic() + 30
+        while len(model.calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)  # deliberately blocking: the loop cannot dispatch anything now
+        assert model.calls == [1, 3]
+        results = await asyncio.gather(first, *queued)
+        assert [r["y"].tolist() for r in results] == [[3.0]] * 4
+        await batcher.drain(timeout=30)
+        assert batcher.queue_depth() == {}
+
+    run(main())
+    batcher.close()

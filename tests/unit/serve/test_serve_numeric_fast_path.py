@@ -99,6 +99,11 @@ def test_the_common_bodies_take_the_fast_path():
         b'{"instances": [[1, 2], 3]}',
         b'{"instances": []}',
         b'{"instances": [[]]}',
+        b'{"instances": [[1, 2], [3, ]4]}',  # an empty slot and a number outside the slots
+        b'{"instances": [[], [1]]}',
+        b'{"instances": [[1], []]}',
+        b'{"instances": [[], []]}',
+        b'{"instances": [[1, 2], [, 3]4]}',
         b'{"instances": [1, 2,]}',
         b'{"instances": [, 1]}',
         b'{"instances": [1 2]}',
@@ -178,3 +183,37 @@ def bodies(draw):
 @given(body=bodies())
 def test_fast_path_equals_the_general_path(body):
     assert_agrees(body)
+
+
+def test_a_shape_seen_before_is_parsed_the_same_way():
+    # The second body has the first one's skeleton: its shape comes from the cache.
+    first = parse_numeric_body(b'{"instances": [[1.5, 2], [3, 4]]}')
+    second = parse_numeric_body(b'{"instances": [[5, 6.25], [7, -8e1]]}')
+    assert first is not None and second is not None
+    assert first.shape == second.shape == (2, 2)
+    np.testing.assert_array_equal(second.values, [5, 6.25, 7, -80])
+    assert second.values.dtype == np.float64
+    # A skeleton seen as irregular stays irregular, and an empty slot is refused either way.
+    for _ in range(2):
+        assert parse_numeric_body(b'{"instances": [[1, 2], [3]]}') is None
+        assert parse_numeric_body(b'{"instances": [[1, 2], [3, ]4]}') is None
+    integers = parse_numeric_body(b'{"instances": [[1, 2], [3, 4]]}')
+    assert integers is not None and integers.values.dtype == np.int64
+
+
+def test_doubles_as_python_prints_them_take_the_fast_path():
+    # repr of a double holds up to 17 significant digits, so 0.0012345678901234567 has a run of
+    # 19 digits after the point: part of a float, which orjson and json round alike. Only an
+    # integer (or exponent) that long must take the general path.
+    values = np.random.default_rng(0).standard_normal((2, 8, 8, 4)) * np.logspace(-6, 3, 4)
+    body = json.dumps({"instances": values.tolist()}).encode()
+    assert b"0.00" in body
+    parsed = parse_numeric_body(body)
+    assert parsed is not None and parsed.shape == (2, 8, 8, 4)
+    np.testing.assert_array_equal(parsed.values.reshape(parsed.shape), values)
+    assert assert_agrees(body)
+    for long_number in (b"1234567890123456789", b"-1234567890123456789", b"1e1234567890123456789"):
+        body = b'{"instances": [0.0012345678901234567, ' + long_number + b"]}"
+        assert parse_numeric_body(body) is None
+        assert_agrees(body)
+    assert parse_json_body(b'{"instances": [0.00123456789012345678901]}') == {"instances": [0.00123456789012345678901]}

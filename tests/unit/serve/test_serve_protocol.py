@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from tfpilot.serve.protocol import (
     decode_examples,
     decode_predict_request,
     dumps,
+    encode_predict_body,
     encode_predict_response,
     parse_json_body,
     signature_name_of,
@@ -132,6 +134,41 @@ def test_row_and_columnar_responses_follow_tf_serving_shapes():
     columnar = encode_predict_response(outputs, COLUMNAR)
     assert columnar == {"outputs": {"label": [1, 0], "scores": [[0.1, 0.9], [0.5, 0.5]]}}
     assert encode_predict_response({"y": np.array([2.5, 3.0], np.float32)}, COLUMNAR) == {"outputs": [2.5, 3.0]}
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([[0.1, 1 / 3, 1e-8, 3.4e38, -0.0, 5e-45]], np.float32),
+        np.random.default_rng(0).standard_normal((4, 10)).astype(np.float32),
+        np.random.default_rng(1).standard_normal((3, 2)),
+        np.array([[1, -2], [3, 4]], np.int32),
+        np.array([2**64 - 1], np.uint64),
+        np.arange(20000, dtype=np.float32) / 7,  # beyond the shortest-float limit: exact values
+        np.zeros((2, 0), np.float32),
+        np.array([1.0, np.nan, np.inf, -np.inf], np.float32),  # TF Serving's tokens: general encoder
+        np.array([1.1, 2.5], np.float16),
+        np.array([True, False]),
+        np.array([b"a", b"\xff"], dtype=object),
+        np.array(2.5, np.float32),
+        np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)),
+    ],
+)
+@pytest.mark.parametrize("request_format", [ROW, COLUMNAR])
+def test_the_serialized_body_is_the_encoded_response(array, request_format):
+    def document(body: bytes) -> str:  # NaN != NaN: compare the canonical text of the documents
+        return json.dumps(json.loads(body), sort_keys=True)
+
+    outputs = {"y": array}
+    try:
+        expected = document(dumps(encode_predict_response(outputs, request_format)))
+    except RequestError as error:
+        with pytest.raises(RequestError, match=re.escape(error.message)):
+            encode_predict_body(outputs, request_format)
+        return
+    assert document(encode_predict_body(outputs, request_format)) == expected
+    two = {"a": np.array([[1.5], [2.0]], np.float32), "b": np.array([1, 2], np.int64)}
+    assert json.loads(encode_predict_body(two, request_format)) == encode_predict_response(two, request_format)
 
 
 def test_bytes_outputs_are_b64_and_text_outputs_are_strings():

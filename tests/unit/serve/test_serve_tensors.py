@@ -47,3 +47,19 @@ def test_protos_written_with_repeated_fields_and_bad_sizes():
         tensor_proto_to_array(short, name="x")
     with pytest.raises(ValueError):
         tf.make_ndarray(short)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint16", "bool", "object"])
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)])
+def test_filling_a_response_field_in_place_equals_a_copied_proto(dtype, shape):
+    from tensorflow_serving.apis import predict_pb2
+
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    array = values.astype(bytes).astype(object) if dtype == "object" else values.astype(dtype)
+    response = predict_pb2.PredictResponse()
+    filled = array_to_tensor_proto(array, into=response.outputs["y"])
+    assert filled is response.outputs["y"]
+    assert response.outputs["y"] == array_to_tensor_proto(array)
+    # Fortran order is written as C order, as tf.make_tensor_proto writes it.
+    fortran = np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(tensor_proto_to_array(array_to_tensor_proto(fortran), name="y"), fortran)
