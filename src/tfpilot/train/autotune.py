@@ -56,19 +56,14 @@ class StepChoice:
 
 
 def _state_variables(step_functions) -> list[tf.Variable]:
-    variables: dict[int, tf.Variable] = {}
-    metrics = [step_functions.train_loss, *step_functions.train_metrics]
-    for variable in (
-        *step_functions.model.variables,
-        *step_functions.optimizer.variables,
-        *(v for metric in metrics for v in metric.variables),
+    # What a step writes, and the bookkeeping counters the timing advances too.
+    return [
+        *step_functions.state_variables(),
         step_functions.global_step,
         step_functions.grad_norm,
         step_functions.nonfinite_steps,
         step_functions.first_nonfinite_step,
-    ):
-        variables[id(variable)] = variable
-    return list(variables.values())
+    ]
 
 
 def _time_call(function, iterator, steps: int) -> float:

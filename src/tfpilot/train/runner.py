@@ -195,7 +195,7 @@ class CompiledRunner(Runner):
         return Execution(steps_run=ran, nonfinite=bad, global_step=global_step, located=True)
 
     def _replay_good_steps(self, *, start: int, good: int) -> int:
-        """The call restored the state it started from (see StepFunctions._selected_step): run its
+        """The call restored the state it started from (see StepFunctions._single_step): run its
         `good` steps again on the same batches, pass over the bad one, count it as a step (as the
         step that skips a bad update does) and leave the iterator after it. Returns the global
         step. The replay is deterministic (same batches, same state, same RNG state) except on
