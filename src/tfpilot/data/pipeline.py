@@ -259,7 +259,7 @@ class Pipeline:
         # One batch at a time: the layers draw from stateful seed generators, and parallel calls take
         # their draws in whatever order the threads run, so a rerun (or a resume) got other
         # augmentations for the same batches. The prefetch after it still overlaps training.
-        return dataset.map(lambda x, y: (layers(x, training=True), y))
+        return dataset.map(lambda x, y: (layers(x, training=True), y), num_parallel_calls=1)
 
     def evaluation(self, split: str, *, batch_size: int | None = None) -> tf.data.Dataset:
         dataset = self._preprocessed(split)
