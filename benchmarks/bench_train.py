@@ -177,7 +177,10 @@ def bench_guard(config, pipeline, steps: int) -> dict[str, float]:
             l2=0.0,
             label_smoothing=0.0,
             num_classes=10,
+            steps_per_execution=spe,
             jit_compile=jit,
+            # As the trainer builds it: under XLA a call's batches are stacked into one XLA loop.
+            batch_size=BATCH,
         )
         iterator = iter(batches)
         step_functions.train_function(iterator, tf.constant(spe, tf.int64)).numpy()
@@ -283,6 +286,9 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=2, help="measure every approach this many times, interleaved; keep each best"
     )
+    parser.add_argument(
+        "--models", default="mlp,cnn", help="comma-separated subset of mlp,cnn (one model: longer rounds per minute)"
+    )
     args = parser.parse_args()
     from tfpilot.data import build_pipeline
 
@@ -293,7 +299,8 @@ def main() -> None:
         f"independent products of distinct operands: {independent:.1f} = {independent / peak:.2f}x) in this process"
     )
     with tempfile.TemporaryDirectory() as runs:
-        for kind, steps in (("mlp", 200 if args.quick else 1500), ("cnn", 40 if args.quick else 600)):
+        models = (("mlp", 200 if args.quick else 1500), ("cnn", 40 if args.quick else 600))
+        for kind, steps in (model for model in models if model[0] in args.models.split(",")):
             config = make_config(kind, runs, steps_per_execution=args.steps_per_execution)
             features, labels = synthetic(kind, steps * BATCH)
             pipeline = build_pipeline(config.data, batch_size=BATCH, features=features, labels=labels)

@@ -95,10 +95,14 @@ def tune_steps(
     """
     candidates = [False, True] if jit is None else [jit]
     saved = [(variable, tf.identity(variable)) for variable in _state_variables(step_functions)]
-    compiled: dict[bool, tuple[Any, Any]] = {}
+    # candidate -> (one-step function, long-call function, iterator). The XLA step stacks
+    # steps_per_execution batches per launch (StepFunctions._stacked_steps), so its one-step calls
+    # are timed on a function built for one batch and its long calls on one built for `steps`.
+    compiled: dict[bool, tuple[Any, Any, Any]] = {}
     single = dict.fromkeys(candidates, math.inf)
     per_step = dict.fromkeys(candidates, math.inf)
     try:
+        step_functions.steps_per_execution = steps_per_execution or 1
         for candidate in candidates:
             step_functions.jit_compile = candidate
             function, iterator = step_functions.train_function, iter(batches)
@@ -106,19 +110,25 @@ def tune_steps(
                 _time_call(function, iterator, 1)  # trace and compile outside the timing
             except _XLA_FAILURES:
                 continue  # XLA could not compile this model (an op without an XLA kernel, dynamic shapes)
-            compiled[candidate] = (function, iterator)
+            compiled[candidate] = (function, function, iterator)
             single[candidate] = min(_time_call(function, iterator, 1) for _ in range(3))
         # Long calls of ~50 ms: the per-call cost is small against them, and tuning stays short.
         fastest = min(single.values()) if compiled else 1.0
-        steps = max(1, min(max_steps_per_execution, 2 ** int(math.log2(max(1.0, 0.05 / fastest)))))
-        # One untimed long call each first: the first XLA executions in a process run slower
-        # (fresh buffers), which made the first tuning of a process pick no XLA for an MLP whose
-        # XLA step is 25% faster (measured 2.00 ms against 1.49-1.58 ms in later tunings).
-        for function, iterator in compiled.values():
+        steps = steps_per_execution or max(
+            1, min(max_steps_per_execution, 2 ** int(math.log2(max(1.0, 0.05 / fastest))))
+        )
+        step_functions.steps_per_execution = steps
+        for candidate, (function, _, iterator) in list(compiled.items()):
+            step_functions.jit_compile = candidate
+            compiled[candidate] = (function, step_functions.train_function, iterator)
+        # One untimed long call each first (it also compiles a new stack size): the first XLA
+        # executions in a process run slower (fresh buffers), which made the first tuning of a
+        # process pick no XLA for an MLP whose XLA step is 25% faster (2.00 ms against 1.49-1.58 ms).
+        for _, function, iterator in compiled.values():
             _time_call(function, iterator, steps)
         for _ in range(rounds):
-            for candidate, (function, iterator) in compiled.items():
-                single[candidate] = min(single[candidate], _time_call(function, iterator, 1))
+            for candidate, (one_step, function, iterator) in compiled.items():
+                single[candidate] = min(single[candidate], _time_call(one_step, iterator, 1))
                 per_step[candidate] = min(per_step[candidate], _time_call(function, iterator, steps) / steps)
     finally:
         for variable, value in saved:

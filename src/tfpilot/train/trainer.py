@@ -179,6 +179,7 @@ class Trainer:
                 jit_compile=train.jit_compile == JitCompile.TRUE,
                 head=self.head,
                 class_weights=weights,
+                batch_size=pipeline.batch_size,
             )
             self.state = TrainingState()
         # `auto` steps_per_execution / jit_compile: chosen by timing whole steps (autotune.py).

@@ -20,7 +20,10 @@ def _keras_history(model, data, **kwargs):
     return model.fit(data, verbose=0, shuffle=False, **kwargs).history
 
 
-def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path):
+# Under XLA a call's dict batches are stacked and run as one XLA loop (step.py), the short last
+# batch on its own; XLA may fuse float arithmetic differently from Keras' graph.
+@pytest.mark.parametrize("jit_compile, rtol", [(False, RTOL), (True, 1e-4)], ids=["graph", "xla-stacked"])
+def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path, jit_compile, rtol):
     import tfpilot
 
     train, validation = two_headed_datasets()
@@ -33,6 +36,7 @@ def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path):
         name="two",
         runs_dir=tmp_path,
         steps_per_execution=4,
+        jit_compile=jit_compile,
     )
     assert result.epochs_run == 3 and result.global_step == 3 * 6
     for key in (
@@ -49,7 +53,7 @@ def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path):
         assert key in expected, key
     for key, values in expected.items():
         ours = [row[key] for row in result.history]
-        np.testing.assert_allclose(ours, values, rtol=RTOL, atol=ATOL, err_msg=key)
+        np.testing.assert_allclose(ours, values, rtol=rtol, atol=ATOL, err_msg=key)
     # The run directory: what `tfpilot train` leaves, plus fit/ for evaluate and export.
     run = tmp_path / "two"
     for name in ("config.yaml", "history.json", "metrics.json", "findings.json", "fit/model.keras", "fit/spec.json"):
