@@ -420,14 +420,16 @@ class StepFunctions:
         # iteration count, which XLA compiles as a constant (one compilation per distinct count).
         index = tf.zeros_like(count)
         while index < count - 1:
-            finite = self._recorded_single_step(*slot(index), with_norm=with_norm)
+            features, labels = slot(index)
+            finite = self._recorded_single_step(features, labels, with_norm=with_norm)
             executed += 1
             index += 1
             if not finite:
                 bad = tf.constant(True)
                 break
         if not bad:
-            bad = tf.logical_not(self._recorded_single_step(*slot(count - 1), with_norm=True))
+            features, labels = slot(count - 1)
+            bad = tf.logical_not(self._recorded_single_step(features, labels, with_norm=True))
             executed += 1
         return executed, bad
 
