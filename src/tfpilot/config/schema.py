@@ -405,6 +405,8 @@ class JitCompile(str, enum.Enum):
     AUTO = "auto"
     TRUE = "true"
     FALSE = "false"
+    # XLA looping over each call's stacked batches (one device; elsewhere the same as true).
+    STACKED = "stacked"
 
 
 class TrainConfig(_Section):
@@ -467,8 +469,10 @@ class TrainConfig(_Section):
     )
     jit_compile: JitCompile = Field(
         JitCompile.AUTO,
-        description="XLA over the whole step: auto (time whole steps with and without, keep the faster; one "
-        "device only), true or false.",
+        description="XLA over the whole step: auto (time whole steps without XLA, with XLA launched per step "
+        "and with XLA looping over each call's stacked batches; keep the fastest; one device only), true (one XLA "
+        "launch per step, as Keras), stacked (one XLA loop per call; fast for small dense models, slow for "
+        "convolutions on CPU) or false.",
     )
     mixed_precision: bool = Field(False, description="Use the mixed_float16 policy (with loss scaling).")
     nan_policy: NanPolicy = Field(

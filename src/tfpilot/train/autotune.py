@@ -5,8 +5,9 @@ optimizer update, metrics, bookkeeping), on real training batches, so the choice
 everything a step costs rather than the forward and backward pass alone (XLA on the gradients
 only made an MLP faster and a small CNN 2x slower; fit compiles the whole step).
 
-* XLA: the per-step time of the whole step with and without XLA, each inside a multi-step call;
-  the faster wins, and a model XLA cannot compile gets no XLA.
+* XLA: the per-step time of the whole step without XLA, with XLA launched once per step (as
+  Keras does) and with XLA looping over a call's stacked batches (StepFunctions._stacked_steps),
+  each inside a multi-step call; the fastest wins, and a model XLA cannot compile gets no XLA.
 * steps_per_execution: a call has a fixed cost (Python, launching the function, one host sync)
   on top of its steps. It is measured as the time of a one-step call minus the per-step time
   inside a long call, and steps_per_execution is the smallest power of two that makes it at most
@@ -41,12 +42,15 @@ MIN_TUNED_STEPS = 200
 class StepChoice:
     jit_compile: bool
     steps_per_execution: int
-    # Seconds per step with ("xla") and without ("no_xla") XLA, and per call ("call_overhead").
+    # Seconds per step without XLA ("no_xla"), with XLA one launch per step ("xla") and one launch
+    # per call over stacked batches ("xla_stacked"), and per call ("call_overhead").
     timings: dict[str, float]
     tuned: bool
+    stack_batches: bool = False
 
     def describe(self) -> str:
-        parts = [f"steps_per_execution {self.steps_per_execution}", f"XLA {'on' if self.jit_compile else 'off'}"]
+        xla = ("on, batches stacked" if self.stack_batches else "on") if self.jit_compile else "off"
+        parts = [f"steps_per_execution {self.steps_per_execution}", f"XLA {xla}"]
         measured = [
             f"{name.replace('_', ' ')} {seconds * 1e3:.2f} ms"
             for name, seconds in self.timings.items()
@@ -76,35 +80,57 @@ def _time_call(function, iterator, steps: int) -> float:
 _XLA_FAILURES = (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError, tf.errors.InternalError)
 
 
+# The ways a step can be compiled, by the name their timings carry: (XLA, batches stacked).
+_CANDIDATES = {"no_xla": (False, False), "xla": (True, False), "xla_stacked": (True, True)}
+
+
+def _candidates(step_functions, batches: tf.data.Dataset, jit: str | None) -> list[str]:
+    """`jit`: a candidate's name when train.jit_compile fixes it, None under `auto`."""
+    names = list(_CANDIDATES) if jit is None else [jit]
+    stackable = (
+        not step_functions.distributed
+        and bool(step_functions.batch_size)
+        and step_functions.stack_shapes(batches.element_spec) is not None
+    )
+    # Batches that cannot be stacked (padded text, too large) run XLA one launch per step.
+    return list(dict.fromkeys(name if stackable or name != "xla_stacked" else "xla" for name in names))
+
+
+def _compile_as(step_functions, name: str) -> None:
+    step_functions.jit_compile, step_functions.stack_batches = _CANDIDATES[name]
+
+
 def tune_steps(
     step_functions,
     batches: tf.data.Dataset,
     *,
-    jit: bool | None,
+    jit: str | None,
     steps_per_execution: int | None,
     max_steps_per_execution: int = 64,
     overhead_budget: float = 0.02,
     min_call_seconds: float = 0.05,
     rounds: int = 3,
 ) -> StepChoice:
-    """Choose what is `None` among `jit` and `steps_per_execution`; set both on `step_functions`.
+    """Choose what is `None` among `jit` (how the step is compiled: "no_xla", "xla" or "xla_stacked")
+    and `steps_per_execution`; set them on `step_functions`. Stacking is left out for batches that
+    cannot be stacked (StepFunctions.stack_shapes).
 
     `batches`: a few real training batches, repeated (the caller caches them). The candidates
     are timed in interleaved rounds and each keeps its fastest call, so a burst of other load
     on the machine slows every candidate rather than deciding for one.
     """
-    candidates = [False, True] if jit is None else [jit]
+    candidates = _candidates(step_functions, batches, jit)
     saved = [(variable, tf.identity(variable)) for variable in _state_variables(step_functions)]
-    # candidate -> (one-step function, long-call function, iterator). The XLA step stacks
+    # candidate -> (one-step function, long-call function, iterator). The stacked XLA step holds
     # steps_per_execution batches per launch (StepFunctions._stacked_steps), so its one-step calls
     # are timed on a function built for one batch and its long calls on one built for `steps`.
-    compiled: dict[bool, tuple[Any, Any, Any]] = {}
+    compiled: dict[str, tuple[Any, Any, Any]] = {}
     single = dict.fromkeys(candidates, math.inf)
     per_step = dict.fromkeys(candidates, math.inf)
     try:
         step_functions.steps_per_execution = steps_per_execution or 1
         for candidate in candidates:
-            step_functions.jit_compile = candidate
+            _compile_as(step_functions, candidate)
             function, iterator = step_functions.train_function, iter(batches)
             try:
                 _time_call(function, iterator, 1)  # trace and compile outside the timing
@@ -119,13 +145,18 @@ def tune_steps(
         )
         step_functions.steps_per_execution = steps
         for candidate, (function, _, iterator) in list(compiled.items()):
-            step_functions.jit_compile = candidate
+            _compile_as(step_functions, candidate)
             compiled[candidate] = (function, step_functions.train_function, iterator)
         # One untimed long call each first (it also compiles a new stack size): the first XLA
         # executions in a process run slower (fresh buffers), which made the first tuning of a
         # process pick no XLA for an MLP whose XLA step is 25% faster (2.00 ms against 1.49-1.58 ms).
-        for _, function, iterator in compiled.values():
-            _time_call(function, iterator, steps)
+        # A candidate whose long call is 4x slower than the fastest one-step call is not timed
+        # further (the stacked XLA loop of a CNN: 10x slower).
+        for candidate, (_, function, iterator) in list(compiled.items()):
+            elapsed = _time_call(function, iterator, steps)
+            if elapsed > 4 * steps * fastest:
+                per_step[candidate] = elapsed / steps
+                del compiled[candidate]
         for _ in range(rounds):
             for candidate, (one_step, function, iterator) in compiled.items():
                 single[candidate] = min(single[candidate], _time_call(one_step, iterator, 1))
@@ -133,9 +164,9 @@ def tune_steps(
     finally:
         for variable, value in saved:
             variable.assign(value)
-    timings = {("xla" if candidate else "no_xla"): per_step[candidate] for candidate in candidates}
+    timings = dict(per_step)
     chosen = min(candidates, key=lambda candidate: per_step[candidate])
-    step_functions.jit_compile = chosen
+    _compile_as(step_functions, chosen)
     if steps_per_execution is None:
         overhead = max(single[chosen] - per_step[chosen], 0.0) if math.isfinite(per_step[chosen]) else 0.0
         timings["call_overhead"] = overhead
@@ -146,7 +177,13 @@ def tune_steps(
             needed = max(needed, min_call_seconds / per_step[chosen])
         steps_per_execution = min(max_steps_per_execution, 2 ** max(0, math.ceil(math.log2(max(needed, 1.0)))))
     step_functions.steps_per_execution = steps_per_execution
-    return StepChoice(jit_compile=chosen, steps_per_execution=steps_per_execution, timings=timings, tuned=True)
+    return StepChoice(
+        jit_compile=step_functions.jit_compile,
+        steps_per_execution=steps_per_execution,
+        timings=timings,
+        tuned=True,
+        stack_batches=step_functions.stack_batches,
+    )
 
 
 def choose_step_settings(step_functions, pipeline, train: TrainConfig, *, planned_steps: int) -> StepChoice:
@@ -156,15 +193,21 @@ def choose_step_settings(step_functions, pipeline, train: TrainConfig, *, planne
     Elsewhere `auto` means no XLA and one step per call: under MirroredStrategy and multi-worker
     the whole step cannot be one XLA cluster (all-reduce and merge_call sit between its halves), and
     short runs would spend longer tuning than training."""
-    jit = None if train.jit_compile == JitCompile.AUTO else train.jit_compile == JitCompile.TRUE
+    jit = {JitCompile.FALSE: "no_xla", JitCompile.TRUE: "xla", JitCompile.STACKED: "xla_stacked"}.get(train.jit_compile)
     steps = None if train.steps_per_execution == "auto" else int(train.steps_per_execution)
     if (jit is None or steps is None) and not step_functions.distributed and planned_steps >= MIN_TUNED_STEPS:
         # A few real batches, cached so the timing measures the step and not the input pipeline.
         batches = pipeline.train(epoch=0).take(8).cache().repeat()
         return tune_steps(step_functions, batches, jit=jit, steps_per_execution=steps)
-    step_functions.jit_compile = bool(jit)
+    _compile_as(step_functions, jit or "no_xla")
     step_functions.steps_per_execution = steps or 1
-    return StepChoice(jit_compile=bool(jit), steps_per_execution=steps or 1, timings={}, tuned=False)
+    return StepChoice(
+        jit_compile=step_functions.jit_compile,
+        steps_per_execution=steps or 1,
+        timings={},
+        tuned=False,
+        stack_batches=step_functions.stack_batches,
+    )
 
 
 def tuned_finding(choice: StepChoice, *, location: str) -> Finding:

@@ -54,8 +54,8 @@ def check_parameter_server_config(config: RunConfig) -> None:
     unsupported = []
     if train.mixed_precision:
         unsupported.append("mixed_precision: true")
-    if train.jit_compile == JitCompile.TRUE:
-        unsupported.append("jit_compile: true")
+    if train.jit_compile in (JitCompile.TRUE, JitCompile.STACKED):
+        unsupported.append(f"jit_compile: {train.jit_compile.value}")
     if train.nan_policy == NanPolicy.ROLLBACK:
         # A rollback replays the epoch from a checkpoint while other workers' updates are in flight.
         unsupported.append("nan_policy: rollback")

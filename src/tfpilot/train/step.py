@@ -84,9 +84,11 @@ class StepFunctions:
         head: Head | None = None,
         class_weights: np.ndarray | None = None,
         batch_size: int | None = None,
+        stack_batches: bool = False,
     ) -> None:
-        """`batch_size`: rows of a full training batch; with it, XLA steps on one device run
-        several batches per XLA launch (see _stacked_steps)."""
+        """`batch_size`: rows of a full training batch. `stack_batches`: XLA steps on one device
+        run several batches per XLA launch (see _stacked_steps); the tuner (autotune.py) sets it
+        by timing, since it is 1.2x faster on an MLP and 10x slower on a small CNN."""
         self.model = model
         self.optimizer = optimizer
         self.strategy = strategy
@@ -97,6 +99,7 @@ class StepFunctions:
         self.steps_per_execution = steps_per_execution
         self.jit_compile = jit_compile
         self.batch_size = batch_size
+        self.stack_batches = stack_batches
         # The task's loss and metrics (classification by default; see heads.py).
         self.head = head or ClassificationHead(num_classes=num_classes, label_smoothing=label_smoothing)
         # train.class_weight: per-class factors on the training loss only (as Keras fit's class_weight).
@@ -375,10 +378,10 @@ class StepFunctions:
     @property
     def stacks_batches(self) -> bool:
         """Whether a call runs its steps as one XLA loop over stacked batches (see _stacked_steps):
-        the whole-step XLA path on one device, with a known full batch size."""
-        return self.jit_compile and not self.distributed and bool(self.batch_size)
+        asked for, on the whole-step XLA path on one device, with a known full batch size."""
+        return self.stack_batches and self.jit_compile and not self.distributed and bool(self.batch_size)
 
-    def _stack_shapes(self, element_spec) -> list[tf.TensorShape] | None:
+    def stack_shapes(self, element_spec) -> list[tf.TensorShape] | None:
         """Shapes of one stacked slot per flattened input, or None when the batches cannot be stacked:
         a dimension other than the batch one varies between batches (padded text), or
         `steps_per_execution` stacked batches would hold more than MAX_STACK_BYTES."""
@@ -442,7 +445,11 @@ class StepFunctions:
         steps as one XLA loop over stacked batches ran 1.16-1.27x faster). Here the batches of a
         chunk are gathered into one stack (one copy per batch, unused slots zero-filled) and one
         XLA while-loop runs them. A batch of another size (the short last batch of an epoch) ends
-        the chunk and runs on its own through the per-step XLA function."""
+        the chunk and runs on its own through the per-step XLA function.
+
+        XLA on CPU runs convolutions inside a while loop about 10x slower than the same step
+        launched on its own (small CNN: 4.4 against 45 steps/s), so this is a tuned choice, never
+        assumed (autotune.py times it against the per-step XLA loop)."""
         slots = self.steps_per_execution
         spec = iterator.element_spec
         flat_specs = tf.nest.flatten(spec)
@@ -528,7 +535,7 @@ class StepFunctions:
                 limit = tf.constant(steps, tf.int64) if max_steps is None else tf.cast(max_steps, tf.int64)
                 for variable, copy in snapshot:
                     copy.assign(tf.convert_to_tensor(variable))
-                shapes = self._stack_shapes(iterator.element_spec) if stacking else None
+                shapes = self.stack_shapes(iterator.element_spec) if stacking else None
                 if shapes is not None:
                     executed, bad = self._stacked_steps(iterator, limit, shapes)
                 else:

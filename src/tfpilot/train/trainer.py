@@ -176,10 +176,11 @@ class Trainer:
                 l2=train.l2,
                 label_smoothing=train.label_smoothing,
                 num_classes=pipeline.num_classes,
-                jit_compile=train.jit_compile == JitCompile.TRUE,
+                jit_compile=train.jit_compile in (JitCompile.TRUE, JitCompile.STACKED),
                 head=self.head,
                 class_weights=weights,
                 batch_size=pipeline.batch_size,
+                stack_batches=train.jit_compile == JitCompile.STACKED,
             )
             self.state = TrainingState()
         # `auto` steps_per_execution / jit_compile: chosen by timing whole steps (autotune.py).

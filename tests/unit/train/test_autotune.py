@@ -32,12 +32,14 @@ def test_auto_times_whole_steps_records_the_choice_and_leaves_training_untouched
     )
     choice = tuned.step_choice
     assert choice.tuned and not fixed.step_choice.tuned
-    assert set(choice.timings) == {"xla", "no_xla", "call_overhead"}
-    assert choice.jit_compile == (choice.timings["xla"] < choice.timings["no_xla"])
-    assert tuned.steps.jit_compile == choice.jit_compile
+    # Without XLA, XLA launched per step, XLA looping over stacked batches: the fastest is kept.
+    assert set(choice.timings) == {"xla", "xla_stacked", "no_xla", "call_overhead"}
+    fastest = min(("no_xla", "xla", "xla_stacked"), key=choice.timings.__getitem__)
+    assert (choice.jit_compile, choice.stack_batches) == (fastest != "no_xla", fastest == "xla_stacked")
+    assert (tuned.steps.jit_compile, tuned.steps.stacks_batches) == (choice.jit_compile, choice.stack_batches)
     spe = choice.steps_per_execution
     assert tuned.steps_per_execution == spe and 1 <= spe <= 64 and spe & (spe - 1) == 0
-    per_step = choice.timings["xla" if choice.jit_compile else "no_xla"]
+    per_step = choice.timings[fastest]
     # Calls of at least 50 ms (or the cap), and the per-call cost within 2% of them (or the cap).
     assert spe == 64 or spe * per_step >= 0.05
     assert spe == 64 or choice.timings["call_overhead"] <= 0.02 * spe * per_step
@@ -221,3 +223,26 @@ def test_calls_of_several_steps_end_where_logs_checkpoints_and_hooks_are_due(tmp
     ends = [step for step, _ in hook.calls]
     assert ends == [5, 7, 8, 10, 15, 16, 18]
     assert len(list(trainer.run.checkpoints.glob("ckpt-*.index"))) == 3  # steps 8 and 16, and the epoch's end
+
+
+def test_jit_compile_stacked_and_true_are_fixed_choices_that_train_alike(tmp_path: Path) -> None:
+    features, labels = blobs(120)
+    trainers = {
+        value: build(
+            tiny_config(tmp_path, name=f"jit-{value}", epochs=2, steps_per_execution=4, jit_compile=value),
+            features,
+            labels,
+        )
+        for value in ("true", "stacked")
+    }
+    per_step, stacked = trainers["true"], trainers["stacked"]
+    assert not per_step.step_choice.tuned and not stacked.step_choice.tuned
+    assert per_step.steps.jit_compile and not per_step.steps.stacks_batches
+    assert stacked.steps.jit_compile and stacked.steps.stacks_batches
+    assert "XLA on, batches stacked" in stacked.step_choice.describe()
+    for trainer in trainers.values():
+        trainer.fit()
+    assert stacked.steps._stacked_loop_function is not None and per_step.steps._stacked_loop_function is None
+    assert int(stacked.steps.global_step.numpy()) == int(per_step.steps.global_step.numpy()) == 12
+    for a, b in zip(weights(per_step.model), weights(stacked.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -34,7 +34,8 @@ def _steps(*, stacked: bool, clip_norm: float | None = 1.0, steps_per_execution:
         num_classes=3,
         steps_per_execution=steps_per_execution,
         jit_compile=True,
-        batch_size=BATCH if stacked else None,
+        batch_size=BATCH,
+        stack_batches=stacked,
     )
 
 
@@ -114,8 +115,9 @@ def test_batches_whose_shape_varies_run_one_launch_per_step() -> None:
         steps_per_execution=4,
         jit_compile=True,
         batch_size=4,
+        stack_batches=True,
     )
-    assert steps.stacks_batches and steps._stack_shapes(sequences.element_spec) is None
+    assert steps.stacks_batches and steps.stack_shapes(sequences.element_spec) is None
     ran, bad, step = steps.train_function(iter(sequences), tf.constant(8, tf.int64)).numpy()
     assert (ran, bad, step) == (8, 0, 8) and not _stacked_loop_traced(steps)
 
@@ -124,9 +126,9 @@ def test_a_stack_larger_than_the_memory_cap_is_not_built() -> None:
     steps = _steps(stacked=True)
     row_bytes = 6 * 4 + 4  # float32 features and an int32 label
     spec = (tf.TensorSpec([None, 6], tf.float32), tf.TensorSpec([None], tf.int32))
-    assert steps._stack_shapes(spec) == [tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH])]
+    assert steps.stack_shapes(spec) == [tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH])]
     steps.steps_per_execution = MAX_STACK_BYTES // (BATCH * row_bytes) + 1
-    assert steps._stack_shapes(spec) is None
+    assert steps.stack_shapes(spec) is None
 
 
 def test_the_xla_loop_is_compiled_once_for_every_step_count() -> None:
