@@ -139,10 +139,7 @@ class _Connection(asyncio.Protocol):
         self._next()
 
     def eof_received(self) -> bool | None:
-        # What is buffered is incomplete or unanswered; aiohttp decides (it closes).
-        if not self._busy:
-            self._hand_off()
-        return True
+        return None  # the transport closes itself, as aiohttp's protocol lets it on a client's EOF
 
     @property
     def idle(self) -> bool:
