@@ -9,7 +9,14 @@ Anchors, measured in the same run on the same machine:
 A bounded load generator on 127.0.0.1 (a fixed number of concurrent clients, each waiting for
 its answer before sending again) drives each server at concurrency 1, 8 and 64 with one
 example per request, and reports throughput and p50/p99 latency. The servers run in one
-child process; the clients (the load generator) run in this one. Each row also reports the CPU
+child process. The load generator is h2load when it is on PATH (Debian/Ubuntu package
+``nghttp2-client``; this script never installs it), in its own process: REST as N HTTP/1.1
+keep-alive connections, gRPC as one HTTP/2 connection with N concurrent streams (a gRPC channel
+multiplexes its calls); one gRPC call with the same bytes is checked first and gRPC errors are
+counted from the server's metrics, since h2load sees HTTP 200 only. Without h2load (or with
+``--python-clients``) Python clients in this process drive the servers; they cost the shared
+cores ~30 us (REST) and ~100 us (gRPC) of CPU per request, which the server then lacks. The
+first lines of the output say which generator ran. Each row also reports the CPU
 per request of the server's event loop thread (``loop us``: the per-request work of the REST/gRPC
 front end, without the model's), of the whole server process and of the load generator, and
 ``cpu x``: the model's own CPU
@@ -22,6 +29,7 @@ machine, the server leaves cores unused and ``cpu x`` overstates what req/s can 
     python benchmarks/bench_serve.py --quick        # < 90 s
     python benchmarks/bench_serve.py                # longer windows (~80 s)
     python benchmarks/bench_serve.py --overhead     # adds half_plus_two: per-request overhead alone
+    python benchmarks/bench_serve.py --python-clients  # the Python load generator even with h2load
 """
 
 from __future__ import annotations
@@ -175,6 +183,8 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
     function = tf.saved_model.load(str(base_path / "1")).signatures["serving_default"]
     output_name = next(iter(function.structured_outputs))
 
+    answered = [0]  # naive requests answered (h2load counts only its measured window)
+
     class Naive(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -194,6 +204,7 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            answered[0] += 1  # one += at a time: the GIL makes it atomic enough for a count
 
         def log_message(self, *args) -> None:
             pass
@@ -215,11 +226,11 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
     )
     servers = {"batched": batched, "unbatched": unbatched}
     # Each "cpu" line from the parent: the CPU seconds each server's event loop thread has used
-    # (the per-request work of REST/gRPC decoding, checks and responses, without the model's).
-    # EOF (the parent closes stdin) stops us.
+    # (the per-request work of REST/gRPC decoding, checks and responses, without the model's),
+    # and the naive server's answers so far. EOF (the parent closes stdin) stops us.
     for line in sys.stdin:
         if line.strip() == "cpu":
-            cpu = {}
+            cpu: dict[str, float] = {"naive_requests": answered[0]}
             for kind, server in servers.items():
                 loop = server._loop  # the bench reads the loop thread's clock; no public API needed
 
@@ -314,6 +325,18 @@ def run_rest(url: str, body: bytes, concurrency: int, seconds: float, warmup: fl
     return asyncio.run(_drive(make_sender, concurrency, seconds, warmup))
 
 
+def predict_payload(example: object) -> bytes:
+    """A serialized PredictRequest for ``model`` with one example as input ``x``."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "model"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([example], np.float32)))
+    return request.SerializeToString()
+
+
 def run_grpc(target: str, example: object, concurrency: int, seconds: float, warmup: float) -> dict:
     """grpc.aio clients multiplexed on one channel, as a TF Serving client is written.
 
@@ -322,14 +345,8 @@ def run_grpc(target: str, example: object, concurrency: int, seconds: float, war
     other than OK counts as an error.
     """
     import grpc
-    import numpy as np
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2
 
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = "model"
-    request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([example], np.float32)))
-    payload = request.SerializeToString()
+    payload = predict_payload(example)
 
     async def main() -> dict:
         async with grpc.aio.insecure_channel(target) as channel:
@@ -354,17 +371,124 @@ def run_grpc(target: str, example: object, concurrency: int, seconds: float, war
     return asyncio.run(main())
 
 
+# ------------------------------------------------------------------ h2load load generator
+#
+# The Python clients above cost the machine ~30 us (REST) and ~100 us (gRPC) of CPU per request,
+# taken from the server on a machine with few cores. h2load (Debian/Ubuntu: `apt-get install
+# nghttp2-client`) is a C client costing a few us; when it is on PATH it drives both protocols,
+# so the rows measure the server rather than the client. This script never installs it.
+
+
+def h2load_path() -> str | None:
+    import shutil
+
+    return shutil.which("h2load")
+
+
+def grpc_frame(payload: bytes) -> bytes:
+    """One gRPC length-prefixed message: flag 0 (uncompressed), 4-byte big-endian length, bytes."""
+    return b"\0" + len(payload).to_bytes(4, "big") + payload
+
+
+def h2load_command(
+    h2load: str,
+    url: str,
+    data_file: Path,
+    log_file: Path,
+    *,
+    grpc: bool,
+    concurrency: int,
+    seconds: float,
+    warmup: float,
+) -> list[str]:
+    """A closed loop of ``concurrency`` outstanding requests: each answer releases the next.
+
+    REST: ``concurrency`` HTTP/1.1 keep-alive connections, one request at a time each (as the
+    Python clients). gRPC: one HTTP/2 connection with ``concurrency`` streams at a time - a
+    grpc channel multiplexes its calls over one connection, as the Python clients' channel does.
+    """
+    command = [h2load, "-D", f"{round(seconds * 1000)}ms", "--warm-up-time", f"{round(warmup * 1000)}ms"]
+    command += ["-d", str(data_file), "--log-file", str(log_file)]
+    if grpc:
+        command += ["-c", "1", "-m", str(concurrency), "-H", "content-type: application/grpc", "-H", "te: trailers"]
+    else:
+        command += ["--h1", "-c", str(concurrency), "-m", "1", "-H", "content-type: application/json"]
+    return command + [url]
+
+
+def h2load_latencies(log_text: str) -> tuple[list[float], int]:
+    """(sorted latencies in seconds, answers other than HTTP 200) from an h2load --log-file:
+    one line per request of the measured window, `start us <TAB> status <TAB> duration us`."""
+    latencies, not_ok = [], 0
+    for line in log_text.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3:
+            continue
+        latencies.append(int(fields[2]) / 1e6)
+        not_ok += fields[1] != "200"
+    latencies.sort()
+    return latencies, not_ok
+
+
+def run_h2load(
+    h2load: str, url: str, data: bytes, *, grpc: bool, concurrency: int, seconds: float, warmup: float
+) -> dict:
+    """Drive ``url`` with h2load in its own process; its CPU is read from this process's children.
+
+    h2load counts an HTTP 200 as success, and a gRPC error is an HTTP 200 whose trailers say
+    otherwise: the caller counts gRPC errors from the server's metrics (and checks one answer
+    with a real gRPC client first)."""
+    import resource
+
+    with tempfile.TemporaryDirectory(prefix="bench_h2load_") as tmp:
+        data_file, log_file = Path(tmp) / "body", Path(tmp) / "log.tsv"
+        data_file.write_bytes(data)
+        command = h2load_command(
+            h2load, url, data_file, log_file, grpc=grpc, concurrency=concurrency, seconds=seconds, warmup=warmup
+        )
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=120 + 4 * (seconds + warmup))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if completed.returncode != 0:
+            raise RuntimeError(f"h2load failed ({completed.returncode}): {completed.stderr[-2000:]}")
+        latencies, not_ok = h2load_latencies(log_file.read_text())
+    count = len(latencies)
+    return {
+        "throughput": count / seconds,
+        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
+        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
+        "errors": not_ok,
+        "generator_cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    }
+
+
+def check_grpc_answer(target: str, payload: bytes) -> None:
+    """One real gRPC call with h2load's exact bytes: a PredictResponse with outputs, status OK."""
+    import grpc
+    from tensorflow_serving.apis import predict_pb2
+
+    with grpc.insecure_channel(target) as channel:
+        predict = channel.unary_unary("/tensorflow.serving.PredictionService/Predict")
+        response = predict_pb2.PredictResponse.FromString(predict(payload, timeout=60))
+    if not response.outputs:
+        raise RuntimeError(f"gRPC Predict at {target} answered without outputs: {response}")
+
+
 # ---------------------------------------------------------------------------------- main
 
 
-def loop_cpu_seconds(host: subprocess.Popen, kind: str) -> float:
-    """CPU seconds the event loop thread of a tfpilot server in the host has used (0 for naive)."""
-    if kind == "naive":
-        return 0.0
+def host_counters(host: subprocess.Popen, endpoints: dict, kind: str, protocol: str) -> dict[str, float]:
+    """Counters of one server in the host: its event loop thread's CPU seconds (0 for naive),
+    requests answered and failed, batcher rows and calls (see server_counts)."""
     assert host.stdin is not None and host.stdout is not None
     host.stdin.write("cpu\n")
     host.stdin.flush()
-    return float(json.loads(host.stdout.readline())[kind])
+    reply = json.loads(host.stdout.readline())
+    counts = server_counts(endpoints, kind, protocol)
+    counts["loop_cpu"] = 0.0 if kind == "naive" else float(reply[kind])
+    if kind == "naive":
+        counts["requests"] = float(reply["naive_requests"])
+    return counts
 
 
 def machine_idle_and_total() -> tuple[int, int]:
@@ -379,24 +503,41 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def batch_counts(endpoints: dict, kind: str) -> tuple[float, float]:
-    """(rows, model calls) so far on a tfpilot server, from its Prometheus endpoint."""
+def server_counts(endpoints: dict, kind: str, protocol: str) -> dict[str, float]:
+    """Counters so far on a tfpilot server, from its Prometheus endpoint: rows and model calls of
+    the batcher, and the requests answered and failed over ``protocol`` (all zero for naive)."""
     import urllib.request
 
+    counts = {"rows": 0.0, "calls": 0.0, "requests": 0.0, "errors": 0.0}
     if kind == "naive":
-        return 0.0, 0.0
+        return counts
     with urllib.request.urlopen(f"{endpoints[kind + '_rest']}/monitoring/prometheus/metrics", timeout=30) as response:
         text = response.read().decode()
-    values = {}
+    names = {
+        "tfpilot_serve_batch_size_sum{": "rows",
+        "tfpilot_serve_batch_size_count{": "calls",
+        "tfpilot_serve_requests_total{": "requests",
+        "tfpilot_serve_request_errors_total{": "errors",
+    }
     for line in text.splitlines():
-        for name in ("tfpilot_serve_batch_size_sum", "tfpilot_serve_batch_size_count"):
-            if line.startswith(name + "{"):
-                values[name] = float(line.rsplit(" ", 1)[1])
-    return values.get("tfpilot_serve_batch_size_sum", 0.0), values.get("tfpilot_serve_batch_size_count", 0.0)
+        for prefix, key in names.items():
+            if line.startswith(prefix) and (key in ("rows", "calls") or f'protocol="{protocol}"' in line):
+                if key == "errors" and 'status="CANCELLED"' in line:
+                    continue  # the calls in flight when h2load's window ends: it resets their streams
+                counts[key] += float(line.rsplit(" ", 1)[1])
+    return counts
 
 
 def benchmark_model(
-    name: str, base_path: Path, example: object, *, seconds: float, warmup: float, note: str, batch_threads: int
+    name: str,
+    base_path: Path,
+    example: object,
+    *,
+    seconds: float,
+    warmup: float,
+    note: str,
+    batch_threads: int,
+    h2load: str | None,
 ) -> dict:
     host = subprocess.Popen(
         [sys.executable, __file__, "--serve-host", str(base_path), "--batch-threads", str(batch_threads)],
@@ -410,18 +551,38 @@ def benchmark_model(
         limit, single, limit_cpu, half = in_process_limit(base_path / "1", example, seconds)
         endpoints = json.loads(host.stdout.readline())
         body = json.dumps({"instances": [example]}).encode()
+        payload = predict_payload(example)
+        if h2load is not None:
+            check_grpc_answer(endpoints["batched_grpc"], payload)
+            check_grpc_answer(endpoints["unbatched_grpc"], payload)
         rows = []
         for kind in ("batched", "unbatched", "naive"):
             protocols = ("rest",) if kind == "naive" else ("rest", "grpc")
             for protocol in protocols:
                 address = endpoints[f"{kind}_{protocol}"]
                 for concurrency in CONCURRENCY:
-                    batches_before = batch_counts(endpoints, kind)
-                    loop_cpu = loop_cpu_seconds(host, kind)
+                    before = host_counters(host, endpoints, kind, protocol)
                     server_cpu, client_cpu = process_cpu_seconds(host.pid), time.process_time()
                     idle_before = machine_idle_and_total()
-                    if protocol == "rest":
-                        url = address if kind == "naive" else f"{address}/v1/models/model:predict"
+                    url = address if kind == "naive" else f"{address}/v1/models/model:predict"
+                    if h2load is not None:
+                        if protocol == "grpc":
+                            url, data = (
+                                f"http://{address}/tensorflow.serving.PredictionService/Predict",
+                                grpc_frame(payload),
+                            )
+                        else:
+                            data = body
+                        result = run_h2load(
+                            h2load,
+                            url,
+                            data,
+                            grpc=protocol == "grpc",
+                            concurrency=concurrency,
+                            seconds=seconds,
+                            warmup=warmup,
+                        )
+                    elif protocol == "rest":
                         result = run_rest(url, body, concurrency, seconds, warmup)
                     else:
                         result = run_grpc(address, example, concurrency, seconds, warmup)
@@ -431,14 +592,20 @@ def benchmark_model(
                     # cores unused (it waited, rather than computed).
                     ticks = max(1, idle_after[1] - idle_before[1])
                     result["idle"] = (idle_after[0] - idle_before[0]) / ticks
-                    client_cpu = time.process_time() - client_cpu
+                    client_cpu = time.process_time() - client_cpu + result.pop("generator_cpu", 0.0)
                     server_cpu = process_cpu_seconds(host.pid) - server_cpu
-                    result["loop_us"] = 1e6 * (loop_cpu_seconds(host, kind) - loop_cpu) / max(1, result["answered"])
-                    result["server_us"] = 1e6 * server_cpu / max(1, result["answered"])
-                    result["client_us"] = 1e6 * client_cpu / max(1, result["answered"])
-                    rows_after, calls_after = batch_counts(endpoints, kind)
-                    calls = calls_after - batches_before[1]
-                    result["rows_per_call"] = (rows_after - batches_before[0]) / calls if calls else float("nan")
+                    after = host_counters(host, endpoints, kind, protocol)
+                    if h2load is not None:
+                        # h2load reports its measured window only; CPU covers warm-up and drain
+                        # too, so per-request CPU divides by every answer the server counted.
+                        result["answered"] = after["requests"] - before["requests"]
+                        result["errors"] += int(after["errors"] - before["errors"])  # gRPC status != OK
+                    answered = max(1, result["answered"])
+                    result["loop_us"] = 1e6 * (after["loop_cpu"] - before["loop_cpu"]) / answered
+                    result["server_us"] = 1e6 * server_cpu / answered
+                    result["client_us"] = 1e6 * client_cpu / answered
+                    calls = after["calls"] - before["calls"]
+                    result["rows_per_call"] = (after["rows"] - before["rows"]) / calls if calls else float("nan")
                     rows.append({"server": kind, "protocol": protocol, "concurrency": concurrency, **result})
     finally:
         host.stdin.close()
@@ -525,6 +692,11 @@ def main() -> None:
         default=1,
         help="num_batch_threads of the batched server (1: one TF call at a time, which may use every core)",
     )
+    parser.add_argument(
+        "--python-clients",
+        action="store_true",
+        help="use the Python load generator even when h2load is on PATH (to compare with earlier runs)",
+    )
     parser.add_argument("--serve-host", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_host:
@@ -533,6 +705,16 @@ def main() -> None:
     seconds, warmup = (1.2, 0.3) if args.quick else (2.5, 0.6)
     cores = os.cpu_count() or 1
     print(f"bench_serve: {cores} CPU cores, clients and servers share them; one example per request")
+    h2load = None if args.python_clients else h2load_path()
+    if h2load is not None:
+        print(
+            f"load generator: h2load ({h2load}) in its own process; REST: N HTTP/1.1 connections, gRPC: one HTTP/2 connection with N streams"
+        )
+    else:
+        why = "--python-clients" if args.python_clients else "h2load not on PATH (apt-get install nghttp2-client)"
+        print(
+            f"load generator: Python clients in the benchmark process ({why}); REST: raw asyncio streams, gRPC: one grpc.aio channel"
+        )
     with tempfile.TemporaryDirectory(prefix="bench_serve_") as tmp:
         root = Path(tmp)
         if args.model == "cnn":
@@ -550,6 +732,7 @@ def main() -> None:
             seconds=seconds,
             warmup=warmup,
             batch_threads=args.batch_threads,
+            h2load=h2load,
             note=note,
         )
         if args.overhead:
@@ -564,6 +747,7 @@ def main() -> None:
                 seconds=seconds,
                 warmup=warmup,
                 batch_threads=args.batch_threads,
+                h2load=h2load,
                 note="y = 0.5 x + 2, no compute: per-request overhead dominates",
             )
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import re
 import urllib.parse
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -55,6 +56,16 @@ def _json_body(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json")
 
 
+_Response = TypeVar("_Response", bound=web.StreamResponse)
+
+
+def _with_cors(response: _Response) -> _Response:
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+    response.headers["Access-Control-Allow-Headers"] = "Content-Type"
+    return response
+
+
 def _error_response(error: RequestError) -> web.Response:
     return _json_response(error.rest_body(), status=error.http_status)
 
@@ -84,7 +95,7 @@ def metadata_json(servable: Servable) -> dict[str, Any]:
     }
 
 
-class _RestHandler:
+class RestHandler:
     def __init__(
         self,
         service: InferenceService,
@@ -112,10 +123,20 @@ class _RestHandler:
             response: web.StreamResponse = web.Response(status=204)
         else:
             response = await self._dispatch(request)
-        response.headers["Access-Control-Allow-Origin"] = "*"
-        response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-        response.headers["Access-Control-Allow-Headers"] = "Content-Type"
-        return response
+        return _with_cors(response)
+
+    async def inference_body(self, path: bytes, body: bytes) -> web.Response:
+        """What :meth:`dispatch` answers to ``POST path`` with this body, for a path matching
+        PREDICT_PATH whose body was read elsewhere (rest_fast.py) - the same code from the match on."""
+        text = path.decode("ascii")
+        try:
+            match = PREDICT_PATH.fullmatch(text)
+            assert match is not None, text
+            name, version, label, method = match.groups()
+            response = await self._inference(body, urllib.parse.unquote(name), version, label, method.lower())
+        except Exception as error:  # as _dispatch: a bug answers 500 JSON
+            response = _error_response(as_request_error(error, where=f"POST {text}"))
+        return _with_cors(response) if self.cors else response
 
     async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.rel_url.raw_path
@@ -194,10 +215,11 @@ class _RestHandler:
             raise self._too_large() from None
 
     async def _inference(
-        self, request: web.BaseRequest, name: str, version_text: str | None, label: str | None, method: str
+        self, request: web.BaseRequest | bytes, name: str, version_text: str | None, label: str | None, method: str
     ) -> web.Response:
         async with self.service.call(api=method, protocol="rest", model=name) as call:
-            body = await self._read_body(request)
+            # bytes: the fast front (rest_fast.py) read the body and checked its size already.
+            body = request if isinstance(request, bytes) else await self._read_body(request)
             version = _version(version_text)
             label = urllib.parse.unquote(label) if label else None
             # One numeric tensor (the common body) skips the general JSON decoding; the body is
@@ -239,10 +261,11 @@ def build_rest_server(
     metrics_path: str | None = "/monitoring/prometheus/metrics",
     cors: bool = False,
     limit: ConcurrencyLimit | None = None,
-) -> web.Server:
-    """aiohttp's low-level server: TF Serving's routes are matched by the handler's own regexes,
-    which avoids the per-request cost of aiohttp's router."""
-    handler = _RestHandler(
+) -> tuple[web.Server, Callable[[bytes, bytes], Awaitable[web.Response]]]:
+    """aiohttp's low-level server (TF Serving's routes are matched by the handler's own regexes,
+    which avoids the per-request cost of aiohttp's router), and the same handler's answer to an
+    inference POST whose body was read by the fast front (rest_fast.py), within the same limit."""
+    handler = RestHandler(
         service,
         metrics=metrics,
         max_request_bytes=max_request_bytes,
@@ -258,5 +281,15 @@ def build_rest_server(
             message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=max_request_bytes + 1
         )
 
+    inference_body = handler.inference_body
+    if limit is not None:
+        # --rest_api_num_threads bounds fast-path requests too: one limit for the whole port.
+        async def limited(path: bytes, body: bytes) -> web.Response:
+            async with limit.slot():
+                return await handler.inference_body(path, body)
+
+        inference_body = limited
+
     # --rest_api_num_threads: at most that many requests are handled at once, the rest wait.
-    return web.Server(limit_handler(handler.dispatch, limit), request_factory=request_factory, access_log=None)
+    server = web.Server(limit_handler(handler.dispatch, limit), request_factory=request_factory, access_log=None)
+    return server, inference_body

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpilot.errors import ServeError
 from tfpilot.serve.batching import Batcher
@@ -28,6 +28,9 @@ from tfpilot.serve.servable import load_servable
 from tfpilot.serve.transport import ConcurrencyLimit, TlsConfig, grpc_limit_interceptor
 
 __all__ = ["ServerOptions", "ModelServer", "DEFAULT_MAX_REQUEST_BYTES"]
+
+if TYPE_CHECKING:
+    from tfpilot.serve.rest_fast import FastRestServer
 
 _log = logging.getLogger("tfpilot.serve")
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -157,6 +160,7 @@ class ModelServer:
         self.grpc_limit = ConcurrencyLimit(options.grpc_max_threads) if options.grpc_max_threads else None
         self.request_log: RequestLog | None = None
         self.rest_port: int | None = None
+        self.fast_rest: FastRestServer | None = None  # the REST port's lean front (None with TLS)
         self.grpc_port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
@@ -308,6 +312,7 @@ class ModelServer:
         from aiohttp import web
 
         from tfpilot.serve.rest import build_rest_server
+        from tfpilot.serve.rest_fast import FastRestServer
         from tfpilot.serve.service import InferenceService
 
         options = self.options
@@ -321,8 +326,10 @@ class ModelServer:
         )
         runner = None
         grpc_server = None
+        fast_rest: FastRestServer | None = None
+        fast_listener: asyncio.AbstractServer | None = None
         if rest_socket is not None:
-            rest_server = build_rest_server(
+            rest_server, inference_body = build_rest_server(
                 service,
                 limit=self.rest_limit,
                 metrics=self.metrics,
@@ -333,9 +340,21 @@ class ModelServer:
             )
             runner = web.ServerRunner(rest_server, handle_signals=False, shutdown_timeout=10.0)
             await runner.setup()
-            tls_context = options.tls.ssl_context() if options.tls is not None else None
-            await web.SockSite(runner, rest_socket, ssl_context=tls_context).start()
+            if options.tls is not None:
+                await web.SockSite(runner, rest_socket, ssl_context=options.tls.ssl_context()).start()
+            else:
+                # Plain HTTP: inference POSTs take the lean front, the rest goes to aiohttp.
+                fast_rest = FastRestServer(inference_body, rest_server, max_body=options.max_request_bytes)
+                fast_listener = await asyncio.get_running_loop().create_server(fast_rest, sock=rest_socket)
+                self.fast_rest = fast_rest
             self.rest_port = rest_socket.getsockname()[1]
+
+        async def close_rest() -> None:  # the gRPC port could not be bound: give the REST port back
+            if fast_listener is not None:
+                fast_listener.close()
+            if runner is not None:
+                await runner.cleanup()
+
         if options.grpc_port is not None:
             import grpc
 
@@ -367,16 +386,14 @@ class ModelServer:
             except RuntimeError:
                 port = 0
             if port == 0:
-                if runner is not None:
-                    await runner.cleanup()
+                await close_rest()
                 raise ServeError(
                     f"cannot bind the gRPC port {options.grpc_port} on {options.host}; choose another --port"
                 )
             if options.grpc_socket_path is not None:
                 # TF Serving's --grpc_socket_path: the same services on a Unix socket beside the TCP port.
                 if add_port(f"unix:{options.grpc_socket_path}") == 0:
-                    if runner is not None:
-                        await runner.cleanup()
+                    await close_rest()
                     raise ServeError(
                         f"cannot bind the gRPC Unix socket {options.grpc_socket_path}; check the directory exists"
                     )
@@ -388,8 +405,12 @@ class ModelServer:
             # threads finish while the loop can still deliver their results.
             if grpc_server is not None:
                 await grpc_server.stop(grace=2.0)
+            if fast_listener is not None:
+                fast_listener.close()  # stop accepting; its connections are closed below
             if runner is not None:
                 await runner.cleanup()
+            if fast_rest is not None:
+                await fast_rest.shutdown(timeout=10.0)
             assert self._batcher is not None
             await self._batcher.drain(timeout=10.0)
 
