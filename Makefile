@@ -19,13 +19,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-# The HTML report is tested in Debian's headless Chromium; install it when it is missing.
+# The HTML report is tested in Debian's headless Chromium, and bench_serve's load generator is
+# h2load (Debian's nghttp2-client); install them when they are missing.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@command -v chromium >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	      || echo "warning: could not install chromium; the report browser test will fail"; \
-	  else echo "warning: chromium missing and not root; install Debian's chromium for the report test"; fi; }
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium nghttp2-client >/dev/null) \
+	      || echo "warning: could not install chromium and nghttp2-client; the report browser test will fail"; \
+	  else echo "warning: chromium or h2load missing and not root; install Debian's chromium and nghttp2-client"; fi; }
 
 demo: install
 	$(BIN)/tfpilot run
