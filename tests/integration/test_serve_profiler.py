@@ -55,7 +55,11 @@ def test_profile_requests_are_validated(server):
     from tfpilot.serve.profiler import profile_request_type, profile_response_type
 
     request_type, response_type = profile_request_type(), profile_response_type()
-    with grpc.insecure_channel(server.grpc_target) as channel:
+    # An XSpace holds every thread's events of the window: in a test process that has already run
+    # other tests (xdist workers are reused) 50 ms came to 6 MB, over gRPC's 4 MB receive default.
+    # TensorBoard's capture client lifts the limit the same way.
+    options = [("grpc.max_receive_message_length", -1)]
+    with grpc.insecure_channel(server.grpc_target, options=options) as channel:
         profile = channel.unary_unary(
             "/tensorflow.ProfilerService/Profile",
             request_serializer=lambda m: m.SerializeToString(),
