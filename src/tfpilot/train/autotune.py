@@ -147,12 +147,14 @@ def tune_steps(
         for candidate, (function, _, iterator) in list(compiled.items()):
             _compile_as(step_functions, candidate)
             compiled[candidate] = (function, step_functions.train_function, iterator)
-        # One untimed long call each first (it also compiles a new stack size): the first XLA
-        # executions in a process run slower (fresh buffers), which made the first tuning of a
-        # process pick no XLA for an MLP whose XLA step is 25% faster (2.00 ms against 1.49-1.58 ms).
-        # A candidate whose long call is 4x slower than the fastest one-step call is not timed
+        # One untimed long call each first: it compiles what one-step calls never ran (a new
+        # stack size; the XLA step without the norm, which only steps before a call's last run),
+        # and the first XLA executions in a process run slower (fresh buffers), which made the
+        # first tuning of a process pick no XLA for an MLP whose XLA step is 25% faster. Then a
+        # candidate whose long call is 4x slower than the fastest one-step call is not timed
         # further (the stacked XLA loop of a CNN: 10x slower).
         for candidate, (_, function, iterator) in list(compiled.items()):
+            _time_call(function, iterator, steps)
             elapsed = _time_call(function, iterator, steps)
             if elapsed > 4 * steps * fastest:
                 per_step[candidate] = elapsed / steps
