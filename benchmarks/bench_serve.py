@@ -247,6 +247,16 @@ def serve_host(base_path: Path, batch_threads: int) -> None:
 # ------------------------------------------------------------------------ load generator
 
 
+def latency_summary(latencies: list[float], *, seconds: float) -> dict[str, float]:
+    """Requests per second and p50/p99 in ms of one window's answered requests (seconds each)."""
+    ordered, count = sorted(latencies), len(latencies)
+    return {
+        "throughput": count / seconds,
+        "p50_ms": 1000 * ordered[count // 2] if count else float("nan"),
+        "p99_ms": 1000 * ordered[min(count - 1, int(count * 0.99))] if count else float("nan"),
+    }
+
+
 async def _drive(make_sender, concurrency: int, seconds: float, warmup: float) -> dict:
     """``concurrency`` clients, each sending its next request when the previous one answered."""
     latencies: list[float] = []
@@ -278,15 +288,7 @@ async def _drive(make_sender, concurrency: int, seconds: float, warmup: float) -
     elapsed = time.perf_counter() - window_start
     stop = True
     await asyncio.gather(*tasks)
-    latencies.sort()
-    count = len(latencies)
-    return {
-        "throughput": count / elapsed,
-        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
-        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
-        "errors": errors,
-        "answered": answered,
-    }
+    return {**latency_summary(latencies, seconds=elapsed), "errors": errors, "answered": answered}
 
 
 def run_rest(url: str, body: bytes, concurrency: int, seconds: float, warmup: float) -> dict:
@@ -452,11 +454,8 @@ def run_h2load(
         if completed.returncode != 0:
             raise RuntimeError(f"h2load failed ({completed.returncode}): {completed.stderr[-2000:]}")
         latencies, not_ok = h2load_latencies(log_file.read_text())
-    count = len(latencies)
     return {
-        "throughput": count / seconds,
-        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
-        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
+        **latency_summary(latencies, seconds=seconds),
         "errors": not_ok,
         "generator_cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
     }
