@@ -30,12 +30,13 @@ SOURCE_LINE = next(
 
 # The plain step guards each step with a tf.cond; the XLA step in calls of several steps restores
 # the call's start state and replays its good steps (step.py, runner.py). Both must behave alike.
-SETTINGS = [(False, 1), (True, 4)]
-IDS = ["plain-step", "xla-calls-of-4"]
+# jit_compile: stacked runs each call's batches as one XLA loop over stacked batches (step.py).
+SETTINGS = [(False, 1), (True, 4), ("stacked", 4)]
+IDS = ["plain-step", "xla-calls-of-4", "xla-stacked-calls-of-4"]
 
 
 @pytest.fixture(params=SETTINGS, ids=IDS)
-def step_settings(request) -> tuple[bool, int]:
+def step_settings(request) -> tuple[bool | str, int]:
     return request.param
 
 
@@ -132,12 +133,14 @@ def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp
         result = trainer.fit()
         runs.append((trainer, result))
     assert bad_batch % 4 != 0  # the bad step is inside a call: good steps before it are replayed
-    (plain, plain_result), (xla, xla_result) = runs
-    assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
-        (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
-    ]
-    assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
-    for a, b in zip(plain_result.history, xla_result.history, strict=True):
-        np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
-    for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    (plain, plain_result), *xla_runs = runs
+    assert runs[2][0].steps.stacks_batches
+    for xla, xla_result in xla_runs:
+        assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
+            (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
+        ]
+        assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
+        for a, b in zip(plain_result.history, xla_result.history, strict=True):
+            np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
+        for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
