@@ -281,15 +281,8 @@ def build_rest_server(
             message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=max_request_bytes + 1
         )
 
-    inference_body = handler.inference_body
-    if limit is not None:
-        # --rest_api_num_threads bounds fast-path requests too: one limit for the whole port.
-        async def limited(path: bytes, body: bytes) -> web.Response:
-            async with limit.slot():
-                return await handler.inference_body(path, body)
-
-        inference_body = limited
-
+    # --rest_api_num_threads bounds fast-path requests too: one limit for the whole port.
+    inference_body = limit_handler(handler.inference_body, limit)
     # --rest_api_num_threads: at most that many requests are handled at once, the rest wait.
     server = web.Server(limit_handler(handler.dispatch, limit), request_factory=request_factory, access_log=None)
     return server, inference_body

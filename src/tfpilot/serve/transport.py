@@ -16,7 +16,7 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from tfpilot.errors import ServeError
 
@@ -168,6 +168,10 @@ def parse_grpc_channel_arguments(text: str) -> tuple[ChannelArgument, ...]:
     return tuple(arguments)
 
 
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
 class ConcurrencyLimit:
     """At most ``limit`` requests run at once; the rest wait their turn (they are not refused).
 
@@ -205,15 +209,16 @@ class ConcurrencyLimit:
 
 
 def limit_handler(
-    handler: Callable[[Any], Awaitable[Any]], limit: ConcurrencyLimit | None
-) -> Callable[[Any], Awaitable[Any]]:
-    """An aiohttp handler that runs inside ``limit`` (unchanged when there is no limit)."""
+    handler: Callable[_Params, Awaitable[_Result]], limit: ConcurrencyLimit | None
+) -> Callable[_Params, Awaitable[_Result]]:
+    """A request handler (aiohttp's, or the lean REST front's) that runs inside ``limit``
+    (unchanged when there is no limit)."""
     if limit is None:
         return handler
 
-    async def limited(request: Any) -> Any:
+    async def limited(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         async with limit.slot():
-            return await handler(request)
+            return await handler(*args, **kwargs)
 
     return limited
 

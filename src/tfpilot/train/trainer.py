@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.atomic import atomic_write_json
-from tfpilot.config.schema import JitCompile, RunConfig
+from tfpilot.config.schema import RunConfig
 from tfpilot.data.pipeline import Pipeline
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
@@ -176,14 +176,13 @@ class Trainer:
                 l2=train.l2,
                 label_smoothing=train.label_smoothing,
                 num_classes=pipeline.num_classes,
-                jit_compile=train.jit_compile in (JitCompile.TRUE, JitCompile.STACKED),
                 head=self.head,
                 class_weights=weights,
                 batch_size=pipeline.batch_size,
-                stack_batches=train.jit_compile == JitCompile.STACKED,
             )
             self.state = TrainingState()
-        # `auto` steps_per_execution / jit_compile: chosen by timing whole steps (autotune.py).
+        # train.jit_compile and steps_per_execution, fixed or `auto` (timed on whole steps), are set
+        # on the step functions in one place (autotune.py).
         self.step_choice = choose_step_settings(
             self.steps, pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
         )
