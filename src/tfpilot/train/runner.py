@@ -25,7 +25,7 @@ import tensorflow as tf
 from tfpilot.data.pipeline import Pipeline
 from tfpilot.errors import TrainError
 from tfpilot.train.sharding import replica_slices
-from tfpilot.train.step import StepFunctions
+from tfpilot.train.step import UNLOCATED, StepFunctions
 from tfpilot.train.topology import Topology
 
 __all__ = ["CompiledRunner", "Execution", "Runner"]
@@ -179,16 +179,21 @@ class CompiledRunner(Runner):
         self._skipped_at_begin = sorted(self.skipped_batches(epoch))
         self._iterator = iter(self.train_dataset(epoch, skip_batches))
 
-    def _call(self, max_steps: int) -> tuple[int, int, int]:
-        # The only host sync per compiled call: [steps run, last step non-finite, global step].
-        ran, bad, global_step = (
-            int(v) for v in self.steps.train_function(self._iterator, tf.constant(max_steps, tf.int64)).numpy()
-        )
+    def _call(self, max_steps: int, *, locate: bool = False) -> tuple[int, int, int]:
+        # The only host sync per compiled call: [steps run, non-finite, global step].
+        function = self.steps.locating_train_function if locate else self.steps.train_function
+        ran, bad, global_step = (int(v) for v in function(self._iterator, tf.constant(max_steps, tf.int64)).numpy())
         return ran, bad, global_step
 
     def run(self, max_steps: int) -> Execution:
         start = self._position
         ran, bad, global_step = self._call(max_steps)
+        if bad == UNLOCATED:
+            # Some step's gradient was not finite, and the call is back at its start state (see
+            # StepFunctions.train_function): run the same batches again checking every gradient.
+            # Whatever that run finds is the result, as if the call had checked every step.
+            self._iterator = iter(self.train_dataset(self._epoch, start))
+            ran, bad, global_step = self._call(ran, locate=True)
         self._position += ran
         if bad and self.steps.restores_call_on_nonfinite:
             global_step = self._replay_good_steps(start=start, good=ran - 1)

@@ -40,6 +40,13 @@ __all__ = ["StepFunctions", "disable_optimizer_aggregation", "is_default_strateg
 # Stacked batches one XLA call may hold (see StepFunctions._stacked_steps); above it, one launch per step.
 MAX_STACK_BYTES = 64 * 2**20
 
+# train_function's second value: 1, the last step run was non-finite (its batch is known), or
+# UNLOCATED: a step whose gradient was not checked (see StepFunctions._defers_gradient_check) had a
+# non-finite loss, or the call left non-finite weights or optimizer state, so some step up to the
+# last one run was non-finite; the call restored its start state and the caller runs those steps
+# again with every gradient checked (locating_train_function) to find which.
+UNLOCATED = 2
+
 # Bookkeeping variables hold the same value on every replica (computed from all-reduced values).
 _SAME = tf.VariableAggregation.ONLY_FIRST_REPLICA
 
@@ -121,9 +128,11 @@ class StepFunctions:
             )
             optimizer.build(model.trainable_variables)
         self.reduced_gradients = disable_optimizer_aggregation(optimizer) if self.distributed else True
-        # Keyed by (jit_compile, batches per XLA launch): see train_function.
-        self._train_functions: dict[tuple[bool, int], Callable[..., tf.Tensor]] = {}
-        self._stacked_loop_function: Callable[..., tf.Tensor] | None = None
+        # Keyed by (jit_compile, batches per XLA launch, checks every gradient): see train_function.
+        self._train_functions: dict[tuple[bool, int, bool], Callable[..., tf.Tensor]] = {}
+        # Keyed by whether every step computes the gradient norm.
+        self._stacked_loop_functions: dict[bool, Callable[..., tf.Tensor]] = {}
+        self._state_finite_function: Callable[[], tf.Tensor] | None = None
         # Keyed by (jit_compile, computes the gradient norm).
         self._whole_steps: dict[tuple[bool, bool], Callable[..., tf.Tensor]] = {}
         self._eval_function = None
@@ -232,7 +241,9 @@ class StepFunctions:
         |g| 0.97-0.98. So the call snapshots the state once (train_function), the loop stops at a
         non-finite step, the call restores its start state, and the runner replays the good steps
         of that call (CompiledRunner.run): the bad update never stays in the weights, BatchNorm
-        statistics or optimizer slots, and the good steps cost nothing extra.
+        statistics or optimizer slots, and the good steps cost nothing extra. Steps whose norm is
+        not logged check only their loss; the gradients' finiteness is checked once per call on the
+        state they were applied to (see _defers_gradient_check).
 
         `with_norm=False` (under XLA without clipping, for steps whose norm is not logged): see
         local_forward."""
@@ -278,18 +289,17 @@ class StepFunctions:
         asynchronous parameter-server step of ps.py): loss, gradients, their norm, finiteness,
         clipping.
 
-        `with_norm=False` without clipping: the norm is only logged, so it is not computed (None)
-        and finiteness is checked on the sum of absolute gradients, through which NaN and Inf
-        propagate as through the norm; XLA reduces |g| at ~3% of a small step where the sum of
-        squares costs ~13%."""
+        `with_norm=False` without clipping (see _defers_gradient_check): the norm is only logged,
+        so it is not computed (None), and only the loss is checked here. A non-finite gradient
+        passes into the weights or optimizer slots it updates (NaN and Inf propagate through
+        every optimizer's update), where train_function finds it once per call: on MLP
+        784-256-256-10 the sum of squares costs ~13% of a step under XLA, a sum of |g| per step
+        ~3%, one check of the state per call of 64 steps well under 1%."""
         loss, logits, per_example, gradients = self.loss_and_gradients(features, labels)
         if with_norm or self.clip_norm:
             norm = self._unscaled_norm(gradients)
-            check = norm
-        else:
-            norm = None
-            check = tf.add_n([tf.reduce_sum(tf.abs(tf.cast(g, tf.float32))) for g in gradients])
-        return self._clip(gradients, norm), norm, self._finite(loss, check), logits, per_example
+            return self._clip(gradients, norm), norm, self._finite(loss, norm), logits, per_example
+        return gradients, None, tf.math.is_finite(loss), logits, per_example
 
     def apply_update(self, gradients, labels, logits, per_example):
         """Apply already reduced (and clipped) gradients and update the training metrics (replica context)."""
@@ -358,10 +368,31 @@ class StepFunctions:
         return self._snapshot_pairs
 
     @property
-    def _norm_only_when_logged(self) -> bool:
-        # Only the XLA step has a cheaper check (the cond path's norm costs ~2%), and clipping
-        # needs the norm of every step.
-        return self.jit_compile and not self.distributed and not self.clip_norm
+    def _defers_gradient_check(self) -> bool:
+        """Whether steps whose norm is not logged check only their loss, and the call checks the
+        state they updated once at its end (see local_forward). Only the XLA step, whose call
+        restores its start state and can be run again (the cond path's norm costs ~2%); not with
+        clipping, which needs every step's norm; not under loss scaling, whose optimizer skips a
+        non-finite update itself (a routine float16 overflow), so the state would not show it."""
+        return (
+            self.jit_compile
+            and not self.distributed
+            and not self.clip_norm
+            and not isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+        )
+
+    def _state_finite(self) -> tf.Tensor:
+        """XLA: whether every floating weight, layer state and optimizer slot is finite."""
+        if self._state_finite_function is None:
+            variables = [
+                v for v in (*self.model.variables, *self.optimizer.variables) if tf.as_dtype(v.dtype).is_floating
+            ]
+
+            def state_finite():
+                return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables]))
+
+            self._state_finite_function = tf.function(state_finite, jit_compile=True)
+        return self._state_finite_function()
 
     def record(self, norm, finite):
         """Bookkeeping after a step (cross-replica context): step counter, norm (None: not
@@ -396,7 +427,7 @@ class StepFunctions:
             size += shape.num_elements() * spec.dtype.size
         return shapes if size * self.steps_per_execution <= MAX_STACK_BYTES else None
 
-    def _stacked_loop(self, stacked, count, batch_shapes):
+    def _stacked_loop(self, stacked, count, batch_shapes, *, every_norm: bool):
         """XLA: `count` (>= 1) steps over the first `count` slots of `stacked` ([slots, batch, ...]
         per input), stopping after a non-finite one. Returns (steps run, last one non-finite).
 
@@ -405,7 +436,7 @@ class StepFunctions:
         sees: Keras' CompileLoss weighs each output's loss tracker by the static batch size when
         it is known, which made `cls_loss` differ from model.fit's by 3%.
 
-        Without clipping, only the last step computes the gradient norm (see local_forward)."""
+        Unless `every_norm`, only the last step computes the gradient norm (see local_forward)."""
 
         def slot(index):
             flat = [
@@ -418,7 +449,7 @@ class StepFunctions:
 
         executed = tf.constant(0, tf.int64)
         bad = tf.constant(False)
-        with_norm = not self._norm_only_when_logged
+        with_norm = every_norm
         # A while loop, not `for index in tf.range(...)`: autograph gives a range loop a maximum
         # iteration count, which XLA compiles as a constant (one compilation per distinct count).
         index = tf.zeros_like(count)
@@ -436,7 +467,7 @@ class StepFunctions:
             executed += 1
         return executed, bad
 
-    def _stacked_steps(self, iterator, limit, shapes):
+    def _stacked_steps(self, iterator, limit, shapes, *, every_norm: bool):
         """Up to `limit` steps, `steps_per_execution` batches per XLA launch.
 
         Keras' steps_per_execution (and the per-step loop below) launches one XLA cluster per step
@@ -478,21 +509,28 @@ class StepFunctions:
                 gathered += 1
             if gathered > 0:
                 stacked = tf.nest.pack_sequence_as(spec, [array.stack() for array in arrays])
-                ran, bad = self._stacked_xla_loop()(stacked, gathered, batch_shapes)
+                ran, bad = self._stacked_xla_loop(every_norm)(stacked, gathered, batch_shapes)
                 executed += ran
             if not bad and odd.has_value():
                 bad = tf.logical_not(single(*odd.get_value()))
                 executed += 1
         return executed, bad
 
-    def _stacked_xla_loop(self):
-        if self._stacked_loop_function is None:
-            self._stacked_loop_function = tf.function(self._stacked_loop, jit_compile=True, reduce_retracing=True)
-        return self._stacked_loop_function
+    def _stacked_xla_loop(self, every_norm: bool):
+        if every_norm not in self._stacked_loop_functions:
+
+            def stacked_loop(stacked, count, batch_shapes):
+                return self._stacked_loop(stacked, count, batch_shapes, every_norm=every_norm)
+
+            self._stacked_loop_functions[every_norm] = tf.function(
+                stacked_loop, jit_compile=True, reduce_retracing=True
+            )
+        return self._stacked_loop_functions[every_norm]
 
     @property
     def train_function(self):
-        """Compiled: run up to `max_steps` steps; return int64 [steps_run, last_step_nonfinite, global_step].
+        """Compiled: run up to `max_steps` steps; return int64 [steps_run, nonfinite, global_step],
+        `nonfinite` 0, 1 (the last step run was non-finite) or UNLOCATED.
 
         `max_steps` is a tensor so that the last call of an epoch does not retrace.
 
@@ -504,10 +542,23 @@ class StepFunctions:
 
         Under `stacks_batches` the steps run as XLA loops of up to `steps_per_execution` stacked
         batches (_stacked_steps); otherwise one step per loop iteration, as Keras does.
+
+        Under `_defers_gradient_check` the call ends by checking the state its steps updated;
+        when that finds a non-finite value it restores its start state and returns UNLOCATED.
         """
+        return self._train_function(locate=False)
+
+    @property
+    def locating_train_function(self):
+        """train_function with every step's gradient norm computed and checked, which never returns
+        UNLOCATED: the run of a call again whose deferred check failed, to find its step."""
+        return self._train_function(locate=True)
+
+    def _train_function(self, *, locate: bool):
         # One compiled function per jit setting, so `jit_compile: auto` can time both and keep one,
         # and per stack size (steps_per_execution) where batches are stacked.
-        key = (self.jit_compile, self.steps_per_execution if self.stacks_batches else 0)
+        deferred = self._defers_gradient_check and not locate
+        key = (self.jit_compile, self.steps_per_execution if self.stacks_batches else 0, deferred)
         if key not in self._train_functions:
             steps = self.steps_per_execution
             step_fn: Callable[..., tf.Tensor] | None
@@ -522,7 +573,7 @@ class StepFunctions:
                     self.record(norm, finite)
                     return finite
 
-            elif self._norm_only_when_logged:
+            elif deferred:
                 fast, logged = self._whole_step(with_norm=False), self._whole_step(with_norm=True)
                 step_fn = None  # the loop picks one of the two per step
             else:
@@ -537,7 +588,7 @@ class StepFunctions:
                     copy.assign(tf.convert_to_tensor(variable))
                 shapes = self.stack_shapes(iterator.element_spec) if stacking else None
                 if shapes is not None:
-                    executed, bad = self._stacked_steps(iterator, limit, shapes)
+                    executed, bad = self._stacked_steps(iterator, limit, shapes, every_norm=not deferred)
                 else:
                     for index in tf.range(limit):
                         optional = iterator.get_next_as_optional()
@@ -554,10 +605,15 @@ class StepFunctions:
                         if not finite:
                             bad = tf.constant(True)
                             break
-                if snapshot and bad:
+                code = tf.cast(bad, tf.int64)
+                # Deferred: a non-finite loss may come from an earlier step's gradient already in the
+                # weights, so neither it nor a non-finite state names its step.
+                if deferred and (bad or not self._state_finite()):
+                    code = tf.constant(UNLOCATED, tf.int64)
+                if snapshot and code > 0:
                     for variable, copy in snapshot:
                         variable.assign(copy.read_value())
-                return tf.stack([executed, tf.cast(bad, tf.int64), self.global_step.read_value()])
+                return tf.stack([executed, code, self.global_step.read_value()])
 
             self._train_functions[key] = train_function
         return self._train_functions[key]

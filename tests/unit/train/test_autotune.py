@@ -12,7 +12,7 @@ from _train_helpers import blobs, build, tiny_config
 
 from tfpilot.train import TrainHook
 from tfpilot.train.autotune import MIN_TUNED_STEPS, tune_steps
-from tfpilot.train.step import StepFunctions
+from tfpilot.train.step import UNLOCATED, StepFunctions
 
 # 120 examples, batch 16: 6 training batches per epoch; this many epochs plan >= MIN_TUNED_STEPS steps.
 LONG = MIN_TUNED_STEPS // 6 + 1
@@ -170,8 +170,14 @@ def test_a_nan_gradient_under_a_finite_loss_is_caught_on_steps_without_the_norm(
     data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
     steps = _unclipped(model, jit=True)
     before = weights(steps.model)
-    # A call of 3 steps: its first step is one that skips the norm and checks sum |g| instead.
+    # A call of 3 steps: its first step skips the norm and checks only its (finite) loss, so the
+    # NaN reaches the weights, and the second step's loss is NaN. That step is not the cause: the
+    # call reports UNLOCATED, restores its start, and the locating run names the first step.
     ran, bad, step = steps.train_function(iter(data), tf.constant(3, tf.int64)).numpy()
+    assert (ran, bad, step) == (2, UNLOCATED, 0)
+    for a, b in zip(before, weights(steps.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+    ran, bad, step = steps.locating_train_function(iter(data), tf.constant(2, tf.int64)).numpy()
     assert (ran, bad, step) == (1, 1, 0)
     for a, b in zip(before, weights(steps.model), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -242,7 +248,7 @@ def test_jit_compile_stacked_and_true_are_fixed_choices_that_train_alike(tmp_pat
     assert "XLA on, batches stacked" in stacked.step_choice.describe()
     for trainer in trainers.values():
         trainer.fit()
-    assert stacked.steps._stacked_loop_function is not None and per_step.steps._stacked_loop_function is None
+    assert stacked.steps._stacked_loop_functions and not per_step.steps._stacked_loop_functions
     assert int(stacked.steps.global_step.numpy()) == int(per_step.steps.global_step.numpy()) == 12
     for a, b in zip(weights(per_step.model), weights(stacked.model), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

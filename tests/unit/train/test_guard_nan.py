@@ -23,6 +23,21 @@ class LogFeatures(keras.layers.Layer):
         return tf.math.log(inputs + 1.0)  # NAN-SOURCE-LINE
 
 
+class GradientLog(keras.layers.Layer):
+    """scale * x forward, finite for every example; backward multiplies by log(scale * x + 1), NaN
+    for the poisoned example: its loss is finite and only the gradient of `scale` is not."""
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="scale")
+
+    def call(self, inputs):
+        @tf.custom_gradient
+        def identity_with_log_gradient(z):
+            return tf.identity(z), lambda upstream: upstream * tf.math.log(z + 1.0)
+
+        return identity_with_log_gradient(self.scale * inputs)
+
+
 SOURCE_LINE = next(
     i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if line.endswith("# NAN-SOURCE-LINE")
 )
@@ -40,7 +55,16 @@ def step_settings(request) -> tuple[bool | str, int]:
     return request.param
 
 
-def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10, step_settings=(False, 1)):
+def make_trainer(
+    tmp_path: Path,
+    policy: str,
+    *,
+    max_retries: int = 10,
+    step_settings=(False, 1),
+    poison: type = LogFeatures,
+    clip_norm: float | None = 1.0,
+):
+    """`poison`: the first layer, LogFeatures (the loss is NaN) or GradientLog (only a gradient is)."""
     from tfpilot.data import Preprocessor, build_pipeline
     from tfpilot.train import Trainer
 
@@ -53,6 +77,7 @@ def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10, step_set
         batch_size=BATCH_SIZE,
         jit_compile=jit,
         steps_per_execution=steps_per_execution,
+        clip_norm=clip_norm,
     )
     features, labels = blobs(200)
     features = np.abs(features)
@@ -69,7 +94,7 @@ def make_trainer(tmp_path: Path, policy: str, *, max_retries: int = 10, step_set
         config.data, batch_size=BATCH_SIZE, preprocessor=preprocessor, features=features, labels=labels
     )
     inputs = keras.Input((6,))
-    hidden = keras.layers.Dense(8, activation="relu")(LogFeatures(name="log_features")(inputs))
+    hidden = keras.layers.Dense(8, activation="relu")(poison(name="log_features")(inputs))
     model = keras.Model(inputs, keras.layers.Dense(3)(hidden))
     trainer = Trainer(config, pipeline=pipeline, model=model)
     position = int(np.searchsorted(pipeline.indices["train"], POISONED_EXAMPLE))
@@ -136,6 +161,34 @@ def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp
     (plain, plain_result), *xla_runs = runs
     assert runs[2][0].steps.stacks_batches
     for xla, xla_result in xla_runs:
+        assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
+            (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
+        ]
+        assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
+        for a, b in zip(plain_result.history, xla_result.history, strict=True):
+            np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
+        for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_nonfinite_gradient_under_a_finite_loss_is_found_and_skipped_alike(tmp_path: Path) -> None:
+    """Under XLA without clipping (clipping needs every step's norm), steps whose norm is not logged check only their loss; the call
+    checks the weights and optimizer slots once at its end, and when a gradient left them
+    non-finite it restores its start and is run again checking every gradient (step.py,
+    runner.py). The batch found, the events, history and weights must equal step-by-step's."""
+    runs = []
+    for settings, name in zip(SETTINGS, IDS, strict=True):
+        trainer, bad_batch = make_trainer(
+            tmp_path / name, "skip_batch", step_settings=settings, poison=GradientLog, clip_norm=None
+        )
+        runs.append((trainer, trainer.fit()))
+    (plain, plain_result), *xla_runs = runs
+    assert [(e.epoch, e.batch_index) for e in plain.guard.events] == [(0, bad_batch), (1, bad_batch)]
+    for xla, xla_result in xla_runs:
+        # The deferred check ran and failed, and the locating function found the step.
+        assert xla.steps._defers_gradient_check
+        assert any(deferred for (_, _, deferred) in xla.steps._train_functions)
+        assert any(not deferred for (_, _, deferred) in xla.steps._train_functions)
         assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
             (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
         ]

@@ -44,8 +44,7 @@ def _weights(steps: StepFunctions) -> list[np.ndarray]:
 
 
 def _stacked_loop_traced(steps: StepFunctions) -> bool:
-    function = steps._stacked_loop_function
-    return function is not None and function.experimental_get_tracing_count() > 0
+    return any(function.experimental_get_tracing_count() > 0 for function in steps._stacked_loop_functions.values())
 
 
 @pytest.mark.parametrize("clip_norm", [1.0, None], ids=["clipped", "unclipped"])
@@ -141,6 +140,6 @@ def test_the_xla_loop_is_compiled_once_for_every_step_count() -> None:
     steps.train_function(iter(data), tf.constant(4, tf.int64)).numpy()
     stacked = (tf.zeros([4, BATCH, 6]), tf.zeros([4, BATCH], tf.int32))
     shapes = ((None, 6), (None,))
-    loop = steps._stacked_loop_function
+    (loop,) = steps._stacked_loop_functions.values()
     hlo = [loop.experimental_get_compiler_ir(stacked, tf.constant(count), shapes)(stage="hlo") for count in (2, 3)]
     assert hlo[0] == hlo[1]
