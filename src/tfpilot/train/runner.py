@@ -211,7 +211,7 @@ class CompiledRunner(Runner):
             if bad or ran != good:
                 raise TrainError(
                     f"replaying {good} good step(s) before a non-finite step gave a different result (step {ran} "
-                    "non-finite); the model or its input is not deterministic; set train.jit_compile: false "
+                    "non-finite); the model or its input is not deterministic; set train.steps_per_execution: 1 "
                     "to guard each step without replays"
                 )
         next(self._iterator)  # the bad batch: never applied

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 from _train_helpers import blobs, build, tiny_config
 
@@ -154,7 +155,8 @@ def test_without_clipping_xla_computes_the_norm_on_each_calls_last_step_only() -
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_a_nan_gradient_under_a_finite_loss_is_caught_on_steps_without_the_norm() -> None:
+@pytest.mark.parametrize("jit", [False, True], ids=["no-xla", "xla"])
+def test_a_nan_gradient_under_a_finite_loss_is_caught_on_steps_without_the_norm(jit: bool) -> None:
     """sqrt at exactly 0: the loss is finite, the kernel's gradient is NaN (inf * 0)."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
@@ -168,16 +170,17 @@ def test_a_nan_gradient_under_a_finite_loss_is_caught_on_steps_without_the_norm(
     features, labels = blobs(64)
     features[:16] = 0.0  # the first batch
     data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
-    steps = _unclipped(model, jit=True)
+    steps = _unclipped(model, jit=jit)
     before = weights(steps.model)
     # A call of 3 steps: its first step skips the norm and checks only its (finite) loss, so the
-    # NaN reaches the weights, and the second step's loss is NaN. That step is not the cause: the
-    # call reports UNLOCATED, restores its start, and the locating run names the first step.
+    # NaN reaches the weights, and the later steps' losses are NaN. Those steps are not the cause:
+    # the call runs to its end, reports UNLOCATED, restores its start, and the locating run (every
+    # gradient checked, stopping at the first bad step) names the first step.
     ran, bad, step = steps.train_function(iter(data), tf.constant(3, tf.int64)).numpy()
-    assert (ran, bad, step) == (2, UNLOCATED, 0)
+    assert (ran, bad, step) == (3, UNLOCATED, 0)
     for a, b in zip(before, weights(steps.model), strict=True):
         np.testing.assert_array_equal(a, b)
-    ran, bad, step = steps.locating_train_function(iter(data), tf.constant(2, tf.int64)).numpy()
+    ran, bad, step = steps.locating_train_function(iter(data), tf.constant(3, tf.int64)).numpy()
     assert (ran, bad, step) == (1, 1, 0)
     for a, b in zip(before, weights(steps.model), strict=True):
         np.testing.assert_array_equal(a, b)

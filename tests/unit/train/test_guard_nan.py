@@ -43,11 +43,12 @@ SOURCE_LINE = next(
 )
 
 
-# The plain step guards each step with a tf.cond; the XLA step in calls of several steps restores
-# the call's start state and replays its good steps (step.py, runner.py). Both must behave alike.
-# jit_compile: stacked runs each call's batches as one XLA loop over stacked batches (step.py).
-SETTINGS = [(False, 1), (True, 4), ("stacked", 4)]
-IDS = ["plain-step", "xla-calls-of-4", "xla-stacked-calls-of-4"]
+# One step per call is guarded step by step; in calls of several steps a non-finite step makes the
+# call restore its start state and the runner replays its good steps (step.py, runner.py), with or
+# without XLA. All must behave alike. jit_compile: stacked runs each call's batches as one XLA loop
+# over stacked batches (step.py).
+SETTINGS = [(False, 1), (False, 4), (True, 4), ("stacked", 4)]
+IDS = ["plain-step", "calls-of-4", "xla-calls-of-4", "xla-stacked-calls-of-4"]
 
 
 @pytest.fixture(params=SETTINGS, ids=IDS)
@@ -158,9 +159,9 @@ def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp
         result = trainer.fit()
         runs.append((trainer, result))
     assert bad_batch % 4 != 0  # the bad step is inside a call: good steps before it are replayed
-    (plain, plain_result), *xla_runs = runs
-    assert runs[2][0].steps.stacks_batches
-    for xla, xla_result in xla_runs:
+    (plain, plain_result), *call_runs = runs
+    assert runs[3][0].steps.stacks_batches
+    for xla, xla_result in call_runs:
         assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
             (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
         ]
@@ -182,9 +183,9 @@ def test_a_nonfinite_gradient_under_a_finite_loss_is_found_and_skipped_alike(tmp
             tmp_path / name, "skip_batch", step_settings=settings, poison=GradientLog, clip_norm=None
         )
         runs.append((trainer, trainer.fit()))
-    (plain, plain_result), *xla_runs = runs
+    (plain, plain_result), *call_runs = runs
     assert [(e.epoch, e.batch_index) for e in plain.guard.events] == [(0, bad_batch), (1, bad_batch)]
-    for xla, xla_result in xla_runs:
+    for xla, xla_result in call_runs:
         # The deferred check ran and failed, and the locating function found the step.
         assert xla.steps._defers_gradient_check
         assert any(deferred for (_, _, deferred) in xla.steps._train_functions)
