@@ -65,3 +65,34 @@ def test_findings_are_immutable() -> None:
     item = finding("A", Severity.INFO)
     with pytest.raises(AttributeError):
         item.code = "B"  # type: ignore[misc]
+
+
+TUNED = Finding(
+    code="TRAIN-STEPS-TUNED",
+    severity=Severity.INFO,
+    title="steps_per_execution and XLA chosen by timing",
+    message="steps_per_execution 64, XLA on, batches stacked (measured per step: no xla 2.59 ms)",
+    evidence={"choices": [1, 2], "index": "x[0]"},
+    fix="set train.steps_per_execution to fix it",
+)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_findings_render_codes_whole_and_text_literal_at_any_width(width: int) -> None:
+    """An 80-column log (CI, a pipe) folded TRAIN-STEPS-TUNED into two lines of a squeezed table;
+    narrow consoles get one block per finding, wide ones the table. Brackets in text stay text."""
+    from rich.console import Console
+
+    from tfpilot.cli.render import render_findings
+
+    out = Console(width=width, record=True, color_system=None)
+    render_findings([TUNED], out=out)
+    text = out.export_text()
+    assert "TRAIN-STEPS-TUNED" in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "x[0]" in text and "[1, 2]" in text
+    if width < 120:
+        assert "fix: set train.steps_per_execution to fix it" in text
+        assert "\n    steps_per_execution 64, XLA on" in text
+    else:
+        assert "┃ severity" in text and "│ info" in text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tfpilot.findings import Finding, Severity
@@ -23,25 +25,62 @@ def print_error(message: str) -> None:
     err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
-def render_findings(findings: Iterable[Finding], *, title: str = "Findings") -> None:
+# Below this many columns (a CI log or a pipe is 80 wide) a five-column table folds codes such as
+# TRAIN-STEPS-TUNED mid-word and squeezes evidence into a few characters a line; each finding is
+# printed as a block instead.
+TABLE_MIN_WIDTH = 120
+
+
+def render_findings(findings: Iterable[Finding], *, title: str = "Findings", out: Console | None = None) -> None:
+    out = out or console
     findings = list(findings)
     if not findings:
-        console.print(f"[green]{title}: none[/green]")
+        out.print(f"[green]{title}: none[/green]")
+        return
+    if out.width < TABLE_MIN_WIDTH:
+        _render_finding_blocks(findings, title=title, out=out)
         return
     table = Table(title=title, show_lines=True)
-    for column in ("severity", "code", "finding", "evidence", "fix"):
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    for column in ("finding", "evidence", "fix"):
         table.add_column(column, overflow="fold")
     for finding in findings:
-        evidence = ", ".join(f"{k}={_fmt(v)}" for k, v in finding.evidence.items())
-        where = f"\n[dim]{finding.location}[/dim]" if finding.location else ""
+        where = f"\n[dim]{escape(finding.location)}[/dim]" if finding.location else ""
         table.add_row(
             f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]",
             finding.code,
-            f"[bold]{finding.title}[/bold]\n{finding.message}{where}",
-            evidence,
-            finding.fix,
+            f"[bold]{escape(finding.title)}[/bold]\n{escape(finding.message)}{where}",
+            escape(_evidence(finding)),
+            escape(finding.fix),
         )
-    console.print(table)
+    out.print(table)
+
+
+def _render_finding_blocks(findings: list[Finding], *, title: str, out: Console) -> None:
+    out.print(f"[bold]{title}[/bold]")
+    for finding in findings:
+        out.print(
+            f"[{_STYLE[finding.severity]}]{finding.severity.value}[/] [bold]{finding.code}[/bold]  "
+            f"[bold]{escape(finding.title)}[/bold]"
+        )
+        lines = [finding.message]
+        if finding.location:
+            lines.append(finding.location)
+        if finding.evidence:
+            lines.append(f"evidence: {_evidence(finding)}")
+        if finding.fix:
+            lines.append(f"fix: {finding.fix}")
+        # Wrapped here, indented, with no trailing spaces (rich's Padding pads every line to the width).
+        width = max(out.width - 4, 20)
+        for line in lines:
+            wrapped = textwrap.fill(line, width=width, initial_indent="    ", subsequent_indent="    ")
+            out.print(wrapped, markup=False, highlight=False, soft_wrap=True)
+        out.print()
+
+
+def _evidence(finding: Finding) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in finding.evidence.items())
 
 
 def render_mapping_table(rows: Iterable[Mapping[str, Any]], *, title: str) -> None:
