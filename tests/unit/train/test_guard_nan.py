@@ -150,6 +150,19 @@ def test_rollback_restores_checkpoint_and_leaves_batch_out(tmp_path: Path, step_
     assert all(np.isfinite(v.numpy()).all() for v in trainer.model.trainable_variables)
 
 
+def assert_trained_alike(reference, other) -> None:
+    """Same NaN events at the same steps, same logged epochs and losses, same weights."""
+    (plain, plain_result), (xla, xla_result) = reference, other
+    assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
+        (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
+    ]
+    assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
+    for a, b in zip(plain_result.history, xla_result.history, strict=True):
+        np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
+    for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp_path: Path) -> None:
     """The replayed good steps of a call are the steps that step-by-step training applies: same
     weights, same logged epochs, the bad batch skipped at the same place, in every epoch."""
@@ -162,21 +175,15 @@ def test_skipping_a_bad_batch_trains_the_same_with_xla_calls_as_step_by_step(tmp
     (plain, plain_result), *call_runs = runs
     assert runs[3][0].steps.stacks_batches
     for xla, xla_result in call_runs:
-        assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
-            (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
-        ]
-        assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
-        for a, b in zip(plain_result.history, xla_result.history, strict=True):
-            np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
-        for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
-            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+        assert_trained_alike((plain, plain_result), (xla, xla_result))
 
 
 def test_a_nonfinite_gradient_under_a_finite_loss_is_found_and_skipped_alike(tmp_path: Path) -> None:
-    """Under XLA without clipping (clipping needs every step's norm), steps whose norm is not logged check only their loss; the call
-    checks the weights and optimizer slots once at its end, and when a gradient left them
-    non-finite it restores its start and is run again checking every gradient (step.py,
-    runner.py). The batch found, the events, history and weights must equal step-by-step's."""
+    """In calls of several steps without clipping (which needs every step's norm), steps whose
+    norm is not logged check only their loss; the call checks the weights and optimizer slots
+    once at its end, and when a gradient left them non-finite it restores its start and is run
+    again checking every gradient (step.py, runner.py). The batch found, the events, history and
+    weights must equal step-by-step's."""
     runs = []
     for settings, name in zip(SETTINGS, IDS, strict=True):
         trainer, bad_batch = make_trainer(
@@ -190,11 +197,4 @@ def test_a_nonfinite_gradient_under_a_finite_loss_is_found_and_skipped_alike(tmp
         assert xla.steps._defers_gradient_check
         assert any(deferred for (_, _, deferred) in xla.steps._train_functions)
         assert any(not deferred for (_, _, deferred) in xla.steps._train_functions)
-        assert [(e.epoch, e.batch_index, e.global_step) for e in xla.guard.events] == [
-            (e.epoch, e.batch_index, e.global_step) for e in plain.guard.events
-        ]
-        assert [h["step"] for h in xla_result.history] == [h["step"] for h in plain_result.history]
-        for a, b in zip(plain_result.history, xla_result.history, strict=True):
-            np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-4)
-        for a, b in zip(plain.model.variables, xla.model.variables, strict=True):
-            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+        assert_trained_alike((plain, plain_result), (xla, xla_result))
