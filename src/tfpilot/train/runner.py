@@ -194,6 +194,10 @@ class CompiledRunner(Runner):
             # Whatever that run finds is the result, as if the call had checked every step.
             self._iterator = iter(self.train_dataset(self._epoch, start))
             ran, bad, global_step = self._call(ran, locate=True)
+            if not bad:
+                # Checking every step found nothing: the deferred check cannot tell this model's
+                # good calls from bad ones, so every step is checked from now on.
+                self.steps.defer_gradient_check = False
         self._position += ran
         if bad and self.steps.restores_call_on_nonfinite:
             global_step = self._replay_good_steps(start=start, good=ran - 1)

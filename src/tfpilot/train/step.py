@@ -107,6 +107,10 @@ class StepFunctions:
         self.jit_compile = jit_compile
         self.batch_size = batch_size
         self.stack_batches = stack_batches
+        # Cleared by the runner when a call's deferred check failed and checking every step found
+        # nothing (a weight that is legitimately not finite, or a kernel that is not
+        # deterministic): every later call would otherwise run twice.
+        self.defer_gradient_check = True
         # The task's loss and metrics (classification by default; see heads.py).
         self.head = head or ClassificationHead(num_classes=num_classes, label_smoothing=label_smoothing)
         # train.class_weight: per-class factors on the training loss only (as Keras fit's class_weight).
@@ -377,16 +381,22 @@ class StepFunctions:
         clipping, which needs every step's norm; not under loss scaling, whose optimizer skips a
         non-finite update itself (a routine float16 overflow), so the state would not show it."""
         return (
-            not self.distributed
+            self.defer_gradient_check
+            and not self.distributed
             and not self.clip_norm
             and not isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
         )
 
     def _state_finite(self) -> tf.Tensor:
-        """XLA: whether every floating weight, layer state and optimizer slot is finite."""
+        """Whether every trainable weight and floating optimizer variable is finite: what a gradient
+        updates. Layer state (BatchNorm statistics) turns non-finite through the forward pass,
+        which makes the loss non-finite too; leaving it out also spares a model that keeps a
+        constant such as -inf in a non-trainable variable a second run of every call."""
         if self._state_finite_function is None:
             variables = [
-                v for v in (*self.model.variables, *self.optimizer.variables) if tf.as_dtype(v.dtype).is_floating
+                v
+                for v in (*self.model.trainable_variables, *self.optimizer.variables)
+                if tf.as_dtype(v.dtype).is_floating
             ]
 
             def state_finite():
