@@ -507,7 +507,12 @@ class Trainer:
             # The gradients are a collective (strategy.reduce): every worker computes them on the
             # same batch; only the chief's writer is real (the others' are no-op writers).
             features, labels = next(iter(self.pipeline.train(epoch=epoch)))
+            # The model runs in training mode here, which moves BatchNorm statistics and dropout's
+            # seed state: put them back, so histograms never change what the model learns.
+            layer_state = [(v, tf.convert_to_tensor(v)) for v in self.model.non_trainable_variables]
             gradients = self.runner.gradients(features, labels)
+            for variable, value in layer_state:
+                variable.assign(value)
             self.summaries.histograms(self.model, gradients, step=global_step)
         self.summaries.flush()
         self.history.append({"epoch": epoch, "step": global_step, **logs})
