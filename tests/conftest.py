@@ -123,3 +123,13 @@ def checkpoint_weights(directory: Path) -> dict[str, Any]:
     # The model's weights are stored under the first path that reaches them (optimizer or model).
     names = [n for n, _ in tf.train.list_variables(path) if n.startswith("model/") or "_trainable_variables/" in n]
     return {name: reader.get_tensor(name) for name in names}
+
+
+def half_plus_two_server_options(root: Path, *, name: str = "half", **overrides: Any):
+    """ServerOptions serving TF Serving's half_plus_two (version 1, written under `root/name`) on
+    free ports with the file-system poll off; `overrides` replace any of those options."""
+    from tfpilot.serve import ServedModel, ServerOptions, demo_models
+
+    demo_models.write_half_plus_two(root / name, 1)
+    settings: dict[str, Any] = {"rest_port": 0, "grpc_port": 0, "file_system_poll_wait_seconds": 0, **overrides}
+    return ServerOptions(models=[ServedModel(name=name, base_path=root / name)], **settings)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tfpilot.serve import BatchingParameters, ModelServer, ServedModel, ServerOptions, demo_models
+from conftest import half_plus_two_server_options
+from tfpilot.serve import BatchingParameters, ModelServer
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_serve.py"
 
@@ -28,14 +29,8 @@ def bench():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    demo_models.write_half_plus_two(root / "model", 1)
-    options = ServerOptions(
-        models=[ServedModel(name="model", base_path=root / "model")],
-        rest_port=0,
-        grpc_port=0,
-        batching=BatchingParameters(max_batch_size=8),
-        file_system_poll_wait_seconds=0,
+    options = half_plus_two_server_options(
+        tmp_path_factory.mktemp("models"), name="model", batching=BatchingParameters(max_batch_size=8)
     )
     with ModelServer(options) as running:
         yield running

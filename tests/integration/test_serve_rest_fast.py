@@ -8,22 +8,16 @@ import socket
 
 import pytest
 
-from tfpilot.serve import ModelServer, ServedModel, ServerOptions, demo_models
+from conftest import half_plus_two_server_options
+from tfpilot.serve import ModelServer
 
 BODY = b'{"instances": [1.0, 2.0]}'
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["plain", "cors"])
 def server(request, tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    demo_models.write_half_plus_two(root / "half", 1)
-    options = ServerOptions(
-        models=[ServedModel(name="half", base_path=root / "half")],
-        rest_port=0,
-        grpc_port=None,
-        file_system_poll_wait_seconds=0,
-        cors=request.param,
-        max_request_bytes=4096,
+    options = half_plus_two_server_options(
+        tmp_path_factory.mktemp("models"), grpc_port=None, cors=request.param, max_request_bytes=4096
     )
     with ModelServer(options) as running:
         yield running
@@ -123,13 +117,7 @@ def test_an_oversized_body_gets_aiohttps_413(server):
 
 
 def test_stop_closes_idle_fast_connections(tmp_path):
-    demo_models.write_half_plus_two(tmp_path / "half", 1)
-    options = ServerOptions(
-        models=[ServedModel(name="half", base_path=tmp_path / "half")],
-        rest_port=0,
-        grpc_port=None,
-        file_system_poll_wait_seconds=0,
-    )
+    options = half_plus_two_server_options(tmp_path, grpc_port=None)
     server = ModelServer(options).start()
     with socket.create_connection(("127.0.0.1", server.rest_port), timeout=60) as sock:
         sock.sendall(post("/v1/models/half:predict", BODY))

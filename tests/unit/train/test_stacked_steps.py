@@ -23,9 +23,16 @@ def _mlp() -> keras.Model:
     return keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(3)])
 
 
-def _steps(*, stacked: bool, clip_norm: float | None = 1.0, steps_per_execution: int = 4) -> StepFunctions:
+def _steps(
+    *,
+    stacked: bool,
+    clip_norm: float | None = 1.0,
+    steps_per_execution: int = 4,
+    model: keras.Model | None = None,
+    batch_size: int = BATCH,
+) -> StepFunctions:
     return StepFunctions(
-        model=_mlp(),
+        model=model or _mlp(),
         optimizer=keras.optimizers.Adam(0.01),
         strategy=tf.distribute.get_strategy(),
         clip_norm=clip_norm,
@@ -34,7 +41,7 @@ def _steps(*, stacked: bool, clip_norm: float | None = 1.0, steps_per_execution:
         num_classes=3,
         steps_per_execution=steps_per_execution,
         jit_compile=True,
-        batch_size=BATCH,
+        batch_size=batch_size,
         stack_batches=stacked,
     )
 
@@ -103,19 +110,7 @@ def test_batches_whose_shape_varies_run_one_launch_per_step() -> None:
         lambda: ((np.arange(n, dtype=np.int32) % 20, n % 3) for n in lengths),
         output_signature=(tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.int32)),
     ).padded_batch(4)
-    steps = StepFunctions(
-        model=model,
-        optimizer=keras.optimizers.Adam(0.01),
-        strategy=tf.distribute.get_strategy(),
-        clip_norm=1.0,
-        l2=0.0,
-        label_smoothing=0.0,
-        num_classes=3,
-        steps_per_execution=4,
-        jit_compile=True,
-        batch_size=4,
-        stack_batches=True,
-    )
+    steps = _steps(stacked=True, model=model, batch_size=4)
     assert steps.stacks_batches and steps.stack_shapes(sequences.element_spec) is None
     ran, bad, step = steps.train_function(iter(sequences), tf.constant(8, tf.int64)).numpy()
     assert (ran, bad, step) == (8, 0, 8) and not _stacked_loop_traced(steps)
