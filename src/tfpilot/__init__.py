@@ -22,7 +22,7 @@ _LAZY = {
     "build_pipeline": "tfpilot.data",
     "build_model": "tfpilot.models",
     "Trainer": "tfpilot.train",
-    "fit": "tfpilot.train.byo",
+    "fit": "tfpilot.train.fit",
     "export_saved_model": "tfpilot.export",
     "run": "tfpilot.workflow",
 }

@@ -87,6 +87,9 @@ def register(app: typer.Typer) -> None:
             "--data",
             help="tfpilot.fit runs: batches written by tf.data.Dataset.save (default: its validation data).",
         ),
+        imports: list[str] = typer.Option(
+            [], "--import", help="tfpilot.fit runs: a module to import first (it defines a custom object)."
+        ),
     ) -> None:
         """Evaluate a trained run's model on a split."""
         from tfpilot.cli.render import render_mapping_table
@@ -95,9 +98,9 @@ def register(app: typer.Typer) -> None:
         from tfpilot.workflow import evaluate_run, load_trained
 
         if RunDir.existing(run).is_fit_run():
-            from tfpilot.train.byo import evaluate_fit_run
+            from tfpilot.train.fit import evaluate_fit_run
 
-            metrics = evaluate_fit_run(RunDir.existing(run), data_path=data)
+            metrics = evaluate_fit_run(RunDir.existing(run), data_path=data, extra_modules=imports)
             render_mapping_table([{"data": str(data or "validation"), **metrics}], title="Evaluation")
             return
         if data is not None:
@@ -113,6 +116,9 @@ def register(app: typer.Typer) -> None:
         version: int | None = typer.Option(None, "--version", min=1, help="Version number (default: next integer)."),
         format: str | None = typer.Option(
             None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16."
+        ),
+        imports: list[str] = typer.Option(
+            [], "--import", help="tfpilot.fit runs: a module to import first (it defines a custom object)."
         ),
     ) -> None:
         """Export a verified SavedModel version (and TFLite variants) from a trained run."""
@@ -150,7 +156,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"--format: a tfpilot.fit run exports saved_model only for now, got {formats}")
             from tfpilot.export.fit_model import export_fit_run
 
-            result = export_fit_run(RunDir.existing(run), version=version)
+            result = export_fit_run(RunDir.existing(run), version=version, extra_modules=imports)
             console.print(f"SavedModel version {result.version} -> {result.path} (verified with both loaders)")
             return
         try:

@@ -82,12 +82,12 @@ def _worst(
     return worst
 
 
-def export_fit_run(run: RunDir, *, version: int | None = None) -> ExportResult:
+def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: list[str] | None = None) -> ExportResult:
     """Write and verify model/<version>/ for a tfpilot.fit run."""
-    from tfpilot.train.byo import load_fit_model, read_fit_spec
+    from tfpilot.train.fit import load_fit_model, read_fit_spec
 
     spec = read_fit_spec(run)
-    model = load_fit_model(run)
+    model = load_fit_model(run, extra_modules=extra_modules)
     base = run.model_base
     version = version or next_version(base)
     target = base / str(version)

@@ -6,7 +6,9 @@ value. Replaying that batch with tf.debugging.enable_check_numerics (which instr
 of graphs traced after it is enabled, at about twice the step time, hence only now) names the
 first op that produced NaN/Inf, the layer whose name scope holds it, and the user's source line.
 
-Policies (train.nan_policy), each bounded by train.nan_max_retries:
+Policies (train.nan_policy), each bounded by train.nan_max_retries consecutive non-finite batches
+(a batch that trains normally resets the count, so one bad example that comes back every epoch
+never stops a long run; a run whose every batch is bad stops after the limit):
   stop        record the finding and stop training (TrainError);
   skip_batch  record the skipped batch and keep going (the update was never applied);
   rollback    restore the last good checkpoint and continue from there, leaving the batch out.
@@ -124,6 +126,12 @@ class NanGuard:
         self.events: list[NanEvent] = []
         self.evidence: dict[str, Any] | None = None
         self.findings: list[Finding] = []
+        # Non-finite batches since the last batch that trained normally.
+        self.consecutive = 0
+
+    def note_progress(self) -> None:
+        """A batch trained normally since the last non-finite one."""
+        self.consecutive = 0
 
     @property
     def skipped(self) -> set[tuple[int, int]]:
@@ -146,8 +154,8 @@ class NanGuard:
         """Record the event; return the action (`skipped` or `rolled_back`) or raise TrainError to stop."""
         if evidence is not None and self.evidence is None:
             self.evidence = evidence
-        retries = sum(1 for e in self.events if e.action != "stopped")
-        exhausted = retries >= self.max_retries
+        exhausted = self.consecutive >= self.max_retries
+        self.consecutive += 1
         action = (
             "stopped"
             if self.policy == "stop" or exhausted
@@ -157,7 +165,8 @@ class NanGuard:
         self.events.append(event)
         if action == "stopped":
             reason = (
-                f"retry limit train.nan_max_retries={self.max_retries} reached"
+                f"retry limit reached: {self.consecutive} non-finite batches in a row, "
+                f"train.nan_max_retries={self.max_retries}"
                 if exhausted and self.policy != "stop"
                 else "train.nan_policy=stop"
             )
@@ -183,7 +192,7 @@ class NanGuard:
             )
             raise TrainError(
                 f"training stopped: non-finite loss or gradient at step {global_step}, {self._cause()} "
-                f"(train.nan_policy={self.policy}); see findings.json"
+                f"({reason}); see findings.json"
             )
         return action
 

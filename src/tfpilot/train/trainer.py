@@ -39,6 +39,7 @@ from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.heads import Head, head_for
 from tfpilot.train.losses import class_weights
 from tfpilot.train.optim import build_optimizer
+from tfpilot.train.overfitting import overfitting_findings
 from tfpilot.train.precision import precision_policy, wrap_for_mixed_precision
 from tfpilot.train.preemption import PreemptionWatcher
 from tfpilot.train.runner import CompiledRunner, Execution, Runner
@@ -427,6 +428,9 @@ class Trainer:
                 step_in_epoch += ran
                 self.state.step_in_epoch.assign(step_in_epoch)
                 self.hooks.after_execution(step=global_step, steps_run=ran)
+                if ran > execution.nonfinite:
+                    # Steps of this call trained; a located non-finite step is the call's last.
+                    self.guard.note_progress()
                 if execution.nonfinite and not execution.located:
                     self._handle_unlocated_nonfinite(epoch=epoch, count=execution.nonfinite, global_step=global_step)
                 elif execution.nonfinite:
@@ -461,7 +465,9 @@ class Trainer:
         if self.early_stopping.config is not None and self.early_stopping.config.restore_best:
             self.checkpoints.restore_best()
         self.findings.extend(self.guard.summary_findings())
-        self.findings.extend(self._overfitting_findings())
+        self.findings.extend(
+            overfitting_findings(self.history, patience=train.overfit_patience, location=str(self.run.history_path))
+        )
         result = TrainResult(
             history=self.history,
             findings=self.findings,
@@ -540,39 +546,6 @@ class Trainer:
         # so every worker's metrics can be compared with the chief's.
         self.run.root.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.run.history_path, {"epochs": self.history})
-
-    def _overfitting_findings(self) -> list[Finding]:
-        """Validation loss rising for K epochs while training loss falls."""
-        k = self.config.train.overfit_patience
-        rows = [h for h in self.history if "val_loss" in h]
-        if len(rows) < k + 1:
-            return []
-        for end in range(k, len(rows)):
-            window = rows[end - k : end + 1]
-            val_rising = all(b["val_loss"] > a["val_loss"] for a, b in zip(window, window[1:], strict=False))
-            train_falling = all(b["loss"] < a["loss"] for a, b in zip(window, window[1:], strict=False))
-            if val_rising and train_falling:
-                first, last = window[0], window[-1]
-                return [
-                    Finding(
-                        code="TRAIN-OVERFITTING",
-                        severity=Severity.WARNING,
-                        title="Overfitting",
-                        message=(
-                            f"validation loss rose for {k} epochs ({first['val_loss']:.4f} -> {last['val_loss']:.4f}) "
-                            f"while training loss fell ({first['loss']:.4f} -> {last['loss']:.4f}) from epoch {first['epoch']}"
-                        ),
-                        location=str(self.run.history_path),
-                        evidence={
-                            "from_epoch": first["epoch"],
-                            "to_epoch": last["epoch"],
-                            "gap": last["val_loss"] - last["loss"],
-                        },
-                        fix="enable early stopping on val_loss, add dropout or L2 (train.l2), or get more data / augmentation",
-                    )
-                ]
-        return []
-
 
 def load_history(run: RunDir) -> list[dict[str, Any]]:
     if not run.history_path.exists():

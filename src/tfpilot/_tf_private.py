@@ -1,0 +1,40 @@
+"""The one place tfpilot reaches into private TensorFlow and Keras APIs.
+
+Each entry names what it uses and why no public API does the same; a failed lookup raises a
+one-line error naming the installed version and the tfpilot feature that needs it
+(tests/unit/test_tf_private.py checks that each still exists and behaves as used).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PrivateApiMissing", "build_compile_state"]
+
+
+class PrivateApiMissing(RuntimeError):
+    """A private TensorFlow/Keras API tfpilot relies on is gone in the installed version."""
+
+
+def _missing(what: str, feature: str) -> PrivateApiMissing:
+    import keras
+    import tensorflow as tf
+
+    return PrivateApiMissing(
+        f"{feature} needs {what}, which Keras {keras.__version__} / TensorFlow {tf.__version__} no longer has; "
+        "install the versions tfpilot pins (pyproject.toml) or report it"
+    )
+
+
+def build_compile_state(model: Any, data: Any) -> None:
+    """Create the variables of the compiled loss and metrics from one batch (symbolically).
+
+    Why: on one device Keras defers this to the first trace of the train step
+    (TensorFlowTrainer._maybe_symbolic_build returns early without a strategy), so the metric
+    variables do not exist yet when tfpilot's NaN guard lists the state a step may change.
+    Uses Trainer._symbolic_build(data_batch=...), the same call fit makes under a strategy.
+    """
+    build = getattr(model, "_symbolic_build", None)
+    if build is None:
+        raise _missing("keras.Model._symbolic_build", "tfpilot.fit's NaN guard")
+    build(data_batch=data)

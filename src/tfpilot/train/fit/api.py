@@ -1,0 +1,421 @@
+"""`tfpilot.fit`: `model.fit` for a model of the user's own, plus tfpilot's guardrails and run directory.
+
+Design (parity by construction). The training loop is Keras' own `model.fit`: its data adapters
+(arrays, dicts, strings, tf.data, generators, keras.utils.PyDataset, validation_split,
+class_weight, sample weights), its callbacks with the same calls and logs, its History, its
+steps_per_execution loop and jit_compile setting, and the model's own `train_step` /
+`test_step` / `compute_loss` (add_loss included, sparse gradients kept as IndexedSlices, loss
+scaling). tfpilot adds only:
+
+* the NaN guard, inside the step (guarded_step.py) and on the host (callbacks.GuardCallback);
+* the run directory (callbacks.RunDirCallback): config.yaml, history.json, checkpoints and
+  resume, TensorBoard logs (Keras' own TensorBoard callback), metrics.json, findings.json and fit/
+  (artifacts.py) for `tfpilot evaluate` / `tfpilot export`;
+* early stopping and clipping when asked, as Keras' EarlyStopping and the optimizer's own
+  `global_clipnorm`.
+
+An earlier version re-implemented the step (tfpilot's compiled loop with Keras' compile
+containers); it ignored overridden train_step, dropped add_loss from the logged loss and
+densified embedding gradients. Running Keras' loop removes that whole class of drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
+from tfpilot.findings import Finding, Severity, write_findings
+from tfpilot.rundir import RunDir
+from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
+from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
+from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
+from tfpilot.train.guard import NanGuard
+from tfpilot.train.overfitting import overfitting_findings
+
+__all__ = ["fit", "FitResult"]
+
+# model.compile's arguments, accepted by tfpilot.fit to compile (or recompile) the model.
+_COMPILE_ARGUMENTS = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics")
+# tfpilot's own options (train config fields) that mean something around Keras' loop.
+_OPTIONS = {
+    "nan_policy",
+    "nan_max_retries",
+    "early_stopping",
+    "max_checkpoints",
+    "steps_per_execution",
+    "jit_compile",
+    "clip_norm",
+    "seed",
+    "deterministic",
+    "overfit_patience",
+    "histogram_every_epochs",
+}
+_REFUSED = {
+    "label_smoothing": "pass it to the loss, e.g. keras.losses.BinaryCrossentropy(label_smoothing=0.1)",
+    "mixed_precision": "build the model after keras.mixed_precision.set_dtype_policy('mixed_float16'); "
+    "model.compile then adds loss scaling",
+    "l2": "give the layers kernel_regularizer=keras.regularizers.L2(...); the penalty is then in the logged loss",
+    "checkpoint_every_steps": "tfpilot.fit checkpoints every epoch and resumes at an epoch boundary, as Keras' "
+    "BackupAndRestore does",
+    "strategy": "build and compile the model inside `with strategy.scope():`; model.fit (and so tfpilot.fit) "
+    "trains under that strategy",
+    "hooks": "pass Keras callbacks with callbacks=[...]",
+}
+
+
+@dataclasses.dataclass
+class FitResult:
+    """What tfpilot.fit returns: the per-epoch rows (as history.json), the findings and Keras' History."""
+
+    history: list[dict[str, float]]
+    findings: list[Finding]
+    stopped_early: bool
+    epochs_run: int
+    global_step: int
+    keras_history: Any
+    run: RunDir
+
+
+def _train_config(*, name: str, runs_dir: str | Path, epochs: int, batch_size: int | None, options: dict[str, Any]) -> Any:
+    """The resolved config recorded in config.yaml (and checked): tfpilot's options for this run."""
+    from pydantic import ValidationError
+
+    from tfpilot.config.schema import RunConfig
+
+    train = {
+        "epochs": epochs,
+        "batch_size": batch_size or 32,
+        "clip_norm": None,
+        "early_stopping": None,
+        "strategy": "default",
+        "steps_per_execution": 1,
+        "jit_compile": "auto",
+        # Keras' TensorBoard callback writes weight histograms; off unless asked (they cost time every epoch).
+        "histogram_every_epochs": 0,
+        **options,
+    }
+    if isinstance(train.get("jit_compile"), bool):
+        train["jit_compile"] = str(train["jit_compile"]).lower()
+    try:
+        return RunConfig.model_validate({"name": name, "runs_dir": str(runs_dir), "data": {"kind": "arrays"}, "train": train})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"] if part != "train") or "<root>"
+        raise ConfigError(
+            f"tfpilot.fit: `{key}` {first['msg'].removeprefix('Value error, ')} (got {first.get('input')!r})"
+        ) from None
+
+
+def _optimizer(value: Any) -> Any:
+    """An optimizer as model.compile takes it, or tfpilot's {name: adam, learning_rate: ...} form."""
+    if isinstance(value, dict) and "name" in value:
+        config = {k: v for k, v in value.items() if k != "name"}
+        try:
+            return keras.optimizers.get({"class_name": value["name"], "config": config})
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"tfpilot.fit: optimizer {value!r} is not a Keras optimizer ({first_line(exc)})") from None
+    return value
+
+
+def _compile_if_asked(model: keras.Model, given: dict[str, Any]) -> None:
+    if "optimizer" in given:
+        given = {**given, "optimizer": _optimizer(given["optimizer"])}
+    if given:
+        arguments = {"optimizer": getattr(model, "optimizer", None) or "rmsprop", **given}
+        model.compile(**arguments)
+    if not getattr(model, "compiled", False):
+        raise ModelError(
+            "tfpilot.fit: the model is not compiled; call model.compile(optimizer=..., loss=...) first (as model.fit "
+            "needs) or pass optimizer= and loss= to tfpilot.fit"
+        )
+
+
+class _CheckedEarlyStopping(keras.callbacks.EarlyStopping):
+    """Keras' EarlyStopping, except that a monitor that is never logged is an error after the first
+    epoch (Keras only warns, and a typo would then train every epoch without stopping)."""
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if logs is not None and self.monitor not in logs:
+            raise TrainError(
+                f"tfpilot.fit: early_stopping monitor `{self.monitor}` is not logged; expected one of {sorted(logs)}",
+                exit_code=2,
+            )
+        super().on_epoch_end(epoch, logs)
+
+
+def _early_stopping(config: Any) -> keras.callbacks.EarlyStopping | None:
+    stopping = config.train.early_stopping
+    if stopping is None:
+        return None
+    return _CheckedEarlyStopping(
+        monitor=stopping.monitor,
+        patience=stopping.patience,
+        min_delta=stopping.min_delta,
+        mode=stopping.mode,
+        restore_best_weights=stopping.restore_best,
+    )
+
+
+def _checkpoint(model: keras.Model, run: RunDir, *, max_to_keep: int) -> tuple[tf.train.CheckpointManager, tf.Variable]:
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
+    optimizers = model_optimizers(model)
+    checkpoint = tf.train.Checkpoint(model=model, optimizers=optimizers, epoch=epoch)
+    return tf.train.CheckpointManager(checkpoint, str(run.checkpoints), max_to_keep=max_to_keep), epoch
+
+
+def _resume(model: keras.Model, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable) -> tuple[int, list[dict[str, Any]]]:
+    import json
+
+    if manager.latest_checkpoint is None:
+        raise TrainError(
+            f"resume=True but `{run.checkpoints}` holds no checkpoint; run without resume=True to start fresh",
+            exit_code=2,
+        )
+    for optimizer in model_optimizers(model):
+        if optimizer is getattr(model, "optimizer", None) and not optimizer.built and model.built:
+            optimizer.build(model.trainable_variables)
+    manager.checkpoint.restore(manager.latest_checkpoint)
+    done = int(epoch.numpy())
+    history = []
+    if run.history_path.is_file():
+        history = [row for row in json.loads(run.history_path.read_text()).get("epochs", []) if row["epoch"] < done]
+    return done, history
+
+
+def _features_of(batch: Any) -> Any:
+    x, _, _ = keras.utils.unpack_x_y_sample_weight(batch)
+    return x
+
+
+def _validation_dataset(validation_data: Any, batch_size: int | None) -> tf.data.Dataset | None:
+    """The validation batches as a tf.data.Dataset to keep for `tfpilot evaluate` (None when they
+    come from a generator or PyDataset, which cannot be read twice)."""
+    if validation_data is None:
+        return None
+    if isinstance(validation_data, tf.data.Dataset):
+        return validation_data
+    if isinstance(validation_data, tuple | list) and len(validation_data) in (2, 3):
+        try:
+            return tf.data.Dataset.from_tensor_slices(tuple(validation_data)).batch(batch_size or 32)
+        except (ValueError, TypeError):
+            return None
+    return None
+
+
+def fit(
+    model: keras.Model,
+    x: Any = None,
+    y: Any = None,
+    *,
+    batch_size: int | None = None,
+    epochs: int = 1,
+    verbose: Any = 0,
+    callbacks: list[keras.callbacks.Callback] | None = None,
+    validation_split: float = 0.0,
+    validation_data: Any = None,
+    shuffle: bool = True,
+    class_weight: dict[int, float] | None = None,
+    sample_weight: Any = None,
+    steps_per_epoch: int | None = None,
+    validation_steps: int | None = None,
+    validation_batch_size: int | None = None,
+    validation_freq: int = 1,
+    name: str,
+    runs_dir: str | Path = "runs",
+    resume: bool = False,
+    save_validation_data: bool = True,
+    **options: Any,
+) -> FitResult:
+    """Train a keras.Model of your own exactly as `model.fit(x, y, ...)` would, with tfpilot's NaN
+    guard and run directory around it; returns a FitResult (`.keras_history` is Keras' History).
+
+    Every argument model.fit takes means the same here. `x` may also be a tuple (x, y) or
+    (x, y, sample_weight) of arrays (as tfpilot.fit took before). model.compile's arguments
+    (optimizer, loss, loss_weights, metrics, weighted_metrics) compile the model first. tfpilot's
+    options: nan_policy (stop | skip_batch), nan_max_retries, early_stopping ({monitor, patience,
+    ...}), clip_norm (the optimizer's global_clipnorm), steps_per_execution and jit_compile (set on
+    the model for this run), seed, deterministic, max_checkpoints, overfit_patience,
+    histogram_every_epochs. The run directory `runs_dir/name` gets config.yaml, history.json,
+    TensorBoard logs, checkpoints, metrics.json, findings.json and fit/; `resume=True` continues
+    from its latest epoch checkpoint.
+    """
+    from tfpilot.atomic import atomic_write_json
+    from tfpilot.config import dump_config
+
+    if not isinstance(model, keras.Model):
+        raise ModelError(f"tfpilot.fit: `model` must be a keras.Model, got {type(model).__name__}")
+    given = {key: options.pop(key) for key in _COMPILE_ARGUMENTS if key in options}
+    for key in options:
+        if key in _REFUSED:
+            raise ConfigError(f"tfpilot.fit: `{key}` is not a tfpilot.fit option; {_REFUSED[key]}")
+        if key not in _OPTIONS:
+            raise ConfigError(
+                f"tfpilot.fit: unknown option `{key}`; expected model.fit's arguments, model.compile's (loss, metrics, "
+                f"...) or one of {sorted(_OPTIONS)}"
+            )
+    if y is None and sample_weight is None and isinstance(x, tuple) and len(x) in (2, 3) and not isinstance(x, tf.data.Dataset):
+        x, y, sample_weight = (*x, None)[:3]
+    if isinstance(x, tf.data.Dataset) and int(x.cardinality()) == tf.data.INFINITE_CARDINALITY and not steps_per_epoch:
+        # model.fit would run its first epoch forever.
+        raise DataError("tfpilot.fit: the dataset repeats forever; pass steps_per_epoch=N (or take(N) batches of it)")
+    config = _train_config(name=name, runs_dir=runs_dir, epochs=epochs, batch_size=batch_size, options=options)
+    train = config.train
+    if train.nan_policy.value == "rollback":
+        raise ConfigError(
+            "tfpilot.fit: nan_policy=rollback is for `tfpilot train`; tfpilot.fit skips the bad batch (skip_batch) with "
+            "every variable as before it, or stops (stop)"
+        )
+    if "seed" in options:
+        keras.utils.set_random_seed(train.seed)
+    if train.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    _compile_if_asked(model, given)
+    findings: list[Finding] = []
+    if train.clip_norm:
+        for optimizer in model_optimizers(model):
+            optimizer.global_clipnorm = train.clip_norm
+    saved_settings = {"steps_per_execution": model.steps_per_execution, "jit_compile": model.jit_compile}
+    if "steps_per_execution" in options:
+        model.steps_per_execution = int(train.steps_per_execution)
+    if "jit_compile" in options:
+        model.jit_compile = train.jit_compile.value in ("true", "stacked")
+
+    run = RunDir.at(config.run_path)
+    run.root.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        # A fresh run starts fresh: no findings, curves or checkpoints of an earlier run of this name.
+        run.findings_path.unlink(missing_ok=True)
+        shutil.rmtree(run.logs, ignore_errors=True)
+        shutil.rmtree(run.checkpoints, ignore_errors=True)
+    dump_config(config, run.config_path)
+
+    guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(run.root))
+    step = GuardedStep(model)
+    # Keras builds its compiled multi-step function from model.train_step; the guarded step takes
+    # its place for this call only (the model's own step runs inside it, unchanged).
+    original_train_step = model.__dict__.get("train_step")
+    own_step = model.train_step
+    model.train_step = step.wrap(own_step, keep_batch=not model.jit_compile)
+    first_batch: list[Any] = []
+    inner = model.train_step
+
+    def train_step(data: Any) -> Any:
+        if not first_batch:
+            first_batch.append(data)  # traced: its structure names the serving inputs
+        return inner(data)
+
+    model.train_step = train_step
+    history_rows: list[dict[str, Any]] = []
+    manager, epoch_variable = _checkpoint(model, run, max_to_keep=train.max_checkpoints)
+    initial_epoch = 0
+    keras_history = None
+    try:
+        if resume:
+            initial_epoch, history_rows = _resume(model, run, manager, epoch_variable)
+        run_callbacks = [
+            GuardCallback(step=step, guard=guard, train_step=own_step),
+            keras.callbacks.TensorBoard(
+                log_dir=str(run.logs), histogram_freq=train.histogram_every_epochs, write_graph=False
+            ),
+            RunDirCallback(run=run, manager=manager, epoch=epoch_variable, history=history_rows),
+        ]
+        stopping = _early_stopping(config)
+        user_callbacks = list(callbacks or [])
+        all_callbacks = [*run_callbacks[:1], *user_callbacks, *([stopping] if stopping else []), *run_callbacks[1:]]
+        step.install()
+        model.train_function = None  # rebuilt from the guarded step
+        try:
+            keras_history = model.fit(
+                x,
+                y,
+                batch_size=batch_size,
+                epochs=epochs,
+                verbose=verbose,
+                callbacks=all_callbacks,
+                validation_split=validation_split,
+                validation_data=validation_data,
+                shuffle=shuffle,
+                class_weight=class_weight,
+                sample_weight=sample_weight,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch,
+                validation_steps=validation_steps,
+                validation_batch_size=validation_batch_size,
+                validation_freq=validation_freq,
+            )
+        except TfpilotError:
+            write_findings(run.findings_path, guard.findings, append=True)
+            raise
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as exc:
+            raise DataError(f"tfpilot.fit: model.fit refused the data or model: {first_line(exc)}") from exc
+    finally:
+        step.uninstall()
+        if original_train_step is None:
+            model.__dict__.pop("train_step", None)
+        else:
+            model.train_step = original_train_step
+        model.train_function = None  # the next model.fit builds Keras' own again
+        model.steps_per_execution = saved_settings["steps_per_execution"]
+        model.jit_compile = saved_settings["jit_compile"]
+
+    findings.extend(guard.summary_findings())
+    findings.extend(
+        overfitting_findings(history_rows, patience=train.overfit_patience, location=str(run.history_path))
+    )
+    stopped_early = stopping is not None and getattr(stopping, "stopped_epoch", 0) > 0
+    metrics: dict[str, Any] = {"train": {k: v for k, v in (history_rows[-1] if history_rows else {}).items() if not k.startswith("val_") and k not in ("epoch", "step")}}
+    if history_rows and any(k.startswith("val_") for k in history_rows[-1]):
+        metrics["validation"] = {k[4:]: v for k, v in history_rows[-1].items() if k.startswith("val_")}
+    atomic_write_json(run.metrics_path, metrics)
+    saved = save_model(model, run)
+    if saved is not None:
+        findings.append(saved)
+    kept_validation = _validation_dataset(validation_data, validation_batch_size or batch_size)
+    if kept_validation is not None and save_validation_data:
+        save_validation(run, kept_validation)
+    elif run.fit_validation_path.exists():
+        shutil.rmtree(run.fit_validation_path)
+    features = _sample_features(model, first_batch, x)
+    if features is not None:
+        save_sample(run, model=model, features=features)
+        write_spec(
+            run,
+            model=model,
+            features=features,
+            has_validation=kept_validation is not None and save_validation_data,
+            batch_size=batch_size,
+        )
+    write_findings(run.findings_path, findings, append=True)
+    optimizer = getattr(model, "optimizer", None)
+    return FitResult(
+        history=history_rows,
+        findings=findings,
+        stopped_early=stopped_early,
+        epochs_run=len(history_rows),
+        global_step=int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0,
+        keras_history=keras_history,
+        run=run,
+    )
+
+
+def _sample_features(model: keras.Model, traced: list[Any], x: Any) -> Any:
+    """A few real feature rows, shaped and typed as the step received them."""
+    if not traced:
+        return None
+    structure = _features_of(traced[0])
+    if isinstance(x, tf.data.Dataset):
+        first = next(iter(x.take(1)))
+        return _features_of(first)
+    if x is not None and not callable(getattr(x, "__next__", None)) and not isinstance(x, keras.utils.PyDataset):
+        rows = tf.nest.map_structure(lambda a: a[:8], x)
+        # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.
+        return tf.nest.map_structure(
+            lambda value, spec: tf.cast(tf.convert_to_tensor(value), spec.dtype), rows, structure, check_types=False
+        )
+    return None

@@ -1,0 +1,241 @@
+"""What a `tfpilot.fit` run leaves in fit/ so `tfpilot evaluate` and `tfpilot export` work later,
+in another process, from files alone: the model as .keras, the serving inputs, a few example
+rows, the validation batches and the modules that define the model's custom objects."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfpilot.errors import ConfigError, ModelError
+from tfpilot.findings import Finding, Severity
+from tfpilot.rundir import RunDir
+
+__all__ = [
+    "FIT_SPEC_KIND",
+    "first_line",
+    "signature_inputs",
+    "defining_modules",
+    "import_modules",
+    "read_fit_spec",
+    "load_fit_model",
+    "save_model",
+    "write_spec",
+    "save_sample",
+    "save_validation",
+]
+
+FIT_SPEC_KIND = "tfpilot.fit"
+# Names Keras gives inputs nobody named; they count up with the process's history, so a served
+# input called `keras_tensor_56` would change name from one training process to the next.
+_AUTOMATIC_NAME = re.compile(r"^(keras_tensor|input_layer|input)(_\d+)?$")
+# Modules whose objects Keras deserialises by itself.
+_KNOWN_PACKAGES = ("keras", "tensorflow", "tf_keras", "builtins", "numpy", "tfpilot")
+
+
+def first_line(error: BaseException) -> str:
+    # Keras leads with "Exception encountered when calling X.call()." and says what went wrong after it.
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Exception encountered", "Arguments received"))]
+    return (useful or lines or [type(error).__name__])[0]
+
+
+# --------------------------------------------------------------------------------- signatures
+
+
+def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
+    """One name per flattened feature (tf.nest order): dict keys, else the model's Input names
+    when a person chose them, else `inputs` / `input_<i>`."""
+    if isinstance(features_spec, dict):
+        # keras.tree sorts dict keys as tf.nest does, so names line up with tf.nest.flatten.
+        return ["/".join(str(part) for part in path) for path, _ in keras.tree.flatten_with_path(features_spec)]
+    leaves = tf.nest.flatten(features_spec)
+    try:
+        names = [getattr(tensor, "name", None) for tensor in (getattr(model, "inputs", None) or [])]
+    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
+        names = []
+    if len(names) == len(leaves) and all(names) and not any(_AUTOMATIC_NAME.match(str(n)) for n in names):
+        return [str(name) for name in names]
+    return ["inputs"] if len(leaves) == 1 else [f"input_{i}" for i in range(len(leaves))]
+
+
+def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, Any]]:
+    """Serving inputs from the features the step received: name, signature key, dtype, shape (batch None)."""
+    from tfpilot.data.names import signature_keys
+
+    names = _input_names(model, features_spec)
+    keys = signature_keys(names)
+    return [
+        {"name": name, "key": keys[name], "dtype": spec.dtype.name, "shape": [None, *spec.shape.as_list()[1:]]}
+        for name, spec in zip(names, tf.nest.flatten(features_spec), strict=True)
+    ]
+
+
+# ----------------------------------------------------------------------------- custom objects
+
+
+def defining_modules(model: keras.Model) -> list[str]:
+    """Modules (other than Keras' and TensorFlow's) that define the model's classes, its layers,
+    their activations and the compiled losses and metrics: what a new process must import before
+    Keras can load the .keras archive."""
+    objects: list[Any] = [type(model)]
+    for layer in model._flatten_layers(include_self=False):  # noqa: SLF001 (no public recursive walk)
+        objects.append(type(layer))
+        for attribute in vars(layer).values():
+            if callable(attribute) and hasattr(attribute, "__code__"):
+                objects.append(attribute)  # an activation or initializer function
+    config = getattr(getattr(model, "_compile_config", None), "config", None) or {}
+    for key in ("loss", "metrics", "weighted_metrics"):
+        for leaf in tf.nest.flatten(config.get(key)):
+            if leaf is not None and not isinstance(leaf, str | int | float):
+                objects.append(leaf if hasattr(leaf, "__code__") or isinstance(leaf, type) else type(leaf))
+    modules: list[str] = []
+    for value in objects:
+        module = getattr(value, "__module__", None)
+        if isinstance(module, str) and module.split(".")[0] not in _KNOWN_PACKAGES and module not in modules:
+            modules.append(module)
+    return modules
+
+
+def import_modules(modules: list[str]) -> None:
+    """Import the modules a run recorded (and `--import` ones) so their registered objects exist.
+
+    Only modules the user named or whose objects the user's own training process used are
+    imported, from the current directory and sys.path; `__main__` (a script) cannot be."""
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    for module in modules:
+        if module == "__main__":
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ModelError(
+                f"cannot import `{module}`, which defines custom objects of this model ({first_line(exc)}); run "
+                "from the directory that holds it or add it to PYTHONPATH"
+            ) from None
+
+
+# ------------------------------------------------------------------------------------ run dir
+
+
+def read_fit_spec(run: RunDir) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(run.fit_spec_path.read_text())
+    if spec.get("kind") != FIT_SPEC_KIND:
+        raise ConfigError(f"`{run.fit_spec_path}` is not a tfpilot.fit spec (kind {spec.get('kind')!r})")
+    return spec
+
+
+_MISSING = re.compile(r"(?:Could not locate (?:class|function) |Unknown (?:layer|object|class|function)[^']*)'([^']+)'")
+
+
+def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compile: bool = False) -> keras.Model:
+    """The trained model from the run's .keras archive, loaded in Keras' safe mode (no lambdas),
+    after importing the modules that define its custom objects."""
+    path = run.fit_model_path
+    if not path.is_file():
+        raise ConfigError(
+            f"run `{run.root}` has no saved model ({path} is missing; see findings.json for why it was not saved)"
+        )
+    spec = read_fit_spec(run) if run.fit_spec_path.is_file() else {}
+    recorded = list(spec.get("modules") or [])
+    import_modules([*recorded, *(extra_modules or [])])
+    try:
+        return keras.saving.load_model(path, compile=compile, safe_mode=True)
+    except Exception as exc:
+        line = first_line(exc)
+        missing = _MISSING.search(str(exc))
+        if missing:
+            where = (
+                "it was defined in the training script itself (__main__); move it into a module and pass --import MODULE"
+                if "__main__" in recorded
+                else "pass --import MODULE naming the module that defines it"
+            )
+            raise ModelError(
+                f"cannot load `{path}`: the custom object `{missing.group(1)}` is not known here; {where}, and "
+                "register it with @keras.saving.register_keras_serializable()"
+            ) from None
+        raise ModelError(
+            f"cannot load `{path}` ({line}); custom layers must be registered with "
+            "@keras.saving.register_keras_serializable() and define get_config()"
+        ) from None
+
+
+def save_model(model: keras.Model, run: RunDir) -> Finding | None:
+    """model.keras, written beside and renamed (never half-written); a finding if Keras cannot."""
+    run.fit_dir.mkdir(parents=True, exist_ok=True)
+    partial = run.fit_dir / "model.partial.keras"
+    try:
+        model.save(partial)
+        # Prove it loads the way evaluate/export will load it, in safe mode.
+        keras.saving.load_model(partial, compile=False, safe_mode=True)
+    except Exception as exc:
+        partial.unlink(missing_ok=True)
+        return Finding(
+            code="FIT-MODEL-NOT-SAVED",
+            severity=Severity.WARNING,
+            title="Model not saved as .keras",
+            message=f"the trained model could not be saved and reloaded as .keras ({first_line(exc)}), so "
+            "`tfpilot evaluate/export` cannot use this run; its weights are in checkpoints/",
+            location=str(run.fit_model_path),
+            evidence={"error": first_line(exc)},
+            fix="register custom layers with @keras.saving.register_keras_serializable() and give them "
+            "get_config(); replace Lambda layers with such a layer",
+        )
+    partial.replace(run.fit_model_path)
+    return None
+
+
+def _structure(features: Any) -> str:
+    if isinstance(features, dict):
+        return "dict"
+    return "list" if tf.nest.is_nested(features) else "tensor"
+
+
+def write_spec(
+    run: RunDir, *, model: keras.Model, features: Any, has_validation: bool, batch_size: int | None
+) -> None:
+    from tfpilot.atomic import atomic_write_json
+
+    features_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, features)
+    spec = {
+        "kind": FIT_SPEC_KIND,
+        "features": _structure(features),
+        "inputs": signature_inputs(model, features_spec),
+        "outputs": list(getattr(model, "output_names", None) or []),
+        "batch_size": batch_size,
+        "modules": defining_modules(model),
+        "validation_data": str(run.fit_validation_path.relative_to(run.root)) if has_validation else None,
+    }
+    atomic_write_json(run.fit_spec_path, spec)
+
+
+def save_sample(run: RunDir, *, model: keras.Model, features: Any, rows: int = 8) -> None:
+    """The first rows of a training batch, keyed by serving input key (npz: plain arrays, no pickle)."""
+    inputs = signature_inputs(model, tf.nest.map_structure(tf.TensorSpec.from_tensor, features))
+    arrays: dict[str, Any] = {}
+    for spec, leaf in zip(inputs, tf.nest.flatten(features), strict=True):
+        array = np.asarray(leaf)[:rows]
+        # String tensors come out as object arrays, which npz could only store by pickling.
+        arrays[spec["key"]] = array.astype(np.bytes_) if array.dtype == object else array
+    run.fit_dir.mkdir(parents=True, exist_ok=True)
+    partial = run.fit_dir / "sample_features.partial.npz"
+    np.savez(partial, **arrays)
+    partial.replace(run.fit_sample_path)
+
+
+def save_validation(run: RunDir, dataset: tf.data.Dataset) -> None:
+    partial = run.fit_dir / "validation.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    dataset.save(str(partial))
+    shutil.rmtree(run.fit_validation_path, ignore_errors=True)
+    partial.rename(run.fit_validation_path)

@@ -1,0 +1,138 @@
+"""tfpilot's additions to `model.fit`, as Keras callbacks beside the user's own.
+
+* GuardCallback: the host half of the NaN guard (the graph half is guarded_step.py). After each
+  call it reads the guard's counters (one small read), applies `nan_policy` through NanGuard,
+  and, the first time, replays the kept bad batch with check_numerics to name the op.
+* RunDirCallback: history.json after every epoch and a tf.train.CheckpointManager checkpoint of
+  the model, its optimizers and the epoch (so `resume=True` continues after a crash), both
+  written atomically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from tfpilot.atomic import atomic_write_json
+from tfpilot.errors import TrainError
+from tfpilot.rundir import RunDir
+from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
+from tfpilot.train.guard import NanGuard, parse_check_numerics
+
+__all__ = ["GuardCallback", "RunDirCallback", "replay_train_step"]
+
+
+def _python_logs(logs: dict[str, Any] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in (logs or {}).items():
+        try:
+            out[key] = float(keras.ops.convert_to_numpy(value))
+        except (TypeError, ValueError):
+            continue  # a non-scalar log (a custom train_step may return one) is not a history number
+    return out
+
+
+def _every_variable(model: keras.Model) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for variable in [*model.variables, *model.metrics_variables]:
+        seen.setdefault(id(variable), variable)
+    for optimizer in model_optimizers(model):
+        for variable in optimizer.variables:
+            seen.setdefault(id(variable), variable)
+    return list(seen.values())
+
+
+def replay_train_step(model: keras.Model, train_step: Any, batch: Any) -> dict[str, Any]:
+    """Run the model's own train_step on one batch with check_numerics; every variable is put
+    back afterwards. Returns what check_numerics named (op, layer, the user's source line)."""
+    variables = _every_variable(model)
+    saved = [tf.identity(v) for v in variables]
+    tf.debugging.enable_check_numerics(stack_height_limit=60, path_length_limit=400)
+    try:
+        # A fresh function, so its graph is traced (and instrumented) now.
+        replay = tf.function(train_step)
+        logs = replay(batch)
+    except (tf.errors.InvalidArgumentError, tf.errors.OpError) as error:
+        evidence = parse_check_numerics(error.message, model=model)
+        evidence["reproduced"] = True
+        return evidence
+    finally:
+        tf.debugging.disable_check_numerics()
+        for variable, value in zip(variables, saved, strict=True):
+            variable.assign(value)
+    return {"reproduced": False, "replay_logs": _python_logs(logs)}
+
+
+class GuardCallback(keras.callbacks.Callback):
+    def __init__(self, *, step: GuardedStep, guard: NanGuard, train_step: Any) -> None:
+        """`train_step`: the model's own step (not the guarded one), for the check_numerics replay."""
+        super().__init__()
+        self.step = step
+        self.train_step = train_step
+        self.guard = guard
+        self._epoch = 0
+        self._begin = 0
+        self._seen = (0, 0, -1)
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self._begin = batch
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        steps, bad, last_bad = self.step.read()
+        before_steps, before_bad, _ = self._seen
+        self._seen = (steps, bad, last_bad)
+        ran, new_bad = steps - before_steps, bad - before_bad
+        if new_bad == 0:
+            if ran:
+                self.guard.note_progress()
+            return
+        evidence = None
+        if self.guard.evidence is None:
+            kept = self.step.stashed_batch()
+            evidence = (
+                replay_train_step(self.model, self.train_step, kept)
+                if kept is not None
+                else {"reproduced": False, "replay": "the batch was not kept (XLA or composite inputs)"}
+            )
+        # Batches of this call before the last bad one that were not bad trained normally.
+        last_index = self._begin + (last_bad - before_steps)
+        global_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) if self.model.optimizer else steps
+        for number in range(new_bad):
+            if number == 0 and ran > new_bad:
+                self.guard.note_progress()
+            index = last_index if number == new_bad - 1 else -1
+            try:
+                self.guard.on_nonfinite(
+                    epoch=self._epoch, batch_index=index, global_step=global_step, evidence=evidence
+                )
+            except TrainError:
+                self.model.stop_training = True
+                raise
+        if last_bad < steps - 1:
+            self.guard.note_progress()
+
+
+class RunDirCallback(keras.callbacks.Callback):
+    """history.json and the epoch checkpoint; `history` holds the rows of earlier (resumed) epochs."""
+
+    def __init__(self, *, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable, history: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.run = run
+        self.manager = manager
+        self.epoch_variable = epoch
+        self.history = history
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        optimizer = self.model.optimizer
+        step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else epoch + 1
+        self.history.append({"epoch": epoch, "step": step, **_python_logs(logs)})
+        self.epoch_variable.assign(epoch + 1)
+        # The history goes first: a checkpoint that exists always has history at least as new.
+        self.run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.run.history_path, {"epochs": self.history})
+        self.manager.save(checkpoint_number=epoch + 1)
