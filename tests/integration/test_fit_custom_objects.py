@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_tfpilot
 
-LAYERS = '''
+LAYERS = """
 import keras
 
 
@@ -25,9 +25,9 @@ class Doubled(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package="shop")
 def scaled_mse(y_true, y_pred):
     return keras.ops.mean(keras.ops.square(y_true - y_pred)) * 0.5
-'''
+"""
 
-TRAIN = '''
+TRAIN = """
 import numpy as np, keras, tfpilot
 {import_line}
 keras.utils.set_random_seed(0)
@@ -36,7 +36,7 @@ model.compile(optimizer="sgd", loss=scaled_mse)
 x = np.random.default_rng(0).random((40, 3))  # float64, as numpy gives it
 tfpilot.fit(model, x, x.sum(axis=1), batch_size=8, epochs=1, validation_data=(x[:16], x[:16].sum(axis=1)),
             name="shop", runs_dir="runs")
-'''
+"""
 
 
 def _train(directory, *, in_script: bool) -> None:
@@ -44,7 +44,11 @@ def _train(directory, *, in_script: bool) -> None:
     script = directory / "train.py"
     script.write_text(textwrap.dedent(TRAIN.format(import_line=import_line)))
     completed = subprocess.run(
-        [sys.executable, str(script)], cwd=directory, capture_output=True, text=True, timeout=300,
+        [sys.executable, str(script)],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
     )
     assert completed.returncode == 0, completed.stderr[-2000:]

@@ -478,7 +478,13 @@ class TrainConfig(_Section):
     nan_policy: NanPolicy = Field(
         NanPolicy.STOP, description="On a non-finite loss or gradient: stop, skip_batch or rollback."
     )
-    nan_max_retries: Annotated[int, Field(ge=0, description="Non-finite batches in a row skipped or rolled back before training stops (a batch that trains resets the count).")] = 10
+    nan_max_retries: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Non-finite batches in a row skipped or rolled back before training stops (a batch that trains resets the count).",
+        ),
+    ] = 10
     overfit_patience: Annotated[
         int,
         Field(

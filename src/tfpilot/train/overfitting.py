@@ -32,7 +32,11 @@ def overfitting_findings(history: list[dict[str, Any]], *, patience: int, locati
                         f"while training loss fell ({first['loss']:.4f} -> {last['loss']:.4f}) from epoch {first['epoch']}"
                     ),
                     location=location,
-                    evidence={"from_epoch": first["epoch"], "to_epoch": last["epoch"], "gap": last["val_loss"] - last["loss"]},
+                    evidence={
+                        "from_epoch": first["epoch"],
+                        "to_epoch": last["epoch"],
+                        "gap": last["val_loss"] - last["loss"],
+                    },
                     fix="enable early stopping on val_loss, add dropout or L2 (train.l2), or get more data / augmentation",
                 )
             ]

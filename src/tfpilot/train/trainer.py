@@ -547,6 +547,7 @@ class Trainer:
         self.run.root.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.run.history_path, {"epochs": self.history})
 
+
 def load_history(run: RunDir) -> list[dict[str, Any]]:
     if not run.history_path.exists():
         return []

@@ -107,7 +107,7 @@ def own_train_step_model(*, seed: int = 4) -> Any:
             with tf.GradientTape() as tape:
                 loss = keras.ops.mean(keras.ops.abs(self(x, training=True) - y))
             gradients = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+            self.optimizer.apply_gradients(zip(gradients, self.trainable_variables, strict=True))
             self.tracker.update_state(loss)
             return {"own_loss": self.tracker.result()}
 

@@ -103,7 +103,14 @@ def test_generators_pydataset_validation_split_class_and_sample_weights(tmp_path
         return model
 
     expected, result, model = _both(
-        build, tmp_path, x=x, y=y, batch_size=10, epochs=2, shuffle=False, validation_split=0.25,
+        build,
+        tmp_path,
+        x=x,
+        y=y,
+        batch_size=10,
+        epochs=2,
+        shuffle=False,
+        validation_split=0.25,
         class_weight={0: 1.0, 1: 3.0},
     )
     _assert_same_history(result.history, expected)
@@ -111,7 +118,9 @@ def test_generators_pydataset_validation_split_class_and_sample_weights(tmp_path
     assert '"float32"' in spec and '"inputs"' in spec and "keras_tensor" not in spec
 
     weights = np.linspace(0.5, 1.5, 60)
-    expected, result, _ = _both(build, tmp_path, x=x, y=y, sample_weight=weights, batch_size=20, epochs=2, shuffle=False)
+    expected, result, _ = _both(
+        build, tmp_path, x=x, y=y, sample_weight=weights, batch_size=20, epochs=2, shuffle=False
+    )
     _assert_same_history(result.history, expected)
 
     class Batches(keras.utils.PyDataset):
@@ -187,13 +196,27 @@ def test_keras_callbacks_get_the_same_calls_and_logs_as_under_fit(tmp_path):
     theirs_recorder, ours_recorder = _Recorder(), _Recorder()
     keras_model = two_headed()
     keras_model.fit(
-        features, labels, batch_size=16, epochs=6, validation_data=val, shuffle=False, verbose=0,
+        features,
+        labels,
+        batch_size=16,
+        epochs=6,
+        validation_data=val,
+        shuffle=False,
+        verbose=0,
         callbacks=[theirs_recorder.callback, *callbacks(tmp_path / "keras")],
     )
     model = two_headed()
     result = tfpilot.fit(
-        model, features, labels, batch_size=16, epochs=6, validation_data=val, shuffle=False,
-        callbacks=[ours_recorder.callback, *callbacks(tmp_path / "ours")], name="cb", runs_dir=tmp_path,
+        model,
+        features,
+        labels,
+        batch_size=16,
+        epochs=6,
+        validation_data=val,
+        shuffle=False,
+        callbacks=[ours_recorder.callback, *callbacks(tmp_path / "ours")],
+        name="cb",
+        runs_dir=tmp_path,
     )
     assert ours_recorder.calls == theirs_recorder.calls
     assert (tmp_path / "ours" / "log.csv").read_text() == (tmp_path / "keras" / "log.csv").read_text()
@@ -221,14 +244,24 @@ def test_a_skipped_batch_leaves_every_variable_as_if_it_had_never_been_there(tmp
 
     def build():
         model = batch_norm_dropout()
-        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"], steps_per_execution=steps_per_execution)
+        model.compile(
+            optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"], steps_per_execution=steps_per_execution
+        )
         return model
 
     clean = build()
     expected = clean.fit(x[keep], y[keep], batch_size=8, epochs=2, shuffle=False, verbose=0).history
     model = build()
     result = tfpilot.fit(
-        model, poisoned, y, batch_size=8, epochs=2, shuffle=False, nan_policy="skip_batch", name="skip", runs_dir=tmp_path
+        model,
+        poisoned,
+        y,
+        batch_size=8,
+        epochs=2,
+        shuffle=False,
+        nan_policy="skip_batch",
+        name="skip",
+        runs_dir=tmp_path,
     )
     _assert_same_history(result.history, expected)
     for ours, theirs in zip(model.variables, clean.variables, strict=True):
@@ -251,16 +284,32 @@ def test_the_retry_limit_counts_bad_batches_in_a_row_and_says_so(tmp_path):
     one_bad = x.copy()
     one_bad[5, 0] = np.nan  # batch 0 of 5, every epoch
     result = tfpilot.fit(
-        batch_norm_dropout(), one_bad, y, batch_size=8, epochs=6, shuffle=False, nan_policy="skip_batch",
-        nan_max_retries=1, name="one", runs_dir=tmp_path,
+        batch_norm_dropout(),
+        one_bad,
+        y,
+        batch_size=8,
+        epochs=6,
+        shuffle=False,
+        nan_policy="skip_batch",
+        nan_max_retries=1,
+        name="one",
+        runs_dir=tmp_path,
     )
     assert result.epochs_run == 6  # six skips over the run, never two in a row
     run_of_bad = x.copy()
     run_of_bad[8:32, 0] = np.nan  # batches 1, 2 and 3
     with pytest.raises(TrainError) as caught:
         tfpilot.fit(
-            batch_norm_dropout(), run_of_bad, y, batch_size=8, epochs=2, shuffle=False, nan_policy="skip_batch",
-            nan_max_retries=2, name="run", runs_dir=tmp_path,
+            batch_norm_dropout(),
+            run_of_bad,
+            y,
+            batch_size=8,
+            epochs=2,
+            shuffle=False,
+            nan_policy="skip_batch",
+            nan_max_retries=2,
+            name="run",
+            runs_dir=tmp_path,
         )
     message = str(caught.value)
     assert "nan_max_retries=2" in message and "in a row" in message and "\n" not in message

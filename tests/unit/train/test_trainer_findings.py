@@ -7,21 +7,20 @@ from pathlib import Path
 import numpy as np
 from _train_helpers import blobs, build, tiny_config
 
+from tfpilot.train.overfitting import overfitting_findings
 
-def test_overfitting_finding_when_val_loss_rises_while_train_loss_falls(tmp_path: Path) -> None:
-    trainer = build(tiny_config(tmp_path, overfit_patience=3), *blobs(60))
+
+def test_overfitting_finding_when_val_loss_rises_while_train_loss_falls() -> None:
     rising = [
         {"epoch": e, "loss": 1.0 - 0.1 * e, "val_loss": 0.5 + (0.1 * (e - 1) if e > 1 else 0.0)} for e in range(6)
     ]
-    trainer.history = rising
-    (finding,) = trainer._overfitting_findings()
+    (finding,) = overfitting_findings(rising, patience=3, location="history.json")
     assert finding.code == "TRAIN-OVERFITTING"
     assert finding.evidence["from_epoch"] == 1 and finding.evidence["to_epoch"] == 4
     # Two rising epochs are not enough for patience 3; and rising train loss is not overfitting.
-    trainer.history = rising[:4]
-    assert trainer._overfitting_findings() == []
-    trainer.history = [{**h, "loss": 0.1 * h["epoch"]} for h in rising]
-    assert trainer._overfitting_findings() == []
+    assert overfitting_findings(rising[:4], patience=3, location="history.json") == []
+    falling_not = [{**h, "loss": 0.1 * h["epoch"]} for h in rising]
+    assert overfitting_findings(falling_not, patience=3, location="history.json") == []
 
 
 def test_same_seed_and_deterministic_give_bit_identical_weights(tmp_path: Path) -> None:

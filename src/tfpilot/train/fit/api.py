@@ -30,7 +30,7 @@ import keras
 import tensorflow as tf
 
 from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
-from tfpilot.findings import Finding, Severity, write_findings
+from tfpilot.findings import Finding, write_findings
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
@@ -82,7 +82,9 @@ class FitResult:
     run: RunDir
 
 
-def _train_config(*, name: str, runs_dir: str | Path, epochs: int, batch_size: int | None, options: dict[str, Any]) -> Any:
+def _train_config(
+    *, name: str, runs_dir: str | Path, epochs: int, batch_size: int | None, options: dict[str, Any]
+) -> Any:
     """The resolved config recorded in config.yaml (and checked): tfpilot's options for this run."""
     from pydantic import ValidationError
 
@@ -103,7 +105,9 @@ def _train_config(*, name: str, runs_dir: str | Path, epochs: int, batch_size: i
     if isinstance(train.get("jit_compile"), bool):
         train["jit_compile"] = str(train["jit_compile"]).lower()
     try:
-        return RunConfig.model_validate({"name": name, "runs_dir": str(runs_dir), "data": {"kind": "arrays"}, "train": train})
+        return RunConfig.model_validate(
+            {"name": name, "runs_dir": str(runs_dir), "data": {"kind": "arrays"}, "train": train}
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"] if part != "train") or "<root>"
@@ -119,7 +123,9 @@ def _optimizer(value: Any) -> Any:
         try:
             return keras.optimizers.get({"class_name": value["name"], "config": config})
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"tfpilot.fit: optimizer {value!r} is not a Keras optimizer ({first_line(exc)})") from None
+            raise ConfigError(
+                f"tfpilot.fit: optimizer {value!r} is not a Keras optimizer ({first_line(exc)})"
+            ) from None
     return value
 
 
@@ -169,7 +175,9 @@ def _checkpoint(model: keras.Model, run: RunDir, *, max_to_keep: int) -> tuple[t
     return tf.train.CheckpointManager(checkpoint, str(run.checkpoints), max_to_keep=max_to_keep), epoch
 
 
-def _resume(model: keras.Model, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable) -> tuple[int, list[dict[str, Any]]]:
+def _resume(
+    model: keras.Model, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable
+) -> tuple[int, list[dict[str, Any]]]:
     import json
 
     if manager.latest_checkpoint is None:
@@ -177,9 +185,10 @@ def _resume(model: keras.Model, run: RunDir, manager: tf.train.CheckpointManager
             f"resume=True but `{run.checkpoints}` holds no checkpoint; run without resume=True to start fresh",
             exit_code=2,
         )
-    for optimizer in model_optimizers(model):
-        if optimizer is getattr(model, "optimizer", None) and not optimizer.built and model.built:
-            optimizer.build(model.trainable_variables)
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and not optimizer.built and model.built:
+        # Its slots must exist to be restored (other optimizers restore when they build).
+        optimizer.build(model.trainable_variables)
     manager.checkpoint.restore(manager.latest_checkpoint)
     done = int(epoch.numpy())
     history = []
@@ -259,7 +268,13 @@ def fit(
                 f"tfpilot.fit: unknown option `{key}`; expected model.fit's arguments, model.compile's (loss, metrics, "
                 f"...) or one of {sorted(_OPTIONS)}"
             )
-    if y is None and sample_weight is None and isinstance(x, tuple) and len(x) in (2, 3) and not isinstance(x, tf.data.Dataset):
+    if (
+        y is None
+        and sample_weight is None
+        and isinstance(x, tuple)
+        and len(x) in (2, 3)
+        and not isinstance(x, tf.data.Dataset)
+    ):
         x, y, sample_weight = (*x, None)[:3]
     if isinstance(x, tf.data.Dataset) and int(x.cardinality()) == tf.data.INFINITE_CARDINALITY and not steps_per_epoch:
         # model.fit would run its first epoch forever.
@@ -365,11 +380,15 @@ def fit(
         model.jit_compile = saved_settings["jit_compile"]
 
     findings.extend(guard.summary_findings())
-    findings.extend(
-        overfitting_findings(history_rows, patience=train.overfit_patience, location=str(run.history_path))
-    )
+    findings.extend(overfitting_findings(history_rows, patience=train.overfit_patience, location=str(run.history_path)))
     stopped_early = stopping is not None and getattr(stopping, "stopped_epoch", 0) > 0
-    metrics: dict[str, Any] = {"train": {k: v for k, v in (history_rows[-1] if history_rows else {}).items() if not k.startswith("val_") and k not in ("epoch", "step")}}
+    metrics: dict[str, Any] = {
+        "train": {
+            k: v
+            for k, v in (history_rows[-1] if history_rows else {}).items()
+            if not k.startswith("val_") and k not in ("epoch", "step")
+        }
+    }
     if history_rows and any(k.startswith("val_") for k in history_rows[-1]):
         metrics["validation"] = {k[4:]: v for k, v in history_rows[-1].items() if k.startswith("val_")}
     atomic_write_json(run.metrics_path, metrics)

@@ -201,9 +201,7 @@ def _structure(features: Any) -> str:
     return "list" if tf.nest.is_nested(features) else "tensor"
 
 
-def write_spec(
-    run: RunDir, *, model: keras.Model, features: Any, has_validation: bool, batch_size: int | None
-) -> None:
+def write_spec(run: RunDir, *, model: keras.Model, features: Any, has_validation: bool, batch_size: int | None) -> None:
     from tfpilot.atomic import atomic_write_json
 
     features_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, features)

@@ -101,7 +101,9 @@ class GuardCallback(keras.callbacks.Callback):
             )
         # Batches of this call before the last bad one that were not bad trained normally.
         last_index = self._begin + (last_bad - before_steps)
-        global_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) if self.model.optimizer else steps
+        global_step = (
+            int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) if self.model.optimizer else steps
+        )
         for number in range(new_bad):
             if number == 0 and ran > new_bad:
                 self.guard.note_progress()
@@ -120,7 +122,9 @@ class GuardCallback(keras.callbacks.Callback):
 class RunDirCallback(keras.callbacks.Callback):
     """history.json and the epoch checkpoint; `history` holds the rows of earlier (resumed) epochs."""
 
-    def __init__(self, *, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable, history: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, *, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable, history: list[dict[str, Any]]
+    ) -> None:
         super().__init__()
         self.run = run
         self.manager = manager

@@ -106,9 +106,7 @@ class GuardedStep:
 
     def __init__(self, model: keras.Model) -> None:
         self.model = model
-        self.optimizers = [
-            o for o in model_optimizers(model) if not isinstance(o, keras.optimizers.LossScaleOptimizer)
-        ]
+        self.optimizers = [o for o in model_optimizers(model) if not isinstance(o, keras.optimizers.LossScaleOptimizer)]
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
         # Read by the host after each call: steps run, bad steps, index (in steps run) of the last bad one.
@@ -160,9 +158,7 @@ class GuardedStep:
         if self._stash:
             return
         # Type specs, not the traced tensors: the structure outlives this trace's graph.
-        self._stash_structure = tf.nest.map_structure(
-            lambda t: None if t is None else tf.type_spec_from_value(t), data
-        )
+        self._stash_structure = tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data)
         with tf.init_scope():
             self._stash = [
                 tf.Variable(
@@ -241,13 +237,11 @@ class GuardedStep:
             return None
         values = iter([tf.convert_to_tensor(v) for v in self._stash])
         specs = tf.nest.flatten(self._stash_structure)
-        leaves = []
+        leaves: list[Any] = []
         for spec in specs:
             if spec is None:
                 leaves.append(None)
                 continue
             components = tf.nest.flatten(spec, expand_composites=True)
-            leaves.append(
-                tf.nest.pack_sequence_as(spec, [next(values) for _ in components], expand_composites=True)
-            )
+            leaves.append(tf.nest.pack_sequence_as(spec, [next(values) for _ in components], expand_composites=True))
         return tf.nest.pack_sequence_as(self._stash_structure, leaves)
