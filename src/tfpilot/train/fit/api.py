@@ -9,7 +9,7 @@ scaling). tfpilot adds only:
 
 * the NaN guard, inside the step (guarded_step.py) and on the host (callbacks.GuardCallback);
 * the run directory (callbacks.RunDirCallback): config.yaml, history.json, checkpoints and
-  resume, TensorBoard logs (Keras' own TensorBoard callback), metrics.json, findings.json and fit/
+  resume, TensorBoard logs (tfpilot's writers, epoch scalars), metrics.json, findings.json and fit/
   (artifacts.py) for `tfpilot evaluate` / `tfpilot export`;
 * early stopping and clipping when asked, as Keras' EarlyStopping and the optimizer's own
   `global_clipnorm`.
@@ -98,7 +98,7 @@ def _train_config(
         "strategy": "default",
         "steps_per_execution": 1,
         "jit_compile": "auto",
-        # Keras' TensorBoard callback writes weight histograms; off unless asked (they cost time every epoch).
+        # Weight histograms cost time every epoch; off unless asked.
         "histogram_every_epochs": 0,
         **options,
     }
@@ -335,10 +335,13 @@ def fit(
             initial_epoch, history_rows = _resume(model, run, manager, epoch_variable)
         run_callbacks = [
             GuardCallback(step=step, guard=guard, train_step=own_step),
-            keras.callbacks.TensorBoard(
-                log_dir=str(run.logs), histogram_freq=train.histogram_every_epochs, write_graph=False
+            RunDirCallback(
+                run=run,
+                manager=manager,
+                epoch=epoch_variable,
+                history=history_rows,
+                histogram_every_epochs=train.histogram_every_epochs,
             ),
-            RunDirCallback(run=run, manager=manager, epoch=epoch_variable, history=history_rows),
         ]
         stopping = _early_stopping(config)
         user_callbacks = list(callbacks or [])

@@ -3,9 +3,12 @@
 * GuardCallback: the host half of the NaN guard (the graph half is guarded_step.py). After each
   call it reads the guard's counters (one small read), applies `nan_policy` through NanGuard,
   and, the first time, replays the kept bad batch with check_numerics to name the op.
-* RunDirCallback: history.json after every epoch and a tf.train.CheckpointManager checkpoint of
-  the model, its optimizers and the epoch (so `resume=True` continues after a crash), both
-  written atomically.
+* RunDirCallback: history.json and TensorBoard scalars after every epoch and a
+  tf.train.CheckpointManager checkpoint of the model, its optimizers and the epoch (so
+  `resume=True` continues after a crash), written atomically.
+
+Neither implements on_train_batch_end, so Keras keeps dispatching batch callbacks
+asynchronously as it does for model.fit without batch-level callbacks.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tfpilot.errors import TrainError
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
 from tfpilot.train.guard import NanGuard, parse_check_numerics
+from tfpilot.train.summaries import SummaryWriters
 
 __all__ = ["GuardCallback", "RunDirCallback", "replay_train_step"]
 
@@ -66,23 +70,35 @@ def replay_train_step(model: keras.Model, train_step: Any, batch: Any) -> dict[s
 
 
 class GuardCallback(keras.callbacks.Callback):
+    """Reads the guard's counters once per call, at the start of the next call (and at the end of
+    each epoch). It has no on_train_batch_end on purpose: a callback that has one makes Keras
+    turn every batch's logs into Python numbers and stop dispatching batch callbacks
+    asynchronously, which model.fit without such callbacks does not pay."""
+
     def __init__(self, *, step: GuardedStep, guard: NanGuard, train_step: Any) -> None:
         """`train_step`: the model's own step (not the guarded one), for the check_numerics replay."""
         super().__init__()
         self.step = step
-        self.train_step = train_step
         self.guard = guard
+        self.train_step = train_step
         self._epoch = 0
-        self._begin = 0
+        self._call_begin: int | None = None  # first batch of the call not yet checked
         self._seen = (0, 0, -1)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self._begin = batch
+        self._check()
+        self._call_begin = batch
 
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        if self._call_begin is None:
+            return
+        begin, self._call_begin = self._call_begin, None
         steps, bad, last_bad = self.step.read()
         before_steps, before_bad, _ = self._seen
         self._seen = (steps, bad, last_bad)
@@ -99,14 +115,12 @@ class GuardCallback(keras.callbacks.Callback):
                 if kept is not None
                 else {"reproduced": False, "replay": "the batch was not kept (XLA or composite inputs)"}
             )
-        # Batches of this call before the last bad one that were not bad trained normally.
-        last_index = self._begin + (last_bad - before_steps)
-        global_step = (
-            int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) if self.model.optimizer else steps
-        )
+        last_index = begin + (last_bad - before_steps)
+        optimizer = getattr(self.model, "optimizer", None)
+        global_step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else steps
         for number in range(new_bad):
             if number == 0 and ran > new_bad:
-                self.guard.note_progress()
+                self.guard.note_progress()  # batches of this call that trained came before a bad one
             index = last_index if number == new_bad - 1 else -1
             try:
                 self.guard.on_nonfinite(
@@ -120,23 +134,48 @@ class GuardCallback(keras.callbacks.Callback):
 
 
 class RunDirCallback(keras.callbacks.Callback):
-    """history.json and the epoch checkpoint; `history` holds the rows of earlier (resumed) epochs."""
+    """history.json, TensorBoard epoch scalars (and weight histograms when asked) and the epoch
+    checkpoint; `history` holds the rows of earlier (resumed) epochs.
+
+    tfpilot's own writers rather than Keras' TensorBoard callback: that one implements
+    on_train_batch_end, which makes Keras synchronise on every batch's logs."""
 
     def __init__(
-        self, *, run: RunDir, manager: tf.train.CheckpointManager, epoch: tf.Variable, history: list[dict[str, Any]]
+        self,
+        *,
+        run: RunDir,
+        manager: tf.train.CheckpointManager,
+        epoch: tf.Variable,
+        history: list[dict[str, Any]],
+        histogram_every_epochs: int = 0,
     ) -> None:
         super().__init__()
         self.run = run
         self.manager = manager
         self.epoch_variable = epoch
         self.history = history
+        self.histogram_every_epochs = histogram_every_epochs
+        self.writers = SummaryWriters(run)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         optimizer = self.model.optimizer
         step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else epoch + 1
-        self.history.append({"epoch": epoch, "step": step, **_python_logs(logs)})
+        values = _python_logs(logs)
+        self.history.append({"epoch": epoch, "step": step, **values})
+        self.writers.scalars(
+            self.writers.train, {f"epoch_{k}": v for k, v in values.items() if not k.startswith("val_")}, step=epoch
+        )
+        validation = {f"epoch_{k[4:]}": v for k, v in values.items() if k.startswith("val_")}
+        if validation:
+            self.writers.scalars(self.writers.validation, validation, step=epoch)
+        if self.histogram_every_epochs and (epoch + 1) % self.histogram_every_epochs == 0:
+            self.writers.histograms(self.model, None, step=epoch)
+        self.writers.flush()
         self.epoch_variable.assign(epoch + 1)
         # The history goes first: a checkpoint that exists always has history at least as new.
         self.run.root.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.run.history_path, {"epochs": self.history})
         self.manager.save(checkpoint_number=epoch + 1)
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self.writers.close()
