@@ -403,7 +403,7 @@ def fit(
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features = _sample_features(model, first_batch, x)
+    features = _sample_features(model, step, first_batch, x)
     if features is not None:
         save_sample(run, model=model, features=features)
         write_spec(
@@ -426,14 +426,17 @@ def fit(
     )
 
 
-def _sample_features(model: keras.Model, traced: list[Any], x: Any) -> Any:
-    """A few real feature rows, shaped and typed as the step received them."""
+def _sample_features(model: keras.Model, step: GuardedStep, traced: list[Any], x: Any) -> Any:
+    """A few real feature rows, shaped and typed as the step received them: the first batch the
+    step kept (any kind of data), else the first rows of x cast to the traced dtypes (under XLA)."""
+    kept = step.first_batch.batch()
+    if kept is not None:
+        return tf.nest.map_structure(lambda t: t[:8], _features_of(kept))
     if not traced:
         return None
     structure = _features_of(traced[0])
     if isinstance(x, tf.data.Dataset):
-        first = next(iter(x.take(1)))
-        return _features_of(first)
+        return tf.nest.map_structure(lambda t: t[:8], _features_of(next(iter(x.take(1)))))
     if x is not None and not callable(getattr(x, "__next__", None)) and not isinstance(x, keras.utils.PyDataset):
         rows = tf.nest.map_structure(lambda a: a[:8], x)
         # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.

@@ -109,7 +109,7 @@ class GuardCallback(keras.callbacks.Callback):
             return
         evidence = None
         if self.guard.evidence is None:
-            kept = self.step.stashed_batch()
+            kept = self.step.bad_batch.batch()
             evidence = (
                 replay_train_step(self.model, self.train_step, kept)
                 if kept is not None

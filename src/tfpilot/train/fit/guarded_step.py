@@ -101,6 +101,67 @@ def _restored_logs(logs: Any, current: dict[str, Any], good: tf.Tensor) -> Any:
     return out
 
 
+class BatchStash:
+    """One batch kept in variables from inside the compiled step, for the host to read later.
+
+    The variables have no fixed shape (batches differ in size), which XLA cannot compile; the
+    stash is not used under jit_compile. Composite tensors are kept as their component tensors."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kept = tf.Variable(False, trainable=False, name=f"tfpilot_{name}_kept")
+        self._variables: list[tf.Variable] = []
+        self._structure: Any = None
+
+    def usable(self, data: Any) -> list[tf.Tensor] | None:
+        """The batch's tensors when this stash can hold them (creating its variables once)."""
+        tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
+        if not all(isinstance(t, tf.Tensor) for t in tensors):
+            return None
+        if not self._variables:
+            # Type specs, not the traced tensors: the structure outlives this trace's graph.
+            self._structure = tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data)
+            with tf.init_scope():
+                self._variables = [
+                    tf.Variable(
+                        tf.zeros([0] * (t.shape.rank or 0), dtype=t.dtype),
+                        shape=tf.TensorShape(None),
+                        trainable=False,
+                        name=f"tfpilot_{self.name}_{i}",
+                    )
+                    for i, t in enumerate(tensors)
+                ]
+        same = len(self._variables) == len(tensors) and all(
+            v.dtype == t.dtype for v, t in zip(self._variables, tensors, strict=True)
+        )
+        return tensors if same else None
+
+    def keep_once(self, tensors: list[tf.Tensor]) -> None:
+        """In the graph: keep these tensors unless a batch is kept already."""
+
+        def keep() -> tf.Tensor:
+            for variable, value in zip(self._variables, tensors, strict=True):
+                variable.assign(value)
+            self.kept.assign(True)
+            return tf.constant(True)
+
+        tf.cond(self.kept, lambda: tf.constant(False), keep)
+
+    def batch(self) -> Any | None:
+        """The kept batch, as the step received it (None when none was kept)."""
+        if not bool(self.kept.numpy()) or self._structure is None:
+            return None
+        values = iter([tf.convert_to_tensor(v) for v in self._variables])
+        leaves: list[Any] = []
+        for spec in tf.nest.flatten(self._structure):
+            if spec is None:
+                leaves.append(None)
+                continue
+            components = tf.nest.flatten(spec, expand_composites=True)
+            leaves.append(tf.nest.pack_sequence_as(spec, [next(values) for _ in components], expand_composites=True))
+        return tf.nest.pack_sequence_as(self._structure, leaves)
+
+
 class GuardedStep:
     """Wraps a model's `train_step` with the guard; host-visible counters live here."""
 
@@ -111,9 +172,10 @@ class GuardedStep:
         self.state: list[Any] | None = None
         # Read by the host after each call: steps run, bad steps, index (in steps run) of the last bad one.
         self.counters = tf.Variable([0, 0, -1], dtype=tf.int64, trainable=False, name="tfpilot_guard_counters")
-        self.stashed = tf.Variable(False, trainable=False, name="tfpilot_guard_stashed")
-        self._stash: list[tf.Variable] = []
-        self._stash_structure: Any = None
+        # The first bad batch (for the check_numerics replay) and the first batch of all (its
+        # features name and type the serving signature, whatever kind of data fit was given).
+        self.bad_batch = BatchStash("guard_bad_batch")
+        self.first_batch = BatchStash("first_batch")
         self._refused: list[tf.Tensor] | None = None
         self._originals: dict[int, Callable[..., Any]] = {}
 
@@ -154,35 +216,15 @@ class GuardedStep:
         return apply
 
     # ------------------------------------------------------------------ the step
-    def _ensure_stash(self, data: Any, tensors: list[tf.Tensor]) -> None:
-        if self._stash:
-            return
-        # Type specs, not the traced tensors: the structure outlives this trace's graph.
-        self._stash_structure = tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data)
-        with tf.init_scope():
-            self._stash = [
-                tf.Variable(
-                    tf.zeros([0] * t.shape.rank, dtype=t.dtype) if t.shape.rank is not None else tf.zeros([], t.dtype),
-                    shape=tf.TensorShape(None),
-                    trainable=False,
-                    name=f"tfpilot_guard_batch_{i}",
-                )
-                for i, t in enumerate(tensors)
-            ]
-
     def wrap(self, train_step: Callable[[Any], Any], *, keep_batch: bool = True) -> Callable[[Any], Any]:
         """`keep_batch`: keep the first bad batch for the host's replay (not under XLA, whose
         variables cannot change shape)."""
 
         def guarded_train_step(data: Any) -> Any:
-            flat = tf.nest.flatten(data, expand_composites=True)
-            tensors = [t for t in flat if t is not None]
-            stashable = keep_batch and all(isinstance(t, tf.Tensor) for t in tensors)
-            if stashable:
-                self._ensure_stash(data, tensors)
-                stashable = len(self._stash) == len(tensors) and all(
-                    v.dtype == t.dtype for v, t in zip(self._stash, tensors, strict=True)
-                )
+            bad_tensors = self.bad_batch.usable(data) if keep_batch else None
+            first_tensors = self.first_batch.usable(data) if keep_batch else None
+            if first_tensors is not None:
+                self.first_batch.keep_once(first_tensors)
             if self.state is None:
                 compiled = getattr(self.model, "compiled", False)
                 if compiled and not (self.model.built and _compile_state_built(self.model)):
@@ -199,17 +241,11 @@ class GuardedStep:
             good = tf.logical_and(_all_finite(logs), tf.logical_not(any_refused))
             index = self.counters[0]
 
-            def keep() -> tf.Tensor:
-                for variable, value in zip(self._stash, tensors, strict=True):
-                    variable.assign(value)
-                self.stashed.assign(True)
-                return tf.constant(True)
-
             def restore() -> tf.Tensor:
                 for variable, value in zip(state, before, strict=True):
                     variable.assign(value)
-                if stashable:
-                    tf.cond(self.stashed, lambda: tf.constant(False), keep)
+                if bad_tensors is not None:
+                    self.bad_batch.keep_once(bad_tensors)
                 self.counters.assign(tf.stack([index + 1, self.counters[1] + 1, index]))
                 return tf.constant(False)
 
@@ -230,18 +266,3 @@ class GuardedStep:
     def read(self) -> tuple[int, int, int]:
         steps, bad, last_bad = (int(v) for v in self.counters.numpy())
         return steps, bad, last_bad
-
-    def stashed_batch(self) -> Any | None:
-        """The first bad batch, as the step received it (None when none was kept)."""
-        if not bool(self.stashed.numpy()) or self._stash_structure is None:
-            return None
-        values = iter([tf.convert_to_tensor(v) for v in self._stash])
-        specs = tf.nest.flatten(self._stash_structure)
-        leaves: list[Any] = []
-        for spec in specs:
-            if spec is None:
-                leaves.append(None)
-                continue
-            components = tf.nest.flatten(spec, expand_composites=True)
-            leaves.append(tf.nest.pack_sequence_as(spec, [next(values) for _ in components], expand_composites=True))
-        return tf.nest.pack_sequence_as(self._stash_structure, leaves)
