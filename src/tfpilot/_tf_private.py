@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PrivateApiMissing", "build_compile_state"]
+__all__ = ["PrivateApiMissing", "build_compile_state", "validation_split_of"]
 
 
 class PrivateApiMissing(RuntimeError):
@@ -38,3 +38,19 @@ def build_compile_state(model: Any, data: Any) -> None:
     if build is None:
         raise _missing("keras.Model._symbolic_build", "tfpilot.fit's NaN guard")
     build(data_batch=data)
+
+
+def validation_split_of(arrays: tuple[Any, Any, Any], validation_split: float) -> Any:
+    """The (x, y, sample_weight) rows model.fit holds out for `validation_split`.
+
+    Why: tfpilot.fit keeps the validation rows for `tfpilot evaluate`; they must be exactly the
+    rows Keras held out, and Keras' own split (array_slicing.train_validation_split) is the only
+    place that says which (the last rows, before shuffling)."""
+    try:
+        from keras.src.trainers.data_adapters import array_slicing
+    except ImportError:
+        raise _missing(
+            "keras.src.trainers.data_adapters.array_slicing", "keeping tfpilot.fit's validation_split rows"
+        ) from None
+    _, validation = array_slicing.train_validation_split(arrays, validation_split=validation_split)
+    return validation

@@ -116,6 +116,13 @@ def test_generators_pydataset_validation_split_class_and_sample_weights(tmp_path
     _assert_same_history(result.history, expected)
     spec = (tmp_path / "parity" / "fit" / "spec.json").read_text()
     assert '"float32"' in spec and '"inputs"' in spec and "keras_tensor" not in spec
+    # The rows validation_split held out are kept: `tfpilot evaluate` reproduces the last val_ logs.
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit import evaluate_fit_run
+
+    evaluated = evaluate_fit_run(RunDir.at(tmp_path / "parity"))
+    np.testing.assert_allclose(evaluated["loss"], expected["val_loss"][-1], rtol=1e-5)
+    np.testing.assert_allclose(evaluated["accuracy"], expected["val_accuracy"][-1], rtol=1e-5)
 
     weights = np.linspace(0.5, 1.5, 60)
     expected, result, _ = _both(

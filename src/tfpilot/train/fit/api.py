@@ -29,14 +29,16 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from tfpilot._tf_private import validation_split_of
 from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
-from tfpilot.findings import Finding, write_findings
+from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
 from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
+from tfpilot.train.step import is_default_strategy
 
 __all__ = ["fit", "FitResult"]
 
@@ -210,8 +212,9 @@ def _validation_dataset(validation_data: Any, batch_size: int | None) -> tf.data
     if isinstance(validation_data, tf.data.Dataset):
         return validation_data
     if isinstance(validation_data, tuple | list) and len(validation_data) in (2, 3):
+        parts = tuple(part for part in validation_data if part is not None)
         try:
-            return tf.data.Dataset.from_tensor_slices(tuple(validation_data)).batch(batch_size or 32)
+            return tf.data.Dataset.from_tensor_slices(parts).batch(batch_size or 32)
         except (ValueError, TypeError):
             return None
     return None
@@ -316,7 +319,24 @@ def fit(
     # its place for this call only (the model's own step runs inside it, unchanged).
     original_train_step = model.__dict__.get("train_step")
     own_step = model.train_step
-    model.train_step = step.wrap(own_step, keep_batch=not model.jit_compile)
+    # Under a distribution strategy optimizer.apply uses merge_call, which a tf.cond built in a
+    # replica context may not hold, and the layer state is mirrored: the guard is one device's.
+    guarded = is_default_strategy(model.distribute_strategy)
+    if guarded:
+        model.train_step = step.wrap(own_step, keep_batch=not model.jit_compile)
+    else:
+        findings.append(
+            Finding(
+                code="FIT-GUARD-OFF",
+                severity=Severity.WARNING,
+                title="NaN guard off under a distribution strategy",
+                message=f"the model trains under {type(model.distribute_strategy).__name__}; tfpilot.fit's NaN guard "
+                "runs on one device only, so a non-finite batch is not skipped here",
+                location=str(run.root),
+                evidence={"strategy": type(model.distribute_strategy).__name__},
+                fix="add keras.callbacks.TerminateOnNaN() to stop at the first NaN loss, or train on one device",
+            )
+        )
     first_batch: list[Any] = []
     inner = model.train_step
 
@@ -334,7 +354,7 @@ def fit(
         if resume:
             initial_epoch, history_rows = _resume(model, run, manager, epoch_variable)
         run_callbacks = [
-            GuardCallback(step=step, guard=guard, train_step=own_step),
+            *([GuardCallback(step=step, guard=guard, train_step=own_step)] if guarded else []),
             RunDirCallback(
                 run=run,
                 manager=manager,
@@ -345,8 +365,9 @@ def fit(
         ]
         stopping = _early_stopping(config)
         user_callbacks = list(callbacks or [])
-        all_callbacks = [*run_callbacks[:1], *user_callbacks, *([stopping] if stopping else []), *run_callbacks[1:]]
-        step.install()
+        all_callbacks = [*run_callbacks[:-1], *user_callbacks, *([stopping] if stopping else []), run_callbacks[-1]]
+        if guarded:
+            step.install()
         model.train_function = None  # rebuilt from the guarded step
         try:
             keras_history = model.fit(
@@ -398,7 +419,13 @@ def fit(
     saved = save_model(model, run)
     if saved is not None:
         findings.append(saved)
-    kept_validation = _validation_dataset(validation_data, validation_batch_size or batch_size)
+    held_out = validation_data
+    if held_out is None and validation_split and not isinstance(x, tf.data.Dataset):
+        try:
+            held_out = validation_split_of((x, y, sample_weight), validation_split)
+        except (ValueError, TypeError):
+            held_out = None  # Keras refused the split itself; fit raised already
+    kept_validation = _validation_dataset(held_out, validation_batch_size or batch_size)
     if kept_validation is not None and save_validation_data:
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
