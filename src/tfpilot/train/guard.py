@@ -17,6 +17,7 @@ never stops a long run; a run whose every batch is bad stops after the limit):
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ import tensorflow as tf
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["NanEvent", "NanGuard", "replay_with_check_numerics", "parse_check_numerics"]
+__all__ = ["NanAction", "NanEvent", "NanGuard", "replay_with_check_numerics", "parse_check_numerics"]
 
 _OP = re.compile(r'Detected (?:Infinity or NaN|NaN|Infinity)[^"]*"(?P<op>[A-Za-z0-9_]+)"')
 _NODE = re.compile(r"\{\{node (?P<node>[^}]+)\}\}")
@@ -37,12 +38,20 @@ _FRAME = re.compile(r"^\s*\+\s+(?P<path>.+?) \(L(?P<line>\d+)\) (?P<function>\S+
 _LIBRARY_PARTS = ("site-packages", "dist-packages", f"{Path(sys.prefix).name}/lib", "/lib/python3")
 
 
+class NanAction(str, enum.Enum):
+    """What the guard did with a non-finite batch (string-valued: it is written to findings.json)."""
+
+    STOPPED = "stopped"
+    SKIPPED = "skipped"
+    ROLLED_BACK = "rolled_back"
+
+
 @dataclasses.dataclass
 class NanEvent:
     epoch: int
     batch_index: int  # position of the batch within its epoch (0-based); -1 when not known (parameter servers)
     global_step: int
-    action: str  # stopped | skipped | rolled_back
+    action: NanAction
 
 
 def _is_library(path: str) -> bool:
@@ -85,6 +94,35 @@ def parse_check_numerics(message: str, *, model: keras.Model | None = None) -> d
     return evidence
 
 
+def nonfinite_inputs(batch: Any) -> dict[str, Any] | None:
+    """Where the batch itself holds NaN/Inf (features, labels or sample weights), or None.
+
+    Checked before any replay: a NaN that arrives with the data is the data's problem, and the
+    op that first touches it (a Cast, the first MatMul) is not its cause."""
+    flat = keras.tree.flatten_with_path(batch)
+    for path, value in flat:
+        if value is None or not hasattr(value, "dtype"):
+            continue
+        tensor = tf.convert_to_tensor(value)
+        if not tensor.dtype.is_floating:
+            continue
+        bad = tf.logical_not(tf.math.is_finite(tensor))
+        if not bool(tf.reduce_any(bad)):
+            continue
+        rank = tensor.shape.rank or 0
+        rows = tf.where(tf.reduce_any(bad, axis=list(range(1, rank))) if rank > 1 else bad)[:, 0] if rank else []
+        parts = [str(p) for p in path]
+        role = {"0": "features", "1": "labels", "2": "sample weights"}.get(parts[0], "batch") if parts else "batch"
+        name = "/".join(parts[1:]) or role
+        return {
+            "input": name if role == "features" else role,
+            "input_role": role,
+            "input_rows": [int(r) for r in (rows.numpy().tolist() if hasattr(rows, "numpy") else rows)][:10],
+            "reproduced": True,
+        }
+    return None
+
+
 def replay_with_check_numerics(step_functions, features, labels) -> dict[str, Any]:
     """Run forward and backward on one batch with check_numerics; return what it names.
 
@@ -92,6 +130,9 @@ def replay_with_check_numerics(step_functions, features, labels) -> dict[str, An
     variables' primary copies hold the same values on every replica).
     """
     model = step_functions.model
+    in_data = nonfinite_inputs((features, labels))
+    if in_data is not None:
+        return in_data
     tf.debugging.enable_check_numerics(stack_height_limit=60, path_length_limit=400)
     try:
         # A fresh function, so its graph is traced (and instrumented) now.
@@ -135,14 +176,23 @@ class NanGuard:
 
     @property
     def skipped(self) -> set[tuple[int, int]]:
-        return {(e.epoch, e.batch_index) for e in self.events if e.action in ("skipped", "rolled_back")}
+        return {(e.epoch, e.batch_index) for e in self.events if e.action in (NanAction.SKIPPED, NanAction.ROLLED_BACK)}
 
     def _cause(self) -> str:
         ev = self.evidence or {}
         if self.events and all(e.batch_index < 0 for e in self.events):
             return "not replayed (an asynchronous parameter-server step: its batch is not known)"
+        if "input" in ev:
+            rows = ev.get("input_rows") or []
+            where = f" (rows {rows} of the batch)" if rows else ""
+            if ev.get("input_role") == "features":
+                return f"the batch itself held NaN/Inf in its input `{ev['input']}`{where}"
+            return f"the batch itself held NaN/Inf in its {ev['input']}{where}"
         if not ev.get("reproduced"):
-            return "the replay with check_numerics did not reproduce it"
+            detail = ev.get("replay")
+            return "not located: the replay with check_numerics did not reproduce it" + (
+                f" ({detail})" if detail else ""
+            )
         parts = [f"op `{ev.get('op', '?')}`"]
         if "layer" in ev:
             parts.append(f"in layer `{ev['layer']}`")
@@ -150,20 +200,22 @@ class NanGuard:
             parts.append(f"at {ev['source']}")
         return "first produced by " + " ".join(parts)
 
-    def on_nonfinite(self, *, epoch: int, batch_index: int, global_step: int, evidence: dict[str, Any] | None) -> str:
+    def on_nonfinite(
+        self, *, epoch: int, batch_index: int, global_step: int, evidence: dict[str, Any] | None
+    ) -> NanAction:
         """Record the event; return the action (`skipped` or `rolled_back`) or raise TrainError to stop."""
         if evidence is not None and self.evidence is None:
             self.evidence = evidence
         exhausted = self.consecutive >= self.max_retries
         self.consecutive += 1
         action = (
-            "stopped"
+            NanAction.STOPPED
             if self.policy == "stop" or exhausted
-            else ("skipped" if self.policy == "skip_batch" else "rolled_back")
+            else (NanAction.SKIPPED if self.policy == "skip_batch" else NanAction.ROLLED_BACK)
         )
         event = NanEvent(epoch=epoch, batch_index=batch_index, global_step=global_step, action=action)
         self.events.append(event)
-        if action == "stopped":
+        if action is NanAction.STOPPED:
             reason = (
                 f"retry limit reached: {self.consecutive} non-finite batches in a row, "
                 f"train.nan_max_retries={self.max_retries}"
@@ -198,7 +250,7 @@ class NanGuard:
 
     def summary_findings(self) -> list[Finding]:
         """One finding for the batches skipped or rolled back in a run that went on."""
-        kept = [e for e in self.events if e.action != "stopped"]
+        kept = [e for e in self.events if e.action is not NanAction.STOPPED]
         if not kept:
             return []
         return [
@@ -208,7 +260,7 @@ class NanGuard:
                 title="Batches skipped after non-finite loss or gradient",
                 message=(
                     f"{len(kept)} batch(es) produced NaN/Inf and were {'skipped' if self.policy == 'skip_batch' else 'rolled back'}; "
-                    f"the first was {self._cause()}"
+                    f"the first: {self._cause()}"
                 ),
                 location=(self.evidence or {}).get("source", self.location),
                 evidence={

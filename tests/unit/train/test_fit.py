@@ -180,6 +180,28 @@ def test_lambda_layer_is_reported_not_pickled(tmp_path):
     assert "register_keras_serializable" in finding.fix
 
 
+def test_an_object_keras_cannot_find_by_name_is_named_in_the_finding(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    def squeeze_spaces(text):  # local: Keras cannot find it by name when it loads the model
+        return tf.strings.regex_replace(tf.strings.lower(text), "  +", " ")
+
+    words = np.array(["a good film", "a bad  film"] * 8)
+    vectorizer = keras.layers.TextVectorization(max_tokens=10, output_mode="multi_hot", standardize=squeeze_spaces)
+    vectorizer.adapt(words)
+    text = keras.Input((), dtype="string")
+    model = keras.Model(text, keras.layers.Dense(1, activation="sigmoid")(vectorizer(text)))
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+    labels = np.array([1, 0] * 8, "float32")
+    result = tfpilot.fit(model, tf.constant(words), labels, batch_size=4, name="local", runs_dir=tmp_path)
+    finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
+    assert "`squeeze_spaces`" in finding.message and "squeeze_spaces" in finding.fix
+    assert finding.evidence["missing"] == "squeeze_spaces"
+
+
 def test_evaluate_fit_run_matches_model_evaluate(tmp_path):
     import tfpilot
     from tfpilot.rundir import RunDir

@@ -83,8 +83,12 @@ def test_string_and_per_column_features_of_shape_batch_are_taken_as_fit_takes_th
     data = tf.data.Dataset.from_tensor_slices(({"review": words, "stars": stars}, labels)).batch(16)
     expected, result, _ = _both(build, tmp_path, x=data, epochs=2)
     _assert_same_history(result.history, expected)
-    spec = (tmp_path / "parity" / "fit" / "spec.json").read_text()
-    assert '"review"' in spec and '"string"' in spec
+    import json
+
+    inputs = {i["name"]: i for i in json.loads((tmp_path / "parity" / "fit" / "spec.json").read_text())["inputs"]}
+    assert inputs["review"]["dtype"] == "string" and inputs["review"]["shape"] == [None]
+    # A float64 column serves as float32, the type the model computes in.
+    assert inputs["stars"]["dtype"] == "float32"
 
 
 def test_generators_pydataset_validation_split_class_and_sample_weights(tmp_path):
@@ -281,7 +285,41 @@ def test_a_skipped_batch_leaves_every_variable_as_if_it_had_never_been_there(tmp
     assert np.isfinite(model.predict(x, verbose=0)).all()
     skipped = next(f for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES")
     assert [(e["epoch"], e["batch_index"]) for e in skipped.evidence["skipped_batches"]] == [(0, 2), (1, 2)]
-    assert skipped.evidence.get("reproduced") is True and skipped.evidence.get("op")
+    # The NaN came with the data: the finding says so and names the rows, not the first op touching it.
+    assert skipped.evidence["input_role"] == "features" and skipped.evidence["input_rows"] == [3]
+    assert "the batch itself held NaN/Inf" in skipped.message
+
+
+def test_a_nan_born_inside_the_model_is_located_at_its_op(tmp_path):
+    import keras
+
+    import tfpilot
+
+    class LogFeatures(keras.layers.Layer):
+        def call(self, inputs):
+            return keras.ops.log(inputs)  # finite data, NaN for a negative value
+
+    rng = np.random.default_rng(0)
+    x = rng.random((32, 4)).astype("float32") + 0.1
+    x[13, 0] = -1.0  # batch 1 of 4
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), LogFeatures(), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    result = tfpilot.fit(
+        model,
+        x,
+        x.sum(axis=1),
+        batch_size=8,
+        epochs=1,
+        shuffle=False,
+        nan_policy="skip_batch",
+        name="log",
+        runs_dir=tmp_path,
+    )
+    skipped = next(f for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES")
+    assert skipped.evidence["op"] == "Log" and skipped.evidence["reproduced"] is True
+    assert [e["batch_index"] for e in skipped.evidence["skipped_batches"]] == [1]
+    assert all(np.isfinite(np.asarray(v)).all() for v in model.variables)
 
 
 def test_the_retry_limit_counts_bad_batches_in_a_row_and_says_so(tmp_path):

@@ -453,17 +453,25 @@ def fit(
     )
 
 
+def _serving_dtypes(model: keras.Model, features: Any) -> Any:
+    """float64 features serve as the float type the model computes in (a float32 model casts
+    float64 data at its first layer; a DT_DOUBLE signature would make clients send doubles)."""
+    policy = getattr(model, "dtype_policy", None)
+    target = "float64" if getattr(policy, "variable_dtype", "float32") == "float64" else "float32"
+    return tf.nest.map_structure(lambda t: tf.cast(t, target) if t.dtype == tf.float64 else t, features)
+
+
 def _sample_features(model: keras.Model, step: GuardedStep, traced: list[Any], x: Any) -> Any:
     """A few real feature rows, shaped and typed as the step received them: the first batch the
     step kept (any kind of data), else the first rows of x cast to the traced dtypes (under XLA)."""
     kept = step.first_batch.batch()
     if kept is not None:
-        return tf.nest.map_structure(lambda t: t[:8], _features_of(kept))
+        return _serving_dtypes(model, tf.nest.map_structure(lambda t: t[:8], _features_of(kept)))
     if not traced:
         return None
     structure = _features_of(traced[0])
     if isinstance(x, tf.data.Dataset):
-        return tf.nest.map_structure(lambda t: t[:8], _features_of(next(iter(x.take(1)))))
+        return _serving_dtypes(model, tf.nest.map_structure(lambda t: t[:8], _features_of(next(iter(x.take(1))))))
     if x is not None and not callable(getattr(x, "__next__", None)) and not isinstance(x, keras.utils.PyDataset):
         rows = tf.nest.map_structure(lambda a: a[:8], x)
         # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.

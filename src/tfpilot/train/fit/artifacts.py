@@ -5,6 +5,7 @@ rows, the validation batches and the modules that define the model's custom obje
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import re
 import shutil
@@ -106,6 +107,33 @@ def defining_modules(model: keras.Model) -> list[str]:
     return modules
 
 
+_KERAS_TYPES = (keras.layers.Layer, keras.losses.Loss, keras.metrics.Metric, keras.optimizers.Optimizer)
+
+
+def custom_objects_in(modules: list[str]) -> dict[str, Any]:
+    """Keras classes and plain functions defined in these (already imported) modules, by name.
+
+    Given to load_model as custom_objects, so a class or function the user never registered
+    (keras-io examples rarely do) still loads wherever its module can be imported."""
+    objects: dict[str, Any] = {}
+    for name in modules:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attribute, value in vars(module).items():
+            if attribute.startswith("_") or getattr(value, "__module__", None) != name:
+                continue
+            if (isinstance(value, type) and issubclass(value, _KERAS_TYPES)) or inspect.isfunction(value):
+                objects[attribute] = value
+    return objects
+
+
+def missing_object(error: BaseException) -> str | None:
+    """The name of the class or function Keras could not find, from its error text."""
+    match = _MISSING.search(str(error))
+    return match.group(1) if match else None
+
+
 def import_modules(modules: list[str]) -> None:
     """Import the modules a run recorded (and `--import` ones) so their registered objects exist.
 
@@ -148,12 +176,14 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
         )
     spec = read_fit_spec(run) if run.fit_spec_path.is_file() else {}
     recorded = list(spec.get("modules") or [])
-    import_modules([*recorded, *(extra_modules or [])])
+    modules = [*recorded, *(extra_modules or [])]
+    import_modules(modules)
+    objects = custom_objects_in([m for m in modules if m != "__main__"])
     try:
-        return keras.saving.load_model(path, compile=compile, safe_mode=True)
+        return keras.saving.load_model(path, custom_objects=objects, compile=compile, safe_mode=True)
     except Exception as exc:
         line = first_line(exc)
-        missing = _MISSING.search(str(exc))
+        missing = missing_object(exc)
         if missing:
             where = (
                 "it was defined in the training script itself (__main__); move it into a module and pass --import MODULE"
@@ -161,8 +191,7 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
                 else "pass --import MODULE naming the module that defines it"
             )
             raise ModelError(
-                f"cannot load `{path}`: the custom object `{missing.group(1)}` is not known here; {where}, and "
-                "register it with @keras.saving.register_keras_serializable()"
+                f"cannot load `{path}`: the custom object `{missing}` is not known here; {where}"
             ) from None
         raise ModelError(
             f"cannot load `{path}` ({line}); custom layers must be registered with "
@@ -176,20 +205,37 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
     partial = run.fit_dir / "model.partial.keras"
     try:
         model.save(partial)
-        # Prove it loads the way evaluate/export will load it, in safe mode.
-        keras.saving.load_model(partial, compile=False, safe_mode=True)
+        # Prove it loads the way evaluate/export will load it: safe mode, with the objects of the
+        # modules that define the model's parts (the training script's own included, here).
+        keras.saving.load_model(
+            partial, custom_objects=custom_objects_in(defining_modules(model)), compile=False, safe_mode=True
+        )
     except Exception as exc:
         partial.unlink(missing_ok=True)
+        missing = missing_object(exc)
+        lambda_layer = "Lambda" in str(exc) or "lambda" in str(exc)
+        if missing:
+            cause = f"Keras cannot find `{missing}` by name when it loads the model"
+            fix = (
+                f"define `{missing}` in a module of your own (not inside a function) and register it with "
+                "@keras.saving.register_keras_serializable(); classes also need get_config() when their __init__ "
+                "takes arguments"
+            )
+        elif lambda_layer:
+            cause = "a Lambda layer cannot be loaded in Keras' safe mode"
+            fix = "replace the Lambda layer with a small layer class (call()) registered with @keras.saving.register_keras_serializable()"
+        else:
+            cause = first_line(exc)
+            fix = "register custom layers with @keras.saving.register_keras_serializable() and give them get_config()"
         return Finding(
             code="FIT-MODEL-NOT-SAVED",
             severity=Severity.WARNING,
             title="Model not saved as .keras",
-            message=f"the trained model could not be saved and reloaded as .keras ({first_line(exc)}), so "
-            "`tfpilot evaluate/export` cannot use this run; its weights are in checkpoints/",
+            message=f"the trained model could not be saved and reloaded as .keras: {cause}; `tfpilot evaluate/export` "
+            "cannot use this run (its weights are in checkpoints/)",
             location=str(run.fit_model_path),
-            evidence={"error": first_line(exc)},
-            fix="register custom layers with @keras.saving.register_keras_serializable() and give them "
-            "get_config(); replace Lambda layers with such a layer",
+            evidence={"error": first_line(exc), **({"missing": missing} if missing else {})},
+            fix=fix,
         )
     partial.replace(run.fit_model_path)
     return None

@@ -22,7 +22,7 @@ from tfpilot.atomic import atomic_write_json
 from tfpilot.errors import TrainError
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
-from tfpilot.train.guard import NanGuard, parse_check_numerics
+from tfpilot.train.guard import NanGuard, nonfinite_inputs, parse_check_numerics
 from tfpilot.train.summaries import SummaryWriters
 
 __all__ = ["GuardCallback", "RunDirCallback", "replay_train_step"]
@@ -110,11 +110,10 @@ class GuardCallback(keras.callbacks.Callback):
         evidence = None
         if self.guard.evidence is None:
             kept = self.step.bad_batch.batch()
-            evidence = (
-                replay_train_step(self.model, self.train_step, kept)
-                if kept is not None
-                else {"reproduced": False, "replay": "the batch was not kept (XLA or composite inputs)"}
-            )
+            if kept is None:
+                evidence = {"reproduced": False, "replay": "the batch is not kept under XLA or with composite inputs"}
+            else:
+                evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
         last_index = begin + (last_bad - before_steps)
         optimizer = getattr(self.model, "optimizer", None)
         global_step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else steps
