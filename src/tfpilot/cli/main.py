@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_NOT_COMMANDS = {"main", "render", "progress"}
+_NOT_COMMANDS = {"main", "render", "progress", "quiet"}
 
 
 def _register_commands() -> None:
@@ -48,6 +48,18 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     if debug:
         args.remove("--debug")
+    from tfpilot.cli.quiet import QuietStderr
+
+    quiet = QuietStderr()
+    if not debug and os.environ.get("TFPILOT_TF_LOGS", "") in ("", "0"):
+        quiet.start()
+    try:
+        _run(args, debug=debug)
+    finally:
+        quiet.stop()
+
+
+def _run(args: list[str], *, debug: bool) -> None:
     try:
         # With standalone_mode=False click returns a command's `typer.Exit(code)` instead of raising it.
         code = app(args=args, prog_name="tfpilot", standalone_mode=False)

@@ -405,7 +405,11 @@ def fit(
 
     findings.extend(guard.summary_findings())
     findings.extend(overfitting_findings(history_rows, patience=train.overfit_patience, location=str(run.history_path)))
-    stopped_early = stopping is not None and getattr(stopping, "stopped_epoch", 0) > 0
+    # tfpilot's early stopping or the user's own EarlyStopping callback.
+    stopped_early = any(
+        isinstance(callback, keras.callbacks.EarlyStopping) and callback.stopped_epoch > 0
+        for callback in [*(callbacks or []), *([stopping] if stopping is not None else [])]
+    )
     metrics: dict[str, Any] = {
         "train": {
             k: v
