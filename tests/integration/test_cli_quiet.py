@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 from conftest import run_tfpilot
-
 from tfpilot.cli.quiet import is_noise
 
 
