@@ -38,7 +38,37 @@ def _register_commands() -> None:
         module.register(app)
 
 
+# How `tfpilot --help` groups and orders the commands: the lifecycle, as the README tells it.
+COMMAND_PANELS = {
+    "Train": ("run", "train", "evaluate", "export", "data", "config", "launch"),
+    "Diagnose": ("profile", "doctor", "lint", "migrate"),
+    "Ship and watch": ("serve", "monitor", "validate", "push", "report"),
+}
+COMMAND_ORDER = tuple(name for names in COMMAND_PANELS.values() for name in names)
+
+
+def _order_commands() -> None:
+    panel_of = {name: panel for panel, names in COMMAND_PANELS.items() for name in names}
+
+    def name_of(info: object) -> str | None:
+        name = getattr(info, "name", None)
+        callback = getattr(info, "callback", None)
+        return name or (callback.__name__.removesuffix("_command").replace("_", "-") if callback else None)
+
+    def position(info: object) -> int:
+        name = name_of(info)
+        return COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER)
+
+    for info in [*app.registered_commands, *app.registered_groups]:
+        name = name_of(info)
+        if name in panel_of:
+            setattr(info, "rich_help_panel", panel_of[name])  # noqa: B010 (CommandInfo and TyperInfo alike)
+    app.registered_commands.sort(key=position)
+    app.registered_groups.sort(key=position)
+
+
 _register_commands()
+_order_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
