@@ -58,6 +58,7 @@ def test_the_models_own_train_step_runs_and_matches_model_fit(tmp_path):
     )
     assert set(expected) == {"own_loss", "val_own_loss"}
     _assert_same_history(result.history, expected)
+    assert "FIT-OWN-TRAIN-STEP" in [f.code for f in result.findings]
 
 
 def test_string_and_per_column_features_of_shape_batch_are_taken_as_fit_takes_them(tmp_path):

@@ -118,6 +118,12 @@ def _train_config(
         ) from None
 
 
+def _overrides_train_step(model: keras.Model) -> bool:
+    """Whether the model's class defines its own train_step (a GAN's, a VAE's)."""
+    own = getattr(type(model), "train_step", None)
+    return own is not None and own is not getattr(keras.Model, "train_step", None)
+
+
 def _optimizer(value: Any) -> Any:
     """An optimizer as model.compile takes it, or tfpilot's {name: adam, learning_rate: ...} form."""
     if isinstance(value, dict) and "name" in value:
@@ -298,6 +304,21 @@ def fit(
     if train.clip_norm:
         for optimizer in model_optimizers(model):
             optimizer.global_clipnorm = train.clip_norm
+    if _overrides_train_step(model):
+        findings.append(
+            Finding(
+                code="FIT-OWN-TRAIN-STEP",
+                severity=Severity.INFO,
+                title="The model's own train_step runs",
+                message=f"{type(model).__name__} overrides train_step, and tfpilot.fit runs it as model.fit does; the NaN "
+                "guard wraps it (each optimizer update is refused on non-finite gradients), but tfpilot cannot "
+                "log the gradient norm inside it",
+                location=type(model).__qualname__,
+                evidence={"clip_norm": train.clip_norm},
+                fix="log gradient norms in your train_step if you need them; clip_norm= sets each optimizer's "
+                "global_clipnorm, which applies inside your step too",
+            )
+        )
     saved_settings = {"steps_per_execution": model.steps_per_execution, "jit_compile": model.jit_compile}
     if "steps_per_execution" in options:
         model.steps_per_execution = int(train.steps_per_execution)
