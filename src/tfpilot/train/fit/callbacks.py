@@ -111,7 +111,11 @@ class GuardCallback(keras.callbacks.Callback):
         if self.guard.evidence is None:
             kept = self.step.bad_batch.batch()
             if kept is None:
-                evidence = {"reproduced": False, "replay": "the batch is not kept under XLA or with composite inputs"}
+                evidence = {
+                    "reproduced": False,
+                    "replay": "the batch is not kept under XLA (jit_compile) or with composite inputs; "
+                    "train with jit_compile=False to locate it",
+                }
             else:
                 evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
         last_index = begin + (last_bad - before_steps)
