@@ -362,3 +362,32 @@ def test_the_retry_limit_counts_bad_batches_in_a_row_and_says_so(tmp_path):
         )
     message = str(caught.value)
     assert "nan_max_retries=2" in message and "in a row" in message and "\n" not in message
+
+
+def test_stop_halts_in_the_graph_at_the_bad_batch_though_the_host_reads_later(tmp_path):
+    """The host reads the guard every few dozen calls; the graph itself halts at the bad batch,
+    so the weights are those of training on the batches before it, not after."""
+    import keras
+
+    import tfpilot
+    from tfpilot.errors import TrainError
+
+    rng = np.random.default_rng(0)
+    x = rng.random((48, 4)).astype("float32")
+    y = x.sum(axis=1)
+    poisoned = x.copy()
+    poisoned[2 * 8 + 1, 0] = np.nan  # batch 2 of 6
+
+    def build():
+        model = batch_norm_dropout()
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+        return model
+
+    before_bad = build()
+    before_bad.fit(x[:16], y[:16], batch_size=8, epochs=1, shuffle=False, verbose=0)
+    model = build()
+    with pytest.raises(TrainError) as caught:
+        tfpilot.fit(model, poisoned, y, batch_size=8, epochs=1, shuffle=False, name="stop", runs_dir=tmp_path)
+    assert "nan_policy=stop" in str(caught.value) and "\n" not in str(caught.value)
+    for ours, theirs in zip(model.variables, before_bad.variables, strict=True):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=RTOL, atol=ATOL, err_msg=ours.path)

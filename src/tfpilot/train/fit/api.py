@@ -22,6 +22,7 @@ densified embedding gradients. Running Keras' loop removes that whole class of d
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import shutil
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,9 @@ def fit(
                 f"tfpilot.fit: unknown option `{key}`; expected model.fit's arguments, model.compile's (loss, metrics, "
                 f"...) or one of {sorted(_OPTIONS)}"
             )
+    memo: list[Any] = []
+    if inspect.isgenerator(x):
+        x = _remembering(x, memo)
     if (
         y is None
         and sample_weight is None
@@ -335,7 +339,7 @@ def fit(
     dump_config(config, run.config_path)
 
     guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(run.root))
-    step = GuardedStep(model)
+    step = GuardedStep(model, policy=train.nan_policy.value, max_retries=train.nan_max_retries)
     # Keras builds its compiled multi-step function from model.train_step; the guarded step takes
     # its place for this call only (the model's own step runs inside it, unchanged).
     original_train_step = model.__dict__.get("train_step")
@@ -455,7 +459,7 @@ def fit(
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features = _sample_features(model, step, first_batch, x)
+    features = _sample_features(model, first_batch, x, memo)
     if features is not None:
         save_sample(run, model=model, features=features)
         write_spec(
@@ -486,21 +490,36 @@ def _serving_dtypes(model: keras.Model, features: Any) -> Any:
     return tf.nest.map_structure(lambda t: tf.cast(t, target) if t.dtype == tf.float64 else t, features)
 
 
-def _sample_features(model: keras.Model, step: GuardedStep, traced: list[Any], x: Any) -> Any:
-    """A few real feature rows, shaped and typed as the step received them: the first batch the
-    step kept (any kind of data), else the first rows of x cast to the traced dtypes (under XLA)."""
-    kept = step.first_batch.batch()
-    if kept is not None:
-        return _serving_dtypes(model, tf.nest.map_structure(lambda t: t[:8], _features_of(kept)))
+def _remembering(generator: Any, memo: list[Any]) -> Any:
+    """The same generator, remembering its first element (a generator can be read only once)."""
+    for item in generator:
+        if not memo:
+            memo.append(item)
+        yield item
+
+
+def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[Any]) -> Any:
+    """A few real feature rows, typed as the step received them: from the first element of the
+    data (tf.data, PyDataset, a generator's remembered first batch) or the first rows of arrays."""
     if not traced:
         return None
     structure = _features_of(traced[0])
     if isinstance(x, tf.data.Dataset):
-        return _serving_dtypes(model, tf.nest.map_structure(lambda t: t[:8], _features_of(next(iter(x.take(1))))))
-    if x is not None and not callable(getattr(x, "__next__", None)) and not isinstance(x, keras.utils.PyDataset):
-        rows = tf.nest.map_structure(lambda a: a[:8], x)
-        # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.
-        return tf.nest.map_structure(
-            lambda value, spec: tf.cast(tf.convert_to_tensor(value), spec.dtype), rows, structure, check_types=False
-        )
-    return None
+        first = next(iter(x.take(1)))
+    elif isinstance(x, keras.utils.PyDataset):
+        first = x[0]
+    elif memo:
+        first = memo[0]
+    elif x is not None and not callable(getattr(x, "__next__", None)):
+        first = (x,)
+    else:
+        return None
+    rows = tf.nest.map_structure(lambda value: value[:8], _features_of(first))
+    # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.
+    typed = tf.nest.map_structure(
+        lambda value, spec: tf.cast(tf.convert_to_tensor(value), spec.dtype) if spec is not None else value,
+        rows,
+        structure,
+        check_types=False,
+    )
+    return _serving_dtypes(model, typed)

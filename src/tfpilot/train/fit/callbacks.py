@@ -1,8 +1,9 @@
 """tfpilot's additions to `model.fit`, as Keras callbacks beside the user's own.
 
-* GuardCallback: the host half of the NaN guard (the graph half is guarded_step.py). After each
-  call it reads the guard's counters (one small read), applies `nan_policy` through NanGuard,
-  and, the first time, replays the kept bad batch with check_numerics to name the op.
+* GuardCallback: the host half of the NaN guard (the graph half, which applies the policy, is
+  guarded_step.py). Every few dozen calls and at each epoch's end it reads the guard, records
+  the events through NanGuard (findings, the stop error) and, the first time, says whether the
+  batch itself held NaN or replays it with check_numerics to name the op.
 * RunDirCallback: history.json and TensorBoard scalars after every epoch and a
   tf.train.CheckpointManager checkpoint of the model, its optimizers and the epoch (so
   `resume=True` continues after a crash), written atomically.
@@ -70,45 +71,50 @@ def replay_train_step(model: keras.Model, train_step: Any, batch: Any) -> dict[s
 
 
 class GuardCallback(keras.callbacks.Callback):
-    """Reads the guard's counters once per call, at the start of the next call (and at the end of
-    each epoch). It has no on_train_batch_end on purpose: a callback that has one makes Keras
-    turn every batch's logs into Python numbers and stop dispatching batch callbacks
-    asynchronously, which model.fit without such callbacks does not pay."""
+    """The host half of the guard. The graph applies the policy itself (guarded_step.py), so the
+    host reads the guard only every `read_every` calls and at the end of each epoch: to record
+    the events, replay the first bad batch, and raise when the graph halted the run.
 
-    def __init__(self, *, step: GuardedStep, guard: NanGuard, train_step: Any) -> None:
+    It has no on_train_batch_end on purpose: a callback that has one makes Keras turn every
+    batch's logs into Python numbers and stop dispatching batch callbacks asynchronously."""
+
+    def __init__(self, *, step: GuardedStep, guard: NanGuard, train_step: Any, read_every: int = 32) -> None:
         """`train_step`: the model's own step (not the guarded one), for the check_numerics replay."""
         super().__init__()
         self.step = step
         self.guard = guard
         self.train_step = train_step
+        self.read_every = max(1, read_every)
+        self._calls = 0
         self._epoch = 0
-        self._call_begin: int | None = None  # first batch of the call not yet checked
-        self._seen = (0, 0, -1)
+        # Steps-run counter at the start of each epoch: turns a step index into (epoch, batch).
+        self._epoch_starts: dict[int, int] = {}
+        self._last_bad = -2
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
+        self._epoch_starts[epoch] = int(self.step.steps.numpy())
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self._check()
-        self._call_begin = batch
+        self._calls += 1
+        if self._calls % self.read_every == 0:
+            self._check()
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._check()
 
+    def _locate(self, index: int) -> tuple[int, int]:
+        if index < 0:
+            return self._epoch, -1
+        epoch = max((e for e, start in self._epoch_starts.items() if start <= index), default=self._epoch)
+        return epoch, index - self._epoch_starts.get(epoch, 0)
+
     def _check(self) -> None:
-        if self._call_begin is None:
-            return
-        begin, self._call_begin = self._call_begin, None
-        steps, bad, last_bad = self.step.read()
-        before_steps, before_bad, _ = self._seen
-        self._seen = (steps, bad, last_bad)
-        ran, new_bad = steps - before_steps, bad - before_bad
-        if new_bad == 0:
-            if ran:
-                self.guard.note_progress()
+        steps, indices, halted = self.step.read()
+        if not indices and not halted:
             return
         evidence = None
-        if self.guard.evidence is None:
+        if indices and self.guard.evidence is None:
             kept = self.step.bad_batch.batch()
             if kept is None:
                 evidence = {
@@ -118,22 +124,25 @@ class GuardCallback(keras.callbacks.Callback):
                 }
             else:
                 evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
-        last_index = begin + (last_bad - before_steps)
         optimizer = getattr(self.model, "optimizer", None)
         global_step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else steps
-        for number in range(new_bad):
-            if number == 0 and ran > new_bad:
-                self.guard.note_progress()  # batches of this call that trained came before a bad one
-            index = last_index if number == new_bad - 1 else -1
+        for index in indices:
+            if index < 0 or index != self._last_bad + 1:
+                self.guard.note_progress()  # batches trained between this bad one and the last
+            self._last_bad = index
+            epoch, batch_index = self._locate(index)
             try:
                 self.guard.on_nonfinite(
-                    epoch=self._epoch, batch_index=index, global_step=global_step, evidence=evidence
+                    epoch=epoch, batch_index=batch_index, global_step=global_step, evidence=evidence
                 )
             except TrainError:
                 self.model.stop_training = True
                 raise
-        if last_bad < steps - 1:
-            self.guard.note_progress()
+        if halted:
+            # The graph halted on an event recorded above; NanGuard raised for it. Reaching here
+            # means the two disagree, which must not pass silently.
+            self.model.stop_training = True
+            raise TrainError("training stopped by the NaN guard (train.nan_policy); see findings.json")
 
 
 class RunDirCallback(keras.callbacks.Callback):
