@@ -143,6 +143,12 @@ class RunDir:
         """A few training rows (npz, one array per serving input) that export verifies with."""
         return self.root / "fit" / "sample_features.npz"
 
+    @property
+    def fit_saved_model_path(self) -> Path:
+        """A verified SavedModel written from the live model at the end of tfpilot.fit, when the
+        .keras archive cannot be loaded again (a model Keras cannot rebuild from its config)."""
+        return self.root / "fit" / "saved_model"
+
     def is_fit_run(self) -> bool:
         return self.fit_spec_path.is_file()
 

@@ -10,6 +10,7 @@ the session loader TF Serving uses) before the version directory appears.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from tfpilot.export.tolerance import tolerance_for_model
 from tfpilot.export.verify import run_with_session_loader
 from tfpilot.rundir import RunDir
 
-__all__ = ["export_fit_run", "fit_serving_fn", "fit_input_signature"]
+__all__ = ["export_fit_run", "fit_serving_fn", "fit_input_signature", "write_verified"]
 
 
 def fit_input_signature(spec: dict[str, Any]) -> list[tf.TensorSpec]:
@@ -82,21 +83,10 @@ def _worst(
     return worst
 
 
-def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: list[str] | None = None) -> ExportResult:
-    """Write and verify model/<version>/ for a tfpilot.fit run."""
-    from tfpilot.train.fit import load_fit_model, read_fit_spec
-
-    spec = read_fit_spec(run)
-    model = load_fit_model(run, extra_modules=extra_modules)
-    base = run.model_base
-    version = version or next_version(base)
-    target = base / str(version)
-    if target.exists():
-        raise ExportError(
-            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
-        )
+def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, np.ndarray], target: Path) -> float:
+    """Write `model`'s serving SavedModel to `target` (atomically) and prove it with both loaders
+    against the model itself on `sample`; returns the largest difference seen."""
     serve = fit_serving_fn(model, spec)
-    sample = _sample(run, spec)
     feeds = [tf.constant(sample[i["key"]]) for i in spec["inputs"]]
     expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
     archive = keras.export.ExportArchive()
@@ -117,12 +107,45 @@ def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: li
         except Exception as exc:
             raise ExportError(f"exported SavedModel at `{tmp}` does not reload in Python: {exc}") from None
         worst = _worst(python_out, expected, tolerance=tolerance, loader="Python loader", path=target)
-        try:
-            session_out = run_with_session_loader(tmp, sample)
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExportError(
-                f"exported SavedModel at `{target}` fails in the session loader TF Serving uses ({first})"
-            ) from None
-        worst = max(worst, _worst(session_out, expected, tolerance=tolerance, loader="session loader", path=target))
+        worst = max(worst, _session_check(tmp, sample, expected, tolerance=tolerance, target=target))
+    return worst
+
+
+def _session_check(
+    path: Path, sample: dict[str, np.ndarray], expected: dict[str, np.ndarray] | None, *, tolerance: Any, target: Path
+) -> float:
+    try:
+        session_out = run_with_session_loader(path, sample)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExportError(
+            f"exported SavedModel at `{target}` fails in the session loader TF Serving uses ({first})"
+        ) from None
+    if expected is None:
+        return 0.0
+    return _worst(session_out, expected, tolerance=tolerance, loader="session loader", path=target)
+
+
+def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: list[str] | None = None) -> ExportResult:
+    """Write and verify model/<version>/ for a tfpilot.fit run: from its .keras model, or, when
+    Keras could not load that again, from the SavedModel tfpilot.fit wrote from the live model."""
+    from tfpilot.train.fit import load_fit_model, read_fit_spec
+
+    spec = read_fit_spec(run)
+    base = run.model_base
+    version = version or next_version(base)
+    target = base / str(version)
+    if target.exists():
+        raise ExportError(
+            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
+        )
+    sample = _sample(run, spec)
+    if not run.fit_model_path.is_file() and run.fit_saved_model_path.is_dir():
+        with atomic_directory(target) as tmp:
+            shutil.copytree(run.fit_saved_model_path, tmp, dirs_exist_ok=True)
+            # Proven against the live model when it was written; here: it still loads as TF Serving loads it.
+            _session_check(tmp, sample, None, tolerance=None, target=target)
+        return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=0.0)
+    model = load_fit_model(run, extra_modules=extra_modules)
+    worst = write_verified(model, spec, sample, target)
     return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=worst)

@@ -99,6 +99,8 @@ def nonfinite_inputs(batch: Any) -> dict[str, Any] | None:
 
     Checked before any replay: a NaN that arrives with the data is the data's problem, and the
     op that first touches it (a Cast, the first MatMul) is not its cause."""
+    if not isinstance(batch, tuple):
+        batch = (batch,)  # features only (a VAE's fit(x)): Keras hands the step x itself
     flat = keras.tree.flatten_with_path(batch)
     for path, value in flat:
         if value is None or not hasattr(value, "dtype"):

@@ -311,3 +311,37 @@ def test_a_run_killed_after_an_epoch_resumes_at_the_next_and_reaches_the_same_we
     for ours, theirs in zip(again.get_weights(), straight.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(result.history[2]["loss"], expected.history[2]["loss"], rtol=1e-5)
+
+
+def test_a_model_keras_cannot_rebuild_still_exports_from_the_trained_model(tmp_path):
+    """A subclassed model taking sub-models in __init__ without get_config (most keras-io
+    subclassed models): .keras cannot be loaded again, so tfpilot.fit writes the serving
+    SavedModel from the live model, and `tfpilot export` uses it."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+
+    class Wrapper(keras.Model):
+        def __init__(self, encoder, head):
+            super().__init__()
+            self.encoder = encoder
+            self.head = head
+
+        def call(self, inputs):
+            return self.head(self.encoder(inputs))
+
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu")])
+    model = Wrapper(encoder, keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)]))
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(0).random((64, 4)).astype("float32")
+    result = tfpilot.fit(model, x, x.sum(axis=1), batch_size=16, epochs=1, name="wrap", runs_dir=tmp_path)
+    finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
+    assert "`Wrapper`" in finding.message and "get_config" in finding.fix
+    assert "fit/saved_model" in finding.message and finding.severity.value == "info"
+    exported = export_fit_run(RunDir.at(tmp_path / "wrap"))
+    served = tf.saved_model.load(str(exported.path)).signatures["serving_default"](inputs=tf.constant(x[:5]))
+    np.testing.assert_allclose(next(iter(served.values())).numpy(), model.predict(x[:5], verbose=0), rtol=1e-5)

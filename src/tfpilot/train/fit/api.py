@@ -469,6 +469,10 @@ def fit(
             has_validation=kept_validation is not None and save_validation_data,
             batch_size=batch_size,
         )
+    shutil.rmtree(run.fit_saved_model_path, ignore_errors=True)
+    if saved is not None and features is not None:
+        findings.remove(saved)
+        findings.append(_serve_live_model(model, run, saved))
     write_findings(run.findings_path, findings, append=True)
     optimizer = getattr(model, "optimizer", None)
     return FitResult(
@@ -488,6 +492,36 @@ def _serving_dtypes(model: keras.Model, features: Any) -> Any:
     policy = getattr(model, "dtype_policy", None)
     target = "float64" if getattr(policy, "variable_dtype", "float32") == "float64" else "float32"
     return tf.nest.map_structure(lambda t: tf.cast(t, target) if t.dtype == tf.float64 else t, features)
+
+
+def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Finding:
+    """Keras cannot load this model again (it cannot rebuild it from its config), but the trained
+    model is here: write its serving SavedModel now, so `tfpilot export` still works later.
+    Returns the not-saved finding, saying which of the two happened."""
+    import numpy as np
+
+    from tfpilot.export.fit_model import write_verified
+    from tfpilot.train.fit.artifacts import read_fit_spec
+
+    spec = read_fit_spec(run)
+    with np.load(run.fit_sample_path, allow_pickle=False) as stored:
+        sample = {i["key"]: stored[i["key"]] for i in spec["inputs"]}
+    try:
+        write_verified(model, spec, sample, run.fit_saved_model_path)
+    except TfpilotError as exc:
+        return dataclasses.replace(
+            not_saved,
+            message=f"{not_saved.message}; a SavedModel written from the trained model did not verify either ({exc})",
+        )
+    return dataclasses.replace(
+        not_saved,
+        severity=Severity.INFO,
+        message=not_saved.message.replace(
+            "`tfpilot evaluate/export` cannot use this run (its weights are in checkpoints/)",
+            "`tfpilot evaluate` cannot use this run; `tfpilot export` uses the SavedModel written from the trained "
+            f"model instead ({run.fit_saved_model_path.relative_to(run.root)}, verified with both loaders)",
+        ),
+    )
 
 
 def _remembering(generator: Any, memo: list[Any]) -> Any:

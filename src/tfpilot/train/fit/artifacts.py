@@ -43,11 +43,15 @@ _AUTOMATIC_NAME = re.compile(r"^(keras_tensor|input_layer|input)(_\d+)?$")
 _KNOWN_PACKAGES = ("keras", "tensorflow", "tf_keras", "builtins", "numpy", "tfpilot")
 
 
-def first_line(error: BaseException) -> str:
-    # Keras leads with "Exception encountered when calling X.call()." and says what went wrong after it.
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+def first_line(error: BaseException, *, limit: int = 300) -> str:
+    """The error's first paragraph as one line. Keras leads with "Exception encountered when
+    calling X.call()." and says what went wrong after it, and wraps long sentences over lines
+    ("Object VAE was created by passing\nnon-serializable argument values ...")."""
+    paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in str(error).split("\n\n")]
+    lines = [p.strip() for p in paragraphs if p.strip()]
     useful = [line for line in lines if not line.startswith(("Exception encountered", "Arguments received"))]
-    return (useful or lines or [type(error).__name__])[0]
+    line = (useful or lines or [type(error).__name__])[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 # --------------------------------------------------------------------------------- signatures
@@ -220,6 +224,17 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
                 f"define `{missing}` in a module of your own (not inside a function) and register it with "
                 "@keras.saving.register_keras_serializable(); classes also need get_config() when their __init__ "
                 "takes arguments"
+            )
+        elif "get_config" in str(exc):
+            name = re.search(r"Object (\w+) was created", str(exc))
+            culprit = f"`{name.group(1)}`" if name else "a class of the model"
+            cause = (
+                f"Keras cannot rebuild {culprit} from its config: its __init__ takes arguments (sub-models, "
+                "layers) that its get_config() does not describe"
+            )
+            fix = (
+                f"give {culprit} get_config() returning its __init__ arguments (serialised with "
+                "keras.saving.serialize_keras_object) and a from_config() that deserialises them"
             )
         elif lambda_layer:
             cause = "a Lambda layer cannot be loaded in Keras' safe mode"
