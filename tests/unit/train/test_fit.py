@@ -345,3 +345,21 @@ def test_a_model_keras_cannot_rebuild_still_exports_from_the_trained_model(tmp_p
     exported = export_fit_run(RunDir.at(tmp_path / "wrap"))
     served = tf.saved_model.load(str(exported.path)).signatures["serving_default"](inputs=tf.constant(x[:5]))
     np.testing.assert_allclose(next(iter(served.values())).numpy(), model.predict(x[:5], verbose=0), rtol=1e-5)
+
+
+def test_a_model_that_samples_at_inference_is_named_not_exported_unverified(tmp_path):
+    import keras
+
+    import tfpilot
+
+    class Noisy(keras.layers.Layer):  # samples even with training=False, as a VAE's Sampling layer
+        def call(self, inputs):
+            return inputs + keras.random.normal(keras.ops.shape(inputs))
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), Noisy(), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).random((32, 3)).astype("float32")
+    result = tfpilot.fit(model, x, x.sum(axis=1), batch_size=8, epochs=1, name="noisy", runs_dir=tmp_path)
+    finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
+    assert "differs between two inference calls" in finding.message
