@@ -148,13 +148,13 @@ def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: li
         raise ExportError(
             f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
         )
-    sample = _sample(run, spec)
     if not run.fit_model_path.is_file() and run.fit_saved_model_path.is_dir():
+        sample = _sample(run, spec)
         with atomic_directory(target) as tmp:
             shutil.copytree(run.fit_saved_model_path, tmp, dirs_exist_ok=True)
             # Proven against the live model when it was written; here: it still loads as TF Serving loads it.
             _session_check(tmp, sample, None, tolerance=None, target=target)
         return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=0.0)
     model = load_fit_model(run, extra_modules=extra_modules)
-    worst = write_verified(model, spec, sample, target)
+    worst = write_verified(model, spec, _sample(run, spec), target)
     return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=worst)
