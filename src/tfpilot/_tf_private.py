@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PrivateApiMissing", "build_compile_state", "validation_split_of"]
+__all__ = ["PrivateApiMissing", "build_compile_state", "load_graph_without_variables", "validation_split_of"]
 
 
 class PrivateApiMissing(RuntimeError):
@@ -54,3 +54,22 @@ def validation_split_of(arrays: tuple[Any, Any, Any], validation_split: float) -
         ) from None
     _, validation = array_slicing.train_validation_split(arrays, validation_split=validation_split)
     return validation
+
+
+def load_graph_without_variables(session: Any, tags: list[str], path: str) -> None:
+    """Load a SavedModel's graph into `session` and run its init ops, restoring no checkpoint.
+
+    Why: a SavedModel without variables/ (a frozen graph, an ONNX conversion, a copy through git,
+    which keeps no empty directory) is what TF Serving loads by skipping the restore when
+    variables/variables.index is absent (its C++ loader); tf.saved_model.load and the TF1
+    loader.load both insist on the checkpoint. SavedModelLoader's load_graph and run_init_ops
+    are the two halves of loader.load without the restore in between."""
+    try:
+        from tensorflow.python.saved_model.loader_impl import SavedModelLoader
+    except ImportError:
+        raise _missing(
+            "tensorflow.python.saved_model.loader_impl.SavedModelLoader", "serving a SavedModel without variables/"
+        ) from None
+    loader = SavedModelLoader(path)
+    loader.load_graph(session.graph, tags)
+    loader.run_init_ops(session, tags)

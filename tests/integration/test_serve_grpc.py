@@ -106,8 +106,9 @@ def test_predict_with_versions_labels_and_output_filter(channel):
             "half",
             {"x": np.ones(1, np.float32)},
             {"signature": "nope"},
-            grpc.StatusCode.INVALID_ARGUMENT,
-            "not found in signature def",
+            # TF Serving's RunPredict (servables/tensorflow/predict_util.cc).
+            grpc.StatusCode.FAILED_PRECONDITION,
+            'Serving signature key "nope" not found.',
         ),
     ],
 )

@@ -83,9 +83,10 @@ CASES = [
         "half",
         {"x": np.array([1.0], np.float32)},
         "nope",
-        grpc.StatusCode.INVALID_ARGUMENT,
+        # TF Serving's RunPredict (servables/tensorflow/predict_util.cc): FAILED_PRECONDITION, HTTP 400.
+        grpc.StatusCode.FAILED_PRECONDITION,
         400,
-        'signature name: "nope" not found',
+        'Serving signature key "nope" not found.',
         id="unknown-signature",
     ),
     pytest.param(

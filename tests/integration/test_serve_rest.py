@@ -206,7 +206,8 @@ def test_classify_and_regress(server):
             "/v1/models/half_plus_two:predict",
             b'{"signature_name": "nope", "instances": [1.0]}',
             400,
-            'signature name: "nope" not found',
+            # TF Serving's RunPredict (servables/tensorflow/predict_util.cc): FAILED_PRECONDITION.
+            'Serving signature key "nope" not found.',
         ),
         (
             "GET",
@@ -269,7 +270,8 @@ def test_health_readiness_and_prometheus_metrics(server, models, tmp_path):
         status, body, _ = call(f"{not_ready.rest_url}/readyz")
         assert (status, body) == (503, {"ready": False, "models": {"later": False}})
         status, body, _ = call(f"{not_ready.rest_url}/v1/models/later:predict", "POST", {"instances": [1.0]})
-        assert status == 503 and "no version is AVAILABLE yet" in body["error"]
+        # TF Serving (ServerCore::GetServableHandle): NOT_FOUND, HTTP 404, its own words.
+        assert (status, body) == (404, {"error": "Servable not found for request: Latest(later)"})
 
 
 def test_cors_support_answers_preflight_and_marks_responses(server, models):

@@ -59,7 +59,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         async with self.service.call(api="predict", protocol="grpc", model=request.model_spec.name) as call:
             name, version, label = _spec(request.model_spec)
             servable = self.service.resolve(name, version=version, label=label)
-            signature = servable.signature(request.model_spec.signature_name)
+            signature = servable.predict_signature(request.model_spec.signature_name)
             inputs = {key: tensor_proto_to_array(proto, name=key) for key, proto in request.inputs.items()}
             wanted = list(request.output_filter)
             outputs = await self.service.predict(

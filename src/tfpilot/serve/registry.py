@@ -1,7 +1,7 @@
 """Model versions: discover them on disk, load and unload by policy, resolve requests.
 
 A base path holds numeric version subdirectories (anything else is ignored). A version is
-tried only once it is complete (saved_model.pb and variables/ present), and served only once
+tried once it has its graph (saved_model.pb; variables/ may be absent, as TF Serving allows), and served only once
 it has loaded and warmed up. Transitions preserve availability: a new version becomes
 AVAILABLE before an old one unloads, and a version that fails to load is reported in status
 (END with its error) while the versions already serving keep serving. A failed version is
@@ -103,9 +103,43 @@ def scan_versions(base_path: Path) -> dict[int, Path]:
     return found
 
 
+_VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
+
+
+def _declares_variables(graph_file: Path) -> bool | None:
+    """Whether the SavedModel's graph holds variables (None: the file does not parse yet)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    try:
+        if graph_file.suffix == ".pbtxt":
+            from google.protobuf import text_format
+
+            text_format.Parse(graph_file.read_text(), proto)
+        else:
+            proto.ParseFromString(graph_file.read_bytes())
+    except Exception:  # a version still being copied, or corrupt: not complete
+        return None
+    if not proto.meta_graphs:
+        return None  # empty or truncated at a message boundary
+    return any(node.op in _VARIABLE_OPS for graph in proto.meta_graphs for node in graph.graph_def.node)
+
+
 def is_complete_version(path: Path) -> bool:
-    has_graph = (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
-    return has_graph and (path / "variables").is_dir()
+    """A version directory ready to load: its graph and, when the graph holds variables, variables/.
+
+    Without variables/ a SavedModel is loaded when it declares no variables (a frozen graph, an
+    ONNX conversion, a copy through git, which keeps no empty directory), as TF Serving loads it
+    by skipping the restore. One that declares variables but has no variables/ yet is still
+    being copied: it waits, so a half-copied version is never tried."""
+    graph_file = next(
+        (path / name for name in ("saved_model.pb", "saved_model.pbtxt") if (path / name).is_file()), None
+    )
+    if graph_file is None:
+        return False
+    if (path / "variables").is_dir():
+        return True
+    return _declares_variables(graph_file) is False
 
 
 def _fingerprint(path: Path) -> tuple[Any, ...]:
@@ -476,12 +510,9 @@ class ModelRegistry:
                 return record.servable
             available = [r for r in model.versions.values() if r.state == ModelState.AVAILABLE and r.servable]
             if not available:
-                states = ", ".join(f"{r.version}: {r.state.name}" for r in model.versions.values()) or "no versions"
-                raise RequestError(
-                    Code.UNAVAILABLE,
-                    f"Servable not found for request: {_describe(None, name)}; no version is AVAILABLE yet "
-                    f"({states}) under {model.config.base_path}",
-                )
+                # NOT_FOUND with TF Serving's words (ServerCore::GetServableHandle): clients treat
+                # 404 as "no such model yet"; the states are in the server's log and /v1/models/NAME.
+                raise RequestError.not_found(f"Servable not found for request: {_describe(None, name)}")
             servable = max(available, key=lambda r: r.version).servable
             assert servable is not None
             return servable

@@ -227,7 +227,7 @@ class RestHandler:
             numeric = parse_numeric_body(body) if method == "predict" else None
             if numeric is not None:
                 servable = self.service.resolve(name, version=version, label=label)
-                signature = servable.signature(numeric.signature_name)
+                signature = servable.predict_signature(numeric.signature_name)
                 fast_inputs = numeric_inputs(numeric, signature)
                 if fast_inputs is not None:
                     outputs = await self.service.predict(servable, signature, fast_inputs, timeout=self.timeout)
@@ -237,7 +237,7 @@ class RestHandler:
             if numeric is None:
                 servable = self.service.resolve(name, version=version, label=label)
             if method == "predict":
-                signature = servable.signature(signature_name)
+                signature = servable.predict_signature(signature_name)
                 booleans = b"true" in body or b"false" in body
                 inputs, request_format = decode_predict_request(document, signature, may_contain_booleans=booleans)
                 outputs = await self.service.predict(servable, signature, inputs, timeout=self.timeout)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tfpilot.errors import ServeError
-from tfpilot.serve.status import RequestError, as_request_error
+from tfpilot.serve.status import Code, RequestError, as_request_error
 
 __all__ = [
     "PREDICT_METHOD",
@@ -210,6 +210,18 @@ class Servable:
             )
         return found
 
+    def predict_signature(self, name: str) -> SignatureInfo:
+        """The signature a Predict request names (serving_default when it names none).
+
+        A missing one is FAILED_PRECONDITION `Serving signature key "X" not found.`, as TF
+        Serving's RunPredict answers (servables/tensorflow/predict_util.cc); classify and regress
+        use signature(), whose INVALID_ARGUMENT message is theirs."""
+        name = name or "serving_default"
+        found = self.signatures.get(name)
+        if found is None:
+            raise RequestError(Code.FAILED_PRECONDITION, f'Serving signature key "{name}" not found.')
+        return found
+
     def run(self, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Call one signature with already-validated arrays; TF errors become RequestErrors."""
         import tensorflow as tf
@@ -262,6 +274,18 @@ def load_servable(*, name: str, version: int, path: Path, tags: tuple[str, ...] 
     for key, definition in read_signature_defs(path).items():
         signature_defs.signature_def[key].CopyFrom(definition)
     loaded: Any
+    if not (path / "variables" / "variables.index").is_file():
+        # No checkpoint to restore: TF Serving loads such a model (frozen graphs, conversions,
+        # copies that lost the empty variables/ directory) by skipping the restore.
+        try:
+            loaded = _SessionModel(path, signature_defs, tags=tags, restore=False)
+        except Exception as error:  # any TF error type is a failed load
+            text = str(error).strip()
+            raise ServeError(
+                f"failed to load SavedModel {path} (it has no variables/): "
+                f"{text.splitlines()[0] if text else type(error).__name__}"
+            ) from None
+        return _servable(name=name, version=version, path=path, loaded=loaded, signature_defs=signature_defs)
     try:
         loaded = tf.saved_model.load(str(path), tags=list(tags))
     except Exception as error:  # TF raises many types for a corrupt or partial SavedModel
@@ -276,6 +300,11 @@ def load_servable(*, name: str, version: int, path: Path, tags: tuple[str, ...] 
             text = str(session_error).strip()
             second = text.splitlines()[0] if text else type(session_error).__name__
             raise ServeError(f"failed to load SavedModel {path}: {first_line}; as a TF1 graph: {second}") from None
+    return _servable(name=name, version=version, path=path, loaded=loaded, signature_defs=signature_defs)
+
+
+def _servable(*, name: str, version: int, path: Path, loaded: Any, signature_defs: Any) -> Servable:
+    """The Servable over a loaded model: its serving signatures as their SignatureDefs declare them."""
     aliases = _input_aliases(path)
     signatures: dict[str, SignatureInfo] = {}
     for key in loaded.signatures.keys():
@@ -343,13 +372,20 @@ class _SessionModel:
     decides shapes: feeds are not checked against the declared ones.
     """
 
-    def __init__(self, path: Path, signature_defs: Any, *, tags: tuple[str, ...] = ("serve",)) -> None:
+    def __init__(
+        self, path: Path, signature_defs: Any, *, tags: tuple[str, ...] = ("serve",), restore: bool = True
+    ) -> None:
         import tensorflow as tf
+
+        from tfpilot._tf_private import load_graph_without_variables
 
         self._graph = tf.Graph()
         self._session = tf.compat.v1.Session(graph=self._graph)
         with self._graph.as_default():
-            tf.compat.v1.saved_model.loader.load(self._session, list(tags), str(path))
+            if restore:
+                tf.compat.v1.saved_model.loader.load(self._session, list(tags), str(path))
+            else:
+                load_graph_without_variables(self._session, list(tags), str(path))
         self.signatures: dict[str, Any] = {}
         for key, definition in signature_defs.signature_def.items():
             if key in _INTERNAL_SIGNATURES:

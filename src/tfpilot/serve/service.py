@@ -119,12 +119,17 @@ class InferenceService:
         graph's to parse (a TF1 graph may declare them as another dtype)."""
         if not examples:
             inputs = signature.check_inputs(signature.canonical(inputs))
-        unknown = [key for key in output_filter if key not in signature.outputs]
-        if unknown:
-            raise RequestError.invalid(
-                f"output tensor alias not found in signature: {unknown[0]} Outputs expected to be in the set "
-                f"{{{','.join(sorted(signature.outputs))}}}."
-            )
+        # In request order, as TF Serving's PreProcessPrediction checks them (predict_util.cc).
+        seen: set[str] = set()
+        for key in output_filter:
+            if key not in signature.outputs:
+                raise RequestError.invalid(
+                    f"output tensor alias not found in signature: {key} Outputs expected to be in the set "
+                    f"{{{','.join(sorted(signature.outputs))}}}."
+                )
+            if key in seen:
+                raise RequestError.invalid(f"duplicate output tensor alias: {key}")
+            seen.add(key)
         outputs = await self.batcher.run(servable, signature.name, inputs, timeout=timeout)
         if self.request_log is not None:
             self.request_log.record(
@@ -203,10 +208,9 @@ def _string_batch(examples: list[bytes]) -> np.ndarray:
 def _example_signature(servable: Servable, name: str, method: str, kind: str, *, check_method: bool) -> SignatureInfo:
     signature = servable.signature(name)
     if check_method and signature.method_name != method:
+        # TF Serving's words exactly (classifier.cc, regressor.cc).
         raise RequestError.invalid(
-            f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name} "
-            f"(signature `{signature.name}`; call :predict for predict signatures, or serve without "
-            "--enable_signature_method_name_check)"
+            f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name}"
         )
     spec = signature.inputs.get("inputs")
     if len(signature.inputs) != 1 or spec is None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tfpilot.errors import ServeError
-from tfpilot.serve.servable import PREDICT_METHOD, Servable
+from tfpilot.serve.servable import Servable
 from tfpilot.serve.tensors import serialized_examples, tensor_proto_to_array
 
 __all__ = ["WARMUP_FILE", "MAX_WARMUP_RECORDS", "warmup_servable", "read_warmup_records"]
@@ -45,7 +45,7 @@ def _replay(servable: Servable, record: Any) -> None:
     kind = record.WhichOneof("log_type")
     if kind == "predict_log":
         request = record.predict_log.request
-        signature = servable.signature(request.model_spec.signature_name)
+        signature = servable.predict_signature(request.model_spec.signature_name)
         inputs = {name: tensor_proto_to_array(proto, name=name) for name, proto in request.inputs.items()}
         servable.run(signature.name, signature.check_inputs(inputs))
     elif kind in ("classify_log", "regress_log"):
@@ -57,31 +57,14 @@ def _replay(servable: Servable, record: Any) -> None:
         raise ServeError(f"warmup record of type `{kind}` is not supported; use predict, classify or regress logs")
 
 
-def _synthetic(servable: Servable) -> int:
-    calls = 0
-    for signature in servable.signatures.values():
-        if signature.method_name != PREDICT_METHOD:
-            continue
-        inputs = {}
-        for name, spec in signature.inputs.items():
-            if spec.shape is None or spec.dtype == "string":
-                break
-            inputs[name] = np.zeros([1 if d < 0 else d for d in spec.shape], dtype=spec.numpy_dtype)
-        else:
-            try:
-                servable.run(signature.name, inputs)
-                calls += 1
-            except Exception as error:  # best effort only: the model may reject zeros
-                _log.debug("synthetic warmup of %s/%s skipped: %s", servable.name, signature.name, error)
-    return calls
-
-
 def warmup_servable(servable: Servable, *, iterations: int = 1) -> int:
     """Warm ``servable``, each record ``iterations`` times (--num_request_iterations_for_warmup);
     returns the number of calls made. Raises ServeError if a record fails."""
     path = servable.path / WARMUP_FILE
     if not path.exists():
-        return _synthetic(servable)
+        # TF Serving runs nothing at load without warmup records: a stateful signature (its own
+        # saved_model_counter test model) must answer its first request as the first call.
+        return 0
     records = read_warmup_records(path)
     for index, record in enumerate(records):
         for _ in range(max(1, iterations)):

@@ -112,7 +112,8 @@ def test_a_transient_load_failure_recovers_on_a_retry_without_any_file_changing(
     assert states(registry) == {2: ModelState.LOADING, 1: ModelState.LOADING}
     with pytest.raises(RequestError) as nothing_yet:
         registry.resolve("half")
-    assert nothing_yet.value.code == Code.UNAVAILABLE
+    # TF Serving (ServerCore::GetServableHandle): NOT_FOUND "Servable not found for request: Latest(half)".
+    assert nothing_yet.value.code == Code.NOT_FOUND
     outage.unlink()  # storage is back; the version files never changed
     registry.poll()
     assert answer(registry) == (2, 4.0)

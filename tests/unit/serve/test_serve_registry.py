@@ -147,14 +147,18 @@ def test_a_broken_newest_version_falls_back_to_the_previous_one_in_the_same_poll
     assert {s.version: s.state for s in registry.status("half")} == {2: ModelState.END, 1: ModelState.AVAILABLE}
 
 
-def test_no_available_version_is_unavailable_not_found(tmp_path, built):
+def test_no_available_version_is_not_found_as_tf_serving_answers(tmp_path, built):
+    """TF Serving (ServerCore::GetServableHandle) answers a configured model with no loaded
+    version NOT_FOUND "Servable not found for request: Latest(NAME)"; clients read 404 as "no
+    such model yet"."""
     base = tmp_path / "empty"
     base.mkdir()
     registry = ModelRegistry([ServedModel(name="half", base_path=base)])
     registry.poll()
     with pytest.raises(RequestError) as caught:
         registry.resolve("half")
-    assert caught.value.code == Code.UNAVAILABLE
+    assert caught.value.code == Code.NOT_FOUND
+    assert caught.value.message == "Servable not found for request: Latest(half)"
     assert registry.readiness() == {"half": False}
 
 
