@@ -142,3 +142,41 @@ def test_the_unix_socket_left_by_a_previous_server_is_taken_over(server):
 
     answer = _stub(f"unix:{server.socket_path}").Predict(_predict("frozen"), timeout=30)
     assert tf.make_ndarray(answer.outputs["y"]).tolist() == [2.0, 4.0]
+
+
+def test_the_grpc_health_service_answers_as_probes_expect(tmp_path):
+    """--enable_grpc_healthcheck_service: grpc.health.v1 with the official client stubs; SERVING
+    only when every configured model has an available version."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    demo_models.write_half_plus_two(tmp_path / "half", 1)
+    (tmp_path / "later").mkdir()
+    models = [
+        ServedModel(name="half", base_path=tmp_path / "half"),
+        ServedModel(name="later", base_path=tmp_path / "later"),
+    ]
+    options = ServerOptions(
+        models=models,
+        rest_port=None,
+        grpc_port=0,
+        enable_grpc_healthcheck_service=True,
+        file_system_poll_wait_seconds=0,
+    )
+    with ModelServer(options) as running, grpc.insecure_channel(running.grpc_target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+        assert health.Check(health_pb2.HealthCheckRequest(service=""), timeout=30).status == not_serving
+        assert health.Check(health_pb2.HealthCheckRequest(service="half"), timeout=30).status == serving
+        assert health.Check(health_pb2.HealthCheckRequest(service="later"), timeout=30).status == not_serving
+        with pytest.raises(grpc.RpcError) as caught:
+            health.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=30)
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        watch = health.Watch(health_pb2.HealthCheckRequest(service="half"), timeout=30)
+        assert next(iter(watch)).status == serving
+        watch.cancel()
+    # Without the flag the service is not there, as in TF Serving.
+    options = ServerOptions(models=models[:1], rest_port=None, grpc_port=0, file_system_poll_wait_seconds=0)
+    with ModelServer(options) as running, grpc.insecure_channel(running.grpc_target) as channel:
+        with pytest.raises(grpc.RpcError) as caught:
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED

@@ -23,6 +23,7 @@ _BOOLEAN_FLAGS = (
     "enable_profiler",
     "rest_api_enable_cors_support",
     "allow_version_labels_for_unavailable_models",
+    "enable_grpc_healthcheck_service",
 )
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
@@ -126,6 +127,11 @@ def register(app: typer.Typer) -> None:
             False,
             "--enable_signature_method_name_check/--noenable_signature_method_name_check",
             help="Refuse classify/regress on signatures whose method name says otherwise (TF Serving: off).",
+        ),
+        enable_grpc_healthcheck_service: bool = typer.Option(
+            False,
+            "--enable_grpc_healthcheck_service/--noenable_grpc_healthcheck_service",
+            help="Serve grpc.health.v1.Health on the gRPC port: SERVING once every model has a version available.",
         ),
         enable_model_warmup: bool = typer.Option(
             True,
@@ -277,6 +283,7 @@ def register(app: typer.Typer) -> None:
             rest_api_timeout_in_ms=rest_api_timeout_in_ms,
             enable_model_warmup=enable_model_warmup,
             enable_signature_method_name_check=enable_signature_method_name_check,
+            enable_grpc_healthcheck_service=enable_grpc_healthcheck_service,
             max_request_bytes=max_request_bytes,
             request_log_path=request_log,
             request_log_sample_rate=request_log_sample_rate,

@@ -184,9 +184,15 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
         )
 
 
-def add_servicers(server: grpc.aio.Server, service: InferenceService, *, profiler: bool = True) -> None:
+def add_servicers(
+    server: grpc.aio.Server, service: InferenceService, *, profiler: bool = True, health: bool = False
+) -> None:
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(PredictionServicer(service), server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelServicer(service), server)
+    if health:
+        from tfpilot.serve.health import add_health_servicer
+
+        add_health_servicer(server, service.registry)
     if profiler:
         from tfpilot.serve.profiler import profiler_handler
 

@@ -53,6 +53,8 @@ class ServerOptions:
     # TF Serving's default: classify/regress run on any signature with the right inputs and outputs,
     # whatever its method name (TF2 SavedModels carry the predict method name on every signature).
     enable_signature_method_name_check: bool = False
+    # grpc.health.v1.Health on the gRPC port (TF Serving's --enable_grpc_healthcheck_service).
+    enable_grpc_healthcheck_service: bool = False
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     request_log_path: Path | None = None
     request_log_sample_rate: float = 1.0
@@ -372,7 +374,12 @@ class ModelServer:
                 options=list(channel_options.items()),
                 interceptors=[grpc_limit_interceptor(self.grpc_limit)] if self.grpc_limit is not None else None,
             )
-            add_servicers(grpc_server, service, profiler=options.enable_profiler)
+            add_servicers(
+                grpc_server,
+                service,
+                profiler=options.enable_profiler,
+                health=options.enable_grpc_healthcheck_service,
+            )
             host = options.host if ":" not in options.host else f"[{options.host}]"
             credentials = options.tls.grpc_credentials() if options.tls is not None else None
 
