@@ -20,6 +20,7 @@ import dataclasses
 import enum
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,14 @@ import tensorflow as tf
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["NanAction", "NanEvent", "NanGuard", "replay_with_check_numerics", "parse_check_numerics"]
+__all__ = [
+    "NanAction",
+    "NanEvent",
+    "NanGuard",
+    "replay_with_check_numerics",
+    "parse_check_numerics",
+    "under_check_numerics",
+]
 
 _OP = re.compile(r'Detected (?:Infinity or NaN|NaN|Infinity)[^"]*"(?P<op>[A-Za-z0-9_]+)"')
 _NODE = re.compile(r"\{\{node (?P<node>[^}]+)\}\}")
@@ -125,6 +133,20 @@ def nonfinite_inputs(batch: Any) -> dict[str, Any] | None:
     return None
 
 
+def under_check_numerics(run: Callable[[], Any], *, model: keras.Model | None) -> tuple[dict[str, Any] | None, Any]:
+    """Call `run` (which traces a fresh tf.function, so its graph is instrumented) with
+    check_numerics on: (what it names, None) when an op produced NaN/Inf, else (None, the result)."""
+    tf.debugging.enable_check_numerics(stack_height_limit=60, path_length_limit=400)
+    try:
+        return None, run()
+    except (tf.errors.InvalidArgumentError, tf.errors.OpError) as error:
+        evidence = parse_check_numerics(error.message, model=model)
+        evidence["reproduced"] = True
+        return evidence, None
+    finally:
+        tf.debugging.disable_check_numerics()
+
+
 def replay_with_check_numerics(step_functions, features, labels) -> dict[str, Any]:
     """Run forward and backward on one batch with check_numerics; return what it names.
 
@@ -135,20 +157,14 @@ def replay_with_check_numerics(step_functions, features, labels) -> dict[str, An
     in_data = nonfinite_inputs((features, labels))
     if in_data is not None:
         return in_data
-    tf.debugging.enable_check_numerics(stack_height_limit=60, path_length_limit=400)
-    try:
-        # A fresh function, so its graph is traced (and instrumented) now.
-        @tf.function
-        def replay(features, labels):
-            return step_functions.loss_and_gradients(features, labels)[0]
 
-        loss = replay(features, labels)
-    except (tf.errors.InvalidArgumentError, tf.errors.OpError) as error:
-        evidence = parse_check_numerics(error.message, model=model)
-        evidence["reproduced"] = True
+    @tf.function
+    def replay(features, labels):
+        return step_functions.loss_and_gradients(features, labels)[0]
+
+    evidence, loss = under_check_numerics(lambda: replay(features, labels), model=model)
+    if evidence is not None:
         return evidence
-    finally:
-        tf.debugging.disable_check_numerics()
     # The step was non-finite but this replay is not: randomness (dropout) or a distributed
     # reduction that a single device does not repeat.
     return {"reproduced": False, "replay_loss": float(loss)}

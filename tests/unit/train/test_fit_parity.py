@@ -332,34 +332,19 @@ def test_the_retry_limit_counts_bad_batches_in_a_row_and_says_so(tmp_path):
     y = x.sum(axis=1)
     one_bad = x.copy()
     one_bad[5, 0] = np.nan  # batch 0 of 5, every epoch
-    result = tfpilot.fit(
-        batch_norm_dropout(),
-        one_bad,
-        y,
-        batch_size=8,
-        epochs=6,
-        shuffle=False,
-        nan_policy="skip_batch",
-        nan_max_retries=1,
-        name="one",
-        runs_dir=tmp_path,
-    )
+
+    def skipping(data, *, epochs, retries, name):
+        return tfpilot.fit(
+            batch_norm_dropout(), data, y, batch_size=8, epochs=epochs, shuffle=False, nan_policy="skip_batch",
+            nan_max_retries=retries, name=name, runs_dir=tmp_path,
+        )  # fmt: skip
+
+    result = skipping(one_bad, epochs=6, retries=1, name="one")
     assert result.epochs_run == 6  # six skips over the run, never two in a row
     run_of_bad = x.copy()
     run_of_bad[8:32, 0] = np.nan  # batches 1, 2 and 3
     with pytest.raises(TrainError) as caught:
-        tfpilot.fit(
-            batch_norm_dropout(),
-            run_of_bad,
-            y,
-            batch_size=8,
-            epochs=2,
-            shuffle=False,
-            nan_policy="skip_batch",
-            nan_max_retries=2,
-            name="run",
-            runs_dir=tmp_path,
-        )
+        skipping(run_of_bad, epochs=2, retries=2, name="run")
     message = str(caught.value)
     assert "nan_max_retries=2" in message and "in a row" in message and "\n" not in message
 

@@ -23,7 +23,7 @@ from tfpilot.atomic import atomic_write_json
 from tfpilot.errors import TrainError
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
-from tfpilot.train.guard import NanGuard, nonfinite_inputs, parse_check_numerics
+from tfpilot.train.guard import NanGuard, nonfinite_inputs, under_check_numerics
 from tfpilot.train.summaries import SummaryWriters
 
 __all__ = ["GuardCallback", "RunDirCallback", "replay_train_step"]
@@ -54,20 +54,12 @@ def replay_train_step(model: keras.Model, train_step: Any, batch: Any) -> dict[s
     back afterwards. Returns what check_numerics named (op, layer, the user's source line)."""
     variables = _every_variable(model)
     saved = [tf.identity(v) for v in variables]
-    tf.debugging.enable_check_numerics(stack_height_limit=60, path_length_limit=400)
     try:
-        # A fresh function, so its graph is traced (and instrumented) now.
-        replay = tf.function(train_step)
-        logs = replay(batch)
-    except (tf.errors.InvalidArgumentError, tf.errors.OpError) as error:
-        evidence = parse_check_numerics(error.message, model=model)
-        evidence["reproduced"] = True
-        return evidence
+        evidence, logs = under_check_numerics(lambda: tf.function(train_step)(batch), model=model)
     finally:
-        tf.debugging.disable_check_numerics()
         for variable, value in zip(variables, saved, strict=True):
             variable.assign(value)
-    return {"reproduced": False, "replay_logs": _python_logs(logs)}
+    return evidence if evidence is not None else {"reproduced": False, "replay_logs": _python_logs(logs)}
 
 
 class GuardCallback(keras.callbacks.Callback):
