@@ -129,9 +129,52 @@ def _has_long_number(body: bytes) -> bool:
     return False
 
 
+# Python's json messages -> RapidJSON's GetParseError_En, which TF Serving's json_tensor.cc puts in
+# "JSON Parse error: <message> at offset: <n>".
+_RAPIDJSON_MESSAGES = {
+    "Expecting value": "Invalid value.",
+    "Expecting property name enclosed in double quotes": "Missing a name for object member.",
+    "Expecting ':' delimiter": "Missing a colon after a name of object member.",
+    "Unterminated string starting at": "Missing a closing quotation mark in string.",
+    "Invalid \\escape": "Invalid escape character in string.",
+    "Invalid \\uXXXX escape": "Incorrect hex digit after \\u escape in string.",
+    "Extra data": "The document root must not be followed by other values.",
+}
+
+
+def _innermost_container(text: str, end: int) -> str:
+    """`{` or `[`: the container open at `end` (strings skipped), to word a missing comma as RapidJSON does."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text[:end]:
+        if in_string:
+            escaped = not escaped and char == "\\"
+            in_string = escaped or char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else "{"
+
+
+def _json_error(error: json.JSONDecodeError) -> str:
+    if error.msg == "Expecting ',' delimiter":
+        message = (
+            "Missing a comma or ']' after an array element."
+            if _innermost_container(error.doc, error.pos) == "["
+            else "Missing a comma or '}' after an object member."
+        )
+    else:
+        message = _RAPIDJSON_MESSAGES.get(error.msg, error.msg)
+    offset = len(error.doc) if error.msg.startswith("Unterminated string") else error.pos
+    return f"JSON Parse error: {message} at offset: {offset}"
+
+
 def parse_json_body(body: bytes) -> dict[str, Any]:
     if not body or not body.strip():
-        raise RequestError.invalid("JSON Parse error: The document is empty")
+        raise RequestError.invalid("JSON Parse error: The document is empty. at offset: 0")
     if _orjson is not None and not _has_long_number(body):
         try:
             document = _orjson.loads(body)
@@ -142,7 +185,7 @@ def parse_json_body(body: bytes) -> dict[str, Any]:
     try:
         document = json.loads(body)
     except json.JSONDecodeError as error:
-        raise RequestError.invalid(f"JSON Parse error: {error.msg} at offset: {error.pos}") from None
+        raise RequestError.invalid(_json_error(error)) from None
     except (UnicodeDecodeError, ValueError) as error:
         raise RequestError.invalid(f"JSON Parse error: {error}") from None
     except RecursionError:

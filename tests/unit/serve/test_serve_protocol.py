@@ -296,3 +296,23 @@ def test_example_features_accept_signature_keys_for_header_names():
         decode_examples(
             {"examples": [{"sepal_length_cm": 5.1, "sepal length (cm)": 5.1}]}, method="classify", feature_names=renames
         )
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        # TF Serving's json_tensor.cc: "JSON Parse error: " + RapidJSON's GetParseError_En + " at offset: N".
+        (b"", "JSON Parse error: The document is empty. at offset: 0"),
+        (b"{not json", "JSON Parse error: Missing a name for object member. at offset: 1"),
+        (b'{"a" 1}', "JSON Parse error: Missing a colon after a name of object member. at offset: 5"),
+        (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member. at offset: 8"),
+        (b'{"a": [1, 2 3]}', "JSON Parse error: Missing a comma or ']' after an array element. at offset: 12"),
+        (b'{"a": tru}', "JSON Parse error: Invalid value. at offset: 6"),
+        (b'{"a": "x', "JSON Parse error: Missing a closing quotation mark in string. at offset: 8"),
+        (b'{"a": 1} x', "JSON Parse error: The document root must not be followed by other values. at offset: 9"),
+    ],
+)
+def test_malformed_json_is_worded_as_tf_serving_words_it(body, message):
+    with pytest.raises(RequestError) as caught:
+        parse_json_body(body)
+    assert caught.value.message == message
