@@ -9,7 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PrivateApiMissing", "build_compile_state", "load_graph_without_variables", "validation_split_of"]
+__all__ = [
+    "PrivateApiMissing",
+    "backprop",
+    "build_compile_state",
+    "compile_config",
+    "concrete_functions",
+    "dataset_inputs",
+    "disable_all_reduce",
+    "eager_shape_and_values",
+    "eager_tensor_base",
+    "fast_path_execute",
+    "fingerprinting_utils",
+    "flatten_layers",
+    "framework_ops",
+    "iterator_ops",
+    "load_graph_without_variables",
+    "polymorphic_function",
+    "session_callable",
+    "sleep_dataset_op",
+    "validation_split_of",
+    "xplane_pb2",
+]
 
 
 class PrivateApiMissing(RuntimeError):
@@ -73,3 +94,134 @@ def load_graph_without_variables(session: Any, tags: list[str], path: str) -> No
     loader = SavedModelLoader(path)
     loader.load_graph(session.graph, tags)
     loader.run_init_ops(session, tags)
+
+
+# ----------------------------------------------------------------------------------- Keras
+
+
+def flatten_layers(model: Any, *, include_self: bool = False) -> list[Any]:
+    """Every layer of a model, nested ones included.
+
+    Why: Keras 3 has no public recursive walk (`model.layers` is one level); names in check_numerics
+    messages, the guard's layer state and custom-object modules all need the nested layers."""
+    walk = getattr(model, "_flatten_layers", None)
+    if walk is None:
+        raise _missing("keras.Layer._flatten_layers", "walking a model's nested layers")
+    return list(walk(include_self=include_self, recursive=True))
+
+
+def compile_config(model: Any) -> dict[str, Any]:
+    """The arguments model.compile was given (loss, metrics, ...), {} for an uncompiled model.
+
+    Why: Keras keeps them only in the private CompileConfig; tfpilot.fit records the modules that
+    define a custom loss or metric so `tfpilot export` can import them."""
+    config = getattr(getattr(model, "_compile_config", None), "config", None)
+    return dict(config) if isinstance(config, dict) else {}
+
+
+def disable_all_reduce(optimizer: Any) -> bool:
+    """Make a Keras optimizer apply the gradients it is given as the global gradient (no all-reduce).
+
+    Why: under a distribution strategy Keras 3's optimizer.apply sums gradients across replicas
+    itself; tfpilot's step reduces them first (to check and clip the global norm), and Keras 3
+    has no public switch (Keras 2's experimental_aggregate_gradients=False). Returns False when
+    this Keras has no such hook; the caller then passes per-replica gradients."""
+    if not hasattr(optimizer, "_all_reduce_sum_gradients"):
+        return False
+    optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+    return True
+
+
+# ------------------------------------------------------------------------------ TensorFlow
+
+
+def framework_ops() -> Any:
+    """tensorflow.python.framework.ops: EagerTensor and _EagerTensorBase, whose numpy(),
+    __float__ ... the doctor's watchers wrap to see host syncs (no public type is the base)."""
+    try:
+        from tensorflow.python.framework import ops
+    except ImportError:
+        raise _missing("tensorflow.python.framework.ops", "the doctor's host-sync and numerics watchers") from None
+    return ops
+
+
+def eager_tensor_base() -> Any:
+    base = getattr(framework_ops(), "_EagerTensorBase", None)
+    if base is None:
+        raise _missing("tensorflow.python.framework.ops._EagerTensorBase", "the doctor's host-sync watcher")
+    return base
+
+
+def eager_shape_and_values(value: Any) -> tuple[tuple[int, ...] | None, Any]:
+    """An EagerTensor's shape tuple and numpy array, read without its public numpy() (which the
+    doctor wraps to count the user's host syncs: this read is the doctor's own)."""
+    return value._shape_tuple(), value._numpy()
+
+
+def concrete_functions(function: Any) -> list[Any]:
+    """Every concrete function a tf.function has traced (no public listing exists); [] when gone."""
+    listing = getattr(function, "_list_all_concrete_functions", None)
+    return list(listing()) if listing is not None else []
+
+
+def dataset_inputs(dataset: Any) -> list[Any]:
+    """The datasets a tf.data stage reads from (the doctor describes the pipeline stage by stage)."""
+    return list(dataset._inputs())
+
+
+def polymorphic_function() -> Any:
+    """The tf.function class, whose __call__ the doctor wraps to time and count calls."""
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as module
+
+    return module
+
+
+def iterator_ops() -> Any:
+    """tf.data's OwnedIterator, whose __next__ the doctor wraps (input wait, epochs)."""
+    from tensorflow.python.data.ops import iterator_ops as module
+
+    return module
+
+
+def backprop() -> Any:
+    from tensorflow.python.eager import backprop as module
+
+    return module
+
+
+def fast_path_execute() -> tuple[Any, Any]:
+    """(TFE_Py_FastPathExecute, the eager context): one ReadVariableOp per variable without the
+    Python layers around it, so the doctor's numerics snapshot costs little per step."""
+    from tensorflow.python import pywrap_tfe
+    from tensorflow.python.eager import context
+
+    return pywrap_tfe.TFE_Py_FastPathExecute, context.context()
+
+
+def fingerprinting_utils() -> Any:
+    """Recomputes fingerprint.pb after tfpilot rewrites a signature's method name in saved_model.pb
+    (TF Serving checks the fingerprint; no public API writes it)."""
+    from tensorflow.python.saved_model import fingerprinting_utils as module
+
+    return module
+
+
+def sleep_dataset_op() -> Any:
+    """tf.data's testing `sleep` transformation: a model that sleeps inside its graph for the
+    serve tests' deadlines (a duration that does not depend on the machine)."""
+    from tensorflow.python.data.experimental.ops import testing
+
+    return testing
+
+
+def xplane_pb2() -> Any:
+    """The profiler's XSpace protobuf (tensorflow.tsl); xprof ships the same message."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2 as module
+
+    return module
+
+
+def session_callable(session: Any, options: Any) -> Any:
+    """A Session callable from CallableOptions without Session.make_callable's Python-side check of
+    feed shapes: TF Serving feeds the graph and lets the kernels decide."""
+    return session._make_callable_from_options(options)

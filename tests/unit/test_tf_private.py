@@ -34,3 +34,60 @@ def test_validation_split_of_holds_out_the_rows_model_fit_holds_out():
     np.testing.assert_allclose(evaluated, history.history["val_loss"][-1], rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(held_x), x[7:])
     assert held_w is None
+
+
+def test_keras_entries_walk_nested_layers_read_the_compile_config_and_switch_off_the_all_reduce():
+    import keras
+
+    from tfpilot import _tf_private
+
+    inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="inner_dense")], name="inner")
+    model = keras.Sequential([keras.Input((3,)), inner, keras.layers.Dense(1, name="head")])
+    names = [layer.name for layer in _tf_private.flatten_layers(model)]
+    assert "inner_dense" in names and "head" in names and model.name not in names
+    assert _tf_private.flatten_layers(model, include_self=True)[0] is model
+    assert _tf_private.compile_config(model) == {}
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    assert _tf_private.compile_config(model)["loss"] == "mse"
+    assert _tf_private.disable_all_reduce(model.optimizer) is True
+    marker = [object()]
+    assert model.optimizer._all_reduce_sum_gradients(marker) == marker
+
+
+def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_call(tmp_path):
+    import tensorflow as tf
+
+    from tfpilot import _tf_private
+
+    tensor = tf.constant([[1.0, 2.0]])
+    assert isinstance(tensor, _tf_private.framework_ops().EagerTensor)
+    base = _tf_private.eager_tensor_base()
+    assert all(hasattr(base, name) for name in ("numpy", "__float__", "__int__", "__bool__", "__array__", "__index__"))
+    shape, values = _tf_private.eager_shape_and_values(tensor)
+    assert shape == (1, 2) and values.tolist() == [[1.0, 2.0]]
+
+    @tf.function
+    def double(x):
+        return x * 2
+
+    double(tf.constant(1.0))
+    assert len(_tf_private.concrete_functions(double)) == 1
+    assert isinstance(double, _tf_private.polymorphic_function().Function)
+    dataset = tf.data.Dataset.range(4).map(lambda x: x + 1)
+    assert len(_tf_private.dataset_inputs(dataset)) == 1
+    assert isinstance(iter(dataset), _tf_private.iterator_ops().OwnedIterator)
+    assert _tf_private.backprop().GradientTape is tf.GradientTape
+    execute, context = _tf_private.fast_path_execute()
+    assert callable(execute) and context is not None
+    assert callable(_tf_private.fingerprinting_utils().write_fingerprint)
+    assert list(tf.data.Dataset.range(2).apply(_tf_private.sleep_dataset_op().sleep(1))) == [0, 1]
+    assert hasattr(_tf_private.xplane_pb2(), "XSpace")
+    graph = tf.Graph()
+    with graph.as_default():
+        feed = tf.compat.v1.placeholder(tf.float32, [None])
+        fetch = feed * 3.0
+    session = tf.compat.v1.Session(graph=graph)
+    from tensorflow.core.protobuf import config_pb2
+
+    options = config_pb2.CallableOptions(feed=[feed.name], fetch=[fetch.name])
+    assert _tf_private.session_callable(session, options)(np.array([1.0, 2.0], np.float32))[0].tolist() == [3.0, 6.0]

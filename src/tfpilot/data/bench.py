@@ -30,7 +30,7 @@ def _examples_per_second(dataset: tf.data.Dataset, *, max_batches: int) -> float
 def _naive(pipeline: Any) -> tf.data.Dataset:
     decode, preprocess = pipeline.source.decode, pipeline.preprocessor
     return (
-        pipeline._records("train")
+        pipeline.records("train")
         .map(lambda r, y: (preprocess(decode(r)), y))
         .batch(pipeline.batch_size)
         .with_options(_no_autotune())

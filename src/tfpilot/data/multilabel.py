@@ -86,4 +86,4 @@ def _encode(pipeline: Any, cells: np.ndarray, vocabulary: list[str], separator: 
         )
     pipeline.source.labels = matrix
     pipeline.source.class_names = list(vocabulary)
-    pipeline._cached.clear()
+    pipeline.clear_cache()

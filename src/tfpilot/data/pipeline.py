@@ -64,6 +64,11 @@ class Pipeline:
     _cached: dict[str, tf.data.Dataset] = dataclasses.field(default_factory=dict, repr=False)
     _audit: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
+    def clear_cache(self) -> None:
+        """Forget the built split datasets: the labels or the preprocessing changed (a task was
+        inferred, a parameter-server worker rebuilds its own)."""
+        self._cached.clear()
+
     # ------------------------------------------------------------------ facts
     @property
     def class_names(self) -> list[str]:
@@ -115,7 +120,7 @@ class Pipeline:
         return options
 
     # ------------------------------------------------------------------ datasets
-    def _records(self, split: str) -> tf.data.Dataset:
+    def records(self, split: str) -> tf.data.Dataset:
         if split not in self.indices:
             raise DataError(f"unknown split `{split}`; expected one of {list(self.indices)}")
         index = self.indices[split]
@@ -147,7 +152,7 @@ class Pipeline:
 
     def raw(self, split: str) -> tf.data.Dataset:
         """Unbatched (raw features, label): what a client would send to the server."""
-        return self._decoded(self._records(split))
+        return self._decoded(self.records(split))
 
     def _decoded(self, records: tf.data.Dataset) -> tf.data.Dataset:
         decode = self.source.decode

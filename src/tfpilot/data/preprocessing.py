@@ -111,7 +111,7 @@ class Preprocessor:
         if self.kind == "tabular":
             parts: list[tf.Tensor] = []
             if self.numeric_columns:
-                numeric = tf.concat([self._flat_numeric(features[c], c) for c in self.numeric_columns], axis=-1)
+                numeric = tf.concat([self.flat_numeric(features[c], c) for c in self.numeric_columns], axis=-1)
                 if "fill" in self.extra:
                     # data.csv.impute median/constant: missing cells take that value before scaling.
                     numeric = tf.where(tf.math.is_nan(numeric), tf.constant(self.extra["fill"], tf.float32), numeric)
@@ -131,7 +131,7 @@ class Preprocessor:
             return text_transform(self, features)
         raise ValueError(f"no built-in transform for preprocessing kind `{self.kind}`")
 
-    def _flat_numeric(self, value: tf.Tensor, column: str) -> tf.Tensor:
+    def flat_numeric(self, value: tf.Tensor, column: str) -> tf.Tensor:
         # [batch..., *shape] -> [batch..., width]: a scalar CSV column and an array feature of
         # shape [k] (the Python API's bare `x`) both become columns of the model input.
         value = tf.cast(value, tf.float32)

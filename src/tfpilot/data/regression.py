@@ -87,4 +87,4 @@ def _standardise(pipeline: Any, values: np.ndarray, mean: float, std: float, nam
     pipeline.source.labels = ((values - mean) / std).astype(np.float32)
     # One "class": the single output unit, named after the target (export contract, metrics.json).
     pipeline.source.class_names = [name]
-    pipeline._cached.clear()
+    pipeline.clear_cache()

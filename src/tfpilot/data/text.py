@@ -217,7 +217,7 @@ def text_transform(preprocessor: Preprocessor, features: dict[str, tf.Tensor]) -
             ids = tf.ensure_shape(ids, [max_length])
     if not preprocessor.numeric_columns:
         return ids
-    numeric = tf.concat([preprocessor._flat_numeric(features[c], c) for c in preprocessor.numeric_columns], axis=-1)
+    numeric = tf.concat([preprocessor.flat_numeric(features[c], c) for c in preprocessor.numeric_columns], axis=-1)
     scaled = (numeric - tf.constant(preprocessor.mean, tf.float32)) / tf.constant(preprocessor.std, tf.float32)
     return {"tokens": ids, "numeric": tf.where(tf.math.is_nan(scaled), tf.zeros_like(scaled), scaled)}
 

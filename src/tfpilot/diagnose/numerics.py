@@ -36,6 +36,8 @@ import traceback
 import weakref
 from typing import Any
 
+from tfpilot import _tf_private
+
 __all__ = [
     "NumericsMonitor",
     "parse_check_numerics_message",
@@ -112,10 +114,9 @@ def _types() -> dict[str, Any]:
     """TensorFlow classes looked up once: the checks run on every call, and ``tf.*`` lookups are not free."""
     if not _TYPES:
         import tensorflow as tf
-        from tensorflow.python.framework import ops
 
         _TYPES.update(
-            eager=ops.EagerTensor,
+            eager=_tf_private.framework_ops().EagerTensor,
             optional=tf.experimental.Optional,
             iterators=(tf.data.Iterator, tf.distribute.DistributedIterator),
             flatten=tf.nest.flatten,
@@ -128,10 +129,10 @@ def _nonfinite_tensor(value: Any) -> float | None:
 
     if not value.dtype.is_floating:
         return None
-    shape = value._shape_tuple()  # EagerTensor's own tuple, cheaper than a TensorShape
+    # Not the watcher's patched numpy(): this read is the doctor's, not the user's.
+    shape, array = _tf_private.eager_shape_and_values(value)
     if shape is None or None in shape or math.prod(shape) > MAX_CHECKED_ELEMENTS:
         return None
-    array = value._numpy()  # not the watcher's patched numpy(): this read is the doctor's, not the user's
     if array.ndim == 0:
         number = float(array)
         return None if math.isfinite(number) else number
@@ -166,11 +167,7 @@ class _VariableReader:
     """
 
     def __init__(self, variables: list[Any]) -> None:
-        from tensorflow.python import pywrap_tfe
-        from tensorflow.python.eager import context
-
-        self._execute = pywrap_tfe.TFE_Py_FastPathExecute
-        self._context = context.context()
+        self._execute, self._context = _tf_private.fast_path_execute()
         self._plan: list[tuple[Any, Any, Any]] = []
         for variable in variables:
             handle = getattr(variable, "handle", None)
@@ -283,7 +280,7 @@ class NumericsMonitor:
     def _refresh_variables(self, function: Any, tracked: _Tracked) -> None:
         tracked.tracing_count = function.experimental_get_tracing_count()
         try:
-            concrete = function._list_all_concrete_functions()
+            concrete = _tf_private.concrete_functions(function)
         except Exception:  # private API: without it there is no snapshot, the replay still runs on current weights
             concrete = []
         unique: dict[int, Any] = {}
@@ -335,7 +332,7 @@ def _replay_arguments(call: _Call) -> tuple[tuple, dict, str]:
     The replay reads the batch at the same position from a fresh iterator over the same dataset
     (the same batch unless the dataset shuffles), leaving the run's own iterator untouched.
     """
-    from tensorflow.python.data.ops import iterator_ops
+    iterator_ops = _tf_private.iterator_ops()
 
     batch = "same"
 

@@ -16,6 +16,8 @@ import dataclasses
 import math
 from typing import Any
 
+from tfpilot import _tf_private
+
 __all__ = ["PipelineStage", "PipelineShape", "describe_dataset", "AUTOTUNE"]
 
 AUTOTUNE = -1
@@ -153,7 +155,7 @@ def _stage(dataset: Any) -> PipelineStage:
 
 def _inputs(dataset: Any) -> list[Any]:
     try:
-        return list(dataset._inputs())
+        return _tf_private.dataset_inputs(dataset)
     except Exception:  # not a tf.data DatasetV2 (a distributed dataset, a Keras adapter): stop here
         return []
 

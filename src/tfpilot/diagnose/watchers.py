@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import inspect
 import os
 import statistics
-import sys
 import threading
 import time
+import weakref
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tfpilot import _tf_private
 from tfpilot.diagnose.numerics import NumericsMonitor
 
 __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
@@ -179,11 +181,17 @@ def _argument_names(function, count: int) -> list[str]:
 _PYTHON_OP_TYPES = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
 
 
+def _caller_frame() -> Any:
+    """The frame that called the function calling this one (what sys._getframe(2) returns)."""
+    frame = inspect.currentframe()
+    return frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+
+
 def _graph_python_ops(function) -> set[str]:
     """Python-callback op types in every traced graph of ``function`` and the functions it calls."""
     found: set[str] = set()
     try:
-        concrete_functions = function._list_all_concrete_functions()
+        concrete_functions = _tf_private.concrete_functions(function)
     except Exception:  # private API; without it the rule cannot place the ops and assumes the pipeline
         return found
     for concrete in concrete_functions:
@@ -234,13 +242,15 @@ class Watcher:
         # The first pipeline with a cache stage: (step its iterator was made at, its dataset's id, epoch steps).
         self._cache: tuple[int, int, int | None] | None = None
         self.cache_filled_step: int | None = None
+        # Which dataset each eager iterator reads (weakly: iterators come and go with epochs).
+        self._iterator_datasets: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ install / remove
     def start(self) -> Watcher:
-        from tensorflow.python.data.ops import iterator_ops
-        from tensorflow.python.eager import backprop
-        from tensorflow.python.eager.polymorphic_function import polymorphic_function
-        from tensorflow.python.framework import ops
+        iterator_ops = _tf_private.iterator_ops()
+        backprop = _tf_private.backprop()
+        polymorphic_function = _tf_private.polymorphic_function()
+        eager_tensor_base = _tf_private.eager_tensor_base()
 
         watcher = self
         self._started = time.perf_counter()
@@ -256,7 +266,7 @@ class Watcher:
             before = function.experimental_get_tracing_count()
             # A function object never traced before: remember where the script calls it (a new tf.function
             # per call shows up as many such objects for one Python function).
-            site = _user_location(sys._getframe(1)) if before == 0 else None
+            site = _user_location(_caller_frame()) if before == 0 else None
             numerics = watcher.numerics
             if numerics is not None:
                 numerics.before(function, args, kwargs)
@@ -280,7 +290,7 @@ class Watcher:
         self._patch(polymorphic_function.Function, "__call__", call)
 
         def make_sync(name: str):
-            original = getattr(ops._EagerTensorBase, name)
+            original = getattr(eager_tensor_base, name)
 
             def sync(tensor, *args, **kwargs):
                 if watcher._in_sync or watcher._depth or threading.get_ident() != watcher._main_thread:
@@ -292,14 +302,14 @@ class Watcher:
                 finally:
                     watcher._in_sync = False
                 end = time.perf_counter()
-                watcher._on_sync(tensor, value, start=start, end=end, frame=sys._getframe(1))
+                watcher.on_sync(tensor, value, start=start, end=end, frame=_caller_frame())
                 watcher._record("overhead", end, time.perf_counter(), "")
                 return value
 
             return sync
 
         for name in ("numpy", "__float__", "__int__", "__bool__", "__array__", "__index__"):
-            self._patch(ops._EagerTensorBase, name, make_sync(name))
+            self._patch(eager_tensor_base, name, make_sync(name))
 
         original_next = iterator_ops.OwnedIterator.__next__
 
@@ -428,7 +438,7 @@ class Watcher:
         described = shape.to_dict()
         if described not in self.pipelines and len(self.pipelines) < 5:
             self.pipelines.append(described)
-        iterator._tfpilot_dataset_id = id(dataset)
+        self._iterator_datasets[iterator] = id(dataset)
         steps = self._steps_so_far()
         if self._cache is None and shape.cached:
             self._cache = (steps, id(dataset), shape.epoch_steps)
@@ -444,7 +454,7 @@ class Watcher:
 
     def _on_epoch_end(self, iterator) -> None:
         if self._cache is not None and self.cache_filled_step is None:
-            if getattr(iterator, "_tfpilot_dataset_id", None) == self._cache[1]:
+            if self._iterator_datasets.get(iterator) == self._cache[1]:
                 self.cache_filled_step = self._steps_so_far()
 
     def _window_may_start(self, count: int) -> bool:
@@ -517,7 +527,7 @@ class Watcher:
         self.fill_window.end_step(last_step=count - 1)
         self.fill_window.begin_step(count)
 
-    def _on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
+    def on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
         if _issued_by_tensorflow(frame):
             return  # e.g. the eager gradient of reduce_sum reads its axes with .numpy(): not the user's sync
         location = _user_location(frame)

@@ -223,9 +223,9 @@ def _xplane_pb2() -> Any:
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     path = Path(locations[0], "tsl", "profiler", "protobuf", "xplane_pb2.py") if locations else None
     if path is None or not path.is_file():
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+        from tfpilot import _tf_private
 
-        return xplane_pb2
+        return _tf_private.xplane_pb2()
     file_spec = importlib.util.spec_from_file_location(_XPLANE_MODULE, path)
     assert file_spec is not None and file_spec.loader is not None
     module = importlib.util.module_from_spec(file_spec)

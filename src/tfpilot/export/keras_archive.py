@@ -16,6 +16,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from tfpilot import _tf_private
 from tfpilot.errors import ExportError
 
 __all__ = ["unserializable_layers", "write_keras_archive", "keras_archive_hook"]
@@ -53,7 +54,7 @@ def _problem(layer: Any) -> str | None:
 
 def unserializable_layers(model: keras.Model) -> list[str]:
     """One message per layer (the model itself included when subclassed) that a .keras archive cannot restore."""
-    layers = [model, *model._flatten_layers(include_self=False, recursive=True)]
+    layers = _tf_private.flatten_layers(model, include_self=True)
     problems = []
     for layer in layers:
         if layer is model and type(model).__name__ in ("Functional", "Sequential"):

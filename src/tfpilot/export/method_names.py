@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tfpilot import _tf_private
 from tfpilot.errors import ExportError
 
 __all__ = ["set_method_names", "read_signature_defs", "parse_saved_model"]
@@ -57,7 +58,8 @@ def read_signature_defs(path: str | Path, *, any_meta_graph: bool = False) -> di
 def set_method_names(path: str | Path, method_names: dict[str, str]) -> None:
     """Rewrite signature_def[name].method_name for each entry, then refresh fingerprint.pb."""
     from tensorflow.core.protobuf import saved_model_pb2
-    from tensorflow.python.saved_model import fingerprinting_utils
+
+    fingerprinting_utils = _tf_private.fingerprinting_utils()
 
     if not method_names:
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tfpilot import _tf_private
 from tfpilot.atomic import atomic_directory
 from tfpilot.export.method_names import set_method_names
 
@@ -154,7 +155,8 @@ def write_sleep_model(base_path: str | Path, version: int = 1) -> Path:
     """x float32 [-1] -> y = x, after sleeping max(x) milliseconds inside the graph (a slow model
     whose duration does not depend on the machine, for deadline and queue tests)."""
     import tensorflow as tf
-    from tensorflow.python.data.experimental.ops import testing as data_testing
+
+    data_testing = _tf_private.sleep_dataset_op()
 
     class Sleep(tf.Module):
         def __init__(self) -> None:

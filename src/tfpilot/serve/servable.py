@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tfpilot import _tf_private
 from tfpilot.errors import ServeError
 from tfpilot.serve.status import Code, RequestError, as_request_error
 
@@ -407,7 +408,7 @@ class _SessionModel:
         # feed shapes against the placeholders (TF Serving lets the kernels decide), which is
         # why the private constructor is used rather than Session.make_callable.
         dtypes = [tensor.dtype.as_numpy_dtype for tensor in feeds]
-        call = self._session._make_callable_from_options(options)
+        call = _tf_private.session_callable(self._session, options)
 
         def run(**arrays: np.ndarray) -> dict[str, np.ndarray]:
             missing = [k for k in feed_keys if k not in arrays]

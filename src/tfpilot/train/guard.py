@@ -27,6 +27,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from tfpilot import _tf_private
 from tfpilot.errors import TrainError
 from tfpilot.findings import Finding, Severity
 
@@ -67,7 +68,7 @@ def _is_library(path: str) -> bool:
 
 
 def _layer_names(model: keras.Model) -> list[str]:
-    return [layer.name for layer in model._flatten_layers(include_self=False)]  # noqa: SLF001 (Keras has no public recursive walk)
+    return [layer.name for layer in _tf_private.flatten_layers(model)]
 
 
 def parse_check_numerics(message: str, *, model: keras.Model | None = None) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class CoordinatorRunner(Runner):
         # The dataset is built inside a tf.function traced for the workers; a copy with an empty
         # memo keeps that graph's datasets out of the pipeline the chief evaluates with.
         pipeline = copy.copy(self.pipeline)
-        pipeline._cached = {}
+        pipeline.clear_cache()
 
         def dataset_fn(context):
             # Repeat so a worker whose shard is short never raises OutOfRange mid-epoch; the epoch

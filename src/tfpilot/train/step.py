@@ -31,6 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfpilot import _tf_private
 from tfpilot.train.compiled_loop import MAX_STACK_BYTES, UNLOCATED, CompiledLoop
 from tfpilot.train.heads import ClassificationHead, Head
 
@@ -65,9 +66,7 @@ def disable_optimizer_aggregation(optimizer: keras.optimizers.Optimizer) -> bool
     """
     changed = False
     for target in {id(optimizer): optimizer, id(_inner_optimizer(optimizer)): _inner_optimizer(optimizer)}.values():
-        if hasattr(target, "_all_reduce_sum_gradients"):
-            target._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
-            changed = True
+        changed = _tf_private.disable_all_reduce(target) or changed
     return changed
 
 

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfpilot import _tf_private
 from tfpilot.errors import ConfigError, ModelError
 from tfpilot.findings import Finding, Severity
 from tfpilot.rundir import RunDir
@@ -93,12 +94,12 @@ def defining_modules(model: keras.Model) -> list[str]:
     their activations and the compiled losses and metrics: what a new process must import before
     Keras can load the .keras archive."""
     objects: list[Any] = [type(model)]
-    for layer in model._flatten_layers(include_self=False):  # noqa: SLF001 (no public recursive walk)
+    for layer in _tf_private.flatten_layers(model):
         objects.append(type(layer))
         for attribute in vars(layer).values():
             if callable(attribute) and hasattr(attribute, "__code__"):
                 objects.append(attribute)  # an activation or initializer function
-    config = getattr(getattr(model, "_compile_config", None), "config", None) or {}
+    config = _tf_private.compile_config(model)
     for key in ("loss", "metrics", "weighted_metrics"):
         for leaf in tf.nest.flatten(config.get(key)):
             if leaf is not None and not isinstance(leaf, str | int | float):

@@ -37,6 +37,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from tfpilot import _tf_private
 from tfpilot._tf_private import build_compile_state
 
 __all__ = ["GuardedStep", "model_optimizers"]
@@ -57,7 +58,7 @@ def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
     """Non-trainable variables that a training step may write: those of layers that train
     (BatchNormalization statistics, seed generator states), not those of frozen layers (a frozen
     backbone would make every step copy the whole backbone), plus the model's metric totals."""
-    layers = [model, *model._flatten_layers(include_self=False)]  # noqa: SLF001 (no public recursive walk)
+    layers = _tf_private.flatten_layers(model, include_self=True)
     frozen = {id(v) for layer in layers if not layer.trainable for v in layer.variables}
     chosen: dict[int, Any] = {}
     for layer in layers:
