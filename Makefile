@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: demo test test-fast check bench lint install browser clean
+.PHONY: demo test test-fast test-next check bench lint install browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test: install browser
 
 test-fast: install
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
+
+# The suite against tf-nightly and keras-nightly in a separate environment (.venv-next), to see what
+# the next TensorFlow/Keras release breaks; .ci/run stays on the pinned versions.
+test-next: browser
+	$(PYTHON) scripts/next_env.py .venv-next
+	.venv-next/bin/python -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
 
 bench: install
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

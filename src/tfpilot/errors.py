@@ -35,7 +35,14 @@ class ConfigError(TfpilotError):
 
 
 class DataError(TfpilotError):
-    """Input data is missing, empty or not in the expected shape."""
+    """Input data is missing, empty or not in the expected shape.
+
+    ``problems``: every problem found in one pass over the data (the message lists them all), so
+    fixing the data takes one round, not one per problem; written to data_report.json."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, problems: list[str] | None = None) -> None:
+        super().__init__(message, exit_code=exit_code)
+        self.problems = list(problems or [])
 
 
 class ModelError(TfpilotError):

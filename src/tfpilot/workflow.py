@@ -13,6 +13,7 @@ from typing import Any
 
 from tfpilot.atomic import atomic_write_json
 from tfpilot.config import RunConfig, dump_config, load_config
+from tfpilot.errors import DataError
 from tfpilot.findings import write_findings
 from tfpilot.rundir import RunDir
 
@@ -87,7 +88,16 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
     if resume and run.preprocessing_path.exists():
         pipeline = _build_pipeline(config, run, reuse_preprocessing=True)
     else:
-        pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
+        try:
+            pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
+        except DataError as error:
+            if error.problems and is_chief():
+                # The same list as the message, where `tfpilot data inspect` leaves its report.
+                atomic_write_json(
+                    run.data_report_path,
+                    {"source": str(config.data.path), "kind": config.data.kind.value, "problems": error.problems},
+                )
+            raise
         from tfpilot.data.task import apply_task, check_task
 
         # Before anything is written or trained: a regression target must not become 214 classes.

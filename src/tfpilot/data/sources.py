@@ -83,13 +83,14 @@ def image_folder_source(config: DataConfig) -> Source:
         d: sorted(p for p in d.iterdir() if p.is_file() and p.suffix.lower() in extensions) for d in class_dirs
     }
     empty = [d for d in class_dirs if not per_class[d]]
+    # Every problem is collected before any is reported: fixing the data takes one round.
+    problems: list[str] = []
     if empty and len(empty) < len(class_dirs):
         names = [d.name for d in empty]
         if not skip:
-            raise DataError(
-                f"class folder(s) {names} under `{root}` hold no {sorted(extensions)} files; a class with no examples "
-                "cannot be learned: add images, remove the folder(s), or set data.on_bad_records: skip",
-                exit_code=2,
+            problems.append(
+                f"class folder(s) {names} hold no {sorted(extensions)} files (a class with no examples cannot be "
+                "learned: add images or remove the folder)"
             )
         findings.append(
             Finding(
@@ -108,7 +109,7 @@ def image_folder_source(config: DataConfig) -> Source:
     for index, class_dir in enumerate(class_dirs):
         paths.extend(str(p) for p in per_class[class_dir])
         labels.extend([index] * len(per_class[class_dir]))
-    if len(class_dirs) < 2 or not paths:
+    if (len(class_dirs) < 2 or not paths) and not problems:
         raise DataError(
             f"`{root}` holds {len(class_dirs)} class folder(s) and {len(paths)} image(s); expected at least 2 "
             f"subfolders (one per class) containing {sorted(extensions)} files"
@@ -119,10 +120,14 @@ def image_folder_source(config: DataConfig) -> Source:
     if bad and not skip:
         shown = "; ".join(f"`{p}` ({why})" for p, why in list(bad.items())[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        problems.append(f"{len(bad)} image file(s) do not decode: {shown}{more} (replace or remove them)")
+    if problems:
+        listed = "; ".join(f"({number}) {problem}" for number, problem in enumerate(problems, 1))
         raise DataError(
-            f"{len(bad)} image file(s) do not decode: {shown}{more}; replace or remove them, or set "
-            "data.on_bad_records: skip to leave them out",
+            f"`{root}` has {len(problems)} problem(s): {listed}; fix them, or set data.on_bad_records: skip to "
+            "leave them out",
             exit_code=2,
+            problems=problems,
         )
     if bad:
         findings.append(

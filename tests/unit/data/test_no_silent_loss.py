@@ -161,7 +161,7 @@ def image_config(root: Path, **extra) -> DataConfig:
 
 def test_empty_class_folder_is_an_error_or_a_reported_skip(folder: Path) -> None:
     (folder / "eel").mkdir()
-    with pytest.raises(DataError, match=r"class folder\(s\) \['eel'\].*hold no"):
+    with pytest.raises(DataError, match=r"class folder\(s\) \['eel'\] hold no"):
         load_source(image_config(folder))
     source = load_source(image_config(folder, on_bad_records="skip"))
     assert source.class_names == ["cat", "dog"]
@@ -188,6 +188,42 @@ def test_truncated_jpeg_is_found_before_training_and_named(folder: Path) -> None
     # Every file left decodes through the pipeline (the error is not deferred to mid-epoch).
     pipeline = build_pipeline(image_config(folder, on_bad_records="skip"), batch_size=4)
     assert sum(int(y.shape[0]) for _, y in pipeline.evaluation("train")) == pipeline.num_examples("train")
+
+
+def test_an_empty_class_and_a_truncated_jpeg_are_reported_together(folder: Path) -> None:
+    """Every problem of the data in one message (issue 33): fixing it takes one round, not two."""
+    (folder / "eel").mkdir()
+    bad = folder / "cat" / "cut.jpg"
+    truncated_jpeg(bad)
+    with pytest.raises(DataError) as caught:
+        load_source(image_config(folder))
+    message = str(caught.value)
+    assert "2 problem(s)" in message and "['eel']" in message and str(bad) in message and "\n" not in message
+    assert len(caught.value.problems) == 2
+    source = load_source(image_config(folder, on_bad_records="skip"))
+    assert sorted(f.code for f in source.findings) == ["DATA-EMPTY-CLASS", "DATA-FILES-SKIPPED"]
+
+
+def test_tfpilot_train_exits_2_naming_every_problem_and_writes_them_to_the_data_report(folder: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    (folder / "eel").mkdir()
+    truncated_jpeg(folder / "dog" / "cut.jpg")
+    config = folder.parent / "cfg.yaml"
+    config.write_text(
+        f"name: broken\nruns_dir: {folder.parent / 'runs'}\ndata:\n  kind: image_folder\n  path: {folder}\n"
+        "  image: {height: 8, width: 8, channels: 1}\ntrain:\n  epochs: 1\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-m", "tfpilot.cli.main", "train", str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 2
+    line = completed.stderr.strip().splitlines()[-1]
+    assert "2 problem(s)" in line and "eel" in line and "cut.jpg" in line
+    report = json.loads((folder.parent / "runs" / "broken" / "data_report.json").read_text())
+    assert len(report["problems"]) == 2
 
 
 # ----------------------------------------------------------------------------- splits and audit
