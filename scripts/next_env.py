@@ -46,7 +46,11 @@ def main() -> int:
     pip("--no-deps", *unpinned)
     pip("--no-deps", "-e", str(ROOT))
     versions = subprocess.run(
-        [str(python), "-c", "import tensorflow as tf, keras; print('TensorFlow', tf.__version__, '/ Keras', keras.__version__)"],
+        [
+            str(python),
+            "-c",
+            "import tensorflow as tf, keras; print('TensorFlow', tf.__version__, '/ Keras', keras.__version__)",
+        ],
         capture_output=True,
         text=True,
         check=True,

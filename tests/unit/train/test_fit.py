@@ -28,7 +28,11 @@ def test_two_inputs_two_outputs_history_matches_model_fit(tmp_path, jit_compile,
     import tfpilot
 
     train, validation = two_headed_datasets()
-    expected = _keras_history(two_headed(), train, validation_data=validation, epochs=3)
+    # model.fit at the same steps_per_execution: Keras 3.16 weighs the per-output loss trackers
+    # differently at 1 and at 4 (cls_loss 0.7228 against 0.7463; tfpilot.fit follows fit at each).
+    anchor = two_headed()
+    anchor.steps_per_execution = 4
+    expected = _keras_history(anchor, train, validation_data=validation, epochs=3)
     result = tfpilot.fit(
         two_headed(),
         train,
