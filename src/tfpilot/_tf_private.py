@@ -47,6 +47,16 @@ def _missing(what: str, feature: str) -> PrivateApiMissing:
     )
 
 
+def _module(name: str, feature: str) -> Any:
+    """Import a private module by name; its absence is one line naming the versions and the feature."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise _missing(name, feature) from None
+
+
 def build_compile_state(model: Any, data: Any) -> None:
     """Create the variables of the compiled loss and metrics from one batch (symbolically).
 
@@ -138,11 +148,7 @@ def disable_all_reduce(optimizer: Any) -> bool:
 def framework_ops() -> Any:
     """tensorflow.python.framework.ops: EagerTensor and _EagerTensorBase, whose numpy(),
     __float__ ... the doctor's watchers wrap to see host syncs (no public type is the base)."""
-    try:
-        from tensorflow.python.framework import ops
-    except ImportError:
-        raise _missing("tensorflow.python.framework.ops", "the doctor's host-sync and numerics watchers") from None
-    return ops
+    return _module("tensorflow.python.framework.ops", "the doctor's host-sync and numerics watchers")
 
 
 def eager_tensor_base() -> Any:
@@ -171,54 +177,41 @@ def dataset_inputs(dataset: Any) -> list[Any]:
 
 def polymorphic_function() -> Any:
     """The tf.function class, whose __call__ the doctor wraps to time and count calls."""
-    from tensorflow.python.eager.polymorphic_function import polymorphic_function as module
-
-    return module
+    return _module("tensorflow.python.eager.polymorphic_function.polymorphic_function", "the doctor's call watcher")
 
 
 def iterator_ops() -> Any:
     """tf.data's OwnedIterator, whose __next__ the doctor wraps (input wait, epochs)."""
-    from tensorflow.python.data.ops import iterator_ops as module
-
-    return module
+    return _module("tensorflow.python.data.ops.iterator_ops", "the doctor's input watcher")
 
 
 def backprop() -> Any:
-    from tensorflow.python.eager import backprop as module
-
-    return module
+    return _module("tensorflow.python.eager.backprop", "the doctor's gradient watcher")
 
 
 def fast_path_execute() -> tuple[Any, Any]:
     """(TFE_Py_FastPathExecute, the eager context): one ReadVariableOp per variable without the
     Python layers around it, so the doctor's numerics snapshot costs little per step."""
-    from tensorflow.python import pywrap_tfe
-    from tensorflow.python.eager import context
-
+    pywrap_tfe = _module("tensorflow.python.pywrap_tfe", "the doctor's numerics snapshot")
+    context = _module("tensorflow.python.eager.context", "the doctor's numerics snapshot")
     return pywrap_tfe.TFE_Py_FastPathExecute, context.context()
 
 
 def fingerprinting_utils() -> Any:
     """Recomputes fingerprint.pb after tfpilot rewrites a signature's method name in saved_model.pb
     (TF Serving checks the fingerprint; no public API writes it)."""
-    from tensorflow.python.saved_model import fingerprinting_utils as module
-
-    return module
+    return _module("tensorflow.python.saved_model.fingerprinting_utils", "rewriting a signature's method name")
 
 
 def sleep_dataset_op() -> Any:
     """tf.data's testing `sleep` transformation: a model that sleeps inside its graph for the
     serve tests' deadlines (a duration that does not depend on the machine)."""
-    from tensorflow.python.data.experimental.ops import testing
-
-    return testing
+    return _module("tensorflow.python.data.experimental.ops.testing", "the serve tests' sleeping model")
 
 
 def xplane_pb2() -> Any:
     """The profiler's XSpace protobuf (tensorflow.tsl); xprof ships the same message."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2 as module
-
-    return module
+    return _module("tensorflow.tsl.profiler.protobuf.xplane_pb2", "reading a profile (tfpilot profile, doctor)")
 
 
 def session_callable(session: Any, options: Any) -> Any:

@@ -91,3 +91,17 @@ def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_
 
     options = config_pb2.CallableOptions(feed=[feed.name], fetch=[fetch.name])
     assert _tf_private.session_callable(session, options)(np.array([1.0, 2.0], np.float32))[0].tolist() == [3.0, 6.0]
+
+
+def test_a_private_module_that_is_gone_is_one_line_naming_the_versions_and_the_feature():
+    import keras
+    import pytest
+    import tensorflow as tf
+
+    from tfpilot._tf_private import PrivateApiMissing, _module
+
+    with pytest.raises(PrivateApiMissing) as caught:
+        _module("tensorflow.python.no_such_module", "the doctor's call watcher")
+    message = str(caught.value)
+    assert "\n" not in message and "the doctor's call watcher" in message
+    assert keras.__version__ in message and tf.__version__ in message
