@@ -64,6 +64,11 @@ class Pipeline:
     _cached: dict[str, tf.data.Dataset] = dataclasses.field(default_factory=dict, repr=False)
     _audit: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
+    def with_empty_cache(self) -> Pipeline:
+        """A copy whose built datasets are its own (a new memo, not the shared one): datasets
+        built inside a graph traced for parameter-server workers must stay out of this one."""
+        return dataclasses.replace(self, _cached={})
+
     def clear_cache(self) -> None:
         """Forget the built split datasets: the labels or the preprocessing changed (a task was
         inferred, a parameter-server worker rebuilds its own)."""

@@ -21,7 +21,6 @@ only; `tfpilot launch --ps M` starts the `ps` tasks (which hold the variables) a
 
 from __future__ import annotations
 
-import copy
 import os
 
 import tensorflow as tf
@@ -123,8 +122,7 @@ class CoordinatorRunner(Runner):
     def begin_epoch(self, epoch: int, *, skip_batches: int) -> None:
         # The dataset is built inside a tf.function traced for the workers; a copy with an empty
         # memo keeps that graph's datasets out of the pipeline the chief evaluates with.
-        pipeline = copy.copy(self.pipeline)
-        pipeline.clear_cache()
+        pipeline = self.pipeline.with_empty_cache()
 
         def dataset_fn(context):
             # Repeat so a worker whose shard is short never raises OutOfRange mid-epoch; the epoch
