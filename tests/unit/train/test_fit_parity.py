@@ -209,29 +209,20 @@ def test_keras_callbacks_get_the_same_calls_and_logs_as_under_fit(tmp_path):
     (tmp_path / "keras").mkdir()
     (tmp_path / "ours").mkdir()
     theirs_recorder, ours_recorder = _Recorder(), _Recorder()
+    same = {"batch_size": 16, "epochs": 6, "validation_data": val, "shuffle": False}
     keras_model = two_headed()
     keras_model.fit(
-        features,
-        labels,
-        batch_size=16,
-        epochs=6,
-        validation_data=val,
-        shuffle=False,
-        verbose=0,
-        callbacks=[theirs_recorder.callback, *callbacks(tmp_path / "keras")],
+        features, labels, verbose=0, callbacks=[theirs_recorder.callback, *callbacks(tmp_path / "keras")], **same
     )
     model = two_headed()
     result = tfpilot.fit(
         model,
         features,
         labels,
-        batch_size=16,
-        epochs=6,
-        validation_data=val,
-        shuffle=False,
         callbacks=[ours_recorder.callback, *callbacks(tmp_path / "ours")],
         name="cb",
         runs_dir=tmp_path,
+        **same,
     )
     assert ours_recorder.calls == theirs_recorder.calls
     assert (tmp_path / "ours" / "log.csv").read_text() == (tmp_path / "keras" / "log.csv").read_text()
