@@ -22,7 +22,7 @@ from tfpilot.atomic import atomic_directory
 from tfpilot.errors import ExportError
 from tfpilot.export.saved_model import ExportResult, next_version
 from tfpilot.export.tolerance import tolerance_for_model
-from tfpilot.export.verify import run_with_session_loader
+from tfpilot.export.verify import session_outputs
 from tfpilot.rundir import RunDir
 
 __all__ = ["export_fit_run", "fit_serving_fn", "fit_input_signature", "write_verified"]
@@ -123,13 +123,7 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
 def _session_check(
     path: Path, sample: dict[str, np.ndarray], expected: dict[str, np.ndarray] | None, *, tolerance: Any, target: Path
 ) -> float:
-    try:
-        session_out = run_with_session_loader(path, sample)
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError(
-            f"exported SavedModel at `{target}` fails in the session loader TF Serving uses ({first})"
-        ) from None
+    session_out = session_outputs(path, sample, shown_as=target)
     if expected is None:
         return 0.0
     return _worst(session_out, expected, tolerance=tolerance, loader="session loader", path=target)

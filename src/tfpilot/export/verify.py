@@ -69,14 +69,11 @@ def verify_saved_model(
             f"reloaded SavedModel differs from the in-memory model by {diff_python:.2e}, beyond "
             f"{tolerance.describe()}; export is not faithful"
         )
-    try:
-        session_out = run_with_session_loader(path, sample_features)
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError(
-            f"exported SavedModel at `{path}` fails in the session loader TF Serving uses ({first}); "
-            "export Keras 3 models with keras.export.ExportArchive, not tf.saved_model.save"
-        ) from None
+    session_out = session_outputs(
+        path,
+        sample_features,
+        hint="; export Keras 3 models with keras.export.ExportArchive, not tf.saved_model.save",
+    )
     diff_session, within = tolerance.excess(session_out[key], want)
     if not within:
         raise ExportError(
@@ -85,6 +82,19 @@ def verify_saved_model(
     if "class_id" in expected and not np.array_equal(session_out["class_id"], np.asarray(expected["class_id"])):
         raise ExportError("session-loader class_id differs from the in-memory model")
     return max(diff_python, diff_session)
+
+
+def session_outputs(
+    path: str | Path, feeds: dict[str, np.ndarray], *, hint: str = "", shown_as: str | Path | None = None
+) -> dict[str, np.ndarray]:
+    """run_with_session_loader, its failure an ExportError naming the first line of TF's message."""
+    try:
+        return run_with_session_loader(path, feeds)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExportError(
+            f"exported SavedModel at `{shown_as or path}` fails in the session loader TF Serving uses ({first}){hint}"
+        ) from None
 
 
 def _primary_output(expected: dict[str, tf.Tensor]) -> str:

@@ -137,7 +137,6 @@ _RAPIDJSON_MESSAGES = {
     "Expecting ':' delimiter": "Missing a colon after a name of object member.",
     "Unterminated string starting at": "Missing a closing quotation mark in string.",
     "Invalid \\escape": "Invalid escape character in string.",
-    "Invalid \\uXXXX escape": "Incorrect hex digit after \\u escape in string.",
     "Extra data": "The document root must not be followed by other values.",
 }
 
@@ -160,7 +159,9 @@ def _innermost_container(text: str, end: int) -> str:
 
 
 def _json_error(error: json.JSONDecodeError) -> str:
-    if error.msg == "Expecting ',' delimiter":
+    if error.msg.startswith("Invalid \\u"):  # a \u escape without four hex digits
+        message = "Incorrect hex digit after \\u escape in string."
+    elif error.msg == "Expecting ',' delimiter":
         message = (
             "Missing a comma or ']' after an array element."
             if _innermost_container(error.doc, error.pos) == "["

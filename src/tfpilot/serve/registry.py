@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import enum
+import functools
 import gc
 import logging
 import os
@@ -107,17 +108,31 @@ _VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
 
 
 def _declares_variables(graph_file: Path) -> bool | None:
-    """Whether the SavedModel's graph holds variables (None: the file does not parse yet)."""
+    """Whether the SavedModel's graph holds variables (None: the file does not parse yet).
+
+    Asked on every poll for every version without variables/; the answer is kept per file
+    state (size and mtime), so a frozen graph of hundreds of MB is parsed once, not every second."""
+    try:
+        stat = graph_file.stat()
+    except OSError:
+        return None
+    return _declares_variables_cached(str(graph_file), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _declares_variables_cached(graph_file: str, size: int, mtime_ns: int) -> bool | None:
     from tensorflow.core.protobuf import saved_model_pb2
+
+    path = Path(graph_file)
 
     proto = saved_model_pb2.SavedModel()
     try:
-        if graph_file.suffix == ".pbtxt":
+        if path.suffix == ".pbtxt":
             from google.protobuf import text_format
 
-            text_format.Parse(graph_file.read_text(), proto)
+            text_format.Parse(path.read_text(), proto)
         else:
-            proto.ParseFromString(graph_file.read_bytes())
+            proto.ParseFromString(path.read_bytes())
     except Exception:  # a version still being copied, or corrupt: not complete
         return None
     if not proto.meta_graphs:

@@ -310,6 +310,8 @@ def test_example_features_accept_signature_keys_for_header_names():
         (b'{"a": tru}', "JSON Parse error: Invalid value. at offset: 6"),
         (b'{"a": "x', "JSON Parse error: Missing a closing quotation mark in string. at offset: 8"),
         (b'{"a": 1} x', "JSON Parse error: The document root must not be followed by other values. at offset: 9"),
+        (b'{"a": "\\q"}', "JSON Parse error: Invalid escape character in string. at offset: 7"),
+        (b'{"a": "\\u12"}', "JSON Parse error: Incorrect hex digit after \\u escape in string. at offset: 8"),
     ],
 )
 def test_malformed_json_is_worded_as_tf_serving_words_it(body, message):

@@ -105,8 +105,6 @@ def _train_config(
         "histogram_every_epochs": 0,
         **options,
     }
-    if isinstance(train.get("jit_compile"), bool):
-        train["jit_compile"] = str(train["jit_compile"]).lower()
     try:
         return RunConfig.model_validate(
             {"name": name, "runs_dir": str(runs_dir), "data": {"kind": "arrays"}, "train": train}
@@ -362,12 +360,14 @@ def fit(
                 fix="add keras.callbacks.TerminateOnNaN() to stop at the first NaN loss, or train on one device",
             )
         )
-    first_batch: list[Any] = []
+    traced_spec: list[Any] = []
     inner = model.train_step
 
     def train_step(data: Any) -> Any:
-        if not first_batch:
-            first_batch.append(data)  # traced: its structure names the serving inputs
+        if not traced_spec:
+            # The types the step receives (after Keras' adapters cast them) type the serving inputs;
+            # specs, not the traced tensors, which would keep the trace's graph alive.
+            traced_spec.append(tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data))
         return inner(data)
 
     model.train_step = train_step
@@ -459,7 +459,7 @@ def fit(
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features = _sample_features(model, first_batch, x, memo)
+    features = _sample_features(model, traced_spec, x, memo)
     if features is not None:
         save_sample(run, model=model, features=features)
         write_spec(

@@ -189,6 +189,7 @@ class GuardedStep:
         )
         # The first bad batch, for the host's check_numerics replay.
         self.bad_batch = BatchStash("guard_bad_batch")
+        self._read_total = 0  # bad steps the host has read so far
         self._refused: list[tf.Tensor] | None = None
         self._originals: dict[int, Callable[..., Any]] = {}
 
@@ -297,7 +298,6 @@ class GuardedStep:
         """(steps run, indices of bad steps not yet read (-1 where the ring overflowed), halted)."""
         steps, record, ring = self.steps.numpy(), self.record.numpy(), self.ring.numpy()
         total, halted = int(record[0]), bool(record[3])
-        start = getattr(self, "_read_total", 0)
-        self._read_total = total
+        start, self._read_total = self._read_total, total
         indices = [int(ring[i % self.RING]) if total - i <= self.RING else -1 for i in range(start, total)]
         return int(steps), indices, halted
