@@ -7,25 +7,33 @@ from typing import Any
 
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs
 from tfpilot.lint.rule import Invalid, Rule
+from tfpilot.lint.statefulness import stateful_use
 
 # Position of num_parallel_calls among positional arguments.
 _PARALLEL_POSITION = {"map": 1, "interleave": 3}
 
 
 class MapWithoutParallelism(Rule):
-    """``dataset.map(fn)`` without ``num_parallel_calls`` runs ``fn`` on one element at a time.
+    """A ``dataset.map(fn)`` that TensorFlow cannot parallelise by itself, without ``num_parallel_calls``.
 
-    Decoding and augmentation then use a single core while the accelerator waits for input;
-    parallel map is typically 2x or more faster on decode-heavy pipelines. ``tf.data.AUTOTUNE``
-    lets tf.data pick the parallelism. (Element order is still deterministic by default.)
+    TF 2.21 rewrites a map whose function is stateless into a parallel map on its own (the
+    ``map_parallelization`` optimization, on by default), so most maps need no argument. It
+    leaves a map sequential when the function is stateful: ``tf.py_function``/``numpy_function``,
+    stateful random ops (``tf.random.uniform``, ``tf.image.random_*``), lookup tables, and Keras
+    layers built on them (``StringLookup``, ``TextVectorization``, ``RandomFlip`` and the other
+    augmentation layers). Such a map runs on one element at a time while the accelerator waits.
+    ``interleave`` is never parallelised automatically: without ``num_parallel_calls`` it reads
+    its files one after another. Only these cases are reported, where the function can be read
+    (a lambda, a function or Keras layer of this file); a function imported from elsewhere is
+    not judged.
     """
 
     code = "TFP301"
     name = "map-without-parallelism"
-    message = "dataset.map() without num_parallel_calls runs on one core"
+    message = "dataset.map() over a stateful function without num_parallel_calls stays sequential"
     fix_hint = "Pass num_parallel_calls=tf.data.AUTOTUNE"
     category = "tf.data"
-    tokens = (".map(", ".interleave(", "map(")
+    tokens = (".map(", ".interleave(")
     calls = frozenset(_PARALLEL_POSITION)
     fixable = True
     VALID = [
@@ -40,57 +48,95 @@ results = list(map(str, [1, 2]))
 squares = {1: 2}.items()
 pool_results = executor.map(str, [1, 2])
 """,
-        # slicing, projecting and reshaping cost less than handing elements between threads
+        # stateless functions: TF 2.21's map_parallelization makes these parallel maps by itself
         """
 import tensorflow as tf
 
-windows = tf.data.Dataset.range(100).window(5, shift=1).flat_map(lambda w: w.batch(5))
-pairs = windows.map(lambda window: (window[:-1], window[-1]))
-specs = pairs.map(map_func=lambda spec, label: spec)
-grids = tf.data.Dataset.from_tensor_slices(tf.zeros((8, 16))).map(lambda x: tf.reshape(x, (4, 4)))
+def decode(path):
+    image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+    return tf.image.resize(image, [128, 128]) / 255.0
+
+images = tf.data.Dataset.list_files("*.jpg").map(decode)
+texts = tf.data.TextLineDataset("reviews.txt").map(lambda x: tf.strings.regex_replace(x, "<br />", " "))
+flipped = images.map(lambda x: tf.image.stateless_random_flip_left_right(x, seed=(1, 2)))
+""",
+        # a Hugging Face / pandas map is no tf.data map, whatever the function does
+        """
+import random
+
+dataset = load_dataset("imdb")
+dataset = dataset.map(lambda row: {"n": random.random()})
+frame["label"] = frame["label"].map(lambda v: random.random())
+""",
+        # a function from another module: not judged
+        """
+import tensorflow as tf
+from preprocessing import augment
+
+train_ds = tf.data.Dataset.list_files("*.jpg").map(augment)
 """,
     ]
     INVALID = [
-        # a string op per element is real work
         Invalid(
             """
 import tensorflow as tf
 
-texts = tf.data.TextLineDataset("reviews.txt")
-texts = texts.map(lambda x: tf.strings.regex_replace(x, "<br />", " "))
+def augment(image, label):
+    image = tf.image.random_flip_left_right(image)
+    return image, label
+
+ds = tf.data.Dataset.from_tensor_slices((images, labels)).map(augment)
 """,
-            line=5,
+            line=8,
         ),
         Invalid(
             """
 import tensorflow as tf
 
-ds = tf.data.Dataset.range(10).map(lambda x: x * 2)
+ds = tf.data.Dataset.range(10).map(lambda x: x + tf.random.uniform([], 0, 5, tf.int64))
 """,
             line=4,
             fixed="""
 import tensorflow as tf
 
-ds = tf.data.Dataset.range(10).map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)
+ds = tf.data.Dataset.range(10).map(lambda x: x + tf.random.uniform([], 0, 5, tf.int64), num_parallel_calls=tf.data.AUTOTUNE)
 """,
+        ),
+        # the keras-io pattern: an augmentation Sequential applied in the pipeline
+        Invalid(
+            """
+import keras
+import tensorflow as tf
+
+data_augmentation = keras.Sequential([keras.layers.RandomFlip("horizontal"), keras.layers.RandomRotation(0.1)])
+
+def make(train_ds):
+    return train_ds.map(lambda x, y: (data_augmentation(x, training=True), y))
+""",
+            line=8,
         ),
         Invalid(
             """
 import tensorflow as tf
 
-def make(files):
-    dataset = tf.data.TFRecordDataset(files)
-    dataset = dataset.map(parse)
-    return dataset
+vectorize_layer = tf.keras.layers.TextVectorization(max_tokens=1000)
+
+def vectorize_text(text, label):
+    return vectorize_layer(tf.expand_dims(text, -1)), label
+
+train_ds = raw_train_ds.map(vectorize_text)
 """,
-            line=6,
+            line=9,
         ),
+        # interleave is never parallelised by the optimizer
         Invalid(
             """
-def augment_pipeline(train_ds):
-    return train_ds.map(augment)
+import tensorflow as tf
+
+files = tf.data.Dataset.list_files("shards/*.tfrecord")
+records = files.interleave(tf.data.TFRecordDataset, cycle_length=4)
 """,
-            line=3,
+            line=5,
         ),
     ]
 
@@ -102,20 +148,33 @@ def augment_pipeline(train_ds):
             return
         if len(node.args) > _PARALLEL_POSITION[func.attr]:
             return
+        pipeline = self.context.pipeline(func.value)
+        alias = self.context.local_alias("tensorflow")
+        fix_data = (
+            {"value": f"{alias}.data.AUTOTUNE", "description": "num_parallel_calls=AUTOTUNE added"} if alias else None
+        )
+        if func.attr == "interleave":
+            # a dataset by construction only: `interleave` is also a plain-Python helper's name
+            if pipeline.is_dataset and pipeline.rooted:
+                self.report(
+                    node,
+                    "dataset.interleave() without num_parallel_calls reads its inputs one after another: "
+                    "tf.data never parallelises it by itself",
+                    fix_data=fix_data,
+                )
+            return
         function = (
             node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("map_func", "func")), None)
         )
-        if function is not None and _is_projection(function, self.context):
-            return  # `lambda x, y: x` only restructures elements: nothing to parallelise
-        if not self.context.pipeline(func.value).is_dataset:
+        use = stateful_use(function, self.context, node)
+        # a stateful TF function is tf.data code even when the receiver's name proves nothing more
+        if use is None or not (pipeline.is_dataset or _named_like_data(func.value)):
             return
-        alias = self.context.local_alias("tensorflow")
         self.report(
             node,
-            f"dataset.{func.attr}() without num_parallel_calls runs the function on one element at a time",
-            fix_data={"value": f"{alias}.data.AUTOTUNE", "description": "num_parallel_calls=AUTOTUNE added"}
-            if alias
-            else None,
+            f"dataset.map() without num_parallel_calls over a stateful function ({use.what}, line {use.line}) "
+            "runs on one element at a time: TF 2.21 parallelises only stateless map functions by itself",
+            fix_data=fix_data,
         )
 
     @classmethod
@@ -125,39 +184,9 @@ def augment_pipeline(train_ds):
         return add_keyword(node, "num_parallel_calls", data["value"])
 
 
-# Ops that only reshape, regroup or retype a tensor: a map of nothing but these costs less than
-# the hand-off between parallel map threads (tf.data's guide: vectorise cheap functions instead).
-_RESHAPING_OPS = frozenset(
-    {"reshape", "expand_dims", "squeeze", "concat", "stack", "cast", "identity", "ensure_shape", "transpose"}
-)
-_STRUCTURE = (
-    ast.Name,
-    ast.Tuple,
-    ast.List,
-    ast.Dict,
-    ast.Subscript,
-    ast.Slice,
-    ast.Constant,
-    ast.UnaryOp,
-    ast.expr_context,
-    ast.unaryop,
-    ast.keyword,
-)
-
-
-def _is_projection(function: ast.expr, context: Any) -> bool:
-    """A lambda that only selects, regroups or reshapes its arguments (names, tuples, constant
-    indexing and slicing, tf.reshape / tf.concat / tf.cast & co.)."""
-    if not isinstance(function, ast.Lambda):
-        return False
-    for node in ast.walk(function.body):
-        if isinstance(node, ast.Call):
-            qualname = context.qualname(node.func) or ""
-            if not qualname.startswith("tensorflow.") or qualname.rsplit(".", 1)[-1] not in _RESHAPING_OPS:
-                return False
-        elif isinstance(node, ast.Attribute):
-            if not isinstance(node.ctx, ast.Load) or context.qualname(node) is None:
-                return False  # `x.shape` & co. are fine only as part of a tf.* callee
-        elif not isinstance(node, _STRUCTURE):
-            return False
-    return True
+def _named_like_data(receiver: ast.expr) -> bool:
+    """`train`, `raw_train_ds`, `self.ds`: a plain name the caller's pipeline chain could not prove."""
+    root = receiver
+    while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    return isinstance(root, ast.Name)

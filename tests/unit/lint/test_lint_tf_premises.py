@@ -1,0 +1,79 @@
+"""Each lint rule's premise, run on the installed TensorFlow and Keras.
+
+A rule claims "TensorFlow does X here". These tests run X: when a TensorFlow release changes the
+behaviour, the rule's test fails here instead of the rule quietly going wrong on users' code.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import keras
+import pytest
+import tensorflow as tf
+from tensorflow.python.data.experimental.ops import testing as tf_data_testing
+
+from tfpilot.lint.engine import lint_source
+
+# (name, the map function's definition binding `fn`, stateful?) - TFP301 must fire exactly on
+# the stateful ones, and TensorFlow must keep exactly those maps sequential.
+MAP_FUNCTIONS = [
+    ("arithmetic", "fn = lambda x: x * 2", False),
+    ("strings", "fn = lambda x: tf.strings.as_string(x)", False),
+    ("stateless random", "fn = lambda x: x + tf.random.stateless_uniform([], (1, 2), 0, 5, tf.int64)", False),
+    ("reshape def", "def fn(x):\n    return tf.reshape(tf.cast(x, tf.float32), [1])", False),
+    ("py_function", "fn = lambda x: tf.py_function(lambda v: v, [x], tf.int64)", True),
+    ("numpy_function", "fn = lambda x: tf.numpy_function(lambda v: v, [x], tf.int64)", True),
+    ("random.uniform", "fn = lambda x: x + tf.random.uniform([], 0, 5, tf.int64)", True),
+    (
+        "image.random_* in a def",
+        "def fn(x):\n    image = tf.reshape(tf.cast(x, tf.float32), [1, 1, 1])\n"
+        "    return tf.image.random_flip_left_right(image)",
+        True,
+    ),
+    (
+        "helper called by the map function",
+        "def helper(x):\n    return x + tf.random.uniform([], 0, 5, tf.int64)\n\ndef fn(x):\n    return helper(x)",
+        True,
+    ),
+    (
+        "Keras augmentation Sequential",
+        "augment = keras.Sequential([keras.layers.RandomFlip()])\n"
+        "fn = lambda x: augment(tf.fill([1, 2, 2, 1], tf.cast(x, tf.float32)), training=True)",
+        True,
+    ),
+    (
+        "Keras lookup layer",
+        "lookup = keras.layers.IntegerLookup(vocabulary=[1, 2, 3])\nfn = lambda x: lookup(x)",
+        True,
+    ),
+]
+
+
+def _stays_sequential(dataset_fn) -> bool:
+    dataset = tf.data.Dataset.range(4).apply(tf_data_testing.assert_next(["ParallelMap"])).map(dataset_fn)
+    try:
+        list(dataset)
+    except tf.errors.InvalidArgumentError as error:
+        assert "Asserted transformation matching ParallelMap" in str(error)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("name,definition,stateful", MAP_FUNCTIONS, ids=[row[0] for row in MAP_FUNCTIONS])
+def test_tfp301_fires_exactly_where_tensorflow_keeps_the_map_sequential(name, definition, stateful):
+    source = f"import keras\nimport tensorflow as tf\n\n{definition}\n\nds = tf.data.Dataset.range(4).map(fn)\n"
+    namespace = {"tf": tf, "keras": keras}
+    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), namespace)
+    assert _stays_sequential(namespace["fn"]) is stateful, "TensorFlow's own behaviour changed"
+    codes = [finding.code for finding in lint_source(source, path="premise.py")]
+    assert ("TFP301" in codes) is stateful, codes
+
+
+def test_tfp301_interleave_is_never_parallelised_by_tensorflow():
+    dataset = (
+        tf.data.Dataset.range(4)
+        .apply(tf_data_testing.assert_next(["Interleave"]))
+        .interleave(lambda x: tf.data.Dataset.range(x), cycle_length=2)
+    )
+    assert sorted(int(v) for v in dataset) == [0, 0, 0, 1, 1, 2]
