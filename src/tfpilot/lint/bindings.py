@@ -287,6 +287,10 @@ class Bindings:
         context = self.context
         if isinstance(value, _FUNCTIONS):
             return PLAIN_FUNCTION
+        if isinstance(value, ast.Lambda):
+            # `model = lambda x: w * x + b`: a plain function, unless it takes `training` itself
+            names = {a.arg for a in (*value.args.posonlyargs, *value.args.args, *value.args.kwonlyargs)}
+            return UNKNOWN if "training" in names or value.args.kwarg is not None else PLAIN_FUNCTION
         if not isinstance(value, ast.Call):
             return UNKNOWN
         found = keras_name(context.qualname(value.func))

@@ -167,9 +167,9 @@ class FileContext:
         end_column = getattr(node, "end_col_offset", None)
         if end_column is None:
             end_column = column
-        return line, self._char_column(line, column), end_line, self._char_column(end_line, end_column)
+        return line, self.char_column(line, column), end_line, self.char_column(end_line, end_column)
 
-    def _char_column(self, line: int, byte_column: int) -> int:
+    def char_column(self, line: int, byte_column: int) -> int:
         text = self.line_text(line)
         if text.isascii():
             return byte_column

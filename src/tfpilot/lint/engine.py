@@ -255,11 +255,11 @@ def _check_source(
                 continue
             if any(
                 line != violation.line and line_suppresses(context.line_text(line), violation.code)
-                for line in {violation.end_line, violation.statement_end_line}
+                for line in {violation.end_line, violation.statement_end_line, violation.shown_line}
             ):
                 continue
             kept.append(violation)
-    kept.sort(key=lambda v: (v.line, v.column, v.code))
+    kept.sort(key=lambda v: (v.shown_line, v.shown_column, v.code))
     context.release()  # break the context <-> rule handler cycle so reference counting frees it
     return FileResult(path, lines, tuple(kept))
 
@@ -311,7 +311,7 @@ def _call_dispatcher(named: dict[str, list[Callable[[Any], None]]]) -> Callable[
 
 
 def violation_to_finding(violation: Violation, path: str) -> Finding:
-    location = f"{path}:{violation.line}:{violation.column + 1}"
+    location = f"{path}:{violation.shown_line}:{violation.shown_column + 1}"
     if violation.code == SYNTAX_ERROR_CODE:
         title, fix = _PROBLEMS.get(violation.problem, _PROBLEMS["syntax"])
         return Finding(

@@ -104,7 +104,7 @@ def _apply_once(source: str, fixable: Sequence[Violation]) -> tuple[str, list[Ap
             applied.append(
                 AppliedFix(
                     violation.code,
-                    violation.line,
+                    violation.shown_line,
                     violation.column + 1,
                     str(violation.fix_data.get("description") or (rule.fix_hint if rule else "")),
                 )

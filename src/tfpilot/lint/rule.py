@@ -57,6 +57,19 @@ class Violation:
     # A lower (or higher) severity than the rule's own for this one hit: a rule that is right in
     # letter but not claiming a defect in this code (a deliberate trace marker) reports a note.
     severity: Severity | None = None
+    # Where the finding points when that is not the node's start: the method name of a call in a
+    # chain written over several lines (`(ds\n .map(f))` starts at `ds`, the problem is `.map`).
+    # 0: the node's own start. The fixer keeps using line/column, the node's span.
+    anchor_line: int = 0
+    anchor_column: int = 0
+
+    @property
+    def shown_line(self) -> int:
+        return self.anchor_line or self.line
+
+    @property
+    def shown_column(self) -> int:
+        return self.anchor_column if self.anchor_line else self.column
 
 
 class Rule:
@@ -103,6 +116,12 @@ class Rule:
                 severity = Severity.INFO
                 message = f"{message or self.message} - a Keras 3 break only, and this file runs on Keras 2 ({reason})"
         line, column, end_line, end_column = self.context.char_span(node)
+        anchor_line = anchor_column = 0
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method_line = node.func.end_lineno or line
+            if method_line != line and node.func.end_col_offset is not None:
+                anchor_line = method_line
+                anchor_column = self.context.char_column(method_line, node.func.end_col_offset - len(node.func.attr))
         statement_end = end_line
         for ancestor in reversed(self.context.stack):
             if isinstance(ancestor, ast.stmt) and ancestor.lineno <= line <= (ancestor.end_lineno or line):
@@ -120,6 +139,8 @@ class Rule:
                 fix_data=fix_data if self.fixable else None,
                 statement_end_line=statement_end,
                 severity=severity if severity is not None and severity is not self.severity else None,
+                anchor_line=anchor_line,
+                anchor_column=anchor_column,
             )
         )
 

@@ -159,6 +159,23 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                     return None
                 names |= inner
                 continue
+            elif isinstance(value.func, ast.Name) and context.function_defs(value.func.id):
+                # `model = build_model()`: the layers the factory of this file builds
+                factory = context.function_defs(value.func.id)[-1]
+                if id(factory) in seen:
+                    return None
+                seen = seen | {id(factory)}
+                calls = [n for n in ast.walk(factory) if isinstance(n, ast.Call)]
+                if not any(keras_name(context.qualname(call.func)) for call in calls):
+                    return None  # builds nothing Keras can be seen building: unknown
+                for call in calls:
+                    if isinstance(call.func, ast.Name) and (
+                        context.class_defs(call.func.id) or context.function_defs(call.func.id)
+                    ):
+                        inner = _invariant_set([call], context, seen)
+                        if inner is None:
+                            return None
+                        names |= inner
             else:
                 return None
         else:

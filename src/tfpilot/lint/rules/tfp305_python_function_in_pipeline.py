@@ -71,6 +71,16 @@ print(slow_double(tf.constant(1.0)))
 """,
     ]
     INVALID = [
+        # a receiver whose name proves nothing: the TF callback in the map's function does
+        Invalid(
+            """
+import tensorflow as tf
+
+def make(train):
+    return train.map(lambda x, y: (tf.py_function(load, [x], tf.float32), y))
+""",
+            line=5,
+        ),
         Invalid(
             """
 import tensorflow as tf
@@ -159,12 +169,16 @@ ds = tf.data.Dataset.range(3).map(slow_double)
     def _in_pipeline(self) -> bool:
         if self.context.scope.graph_reason == "tf.data map function":
             return True
+        inner: ast.AST = self.context.stack[-1]
         for ancestor in self.context.ancestors():
             if (
                 isinstance(ancestor, ast.Call)
                 and isinstance(ancestor.func, ast.Attribute)
                 and ancestor.func.attr in _MAP_METHODS
-                and self.context.pipeline(ancestor.func.value).is_dataset
+                # a TF Python callback inside the map's own function argument is tf.data code,
+                # whatever the receiver is called (`train.map(lambda x: tf.py_function(...))`)
+                and (inner is not ancestor.func or self.context.pipeline(ancestor.func.value).is_dataset)
             ):
                 return True
+            inner = ancestor
         return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
@@ -10,6 +11,20 @@ from tfpilot.lint.rule import Invalid, Rule
 # Ways of *setting* the flag; reading it (os.environ.get) is how libraries honour it.
 _SETTING_METHODS = frozenset({"setdefault", "putenv", "setenv"})
 _FLAG = "TF_USE_LEGACY_KERAS"
+# Libraries whose Keras objects are Keras 2 (they ask for tf_keras / TF_USE_LEGACY_KERAS=1 under
+# TF 2.16+); the top-level import name of each.
+KERAS2_LIBRARIES = (
+    "tensorflow_hub",
+    "tensorflow_recommenders",
+    "tf_agents",
+    "tensorflow_model_optimization",
+    "tensorflow_decision_forests",
+    "tensorflow_ranking",
+    "tensorflow_probability",
+    "tensorflow_federated",
+    "official",
+    "transformers",
+)
 
 
 class LegacyKeras(Rule):
@@ -19,9 +34,11 @@ class LegacyKeras(Rule):
     Keras 3, and the flag silently changes what ``tf.keras`` means for every other module in
     the process. It is a migration crutch; the TFP5xx findings list what to change to drop it.
 
-    A note (info) in a file that imports ``tensorflow_hub`` or ``tensorflow_recommenders``:
-    ``hub.KerasLayer`` and TFRS models are Keras 2 objects, so there tf_keras is the documented
-    requirement, not a choice the file can drop.
+    A note (info) in a file that imports a library built on Keras 2 (``tensorflow_hub``,
+    TF Recommenders, TF-Agents, the Model Optimization toolkit, Decision Forests, TF Ranking,
+    TF Probability's layers, the Model Garden, Hugging Face ``transformers``' TF models): there
+    tf_keras is the library's documented requirement, not a choice the file can drop. One
+    finding per file: the import and the flag are one decision.
     """
 
     code = "TFP503"
@@ -54,7 +71,21 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 """,
             line=4,
         ),
+        # one decision, one finding: the flag and the import in one file
+        Invalid(
+            """
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tf_keras
+""",
+            line=4,
+        ),
     ]
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._reported = False
 
     def visit_Import(self, node: ast.Import) -> None:
         if any(alias.name == "tf_keras" or alias.name.startswith("tf_keras.") for alias in node.names):
@@ -84,8 +115,11 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
             self._report(node, f"{_FLAG} switches tf.keras to Keras 2 for the whole process")
 
     def _report(self, node: ast.AST, message: str) -> None:
+        if self._reported:
+            return
+        self._reported = True
         tops = {value.split(".")[0] for value in self.context.imports.values()}
-        needs = next((m for m in ("tensorflow_hub", "tensorflow_recommenders") if m in tops), None)
+        needs = next((m for m in KERAS2_LIBRARIES if m in tops), None)
         if needs is None:
             self.report(node, message)
         else:
