@@ -69,6 +69,23 @@ def path_literal(node: ast.AST | None) -> str | None:
     return None
 
 
+def path_literals(node: ast.AST | None, context: FileContext) -> list[str]:
+    """The known tails of the paths ``node`` may hold: ``path_literal`` of the expression, or of
+    every value a plain variable was assigned (``checkpoint_path = "ckpt/cp"``). Empty unless
+    every value is known, so a rule never judges a path it only partly sees."""
+    if node is None:
+        return []
+    direct = path_literal(node)
+    if direct is not None:
+        return [direct]
+    if not isinstance(node, ast.Name):
+        return []
+    values = context.bindings.values(node.id, node, context.scope.node)
+    tails = [path_literal(value) for value in values]
+    known = [tail for tail in tails if tail is not None]
+    return known if known and len(known) == len(tails) else []
+
+
 def callee_name(call: ast.Call) -> str | None:
     """Last identifier of the called expression: ``self.model.fit`` -> ``fit``."""
     func = call.func

@@ -77,3 +77,26 @@ def test_tfp301_interleave_is_never_parallelised_by_tensorflow():
         .interleave(lambda x: tf.data.Dataset.range(x), cycle_length=2)
     )
     assert sorted(int(v) for v in dataset) == [0, 0, 0, 1, 1, 2]
+
+
+# (snippet run with a built `model` and a writable `root`, the rule that must report it): Keras 3
+# refuses each one with ValueError, so the rules that say so are errors.
+KERAS3_REFUSALS = [
+    ('checkpoint_path = root + "/cp.ckpt"\nmodel.save_weights(checkpoint_path)', "TFP406"),
+    (
+        'checkpoint_path = root + "/cp.ckpt"\n'
+        "keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weights_only=True)",
+        "TFP406",
+    ),
+    ('keras.callbacks.ModelCheckpoint(root + "/best_model", save_best_only=True)', "TFP403"),
+    ('model.save(root + "/exported_model")', "TFP403"),
+]
+
+
+@pytest.mark.parametrize("snippet,code", KERAS3_REFUSALS, ids=[row[1] + ":" + row[0][:30] for row in KERAS3_REFUSALS])
+def test_keras3_refusals_raise_and_are_reported(snippet, code, tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError):
+        exec(snippet, {"keras": keras, "model": model, "root": str(tmp_path)})
+    source = f"import keras\n\nmodel = keras.Sequential([keras.layers.Dense(1)])\nroot = 'runs'\n{snippet}\n"
+    assert code in [finding.code for finding in lint_source(source, path="premise.py")]

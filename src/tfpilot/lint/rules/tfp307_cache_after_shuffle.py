@@ -17,6 +17,12 @@ def _reshuffles(call: ast.Call) -> bool:
     return not is_constant(flag.value, False)
 
 
+def _endless(call: ast.Call) -> bool:
+    """repeat() / repeat(None) / repeat(-1): an input with no end."""
+    count = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "count"), None)
+    return count is None or is_constant(count, None) or is_constant(count, -1)
+
+
 class CacheAfterShuffle(Rule):
     """``.cache()`` after ``.shuffle()`` records the first epoch's order and replays it.
 
@@ -65,6 +71,15 @@ def input_fn(pattern):
 """,
     ]
     INVALID = [
+        # the cache after an endless repeat grows for ever, whatever came before
+        Invalid(
+            """
+import tensorflow as tf
+
+ds = tf.data.Dataset.range(100).shuffle(100).repeat().cache()
+""",
+            line=4,
+        ),
         Invalid(
             """
 import tensorflow as tf
@@ -136,6 +151,15 @@ def input_fn(pattern):
             step = steps[position]
             if step.method == "take" and step.call.args and is_constant(step.call.args[0], 1):
                 return  # take(1).cache(): one element replayed on purpose (a fake-data loop)
+            if step.method == "repeat" and _endless(step.call):
+                # the cache never sees the end of its input, so it never completes: it keeps
+                # every element of every epoch in memory (the real problem, shuffle or not)
+                self.report(
+                    node,
+                    ".cache() after an endless .repeat(): the cache never completes and grows without bound; "
+                    "cache before repeating: ds.cache().shuffle(n).repeat()",
+                )
+                return
             if step.method == "shuffle":
                 if _reshuffles(step.call):
                     if self._shuffled_downstream(node):

@@ -6,7 +6,7 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
-from tfpilot.lint.patterns import has_keyword, is_keras_model_expr, path_literal
+from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
 _KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -27,8 +27,8 @@ class KerasSaveExtension(Rule):
     severity = Severity.ERROR
     category = "saving"
     keras3_only = True
-    tokens = ("save",)
-    calls = frozenset({"save", "save_model"})
+    tokens = ("save", "ModelCheckpoint")
+    calls = frozenset({"save", "save_model", "ModelCheckpoint"})
     VALID = [
         """
 import keras
@@ -45,6 +45,14 @@ checkpoint.save("ckpt/prefix")
 """,
     ]
     INVALID = [
+        Invalid(
+            """
+import keras
+
+best = keras.callbacks.ModelCheckpoint("checkpoints/best_model", save_best_only=True)
+""",
+            line=4,
+        ),
         Invalid(
             """
 import keras
@@ -78,9 +86,23 @@ def save(model, root):
             is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model") and len(node.args) > 1
         ):
             target = node.args[1]
+        elif is_keras_path(self.context.qualname(func), "callbacks.ModelCheckpoint"):
+            flag = keyword(node, "save_weights_only")
+            if flag is not None and not is_constant(flag.value, False):
+                return  # weights only (TFP406's), or a flag this file computes
+            target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
+            for path in path_literals(target, self.context):
+                if not path.endswith(_KERAS_SUFFIXES):
+                    self.report(
+                        node,
+                        f"ModelCheckpoint({path!r}) saves whole models: Keras 3 raises ValueError when the "
+                        "callback is built unless the name ends in .keras",
+                    )
+                    return
+            return
         else:
             return
-        path = path_literal(target)
-        if path is None or path.endswith(_KERAS_SUFFIXES):
-            return
-        self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
+        for path in path_literals(target, self.context):
+            if not path.endswith(_KERAS_SUFFIXES):
+                self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
+                return
