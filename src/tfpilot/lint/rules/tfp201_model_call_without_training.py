@@ -9,8 +9,8 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
-from tfpilot.lint.naming import is_frozen_model_name
-from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword
+from tfpilot.lint.naming import is_frozen_model_name, is_model_name
+from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword, walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -470,6 +470,8 @@ train_step(classifier, tf.ones((2, 3)))
         context = self.context
         if not context.tapes or context.tapes[-1].scope is not context.scope:
             return
+        if isinstance(node.func, ast.Name) and not is_model_call(node, context):
+            self._through_helper(node)
         if not node.args or has_keyword(node, "training") or has_star_kwargs(node):
             return
         if any(item.arg and "training" in item.arg for item in node.keywords):
@@ -490,6 +492,42 @@ train_step(classifier, tf.ones((2, 3)))
             "BatchNormalization run in inference mode",
             fix_data={"description": "training=True added"},
         )
+
+    def _through_helper(self, node: ast.Call) -> None:
+        """``loss_value = loss(model, x, y)`` in the tape, ``y_ = model(x)`` in ``loss``: the
+        forward pass one call away (TensorFlow's own custom-training walkthrough has this
+        shape). The model call inside the helper is reported, where the fix goes."""
+        assert isinstance(node.func, ast.Name)
+        helper = self.context.resolve_function(node.func.id, node)
+        if not isinstance(helper, ast.FunctionDef) or _takes_training(helper):
+            return
+        parameters = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+        passed: dict[str, ast.expr] = dict(zip(parameters, node.args, strict=False))
+        passed.update({k.arg: k.value for k in node.keywords if k.arg})
+        for inner in walk_body(helper.body):
+            if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.args):
+                continue
+            if has_keyword(inner, "training") or has_star_kwargs(inner):
+                continue
+            name = inner.func.id
+            argument = passed.get(name)
+            if name in parameters:
+                # the helper's parameter holds what the tape passes: a model by name or binding
+                if not isinstance(argument, ast.Name) or not (
+                    is_model_name(argument.id) or self._bound_kinds(argument.id, node, self.context.scope.node) == {KERAS}
+                ):
+                    continue
+                callee = argument.id
+            elif is_model_name(name) and self.context.bindings.kinds(name, node, None) == {KERAS}:
+                callee = name  # a module-level Keras model the helper reads
+            else:
+                continue
+            self._callees.append((callee, None, node, self.context.scope.node, None))
+            self.report(
+                inner,
+                f"`{name}(...)` without `training=` runs the forward pass of the GradientTape block at line "
+                f"{node.lineno} (through {helper.name}()): Dropout and BatchNormalization run in inference mode",
+            )
 
     def finish(self) -> None:
         kept = []

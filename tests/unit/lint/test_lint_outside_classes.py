@@ -1,0 +1,201 @@
+"""The classes of wrong and missed findings that outside code bases showed (issue 30), each with
+a VALID case (what the rule must leave alone, or keep a note) and an INVALID one (what it must
+report, where). Written for tfpilot; no outside code is copied here."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tfpilot.findings import Severity
+from tfpilot.lint.engine import lint_source
+
+
+def _findings(source: str, code: str) -> list[tuple[int, int, Severity, str]]:
+    found = lint_source(textwrap.dedent(source), path="case.py")
+    return [
+        (int(f.location.split(":")[-2]), int(f.location.split(":")[-1]), f.severity, f.message)
+        for f in found
+        if f.code == code
+    ]
+
+
+def test_map_on_something_that_is_not_tf_data_is_never_a_tf_data_finding():
+    source = """
+        import tensorflow as tf
+        from datasets import load_dataset
+
+        dataset = load_dataset("imdb")
+        dataset = dataset.map(lambda row: tokenizer(row["text"]))
+        lengths = list(map(len, texts))
+        frame["label"] = frame["label"].map({"neg": 0, "pos": 1})
+    """
+    assert _findings(source, "TFP301") == []
+
+
+def test_stateless_map_is_left_to_tensorflow_and_a_stateful_one_is_reported():
+    valid = """
+        import tensorflow as tf
+
+        def parse(record):
+            features = tf.io.parse_single_example(record, {"x": tf.io.FixedLenFeature([], tf.float32)})
+            return features["x"] * 2.0
+
+        ds = tf.data.TFRecordDataset(["a.tfrecord"]).map(parse).batch(32)
+    """
+    assert _findings(valid, "TFP301") == []
+    invalid = """
+        import tensorflow as tf
+
+        def augment(image, label):
+            return tf.image.random_brightness(image, 0.2), label
+
+        ds = tf.data.Dataset.from_tensor_slices((images, labels)).map(augment).batch(32)
+    """
+    [(line, _column, severity, message)] = _findings(invalid, "TFP301")
+    assert line == 7 and severity is Severity.WARNING and "tf.image.random_brightness, line 5" in message
+
+
+def test_tf_keras_required_by_a_keras2_library_is_a_note_and_one_finding_per_file():
+    valid = """
+        import os
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+        import tf_keras
+        from tf_agents.networks import q_network
+    """
+    [(line, _column, severity, message)] = _findings(valid, "TFP503")
+    assert (line, severity) == (3, Severity.INFO) and "tf_agents" in message
+    invalid = """
+        import os
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+        import tf_keras as keras
+    """
+    assert [(line, severity) for line, _c, severity, _m in _findings(invalid, "TFP503")] == [(3, Severity.WARNING)]
+
+
+def test_model_call_without_training_lambdas_and_training_independent_factories():
+    valid = """
+        import keras
+        import tensorflow as tf
+
+        def build():
+            inputs = keras.Input((4,))
+            return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(8)(inputs)))
+
+        model = build()
+        linear_model = lambda x: 2.0 * x + 1.0
+
+        def step(x):
+            with tf.GradientTape() as tape:
+                a = model(x)
+                b = linear_model(x)
+            return a, b
+    """
+    found = _findings(valid, "TFP201")
+    assert [(line, severity) for line, _c, severity, _m in found] == [(14, Severity.INFO)]
+    invalid = """
+        import keras
+        import tensorflow as tf
+
+        def build():
+            return keras.Sequential([keras.layers.Dense(8), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+
+        model = build()
+
+        def step(x):
+            with tf.GradientTape() as tape:
+                a = model(x)
+            return a
+    """
+    assert [(line, severity) for line, _c, severity, _m in _findings(invalid, "TFP201")] == [(12, Severity.WARNING)]
+
+
+def test_forward_pass_one_call_away_from_the_tape_is_reported_in_the_helper():
+    invalid = """
+        import keras
+        import tensorflow as tf
+
+        model = keras.Sequential([keras.layers.Dense(8), keras.layers.Dropout(0.2), keras.layers.Dense(3)])
+
+        def loss(model, x, y):
+            y_ = model(x)
+            return keras.losses.mse(y, y_)
+
+        def grad(model, inputs, targets):
+            with tf.GradientTape() as tape:
+                loss_value = loss(model, inputs, targets)
+            return tape.gradient(loss_value, model.trainable_variables)
+    """
+    [(line, _column, severity, message)] = _findings(invalid, "TFP201")
+    assert line == 8 and severity is Severity.WARNING and "line 13 (through loss())" in message
+    valid = invalid.replace("def loss(model, x, y):\n            y_ = model(x)", "def loss(model, x, y):\n            y_ = model(x, training=True)")
+    assert _findings(valid, "TFP201") == []
+
+
+def test_seed_finding_once_per_file():
+    source = """
+        import keras
+        import tensorflow as tf
+
+        tf.random.set_seed(1)
+        model = keras.Sequential([keras.layers.Dense(1)])
+        tf.random.set_seed(2)
+        tf.random.set_seed(3)
+    """
+    [(line, _column, _severity, message)] = _findings(source, "TFP506")
+    assert line == 5 and "2 more" in message
+    assert _findings(source.replace("tf.random.set_seed(1)", "keras.utils.set_random_seed(1)"), "TFP506") == []
+
+
+def test_a_call_in_a_chain_is_located_at_its_method_not_the_statement():
+    source = """
+        import tensorflow as tf
+
+        ds = (
+            tf.data.Dataset.range(100)
+            .shuffle(100)
+            .repeat()
+            .cache()
+        )
+    """
+    [(line, column, _severity, message)] = _findings(source, "TFP307")
+    assert (line, column) == (8, 6) and "grows without bound" in message
+    single = "import tensorflow as tf\nds = tf.data.Dataset.range(9).cache().shuffle(9).repeat()\n"
+    assert _findings(single, "TFP307") == []
+
+
+def test_checkpoint_paths_through_variables_and_model_checkpoint():
+    invalid = """
+        import keras
+
+        checkpoint_path = "training_1/cp.ckpt"
+        callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weights_only=True)
+    """
+    [(line, _column, severity, _message)] = _findings(invalid, "TFP406")
+    assert (line, severity) == (5, Severity.ERROR)
+    valid = invalid.replace("cp.ckpt", "cp.weights.h5")
+    assert _findings(valid, "TFP406") == []
+    # a name the file computes in a loop is not judged
+    unknown = """
+        import keras
+
+        for checkpoint_path in paths:
+            model.save_weights(checkpoint_path)
+    """
+    assert _findings(unknown, "TFP406") == []
+
+
+def test_python_callback_inside_a_map_lambda_whatever_the_receiver_is_called():
+    invalid = """
+        import tensorflow as tf
+
+        def make(train):
+            return train.map(lambda x, y: (tf.py_function(load, [x], tf.float32), y))
+    """
+    assert [line for line, *_ in _findings(invalid, "TFP305")] == [5]
+    valid = """
+        import tensorflow as tf
+
+        def make(train):
+            return train.map(lambda x, y: (tf.io.decode_png(tf.io.read_file(x)), y))
+    """
+    assert _findings(valid, "TFP305") == []
