@@ -239,7 +239,7 @@ def precision_report(live: list[dict[str, str]], per_rule: Counter[str], heading
         )
 
 
-def score(root: Path, min_severity: str = "warning") -> int:
+def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS) -> int:
     findings = lint_tree(root)
     firing: dict[tuple[str, str, str, str], str] = {}
     for f in findings:
@@ -251,10 +251,10 @@ def score(root: Path, min_severity: str = "warning") -> int:
     per_severity = Counter(f["severity"] for f in findings)
     print(f"findings on the corpora: {len(findings)}  by severity: {dict(sorted(per_severity.items()))}")
     print(f"  by rule: {dict(sorted(per_rule.items()))}")
-    if not LABELS.exists():
-        print(f"no labels yet: write {LABELS.name} with columns {','.join(FIELDS)}")
+    if not labels_path.exists():
+        print(f"no labels yet: write {labels_path.name} with columns {','.join(FIELDS)}")
         return 0
-    with LABELS.open(newline="") as handle:
+    with labels_path.open(newline="") as handle:
         labels = list(csv.DictReader(handle))
     # labels carry the commit they were read at; a corpus exported at another commit has other lines
     for repository in sorted({row["repository"] for row in labels}):
@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also score only the findings at this severity or above (default warning: the defect "
         "claims, without info notes); `info` prints the all-severity numbers alone",
     )
+    score_parser.add_argument(
+        "--labels", type=Path, default=LABELS, help="labels CSV (default: benchmarks/lint_labels.csv)"
+    )
     unlabelled_parser = commands.add_parser("findings", help="print today's findings as CSV rows to label")
     unlabelled_parser.add_argument("root", type=Path)
     args = parser.parse_args(argv)
@@ -312,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         for finding in lint_tree(args.root):
             writer.writerow([finding["repository"], finding["path"], finding["line"], finding["rule"]])
         return 0
-    return score(args.root, args.min_severity)
+    return score(args.root, args.min_severity, args.labels)
 
 
 if __name__ == "__main__":

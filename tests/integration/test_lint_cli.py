@@ -278,3 +278,17 @@ def test_removed_api_rules_name_the_replacement(capsys, monkeypatch, tmp_path):
     assert " TFP613 " in lines[2] and "keras.datasets" in lines[2]
     assert " TFP612 " in lines[3] and "keras.layers.Conv2D" in lines[3]
     assert " TFP611 " in lines[4] and "model.fit" in lines[4]
+
+
+def test_min_severity_hides_notes_and_they_never_fail_the_run(capsys, monkeypatch, tmp_path):
+    script = tmp_path / "pipeline.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "rows = tf.data.Dataset.from_generator(lambda: iter([1.0]), output_types=tf.float32)\n"  # TFP305, info
+    )
+    code, out, err = run_main(["lint", script], capsys, monkeypatch, tmp_path)
+    assert code == 1 and " TFP305 " in out
+    code, out, err = run_main(["lint", script, "--min-severity", "warning"], capsys, monkeypatch, tmp_path)
+    assert (code, out) == (0, "") and "(1 below warning hidden)" in err
+    code, out, err = run_main(["lint", script, "--min-severity", "loud"], capsys, monkeypatch, tmp_path)
+    assert code == 2 and "--min-severity must be one of info, warning, error" in err

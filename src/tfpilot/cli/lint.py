@@ -72,6 +72,11 @@ def register(app: typer.Typer) -> None:
         fail_on: str = typer.Option(
             None, "--fail-on", help="Lowest severity that makes the exit code 1: info, warning or error."
         ),
+        min_severity: str = typer.Option(
+            "info",
+            "--min-severity",
+            help="Hide findings below this severity (info, warning or error); hidden ones never fail the run.",
+        ),
         output: Path = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
         show_fix: bool = typer.Option(False, "--show-fix", help="Text format: print each finding's fix hint."),
         list_rules: bool = typer.Option(False, "--list-rules", help="List every rule and exit."),
@@ -108,6 +113,8 @@ def register(app: typer.Typer) -> None:
             raise LintError(f"--format must be one of {', '.join(_FORMATS)}, got {output_format!r}")
         if fail_on is not None and fail_on.lower() not in _SEVERITIES:
             raise LintError(f"--fail-on must be one of {', '.join(_SEVERITIES)}, got {fail_on!r}")
+        if min_severity.lower() not in _SEVERITIES:
+            raise LintError(f"--min-severity must be one of {', '.join(_SEVERITIES)}, got {min_severity!r}")
         if not paths:
             raise LintError("no path given; expected one or more files or directories, e.g. `tfpilot lint src`")
         if config_file is not None:
@@ -128,20 +135,25 @@ def register(app: typer.Typer) -> None:
             results = fix_files(discover_files(paths, config), config=config)
             fixed_count = sum(len(result.applied) for result in results)
         report = lint_paths(paths, config=config, jobs=jobs)
+        floor = Severity(min_severity.lower()).rank
+        shown = [finding for finding in report.findings if finding.severity.rank >= floor]
+        hidden = len(report.findings) - len(shown)
         if output_format == "json":
-            rendered = format_json(report.findings)
+            rendered = format_json(shown)
         elif output_format == "sarif":
-            rendered = format_sarif(report.findings, rules=list(RULES), skipped=report.skipped)
+            rendered = format_sarif(shown, rules=list(RULES), skipped=report.skipped)
         else:
-            rendered = format_text(report.findings, show_fix=show_fix)
+            rendered = format_text(shown, show_fix=show_fix)
         if output is not None:
             atomic_write_text(output, rendered)
         elif rendered:
             typer.echo(rendered, nl=False)
-        failing = report.failing(config.fail_on)
+        fixable = sum(1 for finding in shown if (finding.evidence or {}).get("fixable"))
+        failing = [finding for finding in report.failing(config.fail_on) if finding.severity.rank >= floor]
         summary = (
-            f"{len(report.findings)} finding(s)"
-            + (f", {report.fixable} fixable with --fix" if report.fixable and not fix else "")
+            f"{len(shown)} finding(s)"
+            + (f" ({hidden} below {min_severity.lower()} hidden)" if hidden else "")
+            + (f", {fixable} fixable with --fix" if fixable and not fix else "")
             + (f", {fixed_count} fixed" if fix else "")
             + f" in {report.files} file(s), {report.lines} lines, {report.seconds:.2f}s"
             + f" ({report.lines_per_second:,.0f} lines/s)"

@@ -414,3 +414,18 @@ DATASET_CALL_NAMES = frozenset(
         "get_single_element",
     }
 )
+
+
+# Libraries whose Keras objects are Keras 2 (they ask for tf_keras / TF_USE_LEGACY_KERAS=1 under
+# TF 2.16+); the top-level import name of each.
+KERAS2_LIBRARIES = (
+    "tensorflow_hub",
+    "tensorflow_recommenders",
+    "tf_agents",
+    "tensorflow_model_optimization",
+    "tensorflow_decision_forests",
+    "tensorflow_ranking",
+    "tensorflow_federated",
+    "official",
+    "transformers",
+)

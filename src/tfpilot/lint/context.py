@@ -17,10 +17,11 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
+from tfpilot.lint.apis import KERAS2_LIBRARIES, TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.naming import is_dataset_name
+from tfpilot.lint.project import ProjectPins, project_pins
 from tfpilot.lint.scope import Scope, TapeBlock
 from tfpilot.lint.walker import STRUCTURAL
 
@@ -83,6 +84,7 @@ class FileContext:
 
     def __init__(self, *, path: str, source: str, tree: ast.Module) -> None:
         self.path = path
+        self._project: ProjectPins | None = None
         self.source = source
         self.tree = tree
         self.imports: dict[str, str] = {}
@@ -136,14 +138,24 @@ class FileContext:
             tops = {value.split(".")[0] for value in self.imports.values()}
             reason = None
             if "keras" not in tops:
-                if "tensorflow_recommenders" in tops:
-                    reason = "it imports tensorflow_recommenders, which needs TF_USE_LEGACY_KERAS=1"
+                library = next((name for name in KERAS2_LIBRARIES if name in tops), None)
+                if library is not None:
+                    reason = f"it imports {library}, which needs TF_USE_LEGACY_KERAS=1"
                 elif "tf_keras" in tops:
                     reason = "it imports tf_keras"
                 elif _LEGACY_KERAS_RE.search(self.source):
                     reason = "it sets TF_USE_LEGACY_KERAS=1"
+                else:
+                    reason = self.project.keras2
             self._keras2_reason = reason
         return self._keras2_reason  # type: ignore[return-value]
+
+    @property
+    def project(self) -> ProjectPins:
+        """What the file's project packaging pins (TensorFlow below 2.16, tf_keras)."""
+        if self._project is None:
+            self._project = project_pins(self.path)
+        return self._project
 
     # --- source positions ---------------------------------------------------------------------
 

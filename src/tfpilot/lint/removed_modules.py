@@ -34,18 +34,24 @@ class RemovedModuleRule(Rule, abc.ABC):
     def describe(self, name: str, shown: str) -> str:
         """The message for the removed name ``name`` (fully qualified), written as ``shown``."""
 
+    # The file's first import of a removed module fails, and the file stops there: one finding
+    # per file for the imports (the rest fail the same way once it is fixed).
+    _import_reported = False
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if self._removed(alias.name):
+            if self._removed(alias.name) and not self._import_reported:
+                self._import_reported = True
                 self.report(node, f"`import {alias.name}` fails: " + self.describe(alias.name, alias.name))
                 return
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
+        if node.level or not node.module or self._import_reported:
             return
         for alias in node.names:
             name = f"{node.module}.{alias.name}"
             if self._removed(node.module) or self._removed(name):
+                self._import_reported = True
                 self.report(node, f"`from {node.module} import {alias.name}` fails: " + self.describe(name, name))
                 return
 

@@ -88,6 +88,9 @@ class Rule:
     # The rule claims what breaks on Keras 3 only: in a file that runs on Keras 2 (tf_keras, see
     # FileContext.keras2_reason) the same code works, so its findings there are notes (info).
     keras3_only: ClassVar[bool] = False
+    # True for a break TensorFlow 2.16 made (tf.estimator removed): a note, not a defect, in a
+    # project whose packaging pins an older TensorFlow.
+    gone_in_tf216: ClassVar[bool] = False
     # When set, ``visit_Call`` only receives calls whose callee's last name is listed
     # (``ds.map(...)`` -> "map", ``print(...)`` -> "print"): the engine dispatches by name.
     calls: ClassVar[frozenset[str] | None] = None
@@ -115,6 +118,11 @@ class Rule:
             if reason is not None:
                 severity = Severity.INFO
                 message = f"{message or self.message} - a Keras 3 break only, and this file runs on Keras 2 ({reason})"
+        if self.gone_in_tf216 and severity is None:
+            reason = self.context.project.old_tf
+            if reason is not None:
+                severity = Severity.INFO
+                message = f"{message or self.message} - gone in TF 2.16, and this project runs an older TF ({reason})"
         line, column, end_line, end_column = self.context.char_span(node)
         anchor_line = anchor_column = 0
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):

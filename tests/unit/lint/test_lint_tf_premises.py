@@ -100,3 +100,21 @@ def test_keras3_refusals_raise_and_are_reported(snippet, code, tmp_path):
         exec(snippet, {"keras": keras, "model": model, "root": str(tmp_path)})
     source = f"import keras\n\nmodel = keras.Sequential([keras.layers.Dense(1)])\nroot = 'runs'\n{snippet}\n"
     assert code in [finding.code for finding in lint_source(source, path="premise.py")]
+
+
+def test_tfp205_only_a_persistent_tape_keeps_recording_after_gradient_inside_its_block():
+    x = tf.Variable(2.0)
+    with tf.GradientTape() as tape:
+        y = x * x
+        tape.gradient(y, x)
+        assert not tape._recording  # non-persistent: gradient() popped the tape, nothing more is recorded
+    with tf.GradientTape(persistent=True) as persistent:
+        y = x * x
+        persistent.gradient(y, x)
+        assert persistent._recording  # the backward pass was recorded, and what follows is too
+    source = (
+        "import tensorflow as tf\nx = tf.Variable(2.0)\n"
+        "with tf.GradientTape() as a:\n    y = x * x\n    g = a.gradient(y, x)\n"
+        "with tf.GradientTape(persistent=True) as b:\n    y = x * x\n    g = b.gradient(y, x)\n"
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP205"] == ["8"]

@@ -6,25 +6,12 @@ import ast
 from typing import Any
 
 from tfpilot.findings import Severity
+from tfpilot.lint.apis import KERAS2_LIBRARIES
 from tfpilot.lint.rule import Invalid, Rule
 
 # Ways of *setting* the flag; reading it (os.environ.get) is how libraries honour it.
 _SETTING_METHODS = frozenset({"setdefault", "putenv", "setenv"})
 _FLAG = "TF_USE_LEGACY_KERAS"
-# Libraries whose Keras objects are Keras 2 (they ask for tf_keras / TF_USE_LEGACY_KERAS=1 under
-# TF 2.16+); the top-level import name of each.
-KERAS2_LIBRARIES = (
-    "tensorflow_hub",
-    "tensorflow_recommenders",
-    "tf_agents",
-    "tensorflow_model_optimization",
-    "tensorflow_decision_forests",
-    "tensorflow_ranking",
-    "tensorflow_probability",
-    "tensorflow_federated",
-    "official",
-    "transformers",
-)
 
 
 class LegacyKeras(Rule):

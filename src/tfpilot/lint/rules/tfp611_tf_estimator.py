@@ -26,6 +26,7 @@ class TfEstimator(RemovedModuleRule):
         "custom loop with tf.GradientTape), feed it the input_fn's tf.data pipeline, export with model.export"
     )
     severity = Severity.ERROR
+    gone_in_tf216 = True
     category = "tf1 -> tf2"
     tokens = ("estimator",)
     removed = (
