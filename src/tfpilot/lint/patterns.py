@@ -160,3 +160,28 @@ def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return found
+
+
+_GUARD_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "Exception"})
+
+
+def under_feature_check(context: FileContext, name: str) -> bool:
+    """The node being visited only runs where ``name`` exists: under ``if hasattr(tf, "contrib")``
+    (or a version test naming it) or in the body of a ``try`` that catches ImportError /
+    AttributeError (code written to run on both TF1 and TF2)."""
+    child: ast.AST = context.stack[-1]
+    for ancestor in context.ancestors():
+        if isinstance(ancestor, ast.If) and child is not ancestor.test:
+            test = ast.unparse(ancestor.test)
+            if name in test and ("hasattr" in test or "version" in test.lower()):
+                return True
+        if isinstance(ancestor, ast.Try) and child in ancestor.body:
+            for handler in ancestor.handlers:
+                caught = handler.type
+                names = (
+                    [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
+                ) if caught is not None else []
+                if caught is None or any(isinstance(n, ast.Name) and n.id in _GUARD_ERRORS for n in names):
+                    return True
+        child = ancestor
+    return False

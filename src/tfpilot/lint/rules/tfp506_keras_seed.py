@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tfpilot.lint.apis import is_keras_path
+from tfpilot.lint.apis import is_keras_path, keras_name
+
+_KERAS_MODELS = frozenset({"Sequential", "models.Sequential", "Model", "models.Model"})
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -25,7 +27,7 @@ class KerasSeed(Rule):
     category = "keras 3"
     keras3_only = True
     tokens = ("set_seed",)
-    calls = frozenset({"set_seed", "set_random_seed"})
+    # every call: the Keras constructions after the seed decide whether it matters
     fixable = True
     VALID = [
         """
@@ -66,6 +68,8 @@ model = keras.Sequential([keras.layers.Dense(1)])
         self._tf_seeds: list[ast.Call] = []
         self._keras_seeded = False
         self._uses_keras = False
+        self._keras_lines: list[int] = []  # module-level Keras constructions
+        self._keras_in_functions = False
 
     def visit_Call(self, node: ast.Call) -> None:
         qualname = self.context.qualname(node.func)
@@ -73,6 +77,19 @@ model = keras.Sequential([keras.layers.Dense(1)])
             self._tf_seeds.append(node)
         elif is_keras_path(qualname, "utils.set_random_seed"):
             self._keras_seeded = True
+        elif self._builds_keras_state(node, qualname):
+            # what the seed is for: weights and dropout masks Keras draws from its own generator
+            if len(self.context.scopes) > 1:
+                self._keras_in_functions = True
+            else:
+                self._keras_lines.append(node.lineno)
+
+    def _builds_keras_state(self, node: ast.Call, qualname: str | None) -> bool:
+        found = keras_name(qualname)
+        if found is not None:
+            return found[1].startswith(("layers.", "initializers.", "applications.")) or found[1] in _KERAS_MODELS
+        func = node.func
+        return isinstance(func, ast.Name) and self.context.class_kind(func.id) in ("keras-model", "keras-layer")
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         if qualname.startswith(("keras.", "tensorflow.keras.")) or qualname in ("keras", "tensorflow.keras"):
@@ -86,8 +103,15 @@ model = keras.Sequential([keras.layers.Dense(1)])
             tf_alias = self.context.local_alias("tensorflow")
             keras_alias = f"{tf_alias}.keras" if tf_alias else None
         # one cause, one finding: the file never seeds Keras; its first tf seed is where to fix it
-        for call in self._tf_seeds[:1]:
-            more = len(self._tf_seeds) - 1
+        # a seed matters to Keras only if Keras builds weights or dropout after it; a seed that
+        # only feeds tf.data shuffles or tf.random ops is what tf.random.set_seed is for
+        seeds = [
+            call
+            for call in self._tf_seeds
+            if self._keras_in_functions or any(line > call.lineno for line in self._keras_lines)
+        ]
+        for call in seeds[:1]:
+            more = len(seeds) - 1
             self.report(
                 call,
                 f"{self.message} (and {more} more tf.random.set_seed call(s) in this file)" if more else None,

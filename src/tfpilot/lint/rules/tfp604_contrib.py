@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfpilot.findings import Severity
+from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
 
 _CONTRIB = "tensorflow.contrib"
@@ -73,5 +74,7 @@ net = tf.contrib.layers.fully_connected(tf.zeros([1, 3]), 4)
         if not _is_contrib(qualname):
             return
         binding = self.context.root_binding(node) or ""
+        if under_feature_check(self.context, "contrib"):
+            return  # `if hasattr(tf, "contrib"): ...`: code that runs on TF1 and TF2 alike
         if not _is_contrib(binding):
             self.report(node, f"`{self.context.dotted(node)}` does not exist: tf.contrib was removed in TF 2.0")

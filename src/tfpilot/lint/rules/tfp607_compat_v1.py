@@ -123,12 +123,22 @@ x = tf.placeholder(tf.float32, [None, 3])
         if tf1_match(qualname, TF1_MODE_SWITCHES) is not None:
             self._switch = self._switch or (node, name)
             return
-        if self._placeholder is None and tf1_match(qualname, TF1_PLACEHOLDER) is not None and self._in_eager(node):
+        if (
+            self._placeholder is None
+            and tf1_match(qualname, TF1_PLACEHOLDER) is not None
+            and self._called(node)
+            and self._in_eager(node)
+        ):
             self._placeholder = node
         # named in the note: the TF1-only APIs (tf.float32 through compat.v1 is just TF)
         api = tf1_match(qualname, TF1_COVERED)
         if api is not None:
             self._uses.setdefault(api, None)
+
+    def _called(self, node: ast.AST) -> bool:
+        """``tf.compat.v1.placeholder(...)`` itself, not the name in a type annotation or a table."""
+        parent = self.context.parent
+        return isinstance(parent, ast.Call) and parent.func is node
 
     def _in_eager(self, node: ast.AST) -> bool:
         """Certainly run in eager mode unless a mode switch is called: module-level code outside any
