@@ -129,15 +129,17 @@ class Net(keras.Model):
         self.dense = keras.layers.Dense(1)
 
     def call(self, x{extra}):
-        return self.dense(x)
+        return self.dense(x){use}
 
 net = Net()
 with tf.GradientTape() as tape:
     loss = tf.reduce_sum(net(tf.ones((1, 3))))
 """
-    assert found(subclass.format(extra=""), "TFP201") == [(14, "info")]
-    # a call() that reads `training` itself behaves differently: still a warning
-    assert found(subclass.format(extra=", training=None"), "TFP201") == [(14, "warning")]
+    assert found(subclass.format(extra="", use=""), "TFP201") == [(14, "info")]
+    # a `training` parameter the call never reads changes nothing: still a note
+    assert found(subclass.format(extra=", training=None", use=""), "TFP201") == [(14, "info")]
+    # a call() that reads `training` itself behaves differently: a warning
+    assert found(subclass.format(extra=", training=None", use=" if training else x"), "TFP201") == [(14, "warning")]
 
 
 def test_tfp201_survives_a_class_that_builds_itself():
