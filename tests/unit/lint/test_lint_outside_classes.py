@@ -204,3 +204,35 @@ def test_python_callback_inside_a_map_lambda_whatever_the_receiver_is_called():
             return train.map(lambda x, y: (tf.io.decode_png(tf.io.read_file(x)), y))
     """
     assert _findings(valid, "TFP305") == []
+
+
+def test_hdf5_lambda_finding_follows_the_saved_model_not_the_file():
+    source = """
+        import keras
+
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.save("plain.h5")
+
+        def build():
+            inputs = keras.Input((2,))
+            return keras.Model(inputs, keras.layers.Lambda(lambda t: t * 2.0)(inputs))
+
+        lambda_model = build()
+        lambda_model.save("with_lambda.h5")
+    """
+    assert [line for line, *_ in _findings(source, "TFP401")] == [12]
+
+
+def test_persistent_tape_for_second_derivatives_and_test_reference_gradients():
+    second = """
+        import tensorflow as tf
+
+        x = tf.Variable(1.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = tf.sin(x)
+            dy = tape.gradient(y, x)
+        d2y = tape.gradient(dy, x)
+    """
+    assert _findings(second, "TFP205") == []
+    wasteful = second.replace("d2y = tape.gradient(dy, x)", "print(dy)")
+    assert [line for line, *_ in _findings(wasteful, "TFP205")] == [7]

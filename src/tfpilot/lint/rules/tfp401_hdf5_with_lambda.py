@@ -12,6 +12,9 @@ from tfpilot.lint.rule import Invalid, Rule
 _HDF5_SUFFIXES = (".h5", ".hdf5")
 
 
+_MODEL_FACTORIES = ("Sequential", "models.Sequential", "Model", "models.Model")
+
+
 class Hdf5WithLambda(Rule):
     """HDF5 stores a Lambda layer as pickled Python bytecode.
 
@@ -29,7 +32,7 @@ class Hdf5WithLambda(Rule):
     )
     category = "saving"
     tokens = ("Lambda",)
-    calls = frozenset({"Lambda", "save", "save_model"})
+    calls = frozenset({"Lambda", "save", "save_model", "Sequential", "Model"})
     VALID = [
         """
 import keras
@@ -52,34 +55,73 @@ model.save("model.h5")
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._lambda_line: int | None = None
-        self._hdf5_saves: list[ast.Call] = []
+        self._lambda_lines: list[int] = []
+        self._model_lines: list[int] = []  # every Keras model construction, to bound functional graphs
+        self._hdf5_saves: list[tuple[ast.Call, ast.AST | None, ast.AST]] = []
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self._lambda_line is None and is_keras_path(self.context.qualname(node.func), "layers.Lambda"):
-            self._lambda_line = node.lineno
+        qualname = self.context.qualname(node.func)
+        if is_keras_path(qualname, "layers.Lambda"):
+            self._lambda_lines.append(node.lineno)
             return
+        if is_keras_path(qualname, *_MODEL_FACTORIES):
+            self._model_lines.append(node.lineno)
         func = node.func
         is_save = isinstance(func, ast.Attribute) and func.attr == "save"
-        is_save_model = is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model")
+        is_save_model = is_keras_path(qualname, "models.save_model", "saving.save_model")
         if not (is_save or is_save_model):
             return
         target = (
             node.args[1] if is_save_model and len(node.args) > 1 else (node.args[0] if node.args and is_save else None)
         )
+        model = node.args[0] if is_save_model and node.args else (func.value if is_save else None)
         path = path_literal(target)
         save_format = keyword(node, "save_format")
         if (path and path.endswith(_HDF5_SUFFIXES)) or (
             save_format is not None and string_value(save_format.value) == "h5"
         ):
-            self._hdf5_saves.append(node)
+            self._hdf5_saves.append((node, model, self.context.scope.node))
 
     def finish(self) -> None:
-        if self._lambda_line is None:
+        if not self._lambda_lines:
             return
-        for call in self._hdf5_saves:
+        for call, model, scope in self._hdf5_saves:
+            line = self._lambda_in(model, call, scope)
+            if line is None:
+                continue  # the saved model holds no Lambda this file can see
             self.report(
                 call,
-                f"model with a Lambda layer (line {self._lambda_line}) saved to HDF5: the Lambda is "
+                f"model with a Lambda layer (line {line}) saved to HDF5: the Lambda is "
                 "pickled bytecode that Keras 3 will not load by default",
             )
+
+    def _lambda_in(self, model: ast.AST | None, call: ast.Call, scope: ast.AST) -> int | None:
+        """The line of a Lambda the saved model is built with, following what its name holds."""
+        name = self.context.dotted(model) if model is not None else None
+        if name is None:
+            return None
+        values = self.context.bindings.values(name, call, scope)
+        if not values and len(self._model_lines) == 1:
+            # a model passed in from elsewhere, in a file that builds one model: that one
+            first = [line for line in self._lambda_lines if line <= self._model_lines[0]]
+            return first[0] if first else None
+        for value in values:
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                factory = self.context.resolve_function(value.func.id, value)
+                if isinstance(factory, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    start, end = factory.lineno, factory.end_lineno or factory.lineno
+                    inside = [line for line in self._lambda_lines if start <= line <= end]
+                    if inside:
+                        return inside[0]  # `model = build_model()`, which builds the Lambda
+                    continue
+            if isinstance(value, ast.Call) and is_keras_path(self.context.qualname(value.func), *_MODEL_FACTORIES):
+                start, end = value.lineno, value.end_lineno or value.lineno
+                inside = [line for line in self._lambda_lines if start <= line <= end]
+                if inside:
+                    return inside[0]  # `Sequential([..., Lambda(...)])`
+                # functional: a Lambda built after the previous model and before this one
+                previous = max((line for line in self._model_lines if line < start), default=0)
+                between = [line for line in self._lambda_lines if previous < line < start]
+                if between and not is_keras_path(self.context.qualname(value.func), "Sequential", "models.Sequential"):
+                    return between[0]
+        return None
