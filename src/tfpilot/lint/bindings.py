@@ -315,6 +315,13 @@ class Bindings:
                     return UNKNOWN
                 if isinstance(definition, _FUNCTIONS):
                     return self._returned_kind(definition, depth + 1)
+                if isinstance(definition, ast.ImportFrom):
+                    # a class of the project's own modules (`from network import VGG16`)
+                    kind = context.class_kind(value.func.id)
+                    if kind in ("keras-model", "keras-layer"):
+                        return KERAS
+                    if kind == "tf-module":
+                        return TF_MODULE
         return UNKNOWN
 
     def _returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:

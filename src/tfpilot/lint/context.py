@@ -20,6 +20,7 @@ from typing import Any
 from tfpilot.lint.apis import KERAS2_LIBRARIES, TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
+from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_dataset_name
 from tfpilot.lint.project import ProjectPins, project_pins
 from tfpilot.lint.scope import Scope, TapeBlock
@@ -88,6 +89,8 @@ class FileContext:
         self.source = source
         self.tree = tree
         self.imports: dict[str, str] = {}
+        # local name -> (level, module, name) of every `from X import name` (relative ones too)
+        self.local_imports: dict[str, tuple[int, str, str]] = {}
         # "model" / "self.acc" -> qualified name of the call it was last assigned from.
         self.assigned_calls: dict[str, str] = {}
         # tf.function names seen (wrapped or decorated) -> has input_signature.
@@ -205,6 +208,13 @@ class FileContext:
                         self.imports.setdefault(top, top)
                 continue
             if kind is ast.ImportFrom:
+                for alias in statement.names:  # type: ignore[attr-defined]
+                    # where to look for a class of this project (tfpilot.lint.local_modules)
+                    self.local_imports[alias.asname or alias.name] = (
+                        statement.level,  # type: ignore[attr-defined]
+                        statement.module or "",  # type: ignore[attr-defined]
+                        alias.name,
+                    )
                 if statement.level or not statement.module:  # type: ignore[attr-defined]
                     continue
                 for alias in statement.names:  # type: ignore[attr-defined]
@@ -302,10 +312,14 @@ class FileContext:
 
     def class_kind(self, klass: ast.ClassDef | str | None) -> str:
         """``"keras-model"``, ``"keras-layer"``, ``"tf-module"`` (a tf.Module that is no Keras
-        object) or ``"unknown"``, following base classes defined in this file."""
+        object) or ``"unknown"``, following base classes defined in this file (and a class this
+        file imports from a module of its own project)."""
         if isinstance(klass, str):
             definitions = self._class_defs.get(klass)
-            klass = definitions[-1] if definitions else None
+            if not definitions:
+                found = imported_class(self, klass)
+                return found[1].class_kind(found[0]) if found is not None else "unknown"
+            klass = definitions[-1]
         if klass is None:
             return "unknown"
         known = self._class_kinds.get(id(klass))

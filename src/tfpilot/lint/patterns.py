@@ -115,9 +115,16 @@ def is_model_call(call: ast.Call, context: FileContext) -> bool:
 
 
 def _assigned_non_model(key: str, context: FileContext) -> bool:
-    """Assigned from a known call that is not a Keras model factory (tf.saved_model.load, ...)."""
+    """Assigned from a known call that is not a Keras model factory (tf.saved_model.load, ...).
+    A class of the project's own modules (``from network import VGG16``) is judged by its
+    definition instead: a Keras subclass there is a model."""
     qualname = context.assigned_calls.get(key)
-    return qualname is not None and not _assigned_model(key, context)
+    if qualname is None or _assigned_model(key, context):
+        return False
+    callee = qualname.rsplit(".", 1)[-1]
+    if callee in context.local_imports and context.class_kind(callee) != "unknown":
+        return context.class_kind(callee) == "tf-module"
+    return True
 
 
 def _assigned_model(key: str, context: FileContext) -> bool:

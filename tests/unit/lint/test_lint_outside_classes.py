@@ -236,3 +236,51 @@ def test_persistent_tape_for_second_derivatives_and_test_reference_gradients():
     assert _findings(second, "TFP205") == []
     wasteful = second.replace("d2y = tape.gradient(dy, x)", "print(dy)")
     assert [line for line, *_ in _findings(wasteful, "TFP205")] == [7]
+
+
+def test_model_class_from_another_file_of_the_project(tmp_path):
+    network = """
+        import keras
+
+        class VGG(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.body = [keras.layers.Conv2D(8, 3), keras.layers.BatchNormalization(), keras.layers.Dense(10)]
+
+            def call(self, x):
+                for layer in self.body:
+                    x = layer(x)
+                return x
+
+        class Linear(keras.layers.Layer):
+            def call(self, x):
+                return x * 2.0
+
+        class Plain(tf.Module):
+            def __call__(self, x):
+                return x
+    """
+    (tmp_path / "network.py").write_text(textwrap.dedent(network).replace("import keras", "import keras\nimport tensorflow as tf"))
+    train = """
+        import tensorflow as tf
+        from network import VGG, Linear, Plain
+
+        model = VGG()
+        linear_model = Linear()
+        plain_model = Plain()
+
+        def step(x):
+            with tf.GradientTape() as tape:
+                a = model(x)
+                b = linear_model(x)
+                c = plain_model(x)
+            return a, b, c
+    """
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(train))
+    found = [
+        (int(f.location.split(":")[-2]), f.severity)
+        for f in lint_source(path.read_text(), path=str(path))
+        if f.code == "TFP201"
+    ]
+    assert found == [(11, Severity.WARNING), (12, Severity.INFO)]

@@ -9,6 +9,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
+from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_frozen_model_name, is_model_name
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword, walk_body
 from tfpilot.lint.rule import Invalid, Rule
@@ -155,6 +156,13 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                         names |= inner
             elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
                 inner = _invariant_set([context.class_defs(value.func.id)[-1]], context, seen)
+                if inner is None:
+                    return None
+                names |= inner
+                continue
+            elif isinstance(value.func, ast.Name) and imported_class(context, value.func.id) is not None:
+                klass, other = imported_class(context, value.func.id)  # type: ignore[misc]
+                inner = _invariant_set([klass], other, seen)  # judged in its own file
                 if inner is None:
                     return None
                 names |= inner

@@ -1,0 +1,80 @@
+"""Classes a file imports from its own project: ``from network import VGG16`` next to ``network.py``.
+
+Tutorial and research code keeps its models in a module beside the training script. Rules that
+ask "is this a Keras model, and does any of its layers depend on ``training``?" then need the
+class from the other file. The linter never imports user code: the module is found on disk
+(beside the importing file, or above it for a package import, up to the repository root),
+parsed with ``ast`` and wrapped in a FileContext of its own, once per process per file.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
+
+__all__ = ["imported_class"]
+
+_MAX_LEVELS = 4  # how far above the importing file an absolute module is looked for
+_MAX_BYTES = 2_000_000
+
+
+def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileContext] | None:
+    """The class ``name`` that ``context``'s file imports from a module of its own project, with
+    that module's context; None when it is not imported so, or the module is not on disk."""
+    origin = context.local_imports.get(name)
+    if origin is None:
+        return None
+    level, module, attribute = origin
+    try:
+        here = Path(context.path).resolve().parent
+    except (OSError, RuntimeError):
+        return None
+    path = _module_file(here, level, module)
+    if path is None:
+        return None
+    other = _context_of(str(path))
+    if other is None:
+        return None
+    definitions = other.class_defs(attribute)
+    return (definitions[-1], other) if definitions else None
+
+
+def _module_file(here: Path, level: int, module: str) -> Path | None:
+    parts = [part for part in module.split(".") if part]
+    if level:
+        base = here
+        for _ in range(level - 1):
+            base = base.parent
+        candidates = [base]
+    else:
+        candidates = []
+        base = here
+        for _ in range(_MAX_LEVELS):
+            candidates.append(base)
+            if (base / ".git").exists() or base.parent == base:
+                break
+            base = base.parent
+    for root in candidates:
+        target = root.joinpath(*parts) if parts else root
+        for path in (target.with_suffix(".py"), target / "__init__.py"):
+            if parts and path.is_file():
+                return path
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _context_of(path: str) -> FileContext | None:
+    from tfpilot.lint.context import FileContext
+
+    try:
+        data = Path(path).read_bytes()[:_MAX_BYTES]
+        source = data.decode("utf-8")
+        tree = ast.parse(source)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    return FileContext(path=path, source=source, tree=tree)
