@@ -148,6 +148,19 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                 # functional: every layer the same scope builds (the whole module at module level)
                 scope = context.bindings.top_level_of(value)
                 calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+                if isinstance(scope, ast.Module):
+                    # a notebook builds many models at module level: this one's layers are those
+                    # built after the model before it
+                    previous = max(
+                        (
+                            c.lineno
+                            for c in calls
+                            if c.lineno < value.lineno
+                            and (keras_name(context.qualname(c.func)) or ("", ""))[1] in _KERAS_FACTORIES
+                        ),
+                        default=0,
+                    )
+                    calls = [c for c in calls if previous < c.lineno <= (value.end_lineno or value.lineno)]
                 for call in calls:
                     if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
                         inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
