@@ -230,11 +230,11 @@ def test_persistent_tape_for_second_derivatives_and_test_reference_gradients():
         x = tf.Variable(1.0)
         with tf.GradientTape(persistent=True) as tape:
             y = tf.sin(x)
-            dy = tape.gradient(y, x)
+            dy, dz = tape.gradient(y, [x, x])
         d2y = tape.gradient(dy, x)
     """
     assert _findings(second, "TFP205") == []
-    wasteful = second.replace("d2y = tape.gradient(dy, x)", "print(dy)")
+    wasteful = second.replace("d2y = tape.gradient(dy, x)", "print(dy, dz)")
     assert [line for line, *_ in _findings(wasteful, "TFP205")] == [7]
 
 

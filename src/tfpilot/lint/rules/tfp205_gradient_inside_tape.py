@@ -93,7 +93,7 @@ with tf.GradientTape(persistent=True) as tape:
         parent = self.context.parent
         if not (isinstance(parent, ast.Assign) and parent.value is node):
             return False
-        names = {t.id for t in parent.targets if isinstance(t, ast.Name)}
+        names = {n.id for target in parent.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
         scope = self.context.scope.node
         for other in ast.walk(scope):
             if (
