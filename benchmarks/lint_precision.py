@@ -198,6 +198,9 @@ def lint_tree(root: Path) -> list[dict[str, str]]:
                     "line": line,
                     "rule": finding["code"],
                     "severity": finding["severity"],
+                    # a call in a multi-line chain is reported at its method; labels made when
+                    # findings pointed at the statement's first line still match it there
+                    "start_line": str(finding.get("evidence", {}).get("start", f"{line}:").split(":")[0]),
                 }
             )
     return findings
@@ -243,10 +246,11 @@ def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS)
     findings = lint_tree(root)
     firing: dict[tuple[str, str, str, str], str] = {}
     for f in findings:
-        key = (f["repository"], f["path"], f["line"], f["rule"])
-        # two hits of one rule on one line: the label stands for the stronger claim
-        if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
-            firing[key] = f["severity"]
+        for line in {f["line"], f["start_line"]}:
+            key = (f["repository"], f["path"], line, f["rule"])
+            # two hits of one rule on one line: the label stands for the stronger claim
+            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
+                firing[key] = f["severity"]
     per_rule = Counter(f["rule"] for f in findings)
     per_severity = Counter(f["severity"] for f in findings)
     print(f"findings on the corpora: {len(findings)}  by severity: {dict(sorted(per_severity.items()))}")

@@ -330,6 +330,7 @@ def violation_to_finding(violation: Violation, path: str) -> Finding:
         message=violation.message,
         location=location,
         evidence={
+            **({"start": f"{violation.line}:{violation.column + 1}"} if violation.anchor_line else {}),
             "end": f"{violation.end_line}:{violation.end_column + 1}",
             "fixable": violation.fix_data is not None,
             "category": rule.category,

@@ -128,7 +128,32 @@ class _Finder:
                 found = self.function(value, at, depth + 1)
                 if found is not None:
                     return found
+            return self.added_layers(function.id)
+        return self.attribute(function, at, depth)
+
+    def added_layers(self, name: str) -> StatefulUse | None:
+        """``preprocessing.add(keras.layers.RandomFlip())`` anywhere in the file: a Sequential
+        built up layer by layer (often under a flag) holds what any of its ``add`` calls add."""
+        if f"{name}.add(" not in self.context.source:
             return None
+        for node in ast.walk(self.context.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+            ):
+                found = self.layer(node.args[0])
+                if found is not None:
+                    return found
+        return None
+
+    def attribute(self, function: ast.AST, at: ast.AST, depth: int) -> StatefulUse | None:
+        """``self.augment``: the method of the enclosing class, or what ``self.augment`` holds."""
+        context = self.context
         if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
             if function.value.id == "self":
                 definition = context.resolve_function(function.attr, at, method=True)
