@@ -137,13 +137,16 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
         elif isinstance(value, ast.Call):
             found = keras_name(context.qualname(value.func))
             if found is not None and found[1] in ("Sequential", "models.Sequential"):
-                if not value.args or not isinstance(value.args[0], ast.List):
+                layers = value.args[0] if value.args else None
+                if isinstance(layers, ast.Name):
+                    # `Sequential(conv_layers)`: the list the name was bound to
+                    bound = context.bindings.values(layers.id, value, context.bindings.top_level_of(value))
+                    layers = bound[0] if len(bound) == 1 else None
+                if not isinstance(layers, ast.List):
                     return None
-                if not all(
-                    isinstance(e, ast.Call) and keras_name(context.qualname(e.func)) for e in value.args[0].elts
-                ):
+                if not all(isinstance(e, ast.Call) and keras_name(context.qualname(e.func)) for e in layers.elts):
                     return None
-                calls = list(value.args[0].elts)  # type: ignore[arg-type]
+                calls = list(layers.elts)  # type: ignore[arg-type]
             elif found is not None and found[1] in ("Model", "models.Model"):
                 # functional: every layer the same scope builds (the whole module at module level)
                 scope = context.bindings.top_level_of(value)
