@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.naming import is_model_name
@@ -78,8 +79,8 @@ def path_literals(node: ast.AST | None, context: FileContext) -> list[str]:
     direct = path_literal(node)
     if direct is not None:
         return [direct]
-    if not isinstance(node, ast.Name):
-        return []
+    if not isinstance(node, ast.Name) or not re.search(rf"\b{re.escape(node.id)}\s*=[^=]", context.source):
+        return []  # never assigned in this file (a parameter, an import): no binding to build
     values = context.bindings.values(node.id, node, context.scope.node)
     tails = [path_literal(value) for value in values]
     known = [tail for tail in tails if tail is not None]

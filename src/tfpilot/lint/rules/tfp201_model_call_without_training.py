@@ -220,6 +220,14 @@ def _invariant_layers(values: list[Any], context: Any) -> str:
     return ", ".join(sorted(names)) if names else ""
 
 
+def _is_flag(argument: ast.expr) -> bool:
+    """A positional argument that is the training flag: a bool constant or a name that says so."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, bool):
+        return True
+    name = argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    return "train" in name.lower()
+
+
 _UPDATES = frozenset({"apply_gradients", "minimize", "apply", "assign_sub", "assign_add"})
 
 
@@ -518,6 +526,8 @@ train_step(classifier, tf.ones((2, 3)))
             return
         if any(item.arg and "training" in item.arg for item in node.keywords):
             return  # `net(x, is_training=True)`: the model's own training flag, passed
+        if any(_is_flag(argument) for argument in node.args[1:]):
+            return  # `generator(z, is_training)`: the flag passed positionally
         if not is_model_call(node, context):
             return
         callee = context.dotted(node.func) or "model"
