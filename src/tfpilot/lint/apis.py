@@ -429,3 +429,13 @@ KERAS2_LIBRARIES = (
     "official",
     "transformers",
 )
+# Of those, the ones that refuse Keras 3 outright (they raise at import or at first use unless
+# TF_USE_LEGACY_KERAS=1 is set), so a file importing one runs on Keras 2. tensorflow_hub, the
+# Model Garden and transformers import fine under Keras 3 (only their Keras objects need
+# Keras 2), so the rest of such a file is still Keras 3 code.
+KERAS2_ONLY_LIBRARIES = (
+    "tensorflow_recommenders",
+    "tf_agents",
+    "tensorflow_model_optimization",
+    "tensorflow_decision_forests",
+)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import KERAS2_LIBRARIES, TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
+from tfpilot.lint.apis import KERAS2_ONLY_LIBRARIES, TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.local_modules import imported_class
@@ -141,7 +141,7 @@ class FileContext:
             tops = {value.split(".")[0] for value in self.imports.values()}
             reason = None
             if "keras" not in tops:
-                library = next((name for name in KERAS2_LIBRARIES if name in tops), None)
+                library = next((name for name in KERAS2_ONLY_LIBRARIES if name in tops), None)
                 if library is not None:
                     reason = f"it imports {library}, which needs TF_USE_LEGACY_KERAS=1"
                 elif "tf_keras" in tops:
@@ -249,6 +249,10 @@ class FileContext:
             if base is not None:
                 parts.append(base)
                 result = ".".join(reversed(parts))
+                if result.startswith("tensorflow.compat.v2."):
+                    # `import tensorflow.compat.v2 as tf` is TF2's own namespace (TF's libraries
+                    # are written so): every rule sees `tf.data.Dataset` as `tensorflow.data.Dataset`
+                    result = "tensorflow." + result[len("tensorflow.compat.v2.") :]
         cache[key] = result
         return result
 

@@ -60,13 +60,33 @@ def path_literal(node: ast.AST | None) -> str | None:
     if text is not None:
         return text
     if isinstance(node, ast.JoinedStr) and node.values:
-        return string_value(node.values[-1])
+        tail = string_value(node.values[-1])
+        if tail is None and len(node.values) > 1:
+            return _checkpoint_template(string_value(node.values[-2]))
+        return tail
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and string_value(node.func.value) is not None
+    ):
+        template = string_value(node.func.value) or ""
+        tail = template.rsplit("}", 1)[-1] if "}" in template else template
+        return tail or _checkpoint_template(template.rsplit("{", 1)[0])
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return path_literal(node.right)
     if isinstance(node, ast.Call) and node.args:
         name = callee_name(node)
         if name in ("join", "Path", "PurePath", "fspath", "str"):
             return path_literal(node.args[-1])
+    return None
+
+
+def _checkpoint_template(prefix: str | None) -> str | None:
+    """``f"model.ckpt-{step}"``, ``"ckpt/model.ckpt-{}".format(n)``: the name ends in a step
+    number after a TF-checkpoint stem, so its suffix is known not to be a Keras one."""
+    if prefix and ".ckpt" in prefix.rsplit("/", 1)[-1]:
+        return prefix + "N"
     return None
 
 

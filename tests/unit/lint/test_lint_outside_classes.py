@@ -284,3 +284,83 @@ def test_model_class_from_another_file_of_the_project(tmp_path):
         if f.code == "TFP201"
     ]
     assert found == [(11, Severity.WARNING), (12, Severity.INFO)]
+
+
+def test_a_metric_a_helper_builds_on_every_call_accumulates_nothing():
+    source = """
+        import tensorflow as tf
+
+        def accuracy(labels, probs):
+            acc = tf.keras.metrics.SparseCategoricalAccuracy()
+            acc.update_state(labels, probs)
+            return acc.result()
+
+        def select(all_logits, labels, rounds):
+            for _ in range(rounds):
+                for logits in all_logits:
+                    score = accuracy(labels, logits)
+    """
+    assert _findings(source, "TFP202") == []
+
+
+def test_cache_and_shuffle_under_different_conditions_is_a_note():
+    source = """
+        import tensorflow as tf
+
+        def build(files, training):
+            ds = tf.data.TFRecordDataset(files)
+            if training:
+                ds = ds.shuffle(1000)
+                ds = ds.repeat()
+            if not training:
+                ds = ds.cache()
+            return ds
+    """
+    [(line, _column, severity, _message)] = _findings(source, "TFP307")
+    assert (line, severity) == (10, Severity.INFO)
+    together = source.replace("            if not training:\n                ds = ds.cache()", "            ds = ds.cache()")
+    assert [severity for _l, _c, severity, _m in _findings(together, "TFP307")] == [Severity.WARNING]
+
+
+def test_choosing_a_keras_on_purpose_is_not_mixing_namespaces():
+    source = """
+        import tensorflow as tf
+
+        version_fn = getattr(tf.keras, "version", None)
+        if version_fn and version_fn().startswith("3."):
+            import tf_keras as keras
+        else:
+            keras = tf.keras
+        try:
+            import keras as standalone
+        except ImportError:
+            standalone = None
+    """
+    assert _findings(source, "TFP502") == []
+
+
+def test_checkpoint_names_built_by_format_and_tf_compat_v2_imports():
+    source = """
+        import os
+        import tensorflow.compat.v2 as tf
+
+        model.save_weights(os.path.join(trial_dir, "model.ckpt-{}".format(steps)))
+        model.save_weights(f"{trial_dir}/model.ckpt-{steps}")
+        model.save_weights("{}/weights".format(trial_dir) + ".weights.h5")
+        files = tf.data.Dataset.list_files("shards/*")
+        records = files.interleave(tf.data.TFRecordDataset, cycle_length=4)
+    """
+    assert [line for line, *_ in _findings(source, "TFP406")] == [5, 6]
+    assert [line for line, *_ in _findings(source, "TFP301")] == [9]
+
+
+def test_seed_before_a_model_from_another_modules_factory():
+    source = """
+        import keras
+        import tensorflow as tf
+        import uncertainty_baselines as ub
+
+        tf.random.set_seed(7)
+        model = ub.models.wide_resnet(input_shape=(32, 32, 3), depth=28)
+    """
+    assert [line for line, *_ in _findings(source, "TFP506")] == [6]

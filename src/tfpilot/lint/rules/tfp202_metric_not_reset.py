@@ -189,10 +189,19 @@ def fit(dataset, epochs):
                 body_updates: set[str] = set()
                 body_resets: set[str] = set()
                 body_reset_all = False
-                for node in walk_body(definition.body):  # type: ignore[attr-defined]
+                body = walk_body(definition.body)  # type: ignore[attr-defined]
+                # a metric the helper builds itself is fresh on every call: nothing accumulates
+                local = {
+                    target.id
+                    for node in body
+                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    for target in node.targets
+                    if isinstance(target, ast.Name)
+                }
+                for node in body:
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                         key = self.context.dotted(node.func.value)
-                        if node.func.attr == "update_state" and key:
+                        if node.func.attr == "update_state" and key and key not in local:
                             body_updates.add(key)
                         elif node.func.attr in _RESETS and key:
                             body_resets.add(key)

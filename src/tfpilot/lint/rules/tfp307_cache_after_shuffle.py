@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.findings import Severity
 from tfpilot.lint.chains import method_steps
 from tfpilot.lint.patterns import is_constant, keyword
 from tfpilot.lint.rule import Invalid, Rule
@@ -151,7 +152,11 @@ def input_fn(pattern):
             step = steps[position]
             if step.method == "take" and step.call.args and is_constant(step.call.args[0], 1):
                 return  # take(1).cache(): one element replayed on purpose (a fake-data loop)
-            if step.method == "repeat" and _endless(step.call):
+            if (
+                step.method == "repeat"
+                and _endless(step.call)
+                and _same_branch(self.context.scope.node, step.call, node)
+            ):
                 # the cache never sees the end of its input, so it never completes: it keeps
                 # every element of every epoch in memory (the real problem, shuffle or not)
                 self.report(
@@ -164,6 +169,15 @@ def input_fn(pattern):
                 if _reshuffles(step.call):
                     if self._shuffled_downstream(node):
                         return  # the cached elements are shuffled again every epoch
+                    if not _same_branch(self.context.scope.node, step.call, node):
+                        # `if training: shuffle` ... `if not training: cache`: maybe never both
+                        self.report(
+                            node,
+                            ".cache() after a .shuffle() made under another condition: if both run, every "
+                            "epoch replays the first epoch's order",
+                            severity=Severity.INFO,
+                        )
+                        return
                     self.report(node, ".cache() after .shuffle(): every epoch replays the first epoch's order")
                     return
                 # reshuffle_each_iteration=False: a fixed split or order, meant to stay as it is
@@ -187,3 +201,36 @@ def _shuffles(statements: list[ast.AST], name: str, after: int) -> bool:
 
 def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+def _same_branch(scope: ast.AST, first: ast.AST, second: ast.AST) -> bool:
+    """False when the two calls can never run together: one in an ``if``'s body and the other in
+    its ``else``, or under ``if X:`` and ``if not X:`` (``if training: shuffle`` ...
+    ``if not training: cache``). A conditional shuffle before an unconditional cache runs with it."""
+    guards: dict[int, list[tuple[ast.expr, bool]]] = {id(first): [], id(second): []}
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.If):
+            continue
+        in_body = {id(n) for statement in node.body for n in ast.walk(statement)}
+        in_else = {id(n) for statement in node.orelse for n in ast.walk(statement)}
+        for call in (first, second):
+            if id(call) in in_body:
+                guards[id(call)].append((node.test, True))
+            elif id(call) in in_else:
+                guards[id(call)].append((node.test, False))
+    for test_a, positive_a in guards[id(first)]:
+        for test_b, positive_b in guards[id(second)]:
+            if test_a is test_b and positive_a != positive_b:
+                return False  # the two branches of one `if`
+            if _negates(test_a, test_b) or _negates(test_b, test_a):
+                return False
+    return True
+
+
+def _negates(test: ast.expr, other: ast.expr) -> bool:
+    """``other`` is ``not test`` (or starts with it: ``not training and ...``)."""
+    if isinstance(other, ast.BoolOp) and isinstance(other.op, ast.And):
+        other = other.values[0]
+    return (
+        isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.Not) and ast.dump(other.operand) == ast.dump(test)
+    )

@@ -6,7 +6,7 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
-from tfpilot.lint.patterns import keyword, path_literal
+from tfpilot.lint.patterns import keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
 _LOADABLE_SUFFIXES = (".keras", ".h5", ".hdf5", ".zip")
@@ -54,7 +54,9 @@ model = keras.models.load_model("exported/1")
         if not is_keras_path(self.context.qualname(node.func), "models.load_model", "saving.load_model"):
             return
         target = node.args[0] if node.args else getattr(keyword(node, "filepath"), "value", None)
-        path = path_literal(target)
-        if path is None or path.endswith(_LOADABLE_SUFFIXES):
-            return
-        self.report(node, f"load_model({path!r}): Keras 3 reads .keras/.h5 files only, not SavedModel directories")
+        for path in path_literals(target, self.context):
+            if not path.endswith(_LOADABLE_SUFFIXES):
+                self.report(
+                    node, f"load_model({path!r}): Keras 3 reads .keras/.h5 files only, not SavedModel directories"
+                )
+                return

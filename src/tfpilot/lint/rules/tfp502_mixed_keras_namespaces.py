@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from tfpilot.findings import Severity
+from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
 
 _LEGACY_FLAG = re.compile(r"TF_USE_LEGACY_KERAS")
@@ -75,6 +76,8 @@ model = keras.Sequential([layers.Dense(1)])
         self._tf_keras: ast.AST | None = None
 
     def visit_Import(self, node: ast.Import) -> None:
+        if under_feature_check(self.context, "version"):
+            return  # `try: import keras` / `except ImportError:` fallbacks pick one Keras on purpose
         for alias in node.names:
             if _is_standalone_keras(alias.name):
                 self._standalone = self._standalone or node
@@ -83,7 +86,7 @@ model = keras.Sequential([layers.Dense(1)])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level:
+        if node.level or under_feature_check(self.context, "version"):
             return
         if _is_standalone_keras(module):
             self._standalone = self._standalone or node
@@ -92,7 +95,19 @@ model = keras.Sequential([layers.Dense(1)])
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         if self._tf_keras is None and _is_tf_keras(qualname) and self.context.root_binding(node) == "tensorflow":
+            if self._probe(node) or under_feature_check(self.context, "version"):
+                return  # `getattr(tf.keras, "version", None)` and the branch it picks: choosing a Keras on purpose
             self._tf_keras = node
+
+    def _probe(self, node: ast.AST) -> bool:
+        parent = self.context.parent
+        return (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in ("getattr", "hasattr")
+            and bool(parent.args)
+            and parent.args[0] is node
+        )
 
     def finish(self) -> None:
         if self._standalone is not None and self._tf_keras is not None:

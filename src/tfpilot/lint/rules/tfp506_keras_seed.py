@@ -7,7 +7,21 @@ from typing import Any
 
 from tfpilot.lint.apis import is_keras_path, keras_name
 
+# Libraries whose `model = lib.make(...)` is no Keras model (or one a TF seed does seed).
+_NOT_KERAS_FACTORIES = (
+    "tensorflow.",
+    "numpy.",
+    "tensorflow_hub.",
+    "sklearn.",
+    "joblib.",
+    "pickle.",
+    "torch.",
+    "xgboost.",
+    "lightgbm.",
+    "jax.",
+)
 _KERAS_MODELS = frozenset({"Sequential", "models.Sequential", "Model", "models.Model"})
+from tfpilot.lint.naming import is_model_name
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -89,14 +103,24 @@ model = keras.Sequential([keras.layers.Dense(1)])
         if found is not None:
             return found[1].startswith(("layers.", "initializers.", "applications.")) or found[1] in _KERAS_MODELS
         func = node.func
-        return isinstance(func, ast.Name) and self.context.class_kind(func.id) in ("keras-model", "keras-layer")
+        if isinstance(func, ast.Name) and self.context.class_kind(func.id) in ("keras-model", "keras-layer"):
+            return True
+        # `model = ub.models.wide_resnet(...)`: a model factory of another module (its Keras
+        # initializers draw from Keras' generator just the same)
+        parent = self.context.parent
+        return (
+            isinstance(parent, ast.Assign)
+            and parent.value is node
+            and any(isinstance(t, ast.Name) and is_model_name(t.id) for t in parent.targets)
+            and not (qualname or "").startswith(_NOT_KERAS_FACTORIES)
+        )
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         if qualname.startswith(("keras.", "tensorflow.keras.")) or qualname in ("keras", "tensorflow.keras"):
             self._uses_keras = True
 
     def finish(self) -> None:
-        if self._keras_seeded or not self._uses_keras:
+        if self._keras_seeded or not (self._uses_keras or self._keras_lines or self._keras_in_functions):
             return
         keras_alias = self.context.local_alias("keras") or self.context.local_alias("tensorflow.keras")
         if keras_alias is None:
