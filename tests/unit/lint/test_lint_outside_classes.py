@@ -362,5 +362,8 @@ def test_seed_before_a_model_from_another_modules_factory():
 
         tf.random.set_seed(7)
         model = ub.models.wide_resnet(input_shape=(32, 32, 3), depth=28)
+        optimizer = tf.keras.optimizers.SGD(0.1)
     """
     assert [line for line, *_ in _findings(source, "TFP506")] == [6]
+    flax = source.replace("import uncertainty_baselines as ub", "import flax\nimport uncertainty_baselines as ub")
+    assert _findings(flax, "TFP506") == []

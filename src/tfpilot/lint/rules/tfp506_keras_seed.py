@@ -120,7 +120,11 @@ model = keras.Sequential([keras.layers.Dense(1)])
             self._uses_keras = True
 
     def finish(self) -> None:
-        if self._keras_seeded or not (self._uses_keras or self._keras_lines or self._keras_in_functions):
+        if self._keras_seeded or not self._uses_keras:
+            return
+        tops = {value.split(".")[0] for value in self.context.imports.values()}
+        if tops & {"jax", "flax", "torch"}:
+            return  # the model is JAX or PyTorch; TF (and its seed) only feeds tf.data
             return
         keras_alias = self.context.local_alias("keras") or self.context.local_alias("tensorflow.keras")
         if keras_alias is None:
