@@ -129,6 +129,8 @@ def test_forward_pass_one_call_away_from_the_tape_is_reported_in_the_helper():
     assert line == 8 and severity is Severity.WARNING and "line 13 (through loss())" in message
     valid = invalid.replace("def loss(model, x, y):\n            y_ = model(x)", "def loss(model, x, y):\n            y_ = model(x, training=True)")
     assert _findings(valid, "TFP201") == []
+    positional = invalid.replace("def loss(model, x, y):\n            y_ = model(x)", "def loss(model, x, y, is_training=True):\n            y_ = model(x, is_training)")
+    assert _findings(positional, "TFP201") == []
 
 
 def test_seed_finding_once_per_file():

@@ -561,6 +561,10 @@ train_step(classifier, tf.ones((2, 3)))
                 continue
             if has_keyword(inner, "training") or has_star_kwargs(inner):
                 continue
+            if any(item.arg and "training" in item.arg for item in inner.keywords) or any(
+                _is_flag(argument) for argument in inner.args[1:]
+            ):
+                continue  # the model's own flag, passed by keyword or position
             name = inner.func.id
             argument = passed.get(name)
             if name in parameters:
