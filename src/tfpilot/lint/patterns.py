@@ -207,8 +207,8 @@ def under_feature_check(context: FileContext, name: str) -> bool:
             for handler in ancestor.handlers:
                 caught = handler.type
                 names = (
-                    [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
-                ) if caught is not None else []
+                    ([caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)) if caught is not None else []
+                )
                 if caught is None or any(isinstance(n, ast.Name) and n.id in _GUARD_ERRORS for n in names):
                     return True
         child = ancestor

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
@@ -181,7 +182,7 @@ class _Finder:
                         return inner
         return None
 
-    def body(self, statements: list[ast.AST], depth: int) -> StatefulUse | None:
+    def body(self, statements: Sequence[ast.AST], depth: int) -> StatefulUse | None:
         context = self.context
         for statement in statements:
             for node in ast.walk(statement):

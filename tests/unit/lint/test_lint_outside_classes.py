@@ -127,9 +127,15 @@ def test_forward_pass_one_call_away_from_the_tape_is_reported_in_the_helper():
     """
     [(line, _column, severity, message)] = _findings(invalid, "TFP201")
     assert line == 8 and severity is Severity.WARNING and "line 13 (through loss())" in message
-    valid = invalid.replace("def loss(model, x, y):\n            y_ = model(x)", "def loss(model, x, y):\n            y_ = model(x, training=True)")
+    valid = invalid.replace(
+        "def loss(model, x, y):\n            y_ = model(x)",
+        "def loss(model, x, y):\n            y_ = model(x, training=True)",
+    )
     assert _findings(valid, "TFP201") == []
-    positional = invalid.replace("def loss(model, x, y):\n            y_ = model(x)", "def loss(model, x, y, is_training=True):\n            y_ = model(x, is_training)")
+    positional = invalid.replace(
+        "def loss(model, x, y):\n            y_ = model(x)",
+        "def loss(model, x, y, is_training=True):\n            y_ = model(x, is_training)",
+    )
     assert _findings(positional, "TFP201") == []
 
 
@@ -262,7 +268,9 @@ def test_model_class_from_another_file_of_the_project(tmp_path):
             def __call__(self, x):
                 return x
     """
-    (tmp_path / "network.py").write_text(textwrap.dedent(network).replace("import keras", "import keras\nimport tensorflow as tf"))
+    (tmp_path / "network.py").write_text(
+        textwrap.dedent(network).replace("import keras", "import keras\nimport tensorflow as tf")
+    )
     train = """
         import tensorflow as tf
         from network import VGG, Linear, Plain
@@ -320,7 +328,9 @@ def test_cache_and_shuffle_under_different_conditions_is_a_note():
     """
     [(line, _column, severity, _message)] = _findings(source, "TFP307")
     assert (line, severity) == (10, Severity.INFO)
-    together = source.replace("            if not training:\n                ds = ds.cache()", "            ds = ds.cache()")
+    together = source.replace(
+        "            if not training:\n                ds = ds.cache()", "            ds = ds.cache()"
+    )
     assert [severity for _l, _c, severity, _m in _findings(together, "TFP307")] == [Severity.WARNING]
 
 

@@ -224,7 +224,9 @@ def _is_flag(argument: ast.expr) -> bool:
     """A positional argument that is the training flag: a bool constant or a name that says so."""
     if isinstance(argument, ast.Constant) and isinstance(argument.value, bool):
         return True
-    name = argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    name = (
+        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    )
     return "train" in name.lower()
 
 
@@ -570,7 +572,8 @@ train_step(classifier, tf.ones((2, 3)))
             if name in parameters:
                 # the helper's parameter holds what the tape passes: a model by name or binding
                 if not isinstance(argument, ast.Name) or not (
-                    is_model_name(argument.id) or self._bound_kinds(argument.id, node, self.context.scope.node) == {KERAS}
+                    is_model_name(argument.id)
+                    or self._bound_kinds(argument.id, node, self.context.scope.node) == {KERAS}
                 ):
                     continue
                 callee = argument.id

@@ -74,7 +74,11 @@ model.save("model.h5")
         target = (
             node.args[1] if is_save_model and len(node.args) > 1 else (node.args[0] if node.args and is_save else None)
         )
-        model = node.args[0] if is_save_model and node.args else (func.value if is_save else None)
+        model: ast.AST | None = None
+        if is_save_model and node.args:
+            model = node.args[0]
+        elif isinstance(func, ast.Attribute) and is_save:
+            model = func.value
         path = path_literal(target)
         save_format = keyword(node, "save_format")
         if (path and path.endswith(_HDF5_SUFFIXES)) or (

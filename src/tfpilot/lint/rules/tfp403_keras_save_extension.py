@@ -90,8 +90,10 @@ def save(model, root):
             flag = keyword(node, "save_weights_only")
             if flag is not None and not is_constant(flag.value, False):
                 return  # weights only (TFP406's), or a flag this file computes
-            target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
-            for path in path_literals(target, self.context):
+            filepath = (
+                node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
+            )
+            for path in path_literals(filepath, self.context):
                 if not path.endswith(_KERAS_SUFFIXES):
                     self.report(
                         node,

@@ -6,6 +6,8 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import is_keras_path, keras_name
+from tfpilot.lint.naming import is_model_name
+from tfpilot.lint.rule import Invalid, Rule
 
 # Libraries whose `model = lib.make(...)` is no Keras model (or one a TF seed does seed).
 _NOT_KERAS_FACTORIES = (
@@ -21,8 +23,6 @@ _NOT_KERAS_FACTORIES = (
     "jax.",
 )
 _KERAS_MODELS = frozenset({"Sequential", "models.Sequential", "Model", "models.Model"})
-from tfpilot.lint.naming import is_model_name
-from tfpilot.lint.rule import Invalid, Rule
 
 
 class KerasSeed(Rule):
