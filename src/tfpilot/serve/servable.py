@@ -151,9 +151,9 @@ class SignatureInfo:
 
 
 def read_signature_defs(version_dir: Path) -> dict[str, Any]:
-    """The serving meta graph's SignatureDef map (export's reader; errors as ServeError here)."""
+    """The serving meta graph's SignatureDef map (tfpilot.savedmodel's reader; errors as ServeError here)."""
     from tfpilot.errors import ExportError
-    from tfpilot.export.method_names import read_signature_defs as read_definitions
+    from tfpilot.savedmodel.metagraph import read_signature_defs as read_definitions
 
     try:
         return read_definitions(version_dir, any_meta_graph=True)
