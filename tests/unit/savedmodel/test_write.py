@@ -17,7 +17,9 @@ def _archive() -> object:
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint(
-        "serving_default", lambda x: model(x, training=False), input_signature=[keras.InputSpec(shape=(None, 2), dtype="float32")]
+        "serving_default",
+        lambda x: model(x, training=False),
+        input_signature=[keras.InputSpec(shape=(None, 2), dtype="float32")],
     )
     return archive
 
