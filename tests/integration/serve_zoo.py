@@ -114,9 +114,9 @@ def build_keras_export(version: Path) -> ZooModel:
         # predict_util.cc: an input alias the signature does not have.
         bad=BadRequest(
             "INVALID_ARGUMENT",
-            "nope",
-            "TF Serving predict_util.cc: input tensor alias not found in signature (REST: json_tensor.cc, "
-            "the signature's input is missing from the `inputs` object)",
+            f"Signature input alias: {input_name}(feed name: ",
+            "TF Serving's RunPredict -> TensorFlow cc/saved_model/util.cc GetInputValues: the signature's input "
+            "is not in the request (REST: json_tensor.cc, it is missing from the `inputs` object)",
             rest_fragment=f"Missing named input: {input_name} in 'inputs' object",
             inputs={"nope": rows},
         ),
