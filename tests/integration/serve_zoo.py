@@ -2,8 +2,8 @@
 
 `tfpilot serve` must answer for models it did not write: Keras 3's `model.export` and
 `ExportArchive`, hand-written `tf.Module`s with several signatures, TF1 Estimator-style exports
-that take serialized tf.Examples and read an asset, image-bytes models, and SavedModels with more
-than one MetaGraph. Each builder here writes one such model into `<root>/<name>/1` with that
+that take serialized tf.Examples and read an asset, image-bytes models, SavedModels with more
+than one MetaGraph, and frozen graphs kept as saved_model.pbtxt without variables/. Each builder here writes one such model into `<root>/<name>/1` with that
 tool's own API and returns what a client would ask of it; test_serve_zoo.py serves them all and
 compares REST and gRPC answers with the model called in-process.
 """
@@ -421,6 +421,58 @@ def build_two_meta_graphs(version: Path) -> ZooModel:
 # The models with a signature that takes serialized tf.Examples, so classify/regress apply.
 EXAMPLE_MODELS = ("tf1_estimator",)
 
+
+def build_frozen_pbtxt(version: Path) -> ZooModel:
+    """A frozen graph (constants, no variables) as a text saved_model.pbtxt without variables/, the
+    way a converted model looks after a copy through git or object storage, which keep no empty
+    directory. TF Serving loads it and skips the restore."""
+    import shutil
+
+    import tensorflow as tf
+    from google.protobuf import text_format
+
+    from tfpilot.savedmodel import parse_saved_model
+
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        x = v1.placeholder(tf.int64, [None], name="ids")
+        table = tf.constant([10, 20, 30, 40], dtype=tf.int64)
+        looked_up = tf.gather(table, x, name="looked_up")
+        info = v1.saved_model.utils.build_tensor_info
+        build = v1.saved_model.signature_def_utils.build_signature_def
+        builder = v1.saved_model.Builder(str(version))
+        builder.add_meta_graph_and_variables(
+            session,
+            ["serve"],
+            signature_def_map={
+                "serving_default": build(
+                    {"ids": info(x)},
+                    {"values": info(looked_up), "is_big": info(looked_up > 25)},
+                    "tensorflow/serving/predict",
+                )
+            },
+        )
+        builder.save()
+    proto = parse_saved_model(version)
+    (version / "saved_model.pbtxt").write_text(text_format.MessageToString(proto))
+    (version / "saved_model.pb").unlink()
+    shutil.rmtree(version / "variables", ignore_errors=True)
+    return ZooModel(
+        name="frozen_pbtxt",
+        tags=("serve",),
+        queries=[Query("", {"ids": np.array([0, 3, 2], dtype=np.int64)})],
+        example_queries=[],
+        # An index outside the table: the Gather op's own InvalidArgument.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "indices[0] = 7 is not in [0, 4)",
+            "TF Serving returns the Session::Run status: GatherV2's InvalidArgument",
+            inputs={"ids": np.array([7], dtype=np.int64)},
+        ),
+    )
+
+
 BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "keras_export": build_keras_export,
     "keras_archive": build_keras_archive,
@@ -428,6 +480,7 @@ BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "image_bytes": build_image_bytes,
     "tf1_estimator": build_tf1_estimator,
     "two_meta_graphs": build_two_meta_graphs,
+    "frozen_pbtxt": build_frozen_pbtxt,
 }
 
 

@@ -368,3 +368,32 @@ def test_a_bad_request_gets_tf_servings_code_over_rest_and_grpc(name: str, zoo: 
         call(request, timeout=60)
     assert raised.value.code().name == bad.code, (bad.why, raised.value.details())
     assert bad.fragment in raised.value.details()
+
+
+@pytest.mark.parametrize("name", EXAMPLE_MODELS)
+def test_multi_inference_runs_classify_and_regress_on_the_same_examples(
+    name: str, zoo: Any, channel: Any, loaded: Any
+) -> None:
+    """MultiInference (multi_inference.cc): one request, a task per signature, results in task order."""
+    from tensorflow_serving.apis import inference_pb2, prediction_service_pb2_grpc
+
+    queries = {query.method: query for query in zoo[1][name].example_queries}
+    request = inference_pb2.MultiInferenceRequest(input=_example_list(queries["classify"].examples))
+    for method in ("classify", "regress"):
+        task = request.tasks.add()
+        task.model_spec.name = name
+        task.model_spec.signature_name = queries[method].signature or "serving_default"
+        task.method_name = f"tensorflow/serving/{method}"
+    response = prediction_service_pb2_grpc.PredictionServiceStub(channel).MultiInference(request, timeout=60)
+    serialized = serialized_examples(queries["classify"].examples)
+    classified = in_process(loaded[name], queries["classify"].signature, {"inputs": serialized})
+    regressed = in_process(loaded[name], queries["regress"].signature, {"inputs": serialized})
+    first, second = response.results
+    got_scores = [[c.score for c in row.classes] for row in first.classification_result.classifications]
+    np.testing.assert_allclose(got_scores, classified["scores"], **FLOAT_TOLERANCE)
+    assert [[c.label for c in row.classes] for row in first.classification_result.classifications] == [
+        [label.decode() for label in row] for row in classified["classes"]
+    ]
+    np.testing.assert_allclose(
+        [r.value for r in second.regression_result.regressions], regressed["outputs"].reshape(-1), **FLOAT_TOLERANCE
+    )
