@@ -36,3 +36,13 @@ def test_the_check_sees_function_level_imports(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("def load():\n    from tfpilot.export.verify import run_with_session_loader\n")
     assert "tfpilot.export.verify" in _imported_modules(probe)
+
+
+def test_importing_savedmodel_loads_no_tensorflow() -> None:
+    # rundir and the serve package import it, and neither may pull TensorFlow in at import.
+    import subprocess
+    import sys
+
+    code = "import sys, tfpilot.savedmodel, tfpilot.rundir; print('tensorflow' in sys.modules)"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "False"
