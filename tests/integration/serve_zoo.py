@@ -176,6 +176,35 @@ def build_keras_archive(version: Path) -> ZooModel:
     )
 
 
+def build_keras_text(version: Path) -> ZooModel:
+    """Keras 3 `Model.export` of a text model: StringLookup's vocabulary is a table resource the
+    SavedModel must initialise on load (its vocabulary file travels under assets/)."""
+    import keras
+
+    keras.utils.set_random_seed(2)
+    words = keras.Input((3,), dtype="string", name="words")
+    ids = keras.layers.StringLookup(vocabulary=["red", "green", "blue"])(words)
+    pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(4, 2)(ids))
+    model = keras.Model(words, keras.layers.Dense(1, activation="sigmoid")(pooled))
+    model.export(str(version), format="tf_saved_model", verbose=False)
+    (input_name,) = tf.saved_model.load(str(version)).signatures["serving_default"].structured_input_signature[1]
+    batch = np.array([[b"red", b"blue", b"unseen"], [b"green", b"green", b"red"]], dtype=object)
+    return ZooModel(
+        name="keras_text",
+        tags=("serve",),
+        queries=[Query("", {input_name: batch})],
+        example_queries=[],
+        # A number where the signature takes strings: json_tensor.cc's type error over REST, the
+        # dtype check over gRPC.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            f"input `{input_name}` expects string",
+            "TF Serving refuses a tensor of another dtype than the signature's",
+            inputs={input_name: np.array([[1.0, 2.0, 3.0]], dtype=np.float32)},
+        ),
+    )
+
+
 # ----------------------------------------------------------------------------- tf.Module
 
 
@@ -476,6 +505,7 @@ def build_frozen_pbtxt(version: Path) -> ZooModel:
 BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "keras_export": build_keras_export,
     "keras_archive": build_keras_archive,
+    "keras_text": build_keras_text,
     "module_signatures": build_module_signatures,
     "image_bytes": build_image_bytes,
     "tf1_estimator": build_tf1_estimator,
