@@ -180,6 +180,7 @@ def build_keras_text(version: Path) -> ZooModel:
     """Keras 3 `Model.export` of a text model: StringLookup's vocabulary is a table resource the
     SavedModel must initialise on load (its vocabulary file travels under assets/)."""
     import keras
+    import tensorflow as tf
 
     keras.utils.set_random_seed(2)
     words = keras.Input((3,), dtype="string", name="words")
