@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 from tfpilot.errors import ConfigError
+from tfpilot.savedmodel.versions import latest_version_dir, version_numbers
 
 __all__ = ["RunDir"]
 
@@ -154,10 +154,7 @@ class RunDir:
 
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""
-        if not self.model_base.is_dir():
-            return []
-        return sorted(int(p.name) for p in self.model_base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name))
+        return version_numbers(self.model_base)
 
     def latest_version_dir(self) -> Path | None:
-        versions = self.versions()
-        return self.model_base / str(versions[-1]) if versions else None
+        return latest_version_dir(self.model_base)

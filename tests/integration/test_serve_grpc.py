@@ -101,7 +101,24 @@ def test_predict_with_versions_labels_and_output_filter(channel):
             grpc.StatusCode.INVALID_ARGUMENT,
             "input `x` expects float32 [-1], got float64",
         ),
-        ("half", {"z": np.ones(1, np.float32)}, {}, grpc.StatusCode.INVALID_ARGUMENT, "missing x; unknown z"),
+        (
+            "half",
+            {"z": np.ones(1, np.float32)},
+            {},
+            # TensorFlow's cc/saved_model/util.cc GetInputValues, which TF Serving's RunPredict calls.
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Signature input alias: x(feed name: serving_default_x:0) not found in request and no default value provided. "
+            "Inputs expected to be in the request {z}, or default input alias set: ;",
+        ),
+        (
+            "half",
+            {"x": np.ones(1, np.float32), "z": np.ones(1, np.float32)},
+            {},
+            # TF Serving's predict_util.cc VerifyRequestInputsSize.
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "input size does not match signature: 2!=1 len({x,z}) != len({x}). Sent extra: {z}. "
+            "Missing but required: {}.",
+        ),
         (
             "half",
             {"x": np.ones(1, np.float32)},

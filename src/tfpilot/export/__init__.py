@@ -4,12 +4,10 @@ a model contract, the .keras archive, TFLite variants and TF.js with parity."""
 import tfpilot.export.image_bytes  # noqa: F401  (registers the image_bytes signature)
 from tfpilot.export.contract import CONTRACT_FILENAME, build_contract, check_contract, contract_hook, read_contract
 from tfpilot.export.keras_archive import keras_archive_hook, unserializable_layers, write_keras_archive
-from tfpilot.export.method_names import read_signature_defs, set_method_names
 from tfpilot.export.parity import PARITY_CODE, SavedModelRunner, TFLiteRunner, check_parity, parity_row
 from tfpilot.export.saved_model import (
     ExportResult,
     export_saved_model,
-    next_version,
     register_endpoint,
     register_post_write,
 )
@@ -32,11 +30,16 @@ from tfpilot.export.verify import (
     verify_serving_methods,
     verify_warmup_records,
 )
-from tfpilot.export.warmup import (
+from tfpilot.export.warmup import build_warmup_records, warmup_hook
+
+# What a version directory is (its number, MetaGraph, method names, warmup file) belongs to
+# tfpilot.savedmodel, which the server shares; export's public names for it stay as they were.
+from tfpilot.savedmodel import (
     WARMUP_PATH,
-    build_warmup_records,
+    next_version,
+    read_signature_defs,
     read_warmup_records,
-    warmup_hook,
+    set_method_names,
     write_warmup_records,
 )
 

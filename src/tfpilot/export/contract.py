@@ -42,7 +42,7 @@ def _tensor_info(info: Any) -> dict[str, Any]:
 
 
 def _signatures(version_dir: Path) -> dict[str, Any]:
-    from tfpilot.export.method_names import read_signature_defs
+    from tfpilot.savedmodel.metagraph import read_signature_defs
 
     return {
         name: {

@@ -20,10 +20,11 @@ import tensorflow as tf
 
 from tfpilot.atomic import atomic_directory
 from tfpilot.errors import ExportError
-from tfpilot.export.saved_model import ExportResult, next_version
+from tfpilot.export.saved_model import ExportResult
 from tfpilot.export.tolerance import tolerance_for_model
 from tfpilot.export.verify import session_outputs
 from tfpilot.rundir import RunDir
+from tfpilot.savedmodel.write import claim_version, write_verified_version
 
 __all__ = ["export_fit_run", "fit_serving_fn", "fit_input_signature", "write_verified"]
 
@@ -102,11 +103,8 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint("serving_default", serve, input_signature=fit_input_signature(spec))
-    with atomic_directory(target) as tmp:
-        try:
-            archive.write_out(str(tmp), verbose=False)
-        except Exception as exc:  # keras raises plain errors for layers it cannot trace
-            raise ExportError(f"SavedModel export failed: {exc}") from None
+
+    def verify(tmp: Path) -> float:
         try:
             loaded = tf.saved_model.load(str(tmp))
             python_out = {
@@ -116,8 +114,9 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
         except Exception as exc:
             raise ExportError(f"exported SavedModel at `{tmp}` does not reload in Python: {exc}") from None
         worst = _worst(python_out, expected, tolerance=tolerance, loader="Python loader", path=target)
-        worst = max(worst, _session_check(tmp, sample, expected, tolerance=tolerance, target=target))
-    return worst
+        return max(worst, _session_check(tmp, sample, expected, tolerance=tolerance, target=target))
+
+    return write_verified_version(archive, target, verify)
 
 
 def _session_check(
@@ -135,13 +134,7 @@ def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: li
     from tfpilot.train.fit import load_fit_model, read_fit_spec
 
     spec = read_fit_spec(run)
-    base = run.model_base
-    version = version or next_version(base)
-    target = base / str(version)
-    if target.exists():
-        raise ExportError(
-            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
-        )
+    version, target = claim_version(run.model_base, version)
     if not run.fit_model_path.is_file() and run.fit_saved_model_path.is_dir():
         sample = _sample(run, spec)
         with atomic_directory(target) as tmp:

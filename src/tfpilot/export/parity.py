@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tfpilot.findings import Finding, Severity
+from tfpilot.savedmodel.signature_call import SignatureCaller
 
 __all__ = [
     "PARITY_CODE",
@@ -115,21 +116,16 @@ class SavedModelRunner:
     """The reference: a SavedModel version reloaded from disk, serving_default on raw features."""
 
     def __init__(self, path: str | Path) -> None:
-        import tensorflow as tf
-
         self.path = Path(path)
-        self._loaded = tf.saved_model.load(str(self.path))
-        self._serve = self._loaded.signatures["serving_default"]
+        caller = SignatureCaller.load(self.path)
+        if caller is None:
+            # tfpilot's exports always have it; the KeyError is what a missing signature raised before.
+            raise KeyError(f"SavedModel `{self.path}` has no serving_default signature")
+        self._caller = caller
+        self._serve = caller.function
 
     def probabilities(self, features: dict[str, np.ndarray], *, batch_size: int = 256) -> np.ndarray:
-        import tensorflow as tf
-
-        count = len(next(iter(features.values())))
-        outputs = []
-        for start in range(0, count, batch_size):
-            chunk = {name: tf.constant(value[start : start + batch_size]) for name, value in features.items()}
-            outputs.append(self._serve(**chunk)["probabilities"].numpy())
-        return np.concatenate(outputs)
+        return self._caller(features, batch_size=batch_size)["probabilities"]
 
     def latency_ms(self, features: dict[str, np.ndarray], *, runs: int = LATENCY_RUNS) -> float:
         import tensorflow as tf

@@ -8,7 +8,6 @@ proves the artifact with both loaders before the version directory appears.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,10 +15,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfpilot.atomic import atomic_directory
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.errors import ExportError
-from tfpilot.export.method_names import set_method_names
 from tfpilot.export.signatures import (
     CLASSIFY_METHOD,
     PREDICT_METHOD,
@@ -31,6 +28,10 @@ from tfpilot.export.signatures import (
 )
 from tfpilot.export.tolerance import tolerance_for_model
 from tfpilot.export.verify import verify_saved_model, verify_serving_methods, verify_warmup_records
+from tfpilot.savedmodel.method_names import set_method_names
+from tfpilot.savedmodel.versions import next_version
+from tfpilot.savedmodel.warmup import WARMUP_PATH
+from tfpilot.savedmodel.write import claim_version, write_verified_version
 
 __all__ = [
     "ExportResult",
@@ -70,13 +71,6 @@ def register_post_write(hook: Callable[..., None]) -> None:
         _POST_WRITE.append(hook)
 
 
-def next_version(base: Path) -> int:
-    if not base.is_dir():
-        return 1
-    versions = [int(p.name) for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name)]
-    return max(versions, default=0) + 1
-
-
 def export_saved_model(
     *,
     model: keras.Model,
@@ -89,13 +83,7 @@ def export_saved_model(
     post_write_context: dict | None = None,
 ) -> ExportResult:
     """Export to base_path/<version>/ and verify it against the in-memory model on ``sample_features``."""
-    base = Path(base_path)
-    version = version or next_version(base)
-    target = base / str(version)
-    if target.exists():
-        raise ExportError(
-            f"version {version} already exists at `{target}`; choose another with --version or omit it", exit_code=2
-        )
+    version, target = claim_version(base_path, version)
     wanted = list(dict.fromkeys(signatures or ["serving_default"]))
     unknown = [s for s in wanted if s not in ("serving_default", "logits", *_EXTRA_ENDPOINTS)]
     if unknown:
@@ -125,11 +113,8 @@ def export_saved_model(
     expected = make_serving_fn(model, preprocessor, class_names)(
         *[tf.constant(sample_features[n]) for n in preprocessor.feature_spec]
     )
-    with atomic_directory(target) as tmp:
-        try:
-            archive.write_out(str(tmp), verbose=False)
-        except Exception as exc:  # keras raises plain errors for unserialisable layers
-            raise ExportError(f"SavedModel export failed: {exc}") from None
+
+    def finish_and_verify(tmp: Path) -> float:
         set_method_names(tmp, method_names)
         for hook in _POST_WRITE:
             hook(
@@ -154,9 +139,12 @@ def export_saved_model(
                 tolerance=tolerance,
             ),
         )
-        warmup_file = tmp / "assets.extra" / "tf_serving_warmup_requests"
+        warmup_file = tmp / WARMUP_PATH
         if warmup_file.exists():
             verify_warmup_records(tmp, warmup_file=warmup_file)
+        return max_diff
+
+    max_diff = write_verified_version(archive, target, finish_and_verify)
     return ExportResult(path=target, version=version, signatures=written, max_abs_difference=max_diff)
 
 

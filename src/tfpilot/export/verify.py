@@ -110,9 +110,9 @@ def verify_serving_methods(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> float:
     """classify/regress: right method_name in the MetaGraph, same scores as serving_default in both loaders."""
-    from tfpilot.export.method_names import read_signature_defs
     from tfpilot.export.signatures import EXAMPLES_INPUT
     from tfpilot.export.tf_example import to_examples
+    from tfpilot.savedmodel.metagraph import read_signature_defs
 
     if not method_names:
         return 0.0

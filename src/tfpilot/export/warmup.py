@@ -15,7 +15,10 @@ from typing import Any
 import numpy as np
 
 from tfpilot.data.names import signature_key
+from tfpilot.savedmodel.warmup import MAX_WARMUP_RECORDS, WARMUP_PATH, read_warmup_records, write_warmup_records
 
+# The file's location, limit, reader and writer belong to tfpilot.savedmodel (the server reads the
+# same file); they are re-exported here because export's callers have always found them here.
 __all__ = [
     "WARMUP_PATH",
     "MAX_WARMUP_RECORDS",
@@ -25,8 +28,6 @@ __all__ = [
     "warmup_hook",
 ]
 
-WARMUP_PATH = Path("assets.extra") / "tf_serving_warmup_requests"
-MAX_WARMUP_RECORDS = 1000
 DEFAULT_WARMUP_REQUESTS = 10
 # Examples per classify/regress warmup request: enough to exercise the batched parse path.
 EXAMPLES_PER_REQUEST = 4
@@ -84,24 +85,6 @@ def build_warmup_records(
         )
         records.append(prediction_log_pb2.PredictionLog(regress_log=prediction_log_pb2.RegressLog(request=request)))
     return records
-
-
-def write_warmup_records(version_dir: str | Path, records: list[Any]) -> Path:
-    import tensorflow as tf
-
-    path = Path(version_dir) / WARMUP_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for record in records:
-            writer.write(record.SerializeToString())
-    return path
-
-
-def read_warmup_records(path: str | Path) -> list[Any]:
-    import tensorflow as tf
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    return [prediction_log_pb2.PredictionLog.FromString(raw.numpy()) for raw in tf.data.TFRecordDataset(str(path))]
 
 
 def _validation_features(trained: Any, count: int) -> dict[str, np.ndarray] | None:

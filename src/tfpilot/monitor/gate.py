@@ -24,6 +24,8 @@ from tfpilot.atomic import atomic_write_json
 from tfpilot.config.schema import GateThreshold
 from tfpilot.errors import MonitorError
 from tfpilot.rundir import RunDir
+from tfpilot.savedmodel.signature_call import SignatureCaller
+from tfpilot.savedmodel.versions import latest_version_dir
 
 __all__ = [
     "METRICS",
@@ -76,14 +78,9 @@ def resolve_saved_model(path: str | Path) -> Path:
     path = Path(path)
     if (path / "saved_model.pb").is_file():
         return path
-    if path.is_dir():
-        versions = sorted(
-            (int(p.name), p)
-            for p in path.iterdir()
-            if p.is_dir() and p.name.isdigit() and (p / "saved_model.pb").is_file()
-        )
-        if versions:
-            return versions[-1][1]
+    latest = latest_version_dir(path, with_graph=True)
+    if latest is not None:
+        return latest
     raise MonitorError(
         f"`{path}` is neither a SavedModel directory (with saved_model.pb) nor a base path holding integer version "
         "directories; pass e.g. runs/<name>/model/1 or runs/<name>/model"
@@ -120,15 +117,12 @@ def evaluate_saved_model(
     A prediction counts as correct when its ``class_name`` equals the true class's name, so a
     baseline that orders its classes differently is still scored correctly.
     """
-    import tensorflow as tf
-
-    loaded = tf.saved_model.load(str(saved_model))
-    if "serving_default" not in loaded.signatures:
+    signature = SignatureCaller.load(saved_model)
+    if signature is None:
         raise MonitorError(
             f"SavedModel `{saved_model}` has no serving_default signature; export it with `tfpilot export`"
         )
-    signature = loaded.signatures["serving_default"]
-    expected = set(signature.structured_input_signature[1])
+    expected = signature.input_names
     if expected != set(features):
         raise MonitorError(
             f"SavedModel `{saved_model}` expects inputs {sorted(expected)}, the candidate's data has {sorted(features)}; "
@@ -138,24 +132,21 @@ def evaluate_saved_model(
     correct = 0
     loss_sum = 0.0
     count = int(labels.shape[0])
-    for start in range(0, count, batch_size):
-        batch = {name: tf.constant(values[start : start + batch_size]) for name, values in features.items()}
-        outputs = signature(**batch)
-        truth = labels[start : start + batch_size]
-        if "class_name" in outputs:
-            predicted = [_decode(v) for v in outputs["class_name"].numpy().reshape(-1)]
-            correct += int(sum(p == t for p, t in zip(predicted, names[truth], strict=False)))
-        else:
-            correct += int(np.sum(np.argmax(outputs["probabilities"].numpy(), axis=-1) == truth))
-        if "probabilities" in outputs:
-            probabilities = outputs["probabilities"].numpy().astype(np.float64)
-            if probabilities.shape[-1] != len(names):
-                raise MonitorError(
-                    f"SavedModel `{saved_model}` outputs {probabilities.shape[-1]} class probabilities, the data has "
-                    f"{len(names)} classes; validate models of the same task"
-                )
-            picked = probabilities[np.arange(truth.shape[0]), truth]
-            loss_sum += float(-np.log(np.clip(picked, 1e-7, 1.0)).sum())
+    outputs = signature(features, batch_size=batch_size) if count else {}
+    if "class_name" in outputs:
+        predicted = [_decode(v) for v in outputs["class_name"].reshape(-1)]
+        correct += int(sum(p == t for p, t in zip(predicted, names[labels], strict=False)))
+    elif count:
+        correct += int(np.sum(np.argmax(outputs["probabilities"], axis=-1) == labels))
+    if "probabilities" in outputs:
+        probabilities = outputs["probabilities"].astype(np.float64)
+        if probabilities.shape[-1] != len(names):
+            raise MonitorError(
+                f"SavedModel `{saved_model}` outputs {probabilities.shape[-1]} class probabilities, the data has "
+                f"{len(names)} classes; validate models of the same task"
+            )
+        picked = probabilities[np.arange(labels.shape[0]), labels]
+        loss_sum += float(-np.log(np.clip(picked, 1e-7, 1.0)).sum())
     metrics = {"accuracy": correct / count if count else 0.0, "examples": float(count)}
     metrics["loss"] = loss_sum / count if count else 0.0
     return metrics

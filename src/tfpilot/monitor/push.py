@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,8 +16,9 @@ from pathlib import Path
 from tfpilot.errors import MonitorError
 from tfpilot.monitor.gate import model_fingerprint, read_blessing
 from tfpilot.rundir import RunDir
+from tfpilot.savedmodel.versions import next_version
 
-__all__ = ["PushResult", "push_blessed", "next_version_in"]
+__all__ = ["PushResult", "push_blessed"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,14 +27,6 @@ class PushResult:
     path: Path
     source: Path
     fingerprint: str
-
-
-def next_version_in(base_path: str | Path) -> int:
-    base = Path(base_path)
-    versions = (
-        [int(p.name) for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d+", p.name)] if base.is_dir() else []
-    )
-    return max(versions, default=0) + 1
 
 
 def _refuse(message: str) -> MonitorError:
@@ -64,7 +56,7 @@ def push_blessed(run_path: str | Path, base_path: str | Path, *, attempts: int =
     base = Path(base_path)
     base.mkdir(parents=True, exist_ok=True)
     for _ in range(attempts):
-        version = next_version_in(base)
+        version = next_version(base)
         staging = Path(tempfile.mkdtemp(prefix=f".push-{version}-", dir=base))
         try:
             shutil.copytree(source, staging, dirs_exist_ok=True)

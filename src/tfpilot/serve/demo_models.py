@@ -13,7 +13,7 @@ from typing import Any
 
 from tfpilot import _tf_private
 from tfpilot.atomic import atomic_directory
-from tfpilot.export.method_names import set_method_names
+from tfpilot.savedmodel.method_names import set_method_names
 
 __all__ = [
     "set_method_names",

@@ -13,27 +13,24 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import enum
-import functools
 import gc
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tfpilot.savedmodel.versions import is_complete_version, scan_versions
 from tfpilot.serve.model_config import ServedModel, VersionPolicy, check_base_path
 from tfpilot.serve.servable import Servable, load_servable
 from tfpilot.serve.status import Code, RequestError
 from tfpilot.serve.warmup import warmup_servable
 
-__all__ = ["ModelState", "VersionStatus", "ModelRegistry", "scan_versions", "is_complete_version"]
+__all__ = ["ModelState", "VersionStatus", "ModelRegistry"]
 
 _log = logging.getLogger("tfpilot.serve")
-_VERSION_DIR = re.compile(r"[0-9]+")
-_MAX_INT64 = 2**63 - 1
 
 
 class ModelState(enum.Enum):
@@ -87,74 +84,6 @@ class _Version:
 class _Model:
     config: ServedModel
     versions: dict[int, _Version] = dataclasses.field(default_factory=dict)
-
-
-def scan_versions(base_path: Path) -> dict[int, Path]:
-    """Numeric subdirectories of ``base_path`` (hidden temp dirs and other names ignored)."""
-    found: dict[int, Path] = {}
-    try:
-        entries = list(os.scandir(base_path))
-    except OSError:
-        return found
-    for entry in entries:
-        if _VERSION_DIR.fullmatch(entry.name) and entry.is_dir():
-            number = int(entry.name)
-            if number <= _MAX_INT64:
-                found[number] = Path(entry.path)
-    return found
-
-
-_VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
-
-
-def _declares_variables(graph_file: Path) -> bool | None:
-    """Whether the SavedModel's graph holds variables (None: the file does not parse yet).
-
-    Asked on every poll for every version without variables/; the answer is kept per file
-    state (size and mtime), so a frozen graph of hundreds of MB is parsed once, not every second."""
-    try:
-        stat = graph_file.stat()
-    except OSError:
-        return None
-    return _declares_variables_cached(str(graph_file), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=256)
-def _declares_variables_cached(graph_file: str, size: int, mtime_ns: int) -> bool | None:
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    path = Path(graph_file)
-
-    proto = saved_model_pb2.SavedModel()
-    try:
-        if path.suffix == ".pbtxt":
-            from google.protobuf import text_format
-
-            text_format.Parse(path.read_text(), proto)
-        else:
-            proto.ParseFromString(path.read_bytes())
-    except Exception:  # a version still being copied, or corrupt: not complete
-        return None
-    if not proto.meta_graphs:
-        return None  # empty or truncated at a message boundary
-    return any(node.op in _VARIABLE_OPS for graph in proto.meta_graphs for node in graph.graph_def.node)
-
-
-def is_complete_version(path: Path) -> bool:
-    """A version directory ready to load: its graph and, when the graph holds variables, variables/.
-
-    Without variables/ a SavedModel is loaded when it declares no variables (a frozen graph, an
-    ONNX conversion, a copy through git, which keeps no empty directory), as TF Serving loads it
-    by skipping the restore. One that declares variables but has no variables/ yet is still
-    being copied: it waits, so a half-copied version is never tried."""
-    graph_file = next(
-        (path / name for name in ("saved_model.pb", "saved_model.pbtxt") if (path / name).is_file()), None
-    )
-    if graph_file is None:
-        return False
-    if (path / "variables").is_dir():
-        return True
-    return _declares_variables(graph_file) is False
 
 
 def _fingerprint(path: Path) -> tuple[Any, ...]:

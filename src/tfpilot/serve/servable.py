@@ -126,15 +126,9 @@ class SignatureInfo:
         a shape the signature refuses into INVALID_ARGUMENT.
         """
         if inputs.keys() != self.inputs.keys():
-            missing = sorted(set(self.inputs) - set(inputs))
-            unknown = sorted(set(inputs) - set(self.inputs))
-            parts = []
-            if missing:
-                parts.append(f"missing {', '.join(missing)}")
-            if unknown:
-                parts.append(f"unknown {', '.join(unknown)}")
             raise RequestError.invalid(
-                f"input mismatch ({'; '.join(parts)}); signature `{self.name}` expects {self.describe_inputs()}"
+                f"{input_mismatch_message(set(inputs), self.inputs)}; signature `{self.name}` expects "
+                f"{self.describe_inputs()}"
             )
         checked = {}
         for name, array in inputs.items():
@@ -150,10 +144,31 @@ class SignatureInfo:
         return checked
 
 
+def input_mismatch_message(sent: set[str], expected: dict[str, TensorSpecInfo]) -> str:
+    """TF Serving's words for request inputs that are not the signature's: predict_util.cc
+    (VerifyRequestInputsSize) when their numbers differ, else TensorFlow's
+    cc/saved_model/util.cc (GetInputValues) naming the first signature input not sent."""
+
+    def braced(names: set[str]) -> str:
+        return "{" + ",".join(sorted(names)) + "}"
+
+    if len(sent) != len(expected):
+        return (
+            f"input size does not match signature: {len(sent)}!={len(expected)} len({braced(sent)}) != "
+            f"len({braced(set(expected))}). Sent extra: {braced(sent - set(expected))}. "
+            f"Missing but required: {braced(set(expected) - sent)}."
+        )
+    alias = min(set(expected) - sent)
+    return (
+        f"Signature input alias: {alias}(feed name: {expected[alias].tensor_name}) not found in request and no "
+        f"default value provided. Inputs expected to be in the request {braced(sent)}, or default input alias set: "
+    )
+
+
 def read_signature_defs(version_dir: Path) -> dict[str, Any]:
-    """The serving meta graph's SignatureDef map (export's reader; errors as ServeError here)."""
+    """The serving meta graph's SignatureDef map (tfpilot.savedmodel's reader; errors as ServeError here)."""
     from tfpilot.errors import ExportError
-    from tfpilot.export.method_names import read_signature_defs as read_definitions
+    from tfpilot.savedmodel.metagraph import read_signature_defs as read_definitions
 
     try:
         return read_definitions(version_dir, any_meta_graph=True)

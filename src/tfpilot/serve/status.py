@@ -81,10 +81,11 @@ class RequestError(ServeError):
 def op_error_message(error: Any) -> str:
     """A TF op error's own message, as TF Serving returns it: without eager TF's "Graph execution
     error" preamble and its Python traceback (which would leak the server's file paths) and
-    without the trailing node reference."""
+    without the trailing node reference. An op inside a loop body (map_fn, while_loop) has no
+    Python traceback to show, and TensorFlow says so in a line of its own that goes too."""
     message = str(error.message).split("\n\t [[")[0]
     lines = message.splitlines()
-    preamble = ("Graph execution error", "Detected at node", "  File ", "Node: '")
+    preamble = ("Graph execution error", "Detected at node", "  File ", "Node: '", "<stack traces unavailable>")
     last = max((i for i, line in enumerate(lines) if line.startswith(preamble)), default=-1)
     lines = lines[last + 1 :]
     return "\n".join(line for line in lines if line.strip()).strip() or message.strip()

@@ -2,8 +2,8 @@
 
 TF Serving replays ``assets.extra/tf_serving_warmup_requests`` (a TFRecord file of
 PredictionLog protos, at most 1000) so the first real requests are not slow; a version whose
-warmup fails does not load. When that file is absent, tfpilot makes one best-effort call per
-numeric predict signature with a zero batch of size 1, which pays the first-call cost too.
+warmup fails does not load. Without that file nothing is called at load, as in TF Serving.
+The file is read by tfpilot.savedmodel, the reader export verifies its own records with.
 """
 
 from __future__ import annotations
@@ -14,31 +14,24 @@ from typing import Any
 
 import numpy as np
 
-from tfpilot.errors import ServeError
+from tfpilot.errors import ExportError, ServeError
+from tfpilot.savedmodel.warmup import MAX_WARMUP_RECORDS, WARMUP_PATH
+from tfpilot.savedmodel.warmup import read_warmup_records as read_records
 from tfpilot.serve.servable import Servable
 from tfpilot.serve.tensors import serialized_examples, tensor_proto_to_array
 
 __all__ = ["WARMUP_FILE", "MAX_WARMUP_RECORDS", "warmup_servable", "read_warmup_records"]
 
-WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
-MAX_WARMUP_RECORDS = 1000
+WARMUP_FILE = WARMUP_PATH
 _log = logging.getLogger("tfpilot.serve")
 
 
 def read_warmup_records(path: Path) -> list[Any]:
-    """PredictionLog protos from a warmup TFRecord file (first MAX_WARMUP_RECORDS)."""
-    import tensorflow as tf
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    records = []
+    """PredictionLog protos from a warmup file; a file TF Serving would refuse raises ServeError."""
     try:
-        for raw in tf.data.TFRecordDataset(str(path)).take(MAX_WARMUP_RECORDS + 1):
-            records.append(prediction_log_pb2.PredictionLog.FromString(raw.numpy()))
-    except Exception as error:
-        raise ServeError(f"warmup file {path} is not a TFRecord of PredictionLog: {error}") from None
-    if len(records) > MAX_WARMUP_RECORDS:
-        raise ServeError(f"warmup file {path} holds more than {MAX_WARMUP_RECORDS} records, TF Serving's limit")
-    return records
+        return read_records(path)
+    except ExportError as error:
+        raise ServeError(str(error)) from None
 
 
 def _replay(servable: Servable, record: Any) -> None:

@@ -32,6 +32,23 @@ def test_tf_op_errors_keep_their_canonical_code_without_the_eager_preamble():
     assert as_request_error(raised.value).message.startswith("values differ")
 
 
+def test_an_op_error_from_a_reloaded_loop_body_drops_tensorflows_no_traces_line(tmp_path):
+    import tensorflow as tf
+
+    class Images(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def decode_each(self, data):
+            return tf.map_fn(tf.io.decode_png, data, fn_output_signature=tf.TensorSpec([None, None, None], tf.uint8))
+
+    tf.saved_model.save(Images(), str(tmp_path))
+    reloaded = tf.saved_model.load(str(tmp_path))
+    with pytest.raises(tf.errors.OpError) as raised:
+        reloaded.decode_each(tf.constant([b"not a png"]))
+    # A reloaded function has no Python source to point at; TensorFlow writes this line instead.
+    assert "<stack traces unavailable>" in str(raised.value)
+    assert as_request_error(raised.value).message.startswith("Unknown image file format")
+
+
 def test_any_other_exception_is_internal_and_names_its_type():
     mapped = as_request_error(KeyError("k"))
     assert mapped.code is Code.INTERNAL and mapped.http_status == 500
