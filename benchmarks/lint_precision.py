@@ -290,6 +290,28 @@ def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS)
     return 0
 
 
+def recall(root: Path, pitfalls_path: Path) -> int:
+    """Pitfalls found by reading the code (written before any lint output was seen): how many
+    the expected rule reports on their line, at any severity and at warning or above."""
+    firing: dict[tuple[str, str, str, str], str] = {}
+    for f in lint_tree(root):
+        for line in {f["line"], f["start_line"]}:
+            key = (f["repository"], f["path"], line, f["rule"])
+            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
+                firing[key] = f["severity"]
+    with pitfalls_path.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["expected_rule"].startswith("TFP")]
+    found = [r for r in rows if (r["repository"], r["path"], r["line"], r["expected_rule"]) in firing]
+    claims = [r for r in found if firing[(r["repository"], r["path"], r["line"], r["expected_rule"])] != "info"]
+    print(f"pitfalls with a rule: {len(rows)}; found at any severity {len(found)}, at warning or above {len(claims)}")
+    for row in rows:
+        severity = firing.get((row["repository"], row["path"], row["line"], row["expected_rule"]))
+        if severity in (None, "info"):
+            state = "missed" if severity is None else "info only"
+            print(f"  {state}: {row['expected_rule']} {row['repository']} {row['path']}:{row['line']} {row['what']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -309,11 +331,18 @@ def main(argv: list[str] | None = None) -> int:
     score_parser.add_argument(
         "--labels", type=Path, default=LABELS, help="labels CSV (default: benchmarks/lint_labels.csv)"
     )
+    recall_parser = commands.add_parser("recall", help="lint exported trees and check the read pitfalls")
+    recall_parser.add_argument("root", type=Path)
+    recall_parser.add_argument(
+        "--pitfalls", type=Path, required=True, help="pitfalls CSV (benchmarks/lint_pitfalls_*.csv)"
+    )
     unlabelled_parser = commands.add_parser("findings", help="print today's findings as CSV rows to label")
     unlabelled_parser.add_argument("root", type=Path)
     args = parser.parse_args(argv)
     if args.command == "export":
         return export(args.git_dir, args.repository, args.destination)
+    if args.command == "recall":
+        return recall(args.root, args.pitfalls)
     if args.command == "findings":
         writer = csv.writer(sys.stdout)
         for finding in lint_tree(args.root):
