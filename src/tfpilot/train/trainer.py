@@ -58,6 +58,65 @@ def seed_everything(seed: int, *, deterministic: bool) -> None:
         tf.config.experimental.enable_op_determinism()
 
 
+@dataclasses.dataclass(frozen=True)
+class EpochPlan:
+    """How many global batches an epoch is, what it leaves out and why (findings)."""
+
+    batches: int
+    dropped_examples: int
+    file_sharded: bool
+    findings: list[Finding]
+
+
+def plan_epoch(pipeline: Pipeline, topology: Topology, *, location: str) -> EpochPlan:
+    """Every replica must get rows each step, and every worker must step the same number of
+    full global batches (else one waits in a collective for ever): this decides the epoch."""
+    findings: list[Finding] = []
+    replicas = topology.replicas
+    train_examples = pipeline.num_examples("train")
+    batches, dropped = usable_batches(train_examples, batch_size=pipeline.batch_size, num_replicas=replicas)
+    if dropped:
+        findings.append(
+            Finding(
+                code="TRAIN-REMAINDER-DROPPED",
+                severity=Severity.INFO,
+                title="Last partial batch left out",
+                message=(
+                    f"{dropped} training example(s) of {train_examples} left out "
+                    f"each epoch: the last global batch is smaller than the {replicas} replicas, so some "
+                    "replica would get no rows"
+                ),
+                location=location,
+                evidence={"dropped": dropped, "replicas": replicas},
+                fix="change train.batch_size so the training split is not 1 example past a multiple of it",
+            )
+        )
+    # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
+    # so workers hold different numbers of examples; every worker repeats its shards and steps
+    # the same number of full global batches. (Parameter-server workers shard their own input; see ps.py.)
+    file_sharded = bool(pipeline.streams and topology.multi_worker and not topology.parameter_server)
+    if file_sharded:
+        batches = max(1, train_examples // pipeline.batch_size)
+        dropped = 0
+        findings.append(
+            Finding(
+                code="TRAIN-SHARDED-BY-FILE",
+                severity=Severity.INFO,
+                title="Each worker reads its own shards",
+                message=(
+                    f"streamed shards are sharded by file: every worker reads only its share of the "
+                    f"{len(pipeline.shards('train'))} training shards and an epoch is {batches} "
+                    f"full global batches of {pipeline.batch_size}; a worker whose shards hold fewer examples "
+                    "starts over on them within the epoch"
+                ),
+                location=location,
+                evidence={"shards": len(pipeline.shards("train")), "steps_per_epoch": batches},
+                fix="write shards of equal size (`tfpilot data convert` does) so every worker sees each example once",
+            )
+        )
+    return EpochPlan(batches=batches, dropped_examples=dropped, file_sharded=file_sharded, findings=findings)
+
+
 @dataclasses.dataclass
 class TrainResult:
     history: list[dict[str, float]]
@@ -102,71 +161,13 @@ class Trainer:
         self.run = run if self.chief else RunDir.at(worker_dir or tempfile.mkdtemp(prefix="tfpilot-worker-"))
         self.hooks = HookList(hooks)
         self.findings: list[Finding] = []
-        replicas = self.topology.replicas
-        batches, self.dropped_examples = usable_batches(
-            pipeline.num_examples("train"), batch_size=pipeline.batch_size, num_replicas=replicas
-        )
-        if self.dropped_examples:
-            self.findings.append(
-                Finding(
-                    code="TRAIN-REMAINDER-DROPPED",
-                    severity=Severity.INFO,
-                    title="Last partial batch left out",
-                    message=(
-                        f"{self.dropped_examples} training example(s) of {pipeline.num_examples('train')} left out "
-                        f"each epoch: the last global batch is smaller than the {replicas} replicas, so some "
-                        "replica would get no rows"
-                    ),
-                    location=str(self.run.root),
-                    evidence={"dropped": self.dropped_examples, "replicas": replicas},
-                    fix="change train.batch_size so the training split is not 1 example past a multiple of it",
-                )
-            )
-        # Streamed shards under multi-worker: each worker reads its own shards (sharding by file),
-        # so workers hold different numbers of examples; every worker repeats its shards and steps
-        # the same number of full global batches, or one would wait in a collective forever.
-        # (Parameter-server workers shard their own input; see ps.py.)
-        self.file_sharded = bool(pipeline.streams and self.topology.multi_worker and not self.topology.parameter_server)
-        if self.file_sharded:
-            batches = max(1, pipeline.num_examples("train") // pipeline.batch_size)
-            self.dropped_examples = 0
-            self.findings.append(
-                Finding(
-                    code="TRAIN-SHARDED-BY-FILE",
-                    severity=Severity.INFO,
-                    title="Each worker reads its own shards",
-                    message=(
-                        f"streamed shards are sharded by file: every worker reads only its share of the "
-                        f"{len(pipeline.shards('train'))} training shards and an epoch is {batches} "
-                        f"full global batches of {pipeline.batch_size}; a worker whose shards hold fewer examples "
-                        "starts over on them within the epoch"
-                    ),
-                    location=str(self.run.root),
-                    evidence={"shards": len(pipeline.shards("train")), "steps_per_epoch": batches},
-                    fix="write shards of equal size (`tfpilot data convert` does) so every worker sees each example once",
-                )
-            )
-        self.steps_per_epoch = train.steps_per_epoch or batches
+        plan = plan_epoch(pipeline, self.topology, location=str(self.run.root))
+        self.dropped_examples, self.file_sharded = plan.dropped_examples, plan.file_sharded
+        self.findings.extend(plan.findings)
+        self.steps_per_epoch = train.steps_per_epoch or plan.batches
         # The task's head, with train.loss / train.metrics (checked against the task it trains here).
         self.own_head = head is not None
-        weights = None
-        if head is not None:
-            self.head = head
-        else:
-            self.head = head_for(
-                pipeline.preprocessor,
-                num_classes=pipeline.num_classes,
-                label_smoothing=train.label_smoothing,
-                train=train,
-            )
-            weights, weight_finding = class_weights(
-                train.class_weight,
-                labels=pipeline.source.labels[pipeline.indices["train"]],
-                class_names=pipeline.class_names,
-                head=self.head,
-            )
-            if weight_finding is not None:
-                self.findings.append(weight_finding)
+        self.head, weights = (head, None) if head is not None else self._config_head()
         with self.strategy.scope():
             self._build_model_and_optimizer(model, optimizer=optimizer)
             self.steps = StepFunctions(
@@ -207,6 +208,25 @@ class Trainer:
         self.summaries = SummaryWriters(self.run, enabled=self.chief)
         self.early_stopping = EarlyStopping(train.early_stopping)
         self.history: list[dict[str, float]] = []
+
+    def _config_head(self) -> tuple[Head, Any]:
+        """The head and class weights `train:` describes (a user's own model brings its own)."""
+        pipeline, train = self.pipeline, self.config.train
+        head = head_for(
+            pipeline.preprocessor,
+            num_classes=pipeline.num_classes,
+            label_smoothing=train.label_smoothing,
+            train=train,
+        )
+        weights, weight_finding = class_weights(
+            train.class_weight,
+            labels=pipeline.source.labels[pipeline.indices["train"]],
+            class_names=pipeline.class_names,
+            head=head,
+        )
+        if weight_finding is not None:
+            self.findings.append(weight_finding)
+        return head, weights
 
     def _make_runner(self) -> Runner:
         if self.topology.parameter_server:
