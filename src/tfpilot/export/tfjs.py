@@ -148,6 +148,7 @@ def _run_logged(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     how_far: Callable[[], str] | None = None,
+    label: str | None = None,
 ) -> None:
     """Run ``command`` with its output appended to ``log``; heartbeat lines; one-line errors."""
     with log.open("a") as out:
@@ -171,7 +172,9 @@ def _run_logged(
             except subprocess.TimeoutExpired:
                 if time.monotonic() < deadline:
                     detail = how_far() if how_far else ""
-                    _log.info(f"  {what}: {time.monotonic() - started:.0f}s{', ' + detail if detail else ''}")
+                    _log.info(
+                        f"{label or what}: {time.monotonic() - started:.0f}s so far{', ' + detail if detail else ''}"
+                    )
                     continue
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
@@ -284,6 +287,7 @@ def _install(tools: TfjsTools, *, need_site: bool, need_node: bool, site_digest:
                 str(ASSETS / "requirements.txt"),
             ],
             what="pip install (the converter)",
+            label=f"tfjs [{step}/{steps}] pip",
             log=log,
             deadline=deadline,
             limit_s=limit_s,
@@ -317,6 +321,7 @@ def _install(tools: TfjsTools, *, need_site: bool, need_node: bool, site_digest:
                 str(tools.root / "npm-cache"),
             ],
             what="npm ci (@tensorflow/tfjs)",
+            label=f"tfjs [{step}/{steps}] npm ci",
             log=log,
             deadline=deadline,
             limit_s=limit_s,
