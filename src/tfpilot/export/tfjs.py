@@ -23,7 +23,6 @@ line that names the log.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -44,6 +43,11 @@ import numpy as np
 
 from tfpilot.errors import ExportError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; concurrent first exports are not guarded there
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "TFJS_VERSION",
     "TfjsTools",
@@ -61,6 +65,7 @@ _RUN_TIMEOUT_S = 600.0
 # A heartbeat line this often while a step runs, so a log shows the install is alive and how far.
 _HEARTBEAT_S = 15.0
 _NODE_MIN_MAJOR = 18
+_NETWORK_HINT = "a slow network: raise TFPILOT_TFJS_INSTALL_TIMEOUT_S"
 
 _log = logging.getLogger("tfpilot.export.tfjs")
 
@@ -119,6 +124,9 @@ def _stamp_matches(directory: Path, digest: str) -> bool:
 def _locked(path: Path) -> Iterator[None]:
     # Two exports (or two test workers) creating the tools at once would install over each other.
     with path.open("w") as handle:
+        if fcntl is None:
+            yield
+            return
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -149,6 +157,7 @@ def _run_logged(
     env: dict[str, str] | None = None,
     how_far: Callable[[], str] | None = None,
     label: str | None = None,
+    hint: str = "",
 ) -> None:
     """Run ``command`` with its output appended to ``log``; heartbeat lines; one-line errors."""
     with log.open("a") as out:
@@ -164,28 +173,38 @@ def _run_logged(
                 f"tfjs: {what} needs `{command[0]}`, which is not installed; install Node.js {_NODE_MIN_MAJOR}+ (node and npm)"
             ) from None
         started = time.monotonic()
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                returncode = process.wait(timeout=max(0.05, min(_HEARTBEAT_S, remaining)))
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() < deadline:
-                    detail = how_far() if how_far else ""
-                    _log.info(
-                        f"{label or what}: {time.monotonic() - started:.0f}s so far{', ' + detail if detail else ''}"
-                    )
-                    continue
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                out.write(f"\n[tfpilot] stopped after {limit_s:.0f}s\n")
-                raise ExportError(
-                    f"tfjs: {what} did not finish within {limit_s:.0f}s; see {log} "
-                    "(a slow network: raise TFPILOT_TFJS_INSTALL_TIMEOUT_S)"
-                ) from None
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    returncode = process.wait(timeout=max(0.05, min(_HEARTBEAT_S, remaining)))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() < deadline:
+                        detail = how_far() if how_far else ""
+                        _log.info(
+                            f"{label or what}: {time.monotonic() - started:.0f}s so far{', ' + detail if detail else ''}"
+                        )
+                        continue
+                    _kill(process)
+                    out.write(f"\n[tfpilot] stopped after {limit_s:.0f}s\n")
+                    raise ExportError(
+                        f"tfjs: {what} did not finish within {limit_s:.0f}s; see {log}{' (' + hint + ')' if hint else ''}"
+                    ) from None
+        except BaseException:
+            # Ctrl-C: the child runs in its own session (so the bound can kill npm's whole tree) and
+            # would not receive the terminal's SIGINT; stop it here instead of leaving it behind.
+            _kill(process)
+            raise
     if returncode != 0:
         raise ExportError(f"tfjs: {what} failed (exit {returncode}): {_last_line(log, start)}; see {log}")
+
+
+def _kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def _check_node() -> None:
@@ -249,6 +268,11 @@ def _install(tools: TfjsTools, *, need_site: bool, need_node: bool, site_digest:
         f"tfjs: first use, installing the converter and @tensorflow/tfjs {TFJS_VERSION} into {tools.root} "
         f"(at most {limit_s:.0f}s; log: {log})"
     )
+    legacy = tools.root / "venv"
+    if legacy.is_dir():
+        # Where tfpilot used to pip-install tensorflowjs with all its dependencies (a second TensorFlow, ~3 GB).
+        _log.info(f"tfjs: removing the previous converter environment {legacy}")
+        shutil.rmtree(legacy, ignore_errors=True)
     if need_node:
         # Fail before downloading anything when the parity check could not run anyway.
         _check_node()
@@ -288,6 +312,7 @@ def _install(tools: TfjsTools, *, need_site: bool, need_node: bool, site_digest:
             ],
             what="pip install (the converter)",
             label=f"tfjs [{step}/{steps}] pip",
+            hint=_NETWORK_HINT,
             log=log,
             deadline=deadline,
             limit_s=limit_s,
@@ -322,6 +347,7 @@ def _install(tools: TfjsTools, *, need_site: bool, need_node: bool, site_digest:
             ],
             what="npm ci (@tensorflow/tfjs)",
             label=f"tfjs [{step}/{steps}] npm ci",
+            hint=_NETWORK_HINT,
             log=log,
             deadline=deadline,
             limit_s=limit_s,

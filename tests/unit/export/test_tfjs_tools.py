@@ -59,6 +59,7 @@ def test_a_step_past_the_time_bound_is_stopped_with_one_line_naming_the_log(tmp_
             log=log,
             deadline=time.monotonic() + 1.0,
             limit_s=1.0,
+            hint=tfjs._NETWORK_HINT,
         )
     message = str(raised.value)
     assert time.monotonic() - began < 10
