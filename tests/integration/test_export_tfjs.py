@@ -76,7 +76,7 @@ def test_tfjs_export_from_an_empty_tool_directory(registries, digits_folder, tmp
 
     # Progress: each step, then the conversion, on stderr (stdout keeps the results).
     for expected in (
-        r"tfjs: first use, installing .* \(at most 600s; log: .*install\.log\)",
+        r"tfjs: first use, installing .* \(at most \d+s; log: .*install\.log\)",
         r"tfjs \[1/2\] pip: tensorflowjs==4\.22\.0, tensorflow-hub==0\.16\.1, tf-keras==2\.21\.0",
         r"tfjs \[1/2\] pip: done in \d+s",
         r"tfjs \[2/2\] npm ci: @tensorflow/tfjs 4\.22\.0 \(\d+ locked packages\)",
