@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: demo test test-fast test-next check bench lint install browser clean
+.PHONY: demo test test-fast test-next test-tfjs check bench lint install browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ test: install browser
 
 test-fast: install
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
+
+# TF.js export from nothing: installs the converter and @tensorflow/tfjs into an empty tool directory
+# (PyPI and npm), converts a digits model and checks it in Node; prints the measured times.
+test-tfjs: install
+	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m tfjs -rs tests/integration/test_export_tfjs.py
 
 # The suite against tf-nightly and keras-nightly in a separate environment (.venv-next), to see what
 # the next TensorFlow/Keras release breaks; .ci/run stays on the pinned versions.

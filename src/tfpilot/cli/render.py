@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +14,7 @@ from rich.table import Table
 
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["console", "err_console", "print_error", "render_findings", "render_mapping_table"]
+__all__ = ["console", "err_console", "print_error", "render_findings", "render_mapping_table", "show_log_lines"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -23,6 +25,34 @@ _STYLE = {Severity.INFO: "cyan", Severity.WARNING: "yellow", Severity.ERROR: "bo
 def print_error(message: str) -> None:
     # Plain print (not rich markup) so messages containing [brackets] stay intact.
     err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+class _LineHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(record.getMessage(), markup=False, highlight=False, soft_wrap=True)
+        err_console.file.flush()
+
+
+@contextlib.contextmanager
+def show_log_lines(logger_name: str) -> Iterator[None]:
+    """Show an engine's INFO lines (e.g. `tfpilot.export.tfjs`' install steps) on stderr while it runs.
+
+    Plain, flushed lines: they read the same on a terminal and in a CI log, and keep stdout for results.
+    """
+    logger = logging.getLogger(logger_name)
+    handler = _LineHandler(logging.INFO)
+    previous, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    # Not also through the root logger, where TensorFlow's absl handler would print them a second time.
+    logger.propagate = False
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        logger.propagate = propagate
 
 
 # Below this many columns (a CI log or a pipe is 80 wide) a five-column table folds codes such as

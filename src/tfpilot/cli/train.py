@@ -28,12 +28,13 @@ def register(app: typer.Typer) -> None:
         # Validate the config first: a bad key fails before TensorFlow is imported (progress imports it).
         resolved = _load(config)
         from tfpilot.cli.progress import ProgressHook
-        from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.cli.render import console, render_findings, render_mapping_table, show_log_lines
         from tfpilot.findings import read_findings
         from tfpilot.workflow import run
 
         console.print(f"[bold]tfpilot run[/bold] `{resolved.name}` -> {resolved.run_path}")
-        summary = run(resolved, hooks=[ProgressHook()])
+        with show_log_lines("tfpilot.export.tfjs"):
+            summary = run(resolved, hooks=[ProgressHook()])
         rows = [
             {"split": split, **{k: v for k, v in values.items() if k != "confusion_matrix"}}
             for split, values in summary["metrics"].items()
@@ -115,7 +116,7 @@ def register(app: typer.Typer) -> None:
         run: Path = typer.Argument(..., help="Run directory (runs/<name>)."),
         version: int | None = typer.Option(None, "--version", min=1, help="Version number (default: next integer)."),
         format: str | None = typer.Option(
-            None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16."
+            None, "--format", help="Comma-separated: saved_model,tflite,tflite-dynamic,tflite-int8,tflite-fp16,tfjs."
         ),
         imports: list[str] = typer.Option(
             [], "--import", help="tfpilot.fit runs: a module to import first (it defines a custom object)."
@@ -137,7 +138,7 @@ def register(app: typer.Typer) -> None:
             except ValidationError as exc:
                 message = exc.errors()[0]["msg"].removeprefix("Value error, ")
                 raise ConfigError(f"--format: {message}") from None
-        from tfpilot.cli.render import render_findings, render_mapping_table
+        from tfpilot.cli.render import render_findings, render_mapping_table, show_log_lines
         from tfpilot.export.formats import ExportParityError
 
         _PARITY_COLUMNS = (
@@ -160,11 +161,13 @@ def register(app: typer.Typer) -> None:
             console.print(f"SavedModel version {result.version} -> {result.path} (verified with both loaders)")
             return
         try:
-            summary = export_run(load_trained(run), version=version, formats=formats)
+            # TF.js' first use installs its tools: show each step and a heartbeat while it runs.
+            with show_log_lines("tfpilot.export.tfjs"):
+                summary = export_run(load_trained(run), version=version, formats=formats)
         except ExportParityError as error:
             # The artifacts are written; show the table that explains the failure, then exit 1.
             render_mapping_table(
-                [{k: row.get(k) for k in _PARITY_COLUMNS} for row in error.rows], title="TFLite parity"
+                [{k: row.get(k) for k in _PARITY_COLUMNS} for row in error.rows], title="Export parity"
             )
             render_findings(error.findings)
             raise
@@ -173,6 +176,6 @@ def register(app: typer.Typer) -> None:
         )
         rows = (summary.get("formats") or {}).get("parity") if isinstance(summary.get("formats"), dict) else None
         if rows:
-            render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in rows], title="TFLite parity")
+            render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in rows], title="Export parity")
         elif "formats" in summary:
             console.print_json(json.dumps(summary["formats"], default=str))
