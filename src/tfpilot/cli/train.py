@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
         from tfpilot.workflow import run
 
         console.print(f"[bold]tfpilot run[/bold] `{resolved.name}` -> {resolved.run_path}")
-        with show_log_lines("tfpilot.export.tfjs"):
+        # Long first-time work says how far it is: the image check, the step tuner, TF.js' tools.
+        with show_log_lines("tfpilot.export.tfjs"), show_log_lines("tfpilot.progress"):
             summary = run(resolved, hooks=[ProgressHook()])
         rows = [
             {"split": split, **{k: v for k, v in values.items() if k != "confusion_matrix"}}
@@ -57,11 +58,12 @@ def register(app: typer.Typer) -> None:
         """Train a model from CONFIG into runs/<name>/ (checkpoints, TensorBoard logs, metrics)."""
         resolved = _load(config)  # before the imports below, which load TensorFlow
         from tfpilot.cli.progress import ProgressHook
-        from tfpilot.cli.render import console, render_findings, render_mapping_table
+        from tfpilot.cli.render import console, render_findings, render_mapping_table, show_log_lines
         from tfpilot.findings import read_findings
         from tfpilot.workflow import train_run
 
-        trainer, result = train_run(resolved, resume=resume, hooks=[ProgressHook()])
+        with show_log_lines("tfpilot.progress"):  # the image check and the step tuner say how far they are
+            trainer, result = train_run(resolved, resume=resume, hooks=[ProgressHook()])
         if not trainer.chief:
             # Under `tfpilot launch` only the chief writes metrics.json; other workers just finish.
             console.print(f"worker finished at step {result.global_step}")

@@ -23,6 +23,7 @@ its result. Runs shorter than `min_steps` are not tuned (the timing would cost m
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from typing import Any
@@ -77,6 +78,7 @@ def _time_call(function, iterator, steps: int) -> float:
     return time.perf_counter() - start
 
 
+_LOG = logging.getLogger("tfpilot.progress")  # shown by the CLI (cli/render.show_log_lines)
 _XLA_FAILURES = (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError, tf.errors.InternalError)
 
 
@@ -120,6 +122,7 @@ def tune_steps(
     on the machine slows every candidate rather than deciding for one.
     """
     candidates = _candidates(step_functions, batches, jit)
+    _LOG.info("tuning the training step: timing %s on real batches", ", ".join(candidates))
     saved = [(variable, tf.identity(variable)) for variable in _state_variables(step_functions)]
     # candidate -> (one-step function, long-call function, iterator). The stacked XLA step holds
     # steps_per_execution batches per launch (StepFunctions._stacked_steps), so its one-step calls
@@ -159,7 +162,8 @@ def tune_steps(
             if elapsed > 4 * steps * fastest:
                 per_step[candidate] = elapsed / steps
                 del compiled[candidate]
-        for _ in range(rounds):
+        for round_index in range(rounds):
+            _LOG.info("tuning the training step: round %d/%d, %d steps per call", round_index + 1, rounds, steps)
             for candidate, (one_step, function, iterator) in compiled.items():
                 single[candidate] = min(single[candidate], _time_call(one_step, iterator, 1))
                 per_step[candidate] = min(per_step[candidate], _time_call(function, iterator, steps) / steps)
@@ -182,6 +186,7 @@ def tune_steps(
             needed = max(needed, min_call_seconds / per_step[chosen])
         steps_per_execution = min(max_steps_per_execution, 2 ** max(0, math.ceil(math.log2(max(needed, 1.0)))))
     step_functions.steps_per_execution = steps_per_execution
+    _LOG.info("tuning the training step: chose %s, %d steps per call", chosen, steps_per_execution)
     return StepChoice(
         jit_compile=step_functions.jit_compile,
         steps_per_execution=steps_per_execution,

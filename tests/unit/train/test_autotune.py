@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -23,9 +24,16 @@ def weights(model: keras.Model) -> list[np.ndarray]:
     return [v.numpy() for v in model.variables]
 
 
-def test_auto_times_whole_steps_records_the_choice_and_leaves_training_untouched(tmp_path: Path) -> None:
+def test_auto_times_whole_steps_records_the_choice_and_leaves_training_untouched(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     features, labels = blobs(120)
-    tuned = build(tiny_config(tmp_path, name="auto", epochs=LONG, seed=3), features, labels)
+    with caplog.at_level(logging.INFO, logger="tfpilot.progress"):
+        tuned = build(tiny_config(tmp_path, name="auto", epochs=LONG, seed=3), features, labels)
+    # the tuner says what it does while it runs (the CLI shows these lines on stderr)
+    progress = [r.getMessage() for r in caplog.records if r.name == "tfpilot.progress"]
+    assert progress[0].startswith("tuning the training step: timing ") and "round 1/3" in progress[1]
+    assert progress[-1].startswith("tuning the training step: chose ")
     fixed = build(
         tiny_config(tmp_path, name="fixed", epochs=LONG, seed=3, steps_per_execution=1, jit_compile=False),
         features,
