@@ -9,6 +9,7 @@ needs the profile are profiled.
 """
 
 import runpy
+import shutil
 import sys
 from pathlib import Path
 
@@ -31,12 +32,12 @@ PERFORMANCE_CODES = {
 }
 
 
-def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4):
-    """Run fixture ``name`` as ``__main__`` under watch(); returns (session, findings by code)."""
-    script, output = FIXTURES / f"{name}.py", tmp_path / name
+def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4, script=None):
+    """Run fixture ``name`` (or ``script``) as ``__main__`` under watch(); returns (session, findings by code)."""
+    script, output = script or FIXTURES / f"{name}.py", tmp_path / name
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script)]
-    sys.path.insert(0, str(FIXTURES))
+    sys.path.insert(0, str(script.parent))
     sys.modules.pop("_common", None)  # fresh model weights for every script (bad_nan_loss leaves them NaN)
     try:
         with watch(
@@ -89,6 +90,35 @@ def test_numpy_every_step(tmp_path):
     evidence = found["DOC-HOST-SYNC"].evidence
     assert evidence["syncs_per_step"] == pytest.approx(1.0)
     assert list(evidence["locations"]) == [str(FIXTURES / "bad_numpy_every_step.py") + ":19"]
+
+
+def _host_read_line(script: Path) -> str:
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "# HOST-READ" in text)
+    return f"{script}:{line}"
+
+
+def test_a_script_named_after_keras_in_a_keras_folder_is_still_the_users_code(tmp_path):
+    # Library frames are those under installed packages' directories, never a path containing "keras".
+    plain = FIXTURES / "sync_plain.py"
+    renamed = tmp_path / "keras-examples" / "sync_keras_demo.py"
+    renamed.parent.mkdir()
+    shutil.copy(plain, renamed)
+    _, found_plain = watch_script("sync_plain", tmp_path)
+    _, found_renamed = watch_script("sync_keras_demo", tmp_path, script=renamed)
+    for found, script in ((found_plain, plain), (found_renamed, renamed)):
+        sync = found["DOC-HOST-SYNC"]
+        assert list(sync.evidence["locations"]) == [_host_read_line(script)]
+        assert sync.evidence["syncs_per_step"] == pytest.approx(1.0)
+    assert found_plain["DOC-HOST-SYNC"].severity == found_renamed["DOC-HOST-SYNC"].severity
+    assert sorted(found_plain) == sorted(found_renamed)
+
+
+def test_a_callback_reading_a_keras_variable_every_batch_is_located_at_the_callback(tmp_path):
+    # optimizer.learning_rate.numpy() goes through Keras' Variable and TensorFlow before it reads a tensor.
+    _, found = watch_script("lr_finder_callback", tmp_path)
+    sync = found["DOC-HOST-SYNC"]
+    assert list(sync.evidence["locations"]) == [_host_read_line(FIXTURES / "lr_finder_callback.py")]
+    assert sync.evidence["syncs_per_step"] == pytest.approx(1.0, abs=0.1)
 
 
 def test_eager_step(tmp_path):

@@ -30,13 +30,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-import os
 import re
 import traceback
 import weakref
 from typing import Any
 
 from tfpilot import _tf_private
+from tfpilot.diagnose.frames import is_library
 
 __all__ = [
     "NumericsMonitor",
@@ -53,16 +53,11 @@ MAX_CHECKED_ELEMENTS = 64
 _OP = re.compile(r'Detected (?:Infinity or NaN|NaN|Infinity)[^\n]*?op "([^"]+)"')
 # Graph-mode messages list the op's creation site: `File "/path/x.py", line 15, in train_step`.
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
-_LIBRARY_MARKERS = (
-    os.sep + "site-packages" + os.sep,
-    os.sep + "dist-packages" + os.sep,
-    os.sep + "tfpilot" + os.sep,
-    os.sep + "lib" + os.sep + "python3",
-)
 
 
 def _is_library(filename: str) -> bool:
-    return filename.startswith("<") or any(marker in filename for marker in _LIBRARY_MARKERS)
+    # By install directory (frames.is_library), never by a substring: a user's `keras_demo.py` is the user's.
+    return filename.startswith("<") or is_library(filename)
 
 
 def parse_check_numerics_message(message: str) -> dict[str, Any]:

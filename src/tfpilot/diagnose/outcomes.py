@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tfpilot.diagnose.frames import is_library
 from tfpilot.diagnose.watchers import WatchReport
 from tfpilot.findings import Finding, Severity
 
@@ -17,7 +18,6 @@ __all__ = ["crash_finding", "no_step_finding", "window_finding", "last_user_fram
 OUTPUT_FILE = "script_output.txt"
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_LIBRARY = ("site-packages", "dist-packages", "/tfpilot/", "<frozen", "/lib/python")
 
 
 def last_user_frame(stderr: str, script: Path) -> str | None:
@@ -31,7 +31,7 @@ def last_user_frame(stderr: str, script: Path) -> str | None:
         filename = match.group("file")
         resolved = str(Path(filename).resolve()) if not filename.startswith("<") else filename
         # A file beside the script is the user's even if it sits under a path that looks like a library.
-        if resolved.startswith(script_dir) or not any(marker in resolved for marker in _LIBRARY):
+        if resolved.startswith(script_dir) or not is_library(filename):
             found = f"{filename}:{match.group('line')}"
     return found
 

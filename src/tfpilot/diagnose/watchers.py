@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import inspect
-import os
 import statistics
 import threading
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot import _tf_private
+from tfpilot.diagnose.frames import first_user_frame, is_framework
 from tfpilot.diagnose.numerics import NumericsMonitor
 
 __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
@@ -36,11 +36,6 @@ EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
 _MAX_TRACES_KEPT = 50
-_LIBRARY_MARKERS = (
-    os.sep + "site-packages" + os.sep,
-    os.sep + "dist-packages" + os.sep,
-    os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
-)
 
 
 @dataclasses.dataclass
@@ -110,36 +105,43 @@ class WatchReport:
         return cls(**data)
 
 
-def _is_library(filename: str) -> bool:
-    return any(marker in filename for marker in _LIBRARY_MARKERS) or filename.startswith("<frozen")
+# Methods through which a user asks for a tensor's value: a read that enters TensorFlow or Keras through one of
+# these (a Keras Variable's ``numpy()``, ``float(v)``, an f-string) is the user's, however deep the library call.
+_VALUE_READS = frozenset(
+    {
+        "numpy",
+        "item",
+        "tolist",
+        "__float__",
+        "__int__",
+        "__bool__",
+        "__index__",
+        "__array__",
+        "__format__",
+        "__repr__",
+        "__str__",
+    }
+)
 
 
 def _user_location(frame) -> str | None:
-    """The first caller frame outside TensorFlow, Keras and tfpilot's own instrumentation."""
-    depth = 0
-    while frame is not None and depth < 40:
-        filename = frame.f_code.co_filename
-        if not _is_library(filename) and "tensorflow" not in filename and "keras" not in filename:
-            return f"{filename}:{frame.f_lineno}"
-        frame, depth = frame.f_back, depth + 1
-    return None
+    """The first caller frame in the user's code (outside installed packages, TensorFlow, Keras and tfpilot)."""
+    user, _ = first_user_frame(frame)
+    return f"{user.f_code.co_filename}:{user.f_lineno}" if user is not None else None
 
 
-def _issued_by_tensorflow(frame) -> bool:
-    """Whether the read was made by TensorFlow/Keras's own Python code (or tfpilot's) rather than for the user.
+def _issued_by_tensorflow(called) -> bool:
+    """Whether TensorFlow/Keras (or tfpilot) read the tensor for their own bookkeeping rather than for the user.
 
-    Reads made by other libraries on the user's behalf (``np.mean(tensor)``) still count.
+    What decides is the call the user's code made: a value read (``v.numpy()`` on a Keras variable,
+    ``float(t)``) is the user's sync; a read inside another TensorFlow/Keras call (the eager gradient of
+    reduce_sum reads its axes with ``.numpy()``, ``model.fit`` formats its logs) is not. Reads made by
+    other libraries on the user's behalf (``np.mean(tensor)``) still count. ``called`` is the library frame
+    the first user frame called (``frames.first_user_frame``; None: the user's code read the tensor itself).
     """
-    filename = frame.f_code.co_filename if frame is not None else ""
-    return any(
-        marker in filename
-        for marker in (
-            os.sep + "tensorflow" + os.sep,
-            os.sep + "keras" + os.sep,
-            os.sep + "tf_keras" + os.sep,
-            os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
-        )
-    )
+    if called is None:
+        return False
+    return is_framework(called.f_code.co_filename) and called.f_code.co_name not in _VALUE_READS
 
 
 def _describe_argument(name: str, value: Any) -> dict[str, Any]:
@@ -528,11 +530,10 @@ class Watcher:
         self.fill_window.begin_step(count)
 
     def on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
-        if _issued_by_tensorflow(frame):
+        user, called = first_user_frame(frame)
+        if user is None or _issued_by_tensorflow(called):
             return  # e.g. the eager gradient of reduce_sum reads its axes with .numpy(): not the user's sync
-        location = _user_location(frame)
-        if location is None:
-            return
+        location = f"{user.f_code.co_filename}:{user.f_lineno}"
         self.sync_count += 1
         self._record("sync", start, end, location)
         if self.nonfinite is None and self.replay_numerics:
