@@ -26,6 +26,7 @@ __all__ = [
     "iterator_ops",
     "load_graph_without_variables",
     "polymorphic_function",
+    "reduce_retracing",
     "session_callable",
     "sleep_dataset_op",
     "validation_split_of",
@@ -168,6 +169,11 @@ def concrete_functions(function: Any) -> list[Any]:
     """Every concrete function a tf.function has traced (no public listing exists); [] when gone."""
     listing = getattr(function, "_list_all_concrete_functions", None)
     return list(listing()) if listing is not None else []
+
+
+def reduce_retracing(function: Any) -> bool:
+    """Whether a tf.function was made with reduce_retracing=True (its constructor keeps the flag only privately)."""
+    return bool(getattr(function, "_reduce_retracing", False))
 
 
 def dataset_inputs(dataset: Any) -> list[Any]:

@@ -72,6 +72,8 @@ def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_
 
     double(tf.constant(1.0))
     assert len(_tf_private.concrete_functions(double)) == 1
+    assert not _tf_private.reduce_retracing(double)
+    assert _tf_private.reduce_retracing(tf.function(lambda x: x, reduce_retracing=True))
     assert isinstance(double, _tf_private.polymorphic_function().Function)
     dataset = tf.data.Dataset.range(4).map(lambda x: x + 1)
     assert len(_tf_private.dataset_inputs(dataset)) == 1

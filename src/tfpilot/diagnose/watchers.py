@@ -52,6 +52,10 @@ class FunctionRecord:
     # How many tf.function objects wrapped this Python function (one per call: `tf.function(f)(x)` in a loop).
     instances: int = 1
     call_site: str = ""
+    # tf.function(reduce_retracing=True): TensorFlow generalises shapes after a retrace, so a few traces are expected.
+    reduce_retracing: bool = False
+    # The Python function's module (`keras.src.backend.tensorflow.trainer` for model.fit's step): which advice fits.
+    module: str = ""
 
 
 @dataclasses.dataclass
@@ -159,6 +163,11 @@ def _describe_argument(name: str, value: Any) -> dict[str, Any]:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return {"name": name, "kind": "array", "dtype": str(value.dtype), "shape": list(value.shape)}
     return {"name": name, "kind": "other", "type": type(value).__name__}
+
+
+def _function_module(function) -> str:
+    python_function = getattr(function, "python_function", None) or getattr(function, "_python_function", None)
+    return str(getattr(python_function, "__module__", "") or "")
 
 
 def _function_identity(function) -> tuple[str, str, str]:
@@ -404,6 +413,8 @@ class Watcher:
                 "instances": 0,
                 "traces_total": 0,
                 "call_site": "",
+                "reduce_retracing": _tf_private.reduce_retracing(function),
+                "module": _function_module(function),
             },
         )
         record["calls"] += 1
@@ -647,6 +658,8 @@ class Watcher:
                     python_ops=record.get("python_ops", []),
                     instances=max(record["instances"], 1),
                     call_site=record["call_site"],
+                    reduce_retracing=record["reduce_retracing"],
+                    module=record["module"],
                 )
             )
         end = self._stopped or time.perf_counter()
