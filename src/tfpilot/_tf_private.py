@@ -25,6 +25,8 @@ __all__ = [
     "framework_ops",
     "iterator_ops",
     "load_graph_without_variables",
+    "map_function_graph",
+    "op_is_stateful",
     "polymorphic_function",
     "reduce_retracing",
     "session_callable",
@@ -174,6 +176,16 @@ def concrete_functions(function: Any) -> list[Any]:
 def reduce_retracing(function: Any) -> bool:
     """Whether a tf.function was made with reduce_retracing=True (its constructor keeps the flag only privately)."""
     return bool(getattr(function, "_reduce_retracing", False))
+
+
+def map_function_graph(dataset: Any) -> Any:
+    """The traced graph of a tf.data map stage's function (the doctor reads whether it is random or stateful)."""
+    return dataset._map_func.function.graph
+
+
+def op_is_stateful(op: Any) -> bool:
+    """Whether a graph op is stateful (random, variables, py_function): Operation has no public flag for it."""
+    return bool(op._is_stateful)
 
 
 def dataset_inputs(dataset: Any) -> list[Any]:

@@ -123,3 +123,60 @@ def test_host_sync_under_model_fit_names_fits_knobs_not_the_loop():
     assert "steps_per_execution" in finding.fix and "on_epoch_end" in finding.fix
     assert "tf.summary" not in finding.fix
     assert {f.code for f in analyze(watch=session.report)} == {f.code for f in session.findings}
+
+
+def _pipelines():
+    import keras
+
+    images = tf.data.Dataset.from_tensor_slices(tf.ones([16, 8, 8, 3]))
+    flip = keras.layers.RandomFlip()
+    return {
+        "tf.image.random_flip": images.map(tf.image.random_flip_left_right),
+        "keras.layers.RandomFlip": images.map(lambda x: flip(x), num_parallel_calls=2),
+        "py_function": images.map(lambda x: tf.py_function(lambda a: a, [x], tf.float32)),
+        "stateless, fixed seed": images.map(lambda x: tf.image.stateless_random_flip_left_right(x, seed=[1, 2])),
+        "deterministic": images.map(lambda x: x * 2.0, num_parallel_calls=2),
+    }
+
+
+def _report_for(dataset) -> WatchReport:
+    from tfpilot.diagnose.pipeline import describe_dataset
+
+    report = _timing(sync_ms=0.0)
+    report.pipelines = [describe_dataset(dataset.batch(4)).to_dict()]
+    return report
+
+
+@pytest.mark.parametrize(
+    ("name", "state"),
+    [
+        ("tf.image.random_flip", "random"),
+        ("keras.layers.RandomFlip", "random"),
+        ("py_function", "stateful"),
+        ("stateless, fixed seed", None),
+        ("deterministic", None),
+    ],
+)
+def test_maps_are_read_as_random_stateful_or_deterministic(name, state):
+    from tfpilot.diagnose.pipeline import describe_dataset
+
+    shape = describe_dataset(_pipelines()[name])
+    assert [stage.state for stage in shape.stages if stage.kind in ("Map", "ParallelMap")] == [state]
+
+
+@pytest.mark.parametrize("name", ["tf.image.random_flip", "keras.layers.RandomFlip", "py_function"])
+def test_cache_is_never_advised_after_a_random_or_stateful_map(name):
+    from tfpilot.diagnose.rules import host_python_ops, input_bound
+
+    observations = Observations(watch=_report_for(_pipelines()[name]))
+    facts = input_bound.pipeline_facts(observations)
+    for fix in (input_bound.fix_for_stage("Map", "Iterator::Root::Map", facts), host_python_ops._map_fix(facts)):
+        assert "cache() after" not in fix, fix
+        assert ("never after it" in fix) or ("only the stages before" in fix), fix
+
+
+def test_a_deterministic_map_may_still_be_cached():
+    from tfpilot.diagnose.rules import input_bound
+
+    facts = input_bound.pipeline_facts(Observations(watch=_report_for(_pipelines()["deterministic"])))
+    assert "cache() after the deterministic stages" in input_bound.fix_for_stage("ParallelMapV2", "", facts)

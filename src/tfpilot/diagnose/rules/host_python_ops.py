@@ -45,7 +45,12 @@ def _map_fix(facts: input_bound.PipelineFacts) -> str:
             "those with TF ops)"
         )
     if not facts.cached:
-        steps.append("cache() after it if its output repeats")
+        # A py_function is stateful: TensorFlow cannot know its output repeats, and caching a random one freezes it.
+        steps.append(
+            input_bound.cache_advice(facts)
+            if facts.changing_map
+            else "cache() after it if its output repeats (not if it draws random numbers)"
+        )
     if not facts.prefetched:
         steps.append("end with .prefetch(tf.data.AUTOTUNE)")
     return "; ".join(steps)
