@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from tfpilot.diagnose import doctor_script, watch
 from tfpilot.findings import read_findings
@@ -158,3 +159,27 @@ def test_good_script_has_no_performance_findings(tmp_path):
     start, stop = capture["start_step"], capture["stop_step"]
     assert read >= 1 and capture["measure_from"] == max(start, min(start + read, stop - 3))
     assert capture["steps"] == [20, 21, 22, 23, 24, 25, 26]
+
+
+def test_the_default_window_measures_ten_steps_and_a_short_one_says_why(tmp_path):
+    # The real subprocess path with the defaults: sync_plain runs 64 steps, enough for >= 10 measured ones.
+    result = doctor_script(FIXTURES / "sync_plain.py", output_dir=tmp_path / "default", timeout=300)
+    assert result.returncode == 0, result.stderr_tail
+    capture = result.summary.capture if result.summary is not None else {}
+    measured = [step for step in capture["steps"] if step >= capture["measure_from"]]
+    assert len(measured) >= 10, capture
+    codes = {f.code for f in result.findings}
+    assert "DOC-PROFILE-WINDOW" not in codes and "DOC-HOST-SYNC" in codes
+
+    # 10 steps, the window opening at step 2: the script ends inside it, and the report says so.
+    @tf.function
+    def step(x):
+        return tf.reduce_sum(tf.matmul(x, x))
+
+    with watch(tmp_path / "short", profile_start=2) as session:
+        for _ in range(10):
+            step(tf.ones([8, 8]))
+    (window,) = [f for f in session.findings if f.code == "DOC-PROFILE-WINDOW"]
+    assert window.severity.value == "info"
+    assert window.evidence["measured_steps"] < 10
+    assert "the script ended inside the window" in window.message

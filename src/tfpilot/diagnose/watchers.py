@@ -29,6 +29,7 @@ from typing import Any
 from tfpilot import _tf_private
 from tfpilot.diagnose.frames import first_user_frame, is_framework
 from tfpilot.diagnose.numerics import NumericsMonitor
+from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
 
 __all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
 
@@ -221,7 +222,7 @@ class Watcher:
         *,
         profile_dir: str | Path | None = None,
         profile_start: int = 5,
-        profile_steps: int = 5,
+        profile_steps: int = DEFAULT_PROFILE_STEPS,
         replay_numerics: bool = True,
     ) -> None:
         self.profile_dir = Path(profile_dir) if profile_dir else None
