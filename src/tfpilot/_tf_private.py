@@ -26,6 +26,7 @@ __all__ = [
     "iterator_ops",
     "load_graph_without_variables",
     "map_function_graph",
+    "op_callbacks",
     "op_is_stateful",
     "polymorphic_function",
     "reduce_retracing",
@@ -186,6 +187,12 @@ def map_function_graph(dataset: Any) -> Any:
 def op_is_stateful(op: Any) -> bool:
     """Whether a graph op is stateful (random, variables, py_function): Operation has no public flag for it."""
     return bool(op._is_stateful)
+
+
+def op_callbacks() -> Any:
+    """TensorFlow's op-callback registry (what check_numerics itself uses): the NaN replay records which user
+    line created each eager op, so a gradient op's NaN can be traced to its forward op."""
+    return _module("tensorflow.python.framework.op_callbacks", "the NaN replay's forward-op lines")
 
 
 def dataset_inputs(dataset: Any) -> list[Any]:

@@ -36,6 +36,7 @@ import weakref
 from typing import Any
 
 from tfpilot import _tf_private
+from tfpilot.diagnose.forward_ops import ForwardOpRecorder
 from tfpilot.diagnose.frames import is_library
 
 __all__ = [
@@ -312,6 +313,26 @@ class NumericsMonitor:
         return result
 
 
+def _gradient_origin(recorder: ForwardOpRecorder, error: BaseException, found: dict[str, Any]) -> dict[str, Any]:
+    """For a NaN born in a gradient op: the forward op and the user's line that created it become the source.
+
+    The line check_numerics' traceback gives (the ``tape.gradient`` call, or none under model.fit) is kept as
+    ``gradient_source``.
+    """
+    forward = recorder.forward_of(error)
+    if not forward.get("forward_source"):
+        return forward
+    origin = dict(forward)
+    if found.get("source"):
+        origin["gradient_source"] = found["source"]
+    origin["source"] = forward["forward_source"]
+    if forward.get("forward_function"):
+        origin["user_function"] = forward["forward_function"]
+    if forward.get("forward_layer"):
+        origin["layer"], origin["layer_class"] = forward["forward_layer"], forward.get("forward_layer_class")
+    return origin
+
+
 # Skipping to the batch's position re-reads that many batches; further in, the epoch's first batch is used.
 MAX_SKIP_BATCHES = 1000
 
@@ -372,13 +393,16 @@ def replay_nonfinite(
             for variable, value in zip(variables, snapshot, strict=True):
                 variable.assign(value)
         tf.config.run_functions_eagerly(True)
-        tf.debugging.enable_check_numerics()
-        try:
-            python_function(*args, **kwargs)
-            result["reproduced"] = False
-        finally:
-            tf.debugging.disable_check_numerics()
-            tf.config.run_functions_eagerly(eager_before)
+        # Records each eager op's user line first, so a NaN born in a gradient op can name its forward op's line.
+        recorder = ForwardOpRecorder()
+        with recorder:
+            tf.debugging.enable_check_numerics()
+            try:
+                python_function(*args, **kwargs)
+                result["reproduced"] = False
+            finally:
+                tf.debugging.disable_check_numerics()
+                tf.config.run_functions_eagerly(eager_before)
     except tf.errors.InvalidArgumentError as error:
         result["reproduced"] = "Detected" in str(error.message)
         if result["reproduced"]:
@@ -386,6 +410,7 @@ def replay_nonfinite(
             result.update({k: v for k, v in parsed.items() if k == "op"})
             frame = user_frame(error)
             result.update(frame or {k: v for k, v in parsed.items() if k != "op"})
+            result.update(_gradient_origin(recorder, error, result))
         else:
             result["replay_error"] = f"{type(error).__name__}: {str(error.message)[:200]}"
     except Exception as error:  # the step may not be replayable (an exhausted iterator): report, never crash the run

@@ -76,8 +76,24 @@ def test_nan_from_an_update_replays_the_step_before():
     # Call 4's loss is the first NaN, but call 3's gradient (sqrt at 0) made the weights NaN.
     assert evidence["step"] == 4 and evidence["replayed_step"] == 3
     assert evidence["cause"] == "update"
-    assert evidence["op"] == "SqrtGrad"
-    assert evidence["source"] == f"{script}:{_marked_line(script, '# GRADIENT-LINE')}"
+    # check_numerics names the gradient op; the source is the forward op's line, the tape.gradient line is kept.
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert evidence["gradient_source"] == f"{script}:{_marked_line(script, '# GRADIENT-LINE')}"
+    assert "the gradient of `Sqrt`" in finding.message
+    assert finding.fix.startswith("tf.sqrt(tf.maximum(x, eps))")
+
+
+def test_model_fit_nan_born_in_a_gradient_names_the_forward_op_its_layer_and_line():
+    # Under model.fit no user frame calls tape.gradient: without the forward op there would be no line at all.
+    script, finding = _nonfinite("fit_sqrt_gradient.py")
+    evidence = finding.evidence
+    assert evidence["step"] == 2 and evidence["replayed_step"] == 1 and evidence["cause"] == "update"
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert "gradient_source" not in evidence
+    assert evidence["layer"] == "distance" and evidence["layer_class"] == "Distance"
+    assert finding.location == evidence["source"]
 
 
 def test_replay_leaves_the_run_state_as_it_was():

@@ -36,10 +36,16 @@ def _replay(info: dict[str, Any]) -> str:
     if info.get("cause") == "update":
         text += " (its loss was finite; its gradient or update made the weights non-finite)"
     text += f": op `{info.get('op', '?')}`"
+    if info.get("forward_op"):
+        # Born in the backward pass: the forward op and its line are what the user can guard.
+        text += f" (the gradient of `{info['forward_op']}`"
+        text += f" created at {info['source']})" if info.get("forward_source") else ")"
     if info.get("layer"):
         text += f" in layer `{info['layer']}` ({info.get('layer_class')})"
-    if info.get("source"):
+    if info.get("source") and not info.get("forward_source"):
         text += f" at {info['source']}"
+    if info.get("forward_candidates"):
+        text += f" (other {info['forward_op']} ops ran at {', '.join(info['forward_candidates'])})"
     return text + " produced the first NaN/Inf"
 
 
@@ -49,7 +55,8 @@ def check(observations: Observations) -> list[Finding]:
         return []
     info = watch.nonfinite
     where = info.get("source") or info.get("seen_at") or observations.location
-    op = info.get("op")
+    # A NaN born in a gradient op is guarded at its forward op (SqrtGrad -> Sqrt).
+    op = info.get("forward_op") or info.get("op")
     guard = {
         "Log": "tf.math.log(x + eps) or clip x to [eps, inf)",
         "RealDiv": "tf.math.divide_no_nan, or add eps to the denominator",
