@@ -183,6 +183,32 @@ class _VariableReader:
         return values
 
 
+def _finite_checker() -> Any:
+    """A compiled all-finite check for one function's variables: one dispatch per step, not two ops per variable.
+
+    One per tracked function (a new Python function each time), so each traces once for its variables' shapes
+    and TensorFlow's frequent-retracing detector, which counts per Python function, stays quiet.
+    """
+    import tensorflow as tf
+
+    def all_finite(tensors: list[Any]) -> Any:
+        return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in tensors]))
+
+    return tf.function(all_finite)
+
+
+def _all_finite_compiled(checker: Any, values: list[Any]) -> bool:
+    # Not the watcher's patched numpy(): this read is the doctor's, not the user's.
+    return bool(_tf_private.eager_shape_and_values(checker(values))[1])
+
+
+def _first_nonfinite(value: Any) -> float:
+    import numpy as np
+
+    array = _tf_private.eager_shape_and_values(value)[1]
+    return float(np.asarray(array)[~np.isfinite(array)].flat[0])
+
+
 def _all_finite(values: list[Any]) -> bool:
     import numpy as np
 
@@ -204,6 +230,7 @@ class _Tracked:
     function: Any = None  # a weak reference: ids of collected functions are reused
     variables: list[Any] = dataclasses.field(default_factory=list)
     reader: _VariableReader | None = None
+    checker: Any = None  # the compiled all-finite check of the variables (made on first use)
     tracing_count: int = -1
     calls: int = 0
     history: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=2))
@@ -217,6 +244,7 @@ class NumericsMonitor:
         self.found: dict[str, Any] | None = None
         self._tracked: dict[int, _Tracked] = {}
         self._iterator_calls: collections.Counter[int] = collections.Counter()
+        self._unreported = False
 
     def before(self, function: Any, args: tuple, kwargs: dict) -> None:
         if self.found is not None:
@@ -242,6 +270,12 @@ class NumericsMonitor:
             self._refresh_variables(function, tracked)
         # The reads alias the variables' buffers; the step's update then copies them (copy-on-write).
         snapshot = tracked.reader.read() if tracked.reader is not None else None
+        if snapshot is not None and tracked.history:
+            # The weights after the previous call: a NaN hidden from the loss (a ReLU or clip after it, a NaN-safe
+            # loss, an optimizer slot or a moving statistic the loss never reads) is caught at the step it entered.
+            self._check_weights(function, tracked, snapshot)
+            if self.found is not None:
+                return
         positions = {}
         iterators = _types()["iterators"]
         for argument in (*args, *kwargs.values()) if kwargs else args:
@@ -250,9 +284,33 @@ class NumericsMonitor:
                 self._iterator_calls[id(argument)] += 1
         tracked.history.append(_Call(tracked.calls, snapshot, args, kwargs, positions))
 
+    def _check_weights(self, function: Any, tracked: _Tracked, snapshot: list[Any]) -> None:
+        floating = [value for value in snapshot if value.dtype.is_floating]
+        if tracked.checker is None:
+            tracked.checker = _finite_checker()
+        if not floating or _all_finite_compiled(tracked.checker, floating):
+            return
+        bad = [
+            (getattr(variable, "path", None) or variable.name, value)
+            for variable, value in zip(tracked.variables, snapshot, strict=True)
+            if value.dtype.is_floating and not _all_finite([value])
+        ]
+        previous = tracked.history[-1]
+        self.found = {
+            "value": _first_nonfinite(bad[0][1]) if bad else float("nan"),
+            "step": previous.index,
+            "detected_in": "weights",
+            "nonfinite_variables": [name for name, _ in bad[:8]],
+        }
+        self.found.update(self.replay(function))
+        self._unreported = True
+
     def after(self, function: Any, outputs: Any) -> dict[str, Any] | None:
         """Check the call's outputs; on the first NaN/Inf, replay and return what was found."""
         if self.found is not None:
+            if self._unreported:  # found in the weights before this call (by before()): said once
+                self._unreported = False
+                return self.found
             return None
         tracked = self._tracked.get(id(function))
         if tracked is None:

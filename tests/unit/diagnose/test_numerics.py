@@ -70,12 +70,13 @@ def test_model_fit_nan_names_layer_op_and_line():
     assert "multi_step_on_iterator" in finding.message and "<locals>" not in finding.message
 
 
-def test_nan_from_an_update_replays_the_step_before():
+def test_nan_from_an_update_is_found_in_the_weights_after_that_step():
     script, finding = _nonfinite("gradient_update.py")
     evidence = finding.evidence
-    # Call 4's loss is the first NaN, but call 3's gradient (sqrt at 0) made the weights NaN.
-    assert evidence["step"] == 4 and evidence["replayed_step"] == 3
-    assert evidence["cause"] == "update"
+    # Call 4's loss would be the first NaN, but call 3's gradient (sqrt at 0) made the weights NaN: the weights
+    # checked before call 4 show it, and call 3 is replayed from the finite weights before it.
+    assert evidence["step"] == 3 and evidence["replayed_step"] == 3
+    assert evidence["detected_in"] == "weights" and "cause" not in evidence
     # check_numerics names the gradient op; the source is the forward op's line, the tape.gradient line is kept.
     assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
     assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
@@ -88,7 +89,7 @@ def test_model_fit_nan_born_in_a_gradient_names_the_forward_op_its_layer_and_lin
     # Under model.fit no user frame calls tape.gradient: without the forward op there would be no line at all.
     script, finding = _nonfinite("fit_sqrt_gradient.py")
     evidence = finding.evidence
-    assert evidence["step"] == 2 and evidence["replayed_step"] == 1 and evidence["cause"] == "update"
+    assert evidence["step"] == 1 and evidence["replayed_step"] == 1 and evidence["detected_in"] == "weights"
     assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
     assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
     assert "gradient_source" not in evidence
@@ -199,3 +200,19 @@ def test_nan_at_the_first_call_is_replayed_from_the_weights_kept_before_it():
     assert found["step"] == 1 and found["replayed_step"] == 1
     assert "weights_before_step" not in found and found["op"] == "Log"
     assert weights.numpy().tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "step", "variable"),
+    [("hidden_by_output.py", 3, "Variable:0"), ("fit_hidden_by_loss.py", 1, "embed/kernel:0")],
+)
+def test_a_nan_the_loss_never_shows_is_found_in_the_weights_at_the_step_it_entered(name, step, variable):
+    script, finding = _nonfinite(name)
+    evidence = finding.evidence
+    # No returned loss was ever non-finite: the weights checked before each call show it after call `step`.
+    assert evidence["detected_in"] == "weights" and evidence["step"] == step
+    assert any(name.endswith(variable) for name in evidence["nonfinite_variables"]), evidence["nonfinite_variables"]
+    assert evidence["replayed_step"] == step and evidence["reproduced"] is True
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert "although no loss it returned was non-finite" in finding.message

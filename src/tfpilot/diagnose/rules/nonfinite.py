@@ -16,6 +16,13 @@ def _what(info: dict[str, Any]) -> str:
     where = f" of `{str(function).rsplit('.', 1)[-1]}`" if function else ""
     if info.get("detected_in") == "output":
         return f"the loss returned by call {step}{where} was {info.get('value')}"
+    if info.get("detected_in") == "weights":
+        names = ", ".join(f"`{name}`" for name in info.get("nonfinite_variables", [])[:4]) or "variables"
+        return (
+            f"after call {step}{where} the variables {names} held {info.get('value')} although no loss it "
+            "returned was non-finite (the model's output or the loss hides it: a ReLU, clip or NaN-safe loss "
+            "after it, or a variable the loss never reads, such as an optimizer slot or a moving statistic)"
+        )
     seen = f" at {info['seen_at']}" if info.get("seen_at") else ""
     return f"a non-finite value ({info.get('value')}) was read{seen} after step {step}"
 
