@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 MAX_SNAPSHOT_BYTES = 1 << 30
+# The weights are checked for NaN/Inf every K calls, K as large as keeping K + 1 snapshots allows within this
+# budget (at most MAX_CHECK_INTERVAL): the check costs two eager ops per variable (0.4 ms per call on
+# train_long's step with its 20-odd variables), the snapshots cost memory (the device's, on a GPU). The kept
+# snapshots then say at which of the last K steps the NaN entered.
+WEIGHT_HISTORY_BYTES = 256 << 20
+MAX_CHECK_INTERVAL = 8
 MAX_TRACKED_FUNCTIONS = 64
 # Losses and metrics are scalars; a function returning a whole batch is not checked element by element.
 MAX_CHECKED_ELEMENTS = 64
@@ -183,23 +189,32 @@ class _VariableReader:
         return values
 
 
-def _finite_checker() -> Any:
-    """A compiled all-finite check for one function's variables: one dispatch per step, not two ops per variable.
+class _FiniteCheck:
+    """Whether all of a fixed list of float values are finite, with eager ops on the fast path.
 
-    One per tracked function (a new Python function each time), so each traces once for its variables' shapes
-    and TensorFlow's frequent-retracing detector, which counts per Python function, stays quiet.
+    Per value ``All(IsFinite(v), every axis)``, then one ``All`` over the results and one read: about two
+    microsecond-scale dispatches per variable. A tf.function over the list costs more in argument handling
+    alone (measured with bench_doctor.py --monitor-calls: 0.67 ms per call on train_long's step).
     """
-    import tensorflow as tf
 
-    def all_finite(tensors: list[Any]) -> Any:
-        return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in tensors]))
+    def __init__(self, values: list[Any]) -> None:
+        import tensorflow as tf
 
-    return tf.function(all_finite)
+        self._execute, self._context = _tf_private.fast_path_execute()
+        # The reduction axes of each value, made once: the check runs before every call.
+        self._axes = [tf.range(len(v.shape), dtype=tf.int32) for v in values]
+        self._all_axes = tf.constant([0], dtype=tf.int32)
 
-
-def _all_finite_compiled(checker: Any, values: list[Any]) -> bool:
-    # Not the watcher's patched numpy(): this read is the doctor's, not the user's.
-    return bool(_tf_private.eager_shape_and_values(checker(values))[1])
+    def __call__(self, values: list[Any]) -> bool:
+        execute, context = self._execute, self._context
+        finite = [
+            execute(context, "All", None, execute(context, "IsFinite", None, value), axes, "keep_dims", False)
+            for value, axes in zip(values, self._axes, strict=True)
+        ]
+        stacked = execute(context, "Pack", None, finite, "axis", 0)
+        result = execute(context, "All", None, stacked, self._all_axes, "keep_dims", False)
+        # Not the watcher's patched numpy(): this read is the doctor's, not the user's.
+        return bool(_tf_private.eager_shape_and_values(result)[1])
 
 
 def _first_nonfinite(value: Any) -> float:
@@ -230,10 +245,11 @@ class _Tracked:
     function: Any = None  # a weak reference: ids of collected functions are reused
     variables: list[Any] = dataclasses.field(default_factory=list)
     reader: _VariableReader | None = None
-    checker: Any = None  # the compiled all-finite check of the variables (made on first use)
+    checker: Any = None  # the all-finite check of the variables (made on first use, again after a retrace)
     tracing_count: int = -1
     calls: int = 0
     history: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=2))
+    check_every: int = 1
 
 
 class NumericsMonitor:
@@ -270,7 +286,7 @@ class NumericsMonitor:
             self._refresh_variables(function, tracked)
         # The reads alias the variables' buffers; the step's update then copies them (copy-on-write).
         snapshot = tracked.reader.read() if tracked.reader is not None else None
-        if snapshot is not None and tracked.history:
+        if snapshot is not None and tracked.history and tracked.calls % tracked.check_every == 0:
             # The weights after the previous call: a NaN hidden from the loss (a ReLU or clip after it, a NaN-safe
             # loss, an optimizer slot or a moving statistic the loss never reads) is caught at the step it entered.
             self._check_weights(function, tracked, snapshot)
@@ -286,24 +302,48 @@ class NumericsMonitor:
 
     def _check_weights(self, function: Any, tracked: _Tracked, snapshot: list[Any]) -> None:
         floating = [value for value in snapshot if value.dtype.is_floating]
+        if not floating:
+            return
         if tracked.checker is None:
-            tracked.checker = _finite_checker()
-        if not floating or _all_finite_compiled(tracked.checker, floating):
+            tracked.checker = _FiniteCheck(floating)
+        if tracked.checker(floating):
             return
         bad = [
             (getattr(variable, "path", None) or variable.name, value)
             for variable, value in zip(tracked.variables, snapshot, strict=True)
             if value.dtype.is_floating and not _all_finite([value])
         ]
-        previous = tracked.history[-1]
+        # The step that made them non-finite: the one before the first kept snapshot that is not finite.
+        history = list(tracked.history)
+        culprit: _Call | None = history[-1]
+        for position, call in enumerate(history):
+            if call.snapshot is not None and not _all_finite(call.snapshot):
+                culprit = history[position - 1] if position else None
+                break
         self.found = {
             "value": _first_nonfinite(bad[0][1]) if bad else float("nan"),
-            "step": previous.index,
+            "step": culprit.index if culprit is not None else history[0].index - 1,
             "detected_in": "weights",
             "nonfinite_variables": [name for name, _ in bad[:8]],
+            "checked_every": tracked.check_every,
         }
-        self.found.update(self.replay(function))
+        self.found.update(self.replay(function, chosen=culprit) if culprit is not None else {"replayed": False})
         self._unreported = True
+
+    def finish(self) -> dict[str, Any] | None:
+        """At the end of the run: check the weights after each function's last call (the calls since the last
+        check, fewer than ``check_every``, would go unchecked otherwise)."""
+        if self.found is not None:
+            return None
+        for tracked in list(self._tracked.values()):
+            function = tracked.function()
+            if function is None or tracked.reader is None or not tracked.history:
+                continue
+            self._check_weights(function, tracked, tracked.reader.read())
+            if self.found is not None:
+                self._unreported = False
+                return self.found
+        return None
 
     def after(self, function: Any, outputs: Any) -> dict[str, Any] | None:
         """Check the call's outputs; on the first NaN/Inf, replay and return what was found."""
@@ -345,19 +385,32 @@ class NumericsMonitor:
         size = sum(v.shape.num_elements() * v.dtype.size for v in variables if v.shape.is_fully_defined())
         tracked.variables = variables if size <= self.max_snapshot_bytes else []
         tracked.reader = _VariableReader(tracked.variables) if tracked.variables else None
+        tracked.checker = None  # the variables (and their ranks) may have changed with the trace
+        if tracked.variables and size:
+            tracked.check_every = max(1, min(MAX_CHECK_INTERVAL, WEIGHT_HISTORY_BYTES // size - 1))
+        else:
+            tracked.check_every = 1
+        tracked.history = collections.deque(tracked.history, maxlen=tracked.check_every + 1)
 
-    def replay(self, function: Any) -> dict[str, Any]:
+    def replay(self, function: Any, *, chosen: _Call | None = None) -> dict[str, Any]:
         tracked = self._tracked.get(id(function))
         history = list(tracked.history) if tracked is not None else []
         if not history:
             return {"replayed": False}
         assert tracked is not None
+        if chosen is not None:
+            # The weights check found the step: replay it from the finite weights before it.
+            result_: dict[str, Any] = {"replayed_step": chosen.index}
+            args, kwargs, batch = _replay_arguments(chosen)
+            result_["batch"] = batch
+            result_.update(replay_nonfinite(function, args, kwargs, tracked.variables, chosen.snapshot))
+            return result_
         chosen = history[-1]
         result: dict[str, Any] = {}
         if chosen.snapshot is None:
             result["weights_before_step"] = "not kept"
         elif not _all_finite(chosen.snapshot):
-            earlier = history[0] if len(history) > 1 else None
+            earlier = history[-2] if len(history) > 1 else None
             if earlier is not None and earlier.snapshot is not None and _all_finite(earlier.snapshot):
                 # Call N's loss was the first NaN, but call N-1's update had already made the weights NaN.
                 chosen = earlier

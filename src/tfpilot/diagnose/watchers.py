@@ -379,6 +379,13 @@ class Watcher:
         setattr(owner, name, replacement)
 
     def stop(self) -> None:
+        if self.numerics is not None and self.nonfinite is None and self._originals:
+            # The last calls' updates: the weights check runs every few calls, and once more here.
+            self._depth += 1
+            try:
+                self.nonfinite = self.numerics.finish()
+            finally:
+                self._depth -= 1
         if self.fill_window is not None:
             self.fill_window.stop()
         if self.window is not None:
