@@ -31,12 +31,14 @@ from tfpilot.diagnose.frames import first_user_frame, is_framework
 from tfpilot.diagnose.numerics import NumericsMonitor
 from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
 
-__all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
+__all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER", "KERAS_TRAINER_MODULE"]
 
 EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
 _MAX_TRACES_KEPT = 50
+# The module of Keras 3's TensorFlow trainer: model.fit's step (compiled or, with run_eagerly=True, not).
+KERAS_TRAINER_MODULE = "keras.src.backend.tensorflow.trainer"
 
 
 @dataclasses.dataclass
@@ -95,6 +97,8 @@ class WatchReport:
     # With a cache() stage: the step at which its first epoch ended (None: no cache, or not seen to end).
     cache_filled_step: int | None = None
     cache_filled: bool | None = None  # None without a cache stage
+    # Eager gradient calls made by Keras' own train_step (model.fit with run_eagerly=True).
+    eager_fit_gradient_calls: int = 0
     # Which window the profile holds: "steady" (after warm-up, and after a cache filled), "cache-fill" (the
     # script ended inside the epoch that fills its cache: what there was), None (no profile).
     profile_window: str | None = None
@@ -233,6 +237,7 @@ class Watcher:
         self.functions: dict[str, dict[str, Any]] = {}
         self.boundaries: Counter[str] = Counter()
         self.eager_gradient_calls = 0
+        self.eager_fit_gradient_calls = 0
         self.compiled_calls = 0
         self.sync_count = 0
         self.nonfinite: dict[str, Any] | None = None
@@ -366,6 +371,9 @@ class Watcher:
             result = original_gradient(tape, *args, **kwargs)
             end = time.perf_counter()
             watcher.eager_gradient_calls += 1
+            caller = _caller_frame()
+            if caller is not None and str(caller.f_globals.get("__name__", "")).startswith(KERAS_TRAINER_MODULE):
+                watcher.eager_fit_gradient_calls += 1  # model.fit's own train_step, run eagerly (run_eagerly=True)
             watcher._record("grad", start, end, EAGER_DRIVER)
             watcher._boundary(EAGER_DRIVER)
             watcher._record("overhead", end, time.perf_counter(), "")
@@ -678,6 +686,7 @@ class Watcher:
             functions=functions,
             timing=timing,
             eager_gradient_calls=self.eager_gradient_calls,
+            eager_fit_gradient_calls=self.eager_fit_gradient_calls,
             compiled_calls=self.compiled_calls,
             sync_count=self.sync_count,
             nonfinite=self.nonfinite,

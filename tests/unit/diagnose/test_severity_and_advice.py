@@ -180,3 +180,19 @@ def test_a_deterministic_map_may_still_be_cached():
 
     facts = input_bound.pipeline_facts(Observations(watch=_report_for(_pipelines()["deterministic"])))
     assert "cache() after the deterministic stages" in input_bound.fix_for_stage("ParallelMapV2", "", facts)
+
+
+def test_model_fit_run_eagerly_is_told_to_drop_run_eagerly_not_to_add_tf_function():
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
+    features = np.ones((48, 4), "float32")
+    with watch(profile=False) as session:
+        model.fit(features, features[:, :1], batch_size=8, epochs=1, verbose=0)
+    finding = next(f for f in session.findings if f.code == "DOC-EAGER-STEP")
+    assert finding.evidence["eager_gradient_calls"] == 6 and finding.evidence["under_model_fit"] is True
+    assert finding.fix.startswith("model.fit ran its own train_step eagerly: drop run_eagerly=True")
+    assert "@tf.function" not in finding.fix

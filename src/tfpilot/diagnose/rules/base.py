@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfpilot.diagnose.watchers import EAGER_DRIVER, FunctionRecord, WatchReport
+from tfpilot.diagnose.watchers import EAGER_DRIVER, KERAS_TRAINER_MODULE, FunctionRecord, WatchReport
 from tfpilot.diagnose.xplane import ProfileSummary
 from tfpilot.findings import Severity
 
@@ -13,8 +13,6 @@ __all__ = ["Observations", "MATERIAL_PERCENT", "severity_for_share", "KERAS_TRAI
 # A cost is material from this share of step time (or of input wait) on: a warning from here, info below.
 # The TF Profiler's own "moderately input-bound" line is the same 5%.
 MATERIAL_PERCENT = 5.0
-# Where Keras 3 defines model.fit's compiled step (`multi_step_on_iterator`, `one_step_on_data`, ...).
-KERAS_TRAINER_MODULE = "keras.src.backend.tensorflow.trainer"
 
 
 def severity_for_share(percent: float, *, error_percent: float | None = None) -> Severity:
