@@ -167,7 +167,8 @@ def test_the_default_window_measures_ten_steps_and_a_short_one_says_why(tmp_path
     assert result.returncode == 0, result.stderr_tail
     capture = result.summary.capture if result.summary is not None else {}
     measured = [step for step in capture["steps"] if step >= capture["measure_from"]]
-    assert len(measured) >= 10, capture
+    # xprof's step breakdown leaves out the session's last marker: the window measures 11 for 10 rows.
+    assert len(measured) >= 11 and result.summary.steps.steps >= 10, (capture, result.summary.steps.steps)
     codes = {f.code for f in result.findings}
     assert "DOC-PROFILE-WINDOW" not in codes and "DOC-HOST-SYNC" in codes
 

@@ -142,10 +142,13 @@ def short_window_finding(report: WatchReport, summary: ProfileSummary | None, *,
         steps = [int(step) for step in capture.get("steps") or []]
         start = int(capture.get("measure_from", capture.get("start_step", 0)) or 0)
         measured = len([step for step in steps if step >= start])
+        rows = summary.steps.per_step
+        if rows and not any(row.get("source") == "capture" for row in rows):
+            measured = min(measured, len(rows))  # xprof's breakdown, which leaves out the session's last marker
         if measured >= MIN_MEASURED_STEPS:
             return None
         requested = int(capture.get("stop_step", 0) or 0) - int(capture.get("measure_from_guess", start) or start)
-        if requested < MIN_MEASURED_STEPS:
+        if requested < MIN_MEASURED_STEPS + 1:
             why = f"the window was asked for {requested} measured steps (--profile-steps)"
         elif steps and steps[-1] < int(capture.get("stop_step", 0) or 0) - 1:
             why = f"the script ended inside the window (~{steps_seen} steps in all)"
