@@ -49,7 +49,14 @@ def _install_roots() -> tuple[str, ...]:
 
 
 def _package_roots(names: tuple[str, ...] = _PACKAGES) -> tuple[str, ...]:
-    # Read each time (cheap, and cached per file below): TensorFlow or Keras may be imported after the first call.
+    # TensorFlow or Keras may be imported after the first call: the key is which of them are imported now.
+    modules = tuple(sys.modules.get(name) for name in names)
+    return _roots_of(names, tuple(id(module) for module in modules))
+
+
+@functools.lru_cache(maxsize=64)
+def _roots_of(names: tuple[str, ...], module_ids: tuple[int, ...]) -> tuple[str, ...]:
+    del module_ids  # the cache key only: realpath per root costs syscalls, on every frame of every read
     roots = set()
     for name in names:
         module = sys.modules.get(name)
@@ -64,7 +71,12 @@ def _normalised(paths: set[str]) -> tuple[str, ...]:
 
 def library_roots() -> tuple[str, ...]:
     """The directories whose files count as library code (each ends with a separator)."""
-    return tuple(sorted(set(_install_roots()) | set(_package_roots())))
+    return _union(_install_roots(), _package_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(set(first) | set(second)))
 
 
 @functools.lru_cache(maxsize=4096)
