@@ -25,7 +25,11 @@ __all__ = [
     "framework_ops",
     "iterator_ops",
     "load_graph_without_variables",
+    "map_function_graph",
+    "op_callbacks",
+    "op_is_stateful",
     "polymorphic_function",
+    "reduce_retracing",
     "session_callable",
     "sleep_dataset_op",
     "validation_split_of",
@@ -168,6 +172,27 @@ def concrete_functions(function: Any) -> list[Any]:
     """Every concrete function a tf.function has traced (no public listing exists); [] when gone."""
     listing = getattr(function, "_list_all_concrete_functions", None)
     return list(listing()) if listing is not None else []
+
+
+def reduce_retracing(function: Any) -> bool:
+    """Whether a tf.function was made with reduce_retracing=True (its constructor keeps the flag only privately)."""
+    return bool(getattr(function, "_reduce_retracing", False))
+
+
+def map_function_graph(dataset: Any) -> Any:
+    """The traced graph of a tf.data map stage's function (the doctor reads whether it is random or stateful)."""
+    return dataset._map_func.function.graph
+
+
+def op_is_stateful(op: Any) -> bool:
+    """Whether a graph op is stateful (random, variables, py_function): Operation has no public flag for it."""
+    return bool(op._is_stateful)
+
+
+def op_callbacks() -> Any:
+    """TensorFlow's op-callback registry (what check_numerics itself uses): the NaN replay records which user
+    line created each eager op, so a gradient op's NaN can be traced to its forward op."""
+    return _module("tensorflow.python.framework.op_callbacks", "the NaN replay's forward-op lines")
 
 
 def dataset_inputs(dataset: Any) -> list[Any]:

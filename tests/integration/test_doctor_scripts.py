@@ -9,10 +9,12 @@ needs the profile are profiled.
 """
 
 import runpy
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from tfpilot.diagnose import doctor_script, watch
 from tfpilot.findings import read_findings
@@ -31,12 +33,12 @@ PERFORMANCE_CODES = {
 }
 
 
-def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4):
-    """Run fixture ``name`` as ``__main__`` under watch(); returns (session, findings by code)."""
-    script, output = FIXTURES / f"{name}.py", tmp_path / name
+def watch_script(name, tmp_path, *, profile_start=None, profile_steps=4, script=None):
+    """Run fixture ``name`` (or ``script``) as ``__main__`` under watch(); returns (session, findings by code)."""
+    script, output = script or FIXTURES / f"{name}.py", tmp_path / name
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script)]
-    sys.path.insert(0, str(FIXTURES))
+    sys.path.insert(0, str(script.parent))
     sys.modules.pop("_common", None)  # fresh model weights for every script (bad_nan_loss leaves them NaN)
     try:
         with watch(
@@ -91,6 +93,35 @@ def test_numpy_every_step(tmp_path):
     assert list(evidence["locations"]) == [str(FIXTURES / "bad_numpy_every_step.py") + ":19"]
 
 
+def _host_read_line(script: Path) -> str:
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "# HOST-READ" in text)
+    return f"{script}:{line}"
+
+
+def test_a_script_named_after_keras_in_a_keras_folder_is_still_the_users_code(tmp_path):
+    # Library frames are those under installed packages' directories, never a path containing "keras".
+    plain = FIXTURES / "sync_plain.py"
+    renamed = tmp_path / "keras-examples" / "sync_keras_demo.py"
+    renamed.parent.mkdir()
+    shutil.copy(plain, renamed)
+    _, found_plain = watch_script("sync_plain", tmp_path)
+    _, found_renamed = watch_script("sync_keras_demo", tmp_path, script=renamed)
+    for found, script in ((found_plain, plain), (found_renamed, renamed)):
+        sync = found["DOC-HOST-SYNC"]
+        assert list(sync.evidence["locations"]) == [_host_read_line(script)]
+        assert sync.evidence["syncs_per_step"] == pytest.approx(1.0)
+    assert found_plain["DOC-HOST-SYNC"].severity == found_renamed["DOC-HOST-SYNC"].severity
+    assert sorted(found_plain) == sorted(found_renamed)
+
+
+def test_a_callback_reading_a_keras_variable_every_batch_is_located_at_the_callback(tmp_path):
+    # optimizer.learning_rate.numpy() goes through Keras' Variable and TensorFlow before it reads a tensor.
+    _, found = watch_script("lr_finder_callback", tmp_path)
+    sync = found["DOC-HOST-SYNC"]
+    assert list(sync.evidence["locations"]) == [_host_read_line(FIXTURES / "lr_finder_callback.py")]
+    assert sync.evidence["syncs_per_step"] == pytest.approx(1.0, abs=0.1)
+
+
 def test_eager_step(tmp_path):
     _, found = watch_script("bad_eager_step", tmp_path)
     assert found["DOC-EAGER-STEP"].evidence["eager_gradient_calls"] == 12
@@ -128,3 +159,28 @@ def test_good_script_has_no_performance_findings(tmp_path):
     start, stop = capture["start_step"], capture["stop_step"]
     assert read >= 1 and capture["measure_from"] == max(start, min(start + read, stop - 3))
     assert capture["steps"] == [20, 21, 22, 23, 24, 25, 26]
+
+
+def test_the_default_window_measures_ten_steps_and_a_short_one_says_why(tmp_path):
+    # The real subprocess path with the defaults: sync_plain runs 64 steps, enough for >= 10 measured ones.
+    result = doctor_script(FIXTURES / "sync_plain.py", output_dir=tmp_path / "default", timeout=300)
+    assert result.returncode == 0, result.stderr_tail
+    capture = result.summary.capture if result.summary is not None else {}
+    measured = [step for step in capture["steps"] if step >= capture["measure_from"]]
+    # xprof's step breakdown leaves out the session's last marker: the window measures 11 for 10 rows.
+    assert len(measured) >= 11 and result.summary.steps.steps >= 10, (capture, result.summary.steps.steps)
+    codes = {f.code for f in result.findings}
+    assert "DOC-PROFILE-WINDOW" not in codes and "DOC-HOST-SYNC" in codes
+
+    # 10 steps, the window opening at step 2: the script ends inside it, and the report says so.
+    @tf.function
+    def step(x):
+        return tf.reduce_sum(tf.matmul(x, x))
+
+    with watch(tmp_path / "short", profile_start=2) as session:
+        for _ in range(10):
+            step(tf.ones([8, 8]))
+    (window,) = [f for f in session.findings if f.code == "DOC-PROFILE-WINDOW"]
+    assert window.severity.value == "info"
+    assert window.evidence["measured_steps"] < 10
+    assert "the script ended inside the window" in window.message

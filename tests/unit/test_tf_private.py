@@ -72,9 +72,26 @@ def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_
 
     double(tf.constant(1.0))
     assert len(_tf_private.concrete_functions(double)) == 1
+    assert not _tf_private.reduce_retracing(double)
+    assert _tf_private.reduce_retracing(tf.function(lambda x: x, reduce_retracing=True))
+    seen = []
+
+    def record(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        seen.append(op_type)
+
+    _tf_private.op_callbacks().add_op_callback(record)
+    try:
+        tf.sqrt(tf.constant(4.0))
+    finally:
+        _tf_private.op_callbacks().remove_op_callback(record)
+    assert "Sqrt" in seen
     assert isinstance(double, _tf_private.polymorphic_function().Function)
     dataset = tf.data.Dataset.range(4).map(lambda x: x + 1)
     assert len(_tf_private.dataset_inputs(dataset)) == 1
+    graph = _tf_private.map_function_graph(dataset)
+    assert not any(_tf_private.op_is_stateful(op) for op in graph.get_operations())
+    random_graph = _tf_private.map_function_graph(dataset.map(lambda x: x + tf.random.uniform([], 0, 2, tf.int64)))
+    assert any(_tf_private.op_is_stateful(op) for op in random_graph.get_operations())
     assert isinstance(iter(dataset), _tf_private.iterator_ops().OwnedIterator)
     assert _tf_private.backprop().GradientTape is tf.GradientTape
     execute, context = _tf_private.fast_path_execute()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
+
 __all__ = ["register"]
 
 _FAIL_ON = ("error", "warning", "never")
@@ -138,7 +140,9 @@ def register(app: typer.Typer) -> None:
             help="Profile from the Nth call of the step function (later while a cache() fills its first epoch).",
         ),
         profile_steps: int = typer.Option(
-            5, "--profile-steps", help="Number of steps to measure (after the steps a prefetch buffer may serve)."
+            DEFAULT_PROFILE_STEPS,
+            "--profile-steps",
+            help="Number of steps to measure (after the steps a prefetch buffer may serve).",
         ),
         steps: str = typer.Option("5:10", "--steps", help="For a CONFIG: steps to profile, START:STOP."),
         fail_on: str = typer.Option(

@@ -13,12 +13,14 @@ import sys
 import traceback
 from pathlib import Path
 
+from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tfpilot-doctor-bootstrap")
     parser.add_argument("--output", required=True)
     parser.add_argument("--profile-start", type=int, default=5)
-    parser.add_argument("--profile-steps", type=int, default=5)
+    parser.add_argument("--profile-steps", type=int, default=DEFAULT_PROFILE_STEPS)
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)

@@ -18,8 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfpilot.diagnose.analysis import WATCH_FILE, analyze
-from tfpilot.diagnose.outcomes import OUTPUT_FILE, crash_finding, no_step_finding, window_finding
+from tfpilot.diagnose.outcomes import (
+    OUTPUT_FILE,
+    crash_finding,
+    no_step_finding,
+    short_window_finding,
+    window_finding,
+)
 from tfpilot.diagnose.watchers import Watcher, WatchReport
+from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
 from tfpilot.diagnose.xplane import ProfileSummary, summarize_profile
 from tfpilot.errors import ConfigError, TfpilotError
 from tfpilot.findings import Finding, write_findings
@@ -43,9 +50,13 @@ class WatchSession:
         if self.report.profile_dir:
             self.summary = summarize_profile(self.report.profile_dir)
         self.findings = analyze(summary=self.summary, watch=self.report, location=str(self.output_dir or ""))
-        window = window_finding(self.report, location=str(self.output_dir or ""))
-        if window is not None and self.watcher.profile_dir is not None:
-            self.findings.append(window)
+        if self.watcher.profile_dir is not None:
+            location = str(self.output_dir or "")
+            window = window_finding(self.report, location=location) or short_window_finding(
+                self.report, self.summary, location=location
+            )
+            if window is not None:
+                self.findings.append(window)
         if self.output_dir is not None:
             from tfpilot.atomic import atomic_write_json
 
@@ -58,7 +69,7 @@ def watch(
     output_dir: str | Path | None = None,
     *,
     profile_start: int = 5,
-    profile_steps: int = 5,
+    profile_steps: int = DEFAULT_PROFILE_STEPS,
     profile: bool = True,
     replay_numerics: bool = True,
 ) -> Iterator[WatchSession]:
@@ -113,7 +124,7 @@ def doctor_script(
     *,
     output_dir: str | Path | None = None,
     profile_start: int = 5,
-    profile_steps: int = 5,
+    profile_steps: int = DEFAULT_PROFILE_STEPS,
     timeout: float | None = None,
 ) -> DoctorResult:
     """Run a user's training script under instrumentation and return its findings."""
@@ -164,7 +175,9 @@ def doctor_script(
         no_step = no_step_finding(report, location=str(script))
         if no_step is not None:
             findings.insert(0, no_step)
-        window = window_finding(report, location=str(script))
+        window = window_finding(report, location=str(script)) or short_window_finding(
+            report, summary, location=str(script)
+        )
         if window is not None:
             findings.append(window)
     write_findings(directory / "findings.json", findings, append=True)

@@ -9,15 +9,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tfpilot.diagnose.frames import is_library
 from tfpilot.diagnose.watchers import WatchReport
+from tfpilot.diagnose.window_spec import MIN_MEASURED_STEPS
+from tfpilot.diagnose.xplane import ProfileSummary
 from tfpilot.findings import Finding, Severity
 
-__all__ = ["crash_finding", "no_step_finding", "window_finding", "last_user_frame", "OUTPUT_FILE"]
+__all__ = [
+    "crash_finding",
+    "no_step_finding",
+    "window_finding",
+    "short_window_finding",
+    "last_user_frame",
+    "OUTPUT_FILE",
+]
 
 OUTPUT_FILE = "script_output.txt"
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_LIBRARY = ("site-packages", "dist-packages", "/tfpilot/", "<frozen", "/lib/python")
 
 
 def last_user_frame(stderr: str, script: Path) -> str | None:
@@ -31,7 +40,7 @@ def last_user_frame(stderr: str, script: Path) -> str | None:
         filename = match.group("file")
         resolved = str(Path(filename).resolve()) if not filename.startswith("<") else filename
         # A file beside the script is the user's even if it sits under a path that looks like a library.
-        if resolved.startswith(script_dir) or not any(marker in resolved for marker in _LIBRARY):
+        if resolved.startswith(script_dir) or not is_library(filename):
             found = f"{filename}:{match.group('line')}"
     return found
 
@@ -110,4 +119,53 @@ def window_finding(report: WatchReport, *, location: str) -> Finding | None:
             "steps_seen": steps,
         },
         fix="Run the script for more than one epoch (a second pass reads from the cache) to see its steady state.",
+    )
+
+
+def short_window_finding(report: WatchReport, summary: ProfileSummary | None, *, location: str) -> Finding | None:
+    """The profile measured fewer than MIN_MEASURED_STEPS steps (or none): say why, so a verdict on 3 steps is
+    read as such (one step stretched by the scheduler moves the mean of 3 by a third)."""
+    if report.timing is None or report.cache_filled is False:
+        return None  # no training step (DOC-NO-STEP), or the cache-fill case window_finding explains
+    steps_seen = report.timing.steps + report.timing.measured_from_step + 1
+    if summary is None:
+        if report.profile_window is not None:
+            return None
+        why = (
+            f"no profile window was taken: the script ran ~{steps_seen} steps, fewer than the window's start "
+            f"(--profile-start, after warm-up and the steps a prefetch buffer serves) plus {MIN_MEASURED_STEPS} "
+            "measured steps"
+        )
+        measured = 0
+    else:
+        capture = summary.capture
+        steps = [int(step) for step in capture.get("steps") or []]
+        start = int(capture.get("measure_from", capture.get("start_step", 0)) or 0)
+        measured = len([step for step in steps if step >= start])
+        rows = summary.steps.per_step
+        if rows and not any(row.get("source") == "capture" for row in rows):
+            measured = min(measured, len(rows))  # xprof's breakdown, which leaves out the session's last marker
+        if measured >= MIN_MEASURED_STEPS:
+            return None
+        requested = int(capture.get("stop_step", 0) or 0) - int(capture.get("measure_from_guess", start) or start)
+        if requested < MIN_MEASURED_STEPS + 1:
+            why = f"the window was asked for {requested} measured steps (--profile-steps)"
+        elif steps and steps[-1] < int(capture.get("stop_step", 0) or 0) - 1:
+            why = f"the script ended inside the window (~{steps_seen} steps in all)"
+        else:
+            why = (
+                "the pipeline's buffers held more steps than guessed when the window opened "
+                f"(drain read {capture.get('drain_steps_read')}, guessed {capture.get('drain_steps')}); those "
+                "steps were profiled but not measured"
+            )
+        why = f"the profile window measured {measured} steps, fewer than {MIN_MEASURED_STEPS}: {why}"
+    return Finding(
+        code="DOC-PROFILE-WINDOW",
+        severity=Severity.INFO,
+        title="Short profile window",
+        message=why + "; the profile's timing verdicts rest on those steps alone, the watcher's on every step",
+        location=location,
+        evidence={"measured_steps": measured, "min_measured_steps": MIN_MEASURED_STEPS, "steps_seen": steps_seen},
+        fix=f"run the script for more steps, or pass --profile-start/--profile-steps so that {MIN_MEASURED_STEPS} "
+        "steps after warm-up fall inside the window",
     )

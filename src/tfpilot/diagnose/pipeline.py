@@ -62,6 +62,10 @@ class PipelineStage:
     buffer: int | None = None  # prefetch buffer size (-1 = AUTOTUNE)
     batch: int | None = None
     count: int | None = None  # repeat count (-1 = forever), take count
+    # A map whose function is "random" (random ops, or seeds read from a generator's state: Keras' random layers)
+    # or otherwise "stateful" (py_function, variables): its output changes between epochs, so caching it would
+    # freeze it. None: deterministic, or not a map.
+    state: str | None = None
 
 
 @dataclasses.dataclass
@@ -87,6 +91,10 @@ class PipelineShape:
 
     def has(self, kind: str) -> bool:
         return kind in self.kinds
+
+    @property
+    def random_or_stateful_maps(self) -> list[PipelineStage]:
+        return [s for s in self.stages if s.state is not None]
 
     def stages_above_cache(self) -> list[PipelineStage]:
         kinds = self.kinds
@@ -144,6 +152,8 @@ def _stage(dataset: Any) -> PipelineStage:
     stage = PipelineStage(kind=kind)
     if kind.startswith("Parallel"):
         stage.parallel = _int(getattr(dataset, "_num_parallel_calls", None))
+    if kind in ("Map", "ParallelMap"):
+        stage.state = _map_state(dataset)
     if kind == "Prefetch":
         stage.buffer = _int(getattr(dataset, "_buffer_size", None))
     if kind in ("Batch", "ParallelBatch", "PaddedBatch"):
@@ -151,6 +161,30 @@ def _stage(dataset: Any) -> PipelineStage:
     if kind in ("Repeat", "Take"):
         stage.count = _int(getattr(dataset, "_count", None))
     return stage
+
+
+def _map_state(dataset: Any) -> str | None:
+    """ "random", "stateful" or None for a map stage, from the op types in its traced function (nested ones too)."""
+    try:
+        graph = _tf_private.map_function_graph(dataset)
+        operations = [(op.type, _tf_private.op_is_stateful(op)) for op in graph.get_operations()]
+        nested = [node.op for function in graph.as_graph_def().library.function for node in function.node_def]
+    except Exception:  # private attributes changed: unknown, treated as deterministic (no advice is withheld)
+        return None
+    types = [kind for kind, _ in operations] + nested
+    stateful = any(is_stateful for _, is_stateful in operations) or any(kind in _STATEFUL_NESTED for kind in nested)
+    if any("Random" in kind or kind.startswith("Rng") for kind, is_stateful in operations if is_stateful):
+        return "random"
+    # Stateless random ops with a seed read from a variable (Keras' SeedGenerator) differ on every call.
+    if stateful and any("Random" in kind for kind in types):
+        return "random"
+    return "stateful" if stateful else None
+
+
+# Stateful op types that may hide in a nested function's body (where _is_stateful cannot be asked).
+_STATEFUL_NESTED = frozenset(
+    {"EagerPyFunc", "PyFunc", "ReadVariableOp", "AssignVariableOp", "RandomUniform", "RandomStandardNormal"}
+)
 
 
 def _inputs(dataset: Any) -> list[Any]:

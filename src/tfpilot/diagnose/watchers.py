@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import inspect
-import os
 import statistics
 import threading
 import time
@@ -28,19 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from tfpilot import _tf_private
+from tfpilot.diagnose.frames import first_user_frame, is_framework
 from tfpilot.diagnose.numerics import NumericsMonitor
+from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
 
-__all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER"]
+__all__ = ["Watcher", "WatchReport", "FunctionRecord", "StepTiming", "EAGER_DRIVER", "KERAS_TRAINER_MODULE"]
 
 EAGER_DRIVER = "<eager GradientTape.gradient>"
 _MAX_EVENTS = 200_000
 _SKIP_WARMUP_STEPS = 2
 _MAX_TRACES_KEPT = 50
-_LIBRARY_MARKERS = (
-    os.sep + "site-packages" + os.sep,
-    os.sep + "dist-packages" + os.sep,
-    os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
-)
+# The module of Keras 3's TensorFlow trainer: model.fit's step (compiled or, with run_eagerly=True, not).
+KERAS_TRAINER_MODULE = "keras.src.backend.tensorflow.trainer"
 
 
 @dataclasses.dataclass
@@ -57,6 +55,10 @@ class FunctionRecord:
     # How many tf.function objects wrapped this Python function (one per call: `tf.function(f)(x)` in a loop).
     instances: int = 1
     call_site: str = ""
+    # tf.function(reduce_retracing=True): TensorFlow generalises shapes after a retrace, so a few traces are expected.
+    reduce_retracing: bool = False
+    # The Python function's module (`keras.src.backend.tensorflow.trainer` for model.fit's step): which advice fits.
+    module: str = ""
 
 
 @dataclasses.dataclass
@@ -95,6 +97,8 @@ class WatchReport:
     # With a cache() stage: the step at which its first epoch ended (None: no cache, or not seen to end).
     cache_filled_step: int | None = None
     cache_filled: bool | None = None  # None without a cache stage
+    # Eager gradient calls made by Keras' own train_step (model.fit with run_eagerly=True).
+    eager_fit_gradient_calls: int = 0
     # Which window the profile holds: "steady" (after warm-up, and after a cache filled), "cache-fill" (the
     # script ended inside the epoch that fills its cache: what there was), None (no profile).
     profile_window: str | None = None
@@ -110,36 +114,43 @@ class WatchReport:
         return cls(**data)
 
 
-def _is_library(filename: str) -> bool:
-    return any(marker in filename for marker in _LIBRARY_MARKERS) or filename.startswith("<frozen")
+# Methods through which a user asks for a tensor's value: a read that enters TensorFlow or Keras through one of
+# these (a Keras Variable's ``numpy()``, ``float(v)``, an f-string) is the user's, however deep the library call.
+_VALUE_READS = frozenset(
+    {
+        "numpy",
+        "item",
+        "tolist",
+        "__float__",
+        "__int__",
+        "__bool__",
+        "__index__",
+        "__array__",
+        "__format__",
+        "__repr__",
+        "__str__",
+    }
+)
 
 
 def _user_location(frame) -> str | None:
-    """The first caller frame outside TensorFlow, Keras and tfpilot's own instrumentation."""
-    depth = 0
-    while frame is not None and depth < 40:
-        filename = frame.f_code.co_filename
-        if not _is_library(filename) and "tensorflow" not in filename and "keras" not in filename:
-            return f"{filename}:{frame.f_lineno}"
-        frame, depth = frame.f_back, depth + 1
-    return None
+    """The first caller frame in the user's code (outside installed packages, TensorFlow, Keras and tfpilot)."""
+    user, _ = first_user_frame(frame)
+    return f"{user.f_code.co_filename}:{user.f_lineno}" if user is not None else None
 
 
-def _issued_by_tensorflow(frame) -> bool:
-    """Whether the read was made by TensorFlow/Keras's own Python code (or tfpilot's) rather than for the user.
+def _issued_by_tensorflow(called) -> bool:
+    """Whether TensorFlow/Keras (or tfpilot) read the tensor for their own bookkeeping rather than for the user.
 
-    Reads made by other libraries on the user's behalf (``np.mean(tensor)``) still count.
+    What decides is the call the user's code made: a value read (``v.numpy()`` on a Keras variable,
+    ``float(t)``) is the user's sync; a read inside another TensorFlow/Keras call (the eager gradient of
+    reduce_sum reads its axes with ``.numpy()``, ``model.fit`` formats its logs) is not. Reads made by
+    other libraries on the user's behalf (``np.mean(tensor)``) still count. ``called`` is the library frame
+    the first user frame called (``frames.first_user_frame``; None: the user's code read the tensor itself).
     """
-    filename = frame.f_code.co_filename if frame is not None else ""
-    return any(
-        marker in filename
-        for marker in (
-            os.sep + "tensorflow" + os.sep,
-            os.sep + "keras" + os.sep,
-            os.sep + "tf_keras" + os.sep,
-            os.sep + "tfpilot" + os.sep + "diagnose" + os.sep,
-        )
-    )
+    if called is None:
+        return False
+    return is_framework(called.f_code.co_filename) and called.f_code.co_name not in _VALUE_READS
 
 
 def _describe_argument(name: str, value: Any) -> dict[str, Any]:
@@ -157,6 +168,11 @@ def _describe_argument(name: str, value: Any) -> dict[str, Any]:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return {"name": name, "kind": "array", "dtype": str(value.dtype), "shape": list(value.shape)}
     return {"name": name, "kind": "other", "type": type(value).__name__}
+
+
+def _function_module(function) -> str:
+    python_function = getattr(function, "python_function", None) or getattr(function, "_python_function", None)
+    return str(getattr(python_function, "__module__", "") or "")
 
 
 def _function_identity(function) -> tuple[str, str, str]:
@@ -210,7 +226,7 @@ class Watcher:
         *,
         profile_dir: str | Path | None = None,
         profile_start: int = 5,
-        profile_steps: int = 5,
+        profile_steps: int = DEFAULT_PROFILE_STEPS,
         replay_numerics: bool = True,
     ) -> None:
         self.profile_dir = Path(profile_dir) if profile_dir else None
@@ -221,6 +237,7 @@ class Watcher:
         self.functions: dict[str, dict[str, Any]] = {}
         self.boundaries: Counter[str] = Counter()
         self.eager_gradient_calls = 0
+        self.eager_fit_gradient_calls = 0
         self.compiled_calls = 0
         self.sync_count = 0
         self.nonfinite: dict[str, Any] | None = None
@@ -354,6 +371,9 @@ class Watcher:
             result = original_gradient(tape, *args, **kwargs)
             end = time.perf_counter()
             watcher.eager_gradient_calls += 1
+            caller = _caller_frame()
+            if caller is not None and str(caller.f_globals.get("__name__", "")).startswith(KERAS_TRAINER_MODULE):
+                watcher.eager_fit_gradient_calls += 1  # model.fit's own train_step, run eagerly (run_eagerly=True)
             watcher._record("grad", start, end, EAGER_DRIVER)
             watcher._boundary(EAGER_DRIVER)
             watcher._record("overhead", end, time.perf_counter(), "")
@@ -367,6 +387,13 @@ class Watcher:
         setattr(owner, name, replacement)
 
     def stop(self) -> None:
+        if self.numerics is not None and self.nonfinite is None and self._originals:
+            # The last calls' updates: the weights check runs every few calls, and once more here.
+            self._depth += 1
+            try:
+                self.nonfinite = self.numerics.finish()
+            finally:
+                self._depth -= 1
         if self.fill_window is not None:
             self.fill_window.stop()
         if self.window is not None:
@@ -402,6 +429,8 @@ class Watcher:
                 "instances": 0,
                 "traces_total": 0,
                 "call_site": "",
+                "reduce_retracing": _tf_private.reduce_retracing(function),
+                "module": _function_module(function),
             },
         )
         record["calls"] += 1
@@ -528,11 +557,10 @@ class Watcher:
         self.fill_window.begin_step(count)
 
     def on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
-        if _issued_by_tensorflow(frame):
+        user, called = first_user_frame(frame)
+        if user is None or _issued_by_tensorflow(called):
             return  # e.g. the eager gradient of reduce_sum reads its axes with .numpy(): not the user's sync
-        location = _user_location(frame)
-        if location is None:
-            return
+        location = f"{user.f_code.co_filename}:{user.f_lineno}"
         self.sync_count += 1
         self._record("sync", start, end, location)
         if self.nonfinite is None and self.replay_numerics:
@@ -646,6 +674,8 @@ class Watcher:
                     python_ops=record.get("python_ops", []),
                     instances=max(record["instances"], 1),
                     call_site=record["call_site"],
+                    reduce_retracing=record["reduce_retracing"],
+                    module=record["module"],
                 )
             )
         end = self._stopped or time.perf_counter()
@@ -656,6 +686,7 @@ class Watcher:
             functions=functions,
             timing=timing,
             eager_gradient_calls=self.eager_gradient_calls,
+            eager_fit_gradient_calls=self.eager_fit_gradient_calls,
             compiled_calls=self.compiled_calls,
             sync_count=self.sync_count,
             nonfinite=self.nonfinite,

@@ -73,11 +73,28 @@ def test_model_fit_nan_names_layer_op_and_line():
 def test_nan_from_an_update_replays_the_step_before():
     script, finding = _nonfinite("gradient_update.py")
     evidence = finding.evidence
-    # Call 4's loss is the first NaN, but call 3's gradient (sqrt at 0) made the weights NaN.
+    # Call 4's loss is the first NaN (before the weights check, every 8 calls for this model, came round), but
+    # call 3's gradient (sqrt at 0) made the weights NaN.
     assert evidence["step"] == 4 and evidence["replayed_step"] == 3
     assert evidence["cause"] == "update"
-    assert evidence["op"] == "SqrtGrad"
-    assert evidence["source"] == f"{script}:{_marked_line(script, '# GRADIENT-LINE')}"
+    # check_numerics names the gradient op; the source is the forward op's line, the tape.gradient line is kept.
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert evidence["gradient_source"] == f"{script}:{_marked_line(script, '# GRADIENT-LINE')}"
+    assert "the gradient of `Sqrt`" in finding.message
+    assert finding.fix.startswith("tf.sqrt(tf.maximum(x, eps))")
+
+
+def test_model_fit_nan_born_in_a_gradient_names_the_forward_op_its_layer_and_line():
+    # Under model.fit no user frame calls tape.gradient: without the forward op there would be no line at all.
+    script, finding = _nonfinite("fit_sqrt_gradient.py")
+    evidence = finding.evidence
+    assert evidence["step"] == 2 and evidence["replayed_step"] == 1 and evidence["cause"] == "update"
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert "gradient_source" not in evidence
+    assert evidence["layer"] == "distance" and evidence["layer_class"] == "Distance"
+    assert finding.location == evidence["source"]
 
 
 def test_replay_leaves_the_run_state_as_it_was():
@@ -135,7 +152,9 @@ def test_snapshot_reads_keep_the_values_before_each_update():
         monitor.before(step, (tf.constant([1.0, 1.0]),), {})
         assert monitor.after(step, step(tf.constant([1.0, 1.0]))) is None
     tracked = next(iter(monitor._tracked.values()))
-    before_last, before_previous = tracked.history[-1], tracked.history[0]
+    # Small variables: the weights check runs every 8 calls, so all three calls' snapshots are kept.
+    assert tracked.check_every == 8 and len(tracked.history) == 3
+    before_last, before_previous = tracked.history[-1], tracked.history[-2]
     values = {tuple(v.numpy().reshape(-1).tolist()) for v in before_last.snapshot}
     assert values == {(3.0, 4.0), (2.0,)}  # the weights and the counter before call 3
     values = {tuple(v.numpy().reshape(-1).tolist()) for v in before_previous.snapshot}
@@ -183,3 +202,20 @@ def test_nan_at_the_first_call_is_replayed_from_the_weights_kept_before_it():
     assert found["step"] == 1 and found["replayed_step"] == 1
     assert "weights_before_step" not in found and found["op"] == "Log"
     assert weights.numpy().tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "step", "variable"),
+    [("hidden_by_output.py", 3, "Variable:0"), ("fit_hidden_by_loss.py", 1, "embed/kernel:0")],
+)
+def test_a_nan_the_loss_never_shows_is_found_in_the_weights_at_the_step_it_entered(name, step, variable):
+    script, finding = _nonfinite(name)
+    evidence = finding.evidence
+    # No returned loss was ever non-finite: the weights, checked every few calls and at the end of the run, show
+    # it; the kept snapshots say which call's update put it there.
+    assert evidence["detected_in"] == "weights" and evidence["step"] == step
+    assert any(name.endswith(variable) for name in evidence["nonfinite_variables"]), evidence["nonfinite_variables"]
+    assert evidence["replayed_step"] == step and evidence["reproduced"] is True
+    assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert "although no loss it returned was non-finite" in finding.message

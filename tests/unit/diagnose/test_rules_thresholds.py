@@ -172,14 +172,32 @@ def test_watcher_next_timing_has_a_higher_floor():
 
 # ------------------------------------------------------------------------------ DOC-TINY-OPS
 def test_tiny_ops_fires_on_many_short_ops():
-    # 1200 ops per step averaging 5 us: dispatch-bound.
-    finding = codes(summary=summary(op_occurrences_per_step=1200, host_op_ms_per_step=6.0))["DOC-TINY-OPS"]
-    assert finding.evidence == {"ops_per_step": 1200.0, "mean_op_us": 5.0, "eager_op_occurrences_in_top_ops": 0}
+    # 1200 ops per step whose self time fills 6 of a 20 ms step (30%): dispatch-bound; compiled, so info.
+    observed = summary(step_ms=20.0, op_occurrences_per_step=1200, host_op_ms_per_step=6.0)
+    finding = codes(summary=observed)["DOC-TINY-OPS"]
+    assert finding.evidence == {
+        "ops_per_step": 1200.0,
+        "busy_percent": 30.0,
+        "mean_op_us": 5.0,
+        "eager_op_occurrences_in_top_ops": 0,
+        "compiled": True,
+    }
+    assert finding.severity.value == "info"
 
 
-@pytest.mark.parametrize(("ops", "host_ms"), [(400, 2.0), (1200, 30.0)])  # too few ops; ops long enough (25 us)
+@pytest.mark.parametrize(("ops", "host_ms"), [(400, 2.0), (1200, 10.0)])  # too few ops; ops busy 50% of the step
 def test_tiny_ops_stays_quiet_below_its_thresholds(ops, host_ms):
-    assert tiny_ops.check(Observations(summary=summary(op_occurrences_per_step=ops, host_op_ms_per_step=host_ms))) == []
+    observed = summary(step_ms=20.0, op_occurrences_per_step=ops, host_op_ms_per_step=host_ms)
+    assert tiny_ops.check(Observations(summary=observed)) == []
+
+
+@pytest.mark.parametrize("load_factor", [1.0, 1.5, 3.0])
+def test_tiny_ops_verdict_does_not_move_when_load_stretches_ops_and_steps_alike(load_factor):
+    # The LSTM-under-fit shape: 600 ops of ~2 us in a 4.3 ms step on a quiet host. A loaded host stretches both;
+    # the old mean-op-time threshold (20 us) flipped the verdict, the busy share does not move.
+    observed = summary(step_ms=4.3 * load_factor, op_occurrences_per_step=600, host_op_ms_per_step=1.2 * load_factor)
+    (finding,) = tiny_ops.check(Observations(summary=observed))
+    assert finding.evidence["busy_percent"] == pytest.approx(27.9, abs=0.1)
 
 
 # ------------------------------------------------------------------------------ DOC-STEP-GAP

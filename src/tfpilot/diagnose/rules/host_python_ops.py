@@ -3,7 +3,8 @@
 Where the op runs decides what it costs:
 
 - inside the training step's graph (the watcher finds it in the tf.function's traced graphs), the
-  step waits for every call: its self time per step over the step time is the share, error >= 20%;
+  step waits for every call: its self time per step over the step time is the share, info from 1%,
+  warning from 5% (rules.base.MATERIAL_PERCENT), error from 20%;
 - in the input pipeline (a tf.data map, or ``from_generator``'s generator), it runs in tf.data's
   background threads. Their time adds up across threads (it can exceed the step time) and costs the
   step nothing while the pipeline keeps up. It is an error or warning only when the step really
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfpilot.diagnose.rules import input_bound
-from tfpilot.diagnose.rules.base import Observations
+from tfpilot.diagnose.rules.base import Observations, severity_for_share
 from tfpilot.findings import Finding, Severity
 
 CODE = "DOC-HOST-PYTHON-OP"
@@ -44,7 +45,12 @@ def _map_fix(facts: input_bound.PipelineFacts) -> str:
             "those with TF ops)"
         )
     if not facts.cached:
-        steps.append("cache() after it if its output repeats")
+        # A py_function is stateful: TensorFlow cannot know its output repeats, and caching a random one freezes it.
+        steps.append(
+            input_bound.cache_advice(facts)
+            if facts.changing_map
+            else "cache() after it if its output repeats (not if it draws random numbers)"
+        )
     if not facts.prefetched:
         steps.append("end with .prefetch(tf.data.AUTOTUNE)")
     return "; ".join(steps)
@@ -94,7 +100,8 @@ def check(observations: Observations) -> list[Finding]:
         "source": "from_generator" if generator and not in_step else ("py_function" if in_step else "map"),
     }
     if in_step:
-        severity = Severity.ERROR if share >= HIGH_SHARE_PERCENT else Severity.WARNING
+        # Measured cost decides: info below MATERIAL_PERCENT (5%) of the step, error from HIGH_SHARE_PERCENT.
+        severity = severity_for_share(share, error_percent=HIGH_SHARE_PERCENT)
         message = (
             f"{'/'.join(in_step)} in the training step ran {calls:.1f} times per step for {per_step_ms:.1f} ms per step "
             f"({share:.1f}% of the {step_ms:.1f} ms step); the step waits for each call"

@@ -64,6 +64,8 @@ class PipelineFacts:
     described: bool = False  # the watcher read the Dataset objects (else only the profile's names)
     # An AUTOTUNE map running at tf.data's CPU budget (the core count), from the profile's iterator stats.
     autotune_capped_at: int | None = None
+    # "random" or "stateful" when a map's output changes between epochs: cache() after it would freeze it.
+    changing_map: str | None = None
 
     def already(self) -> list[str]:
         done = []
@@ -111,6 +113,8 @@ def pipeline_facts(observations: Observations) -> PipelineFacts:
         facts.parallel_interleave |= "ParallelInterleave" in kinds
         facts.parallel_batch |= "ParallelBatch" in kinds
         facts.generator |= shape.generator
+        states = [stage.state for stage in shape.random_or_stateful_maps]
+        facts.changing_map = "random" if "random" in states else (states[0] if states else None)
     return facts
 
 
@@ -118,10 +122,25 @@ def _ending(facts: PipelineFacts, *, cache: bool = True) -> list[str]:
     """cache() / prefetch advice, leaving out what the pipeline already has."""
     steps = []
     if cache and not facts.cached:
-        steps.append("cache() after the deterministic stages if the data fits in memory or on disk")
+        steps.append(cache_advice(facts))
     if not facts.prefetched:
         steps.append("end the pipeline with .prefetch(tf.data.AUTOTUNE)")
     return steps
+
+
+def cache_advice(facts: PipelineFacts) -> str:
+    """Where a cache() may go: never after a random or stateful map, whose output must change every epoch."""
+    if facts.changing_map == "random":
+        return (
+            "cache() the deterministic stages before the random map (decoding, resizing), never after it: caching "
+            "its output would freeze the augmentation to one draw"
+        )
+    if facts.changing_map == "stateful":
+        return (
+            "cache() only the stages before the stateful map (py_function, variables): caching its output would "
+            "replay the first epoch's values"
+        )
+    return "cache() after the deterministic stages if the data fits in memory or on disk"
 
 
 def fix_for_stage(stage: str, iterator: str, facts: PipelineFacts) -> str:

@@ -16,6 +16,13 @@ def _what(info: dict[str, Any]) -> str:
     where = f" of `{str(function).rsplit('.', 1)[-1]}`" if function else ""
     if info.get("detected_in") == "output":
         return f"the loss returned by call {step}{where} was {info.get('value')}"
+    if info.get("detected_in") == "weights":
+        names = ", ".join(f"`{name}`" for name in info.get("nonfinite_variables", [])[:4]) or "variables"
+        return (
+            f"after call {step}{where} the variables {names} held {info.get('value')} although no loss it "
+            "returned was non-finite (the model's output or the loss hides it: a ReLU, clip or NaN-safe loss "
+            "after it, or a variable the loss never reads, such as an optimizer slot or a moving statistic)"
+        )
     seen = f" at {info['seen_at']}" if info.get("seen_at") else ""
     return f"a non-finite value ({info.get('value')}) was read{seen} after step {step}"
 
@@ -36,10 +43,16 @@ def _replay(info: dict[str, Any]) -> str:
     if info.get("cause") == "update":
         text += " (its loss was finite; its gradient or update made the weights non-finite)"
     text += f": op `{info.get('op', '?')}`"
+    if info.get("forward_op"):
+        # Born in the backward pass: the forward op and its line are what the user can guard.
+        text += f" (the gradient of `{info['forward_op']}`"
+        text += f" created at {info['source']})" if info.get("forward_source") else ")"
     if info.get("layer"):
         text += f" in layer `{info['layer']}` ({info.get('layer_class')})"
-    if info.get("source"):
+    if info.get("source") and not info.get("forward_source"):
         text += f" at {info['source']}"
+    if info.get("forward_candidates"):
+        text += f" (other {info['forward_op']} ops ran at {', '.join(info['forward_candidates'])})"
     return text + " produced the first NaN/Inf"
 
 
@@ -49,7 +62,8 @@ def check(observations: Observations) -> list[Finding]:
         return []
     info = watch.nonfinite
     where = info.get("source") or info.get("seen_at") or observations.location
-    op = info.get("op")
+    # A NaN born in a gradient op is guarded at its forward op (SqrtGrad -> Sqrt).
+    op = info.get("forward_op") or info.get("op")
     guard = {
         "Log": "tf.math.log(x + eps) or clip x to [eps, inf)",
         "RealDiv": "tf.math.divide_no_nan, or add eps to the denominator",

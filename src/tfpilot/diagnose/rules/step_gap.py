@@ -25,6 +25,17 @@ MIN_IDLE_MS = 1.0
 # Fewer gaps than this are no pattern (one slow step, or the profiler's first step).
 MIN_GAPS = 3
 
+_LOOP_FIX = (
+    "move per-step Python work (logging, bookkeeping) out of the loop or run it every N steps; run several steps per "
+    "tf.function call (a tf.range loop over the iterator inside it)"
+)
+# Under model.fit the time between steps is Keras' callbacks and progress bar: fit's own knobs are the fix.
+_FIT_FIX = (
+    "the time between model.fit's steps is spent in callbacks (on_train_batch_* hooks, the progress bar): do their "
+    "work every N batches or on_epoch_end, pass verbose=2 (one line per epoch), and raise "
+    "compile(steps_per_execution=N) so per-batch hooks run once per N steps"
+)
+
 
 def _from_capture(observations: Observations) -> tuple[float, float, int] | None:
     capture = observations.summary.capture if observations.summary is not None else {}
@@ -71,7 +82,6 @@ def check(observations: Observations) -> list[Finding]:
                 "steps": steps,
                 "measured_by": source,
             },
-            fix="move per-step Python work (logging, bookkeeping, callbacks) out of the loop or run it every N steps; "
-            "raise steps_per_execution so one call runs several steps",
+            fix=_FIT_FIX if observations.under_keras_fit() else _LOOP_FIX,
         )
     ]
