@@ -42,11 +42,23 @@ class PrivateApiMissing(RuntimeError):
 
 
 def _missing(what: str, feature: str) -> PrivateApiMissing:
-    import keras
-    import tensorflow as tf
+    # The versions from the installed distributions' metadata, not by importing the packages: the
+    # very module that is missing may be one that importing Keras needs.
+    from importlib.metadata import PackageNotFoundError, version
 
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "(not installed)"
+
+    tensorflow = next(
+        (v for v in map(installed, ("tensorflow", "tensorflow-cpu", "tf-nightly")) if v != "(not installed)"),
+        "(not installed)",
+    )
+    keras = next((v for v in map(installed, ("keras", "keras-nightly")) if v != "(not installed)"), "(not installed)")
     return PrivateApiMissing(
-        f"{feature} needs {what}, which Keras {keras.__version__} / TensorFlow {tf.__version__} no longer has; "
+        f"{feature} needs {what}, which Keras {keras} / TensorFlow {tensorflow} no longer has; "
         "install the versions tfpilot pins (pyproject.toml) or report it"
     )
 

@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from tfpilot.atomic import atomic_write_json
     from tfpilot.diagnose.analysis import WATCH_FILE
-    from tfpilot.diagnose.watchers import Watcher
+    from tfpilot._tf_private import PrivateApiMissing
+    from tfpilot.diagnose.watchers import Watcher, WatchReport
 
     watcher = Watcher(
         profile_dir=output / "profile", profile_start=options.profile_start, profile_steps=options.profile_steps
@@ -38,7 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = [options.script, *script_args]
     sys.path.insert(0, str(Path(options.script).resolve().parent))
     status = 0
-    watcher.start()
+    watchers_off = None
+    try:
+        watcher.start()
+    except PrivateApiMissing as error:
+        # The patches look up every private API before changing anything: nothing is installed,
+        # and the script still runs (a crash is still explained), only unobserved.
+        watchers_off = str(error)
     try:
         runpy.run_path(options.script, run_name="__main__")
     except SystemExit as exit_:
@@ -47,8 +54,22 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         status = 1
     finally:
-        watcher.stop()
-        atomic_write_json(output / WATCH_FILE, watcher.report().to_dict())
+        if watchers_off is None:
+            watcher.stop()
+            report = watcher.report()
+        else:
+            report = WatchReport(
+                functions=[],
+                timing=None,
+                eager_gradient_calls=0,
+                compiled_calls=0,
+                sync_count=0,
+                nonfinite=None,
+                wall_seconds=0.0,
+                profile_dir=None,
+                watchers_off=watchers_off,
+            )
+        atomic_write_json(output / WATCH_FILE, report.to_dict())
     return status
 
 

@@ -29,7 +29,7 @@ from tfpilot.diagnose.watchers import Watcher, WatchReport
 from tfpilot.diagnose.window_spec import DEFAULT_PROFILE_STEPS
 from tfpilot.diagnose.xplane import ProfileSummary, summarize_profile
 from tfpilot.errors import ConfigError, TfpilotError
-from tfpilot.findings import Finding, write_findings
+from tfpilot.findings import Finding, Severity, write_findings
 
 __all__ = ["watch", "WatchSession", "doctor_script", "DoctorResult"]
 
@@ -118,6 +118,19 @@ class DoctorResult:
         self.timings = timings or {}
 
 
+def watchers_off_finding(reason: str, *, location: str) -> Finding:
+    """The doctor degraded rather than crashed: the script ran, nothing was measured."""
+    return Finding(
+        code="DOC-WATCHERS-OFF",
+        severity=Severity.WARNING,
+        title="The doctor could not observe this script",
+        message=f"the script ran, but unobserved: {reason}",
+        location=location,
+        evidence={"reason": reason},
+        fix="use the TensorFlow and Keras versions tfpilot pins (pyproject.toml); a crash is still reported",
+    )
+
+
 def doctor_script(
     path: str | Path,
     args: list[str] | None = None,
@@ -169,6 +182,8 @@ def doctor_script(
     crash = crash_finding(
         returncode=completed.returncode, stderr=completed.stderr, script=script, output_path=output_path
     )
+    if report.watchers_off:
+        findings.insert(0, watchers_off_finding(report.watchers_off, location=str(script)))
     if crash is not None:
         findings.insert(0, crash)
     else:

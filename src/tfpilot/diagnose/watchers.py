@@ -102,6 +102,9 @@ class WatchReport:
     # Which window the profile holds: "steady" (after warm-up, and after a cache filled), "cache-fill" (the
     # script ended inside the epoch that fills its cache: what there was), None (no profile).
     profile_window: str | None = None
+    # Why the watchers never started (a private TensorFlow API they patch is gone in this version):
+    # the script ran unobserved. None: they ran.
+    watchers_off: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
