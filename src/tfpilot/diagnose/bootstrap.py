@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(options.output)
     output.mkdir(parents=True, exist_ok=True)
 
+    from tfpilot._tf_private import PrivateApiMissing
     from tfpilot.atomic import atomic_write_json
     from tfpilot.diagnose.analysis import WATCH_FILE
-    from tfpilot._tf_private import PrivateApiMissing
     from tfpilot.diagnose.watchers import Watcher, WatchReport
 
     watcher = Watcher(
