@@ -36,7 +36,8 @@ from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
-from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
+from tfpilot.train.fit.guarded_step import GuardedStep, defines_call, model_optimizers
+from tfpilot.train.fit.sample_rows import finite_rows
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
 from tfpilot.train.step import is_default_strategy
@@ -459,7 +460,9 @@ def fit(
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features = _sample_features(model, traced_spec, x, memo)
+    features = _sample_features(model, traced_spec, x, memo) if defines_call(model) else None
+    if not defines_call(model):
+        findings.append(_no_forward_pass(model, run))
     if features is not None:
         save_sample(run, model=model, features=features)
         write_spec(
@@ -492,6 +495,23 @@ def _serving_dtypes(model: keras.Model, features: Any) -> Any:
     policy = getattr(model, "dtype_policy", None)
     target = "float64" if getattr(policy, "variable_dtype", "float32") == "float64" else "float32"
     return tf.nest.map_structure(lambda t: tf.cast(t, target) if t.dtype == tf.float64 else t, features)
+
+
+def _no_forward_pass(model: keras.Model, run: RunDir) -> Finding:
+    """A model trained through its own train_step that defines no call(): there is no forward
+    pass to serve, but its sub-models have one."""
+    parts = [name for name, value in vars(model).items() if isinstance(value, keras.Model) and not name.startswith("_")]
+    shown = ", ".join(f"`model.{name}`" for name in parts) or "the sub-model that does inference"
+    return Finding(
+        code="FIT-NOTHING-TO-SERVE",
+        severity=Severity.INFO,
+        title="The model has no forward pass to serve",
+        message=f"`{type(model).__name__}` trains through its own train_step and defines no call(), so there is "
+        "no serving signature to write; its weights are in checkpoints/",
+        location=str(run.root),
+        evidence={"sub_models": parts},
+        fix=f"serve a sub-model: tfpilot.fit or model.export() on {shown}",
+    )
 
 
 def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Finding:
@@ -532,6 +552,16 @@ def _remembering(generator: Any, memo: list[Any]) -> Any:
         yield item
 
 
+_SAMPLE_BATCHES = 4
+
+
+def _length(sequence: Any) -> int:
+    try:
+        return len(sequence)
+    except TypeError:
+        return 1
+
+
 def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[Any]) -> Any:
     """A few real feature rows, typed as the step received them: from the first element of the
     data (tf.data, PyDataset, a generator's remembered first batch) or the first rows of arrays."""
@@ -539,16 +569,19 @@ def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[A
         return None
     structure = _features_of(traced[0])
     if isinstance(x, tf.data.Dataset):
-        first = next(iter(x.take(1)))
+        # a few batches: the first may hold the very NaN row the guard skipped
+        candidates = list(x.take(_SAMPLE_BATCHES))
     elif isinstance(x, keras.utils.PyDataset):
-        first = x[0]
+        candidates = [x[index] for index in range(min(_SAMPLE_BATCHES, _length(x)))]
     elif memo:
-        first = memo[0]
+        candidates = [memo[0]]
     elif x is not None and not callable(getattr(x, "__next__", None)):
-        first = (x,)
+        candidates = [(x,)]
     else:
         return None
-    rows = tf.nest.map_structure(lambda value: value[:8], _features_of(first))
+    rows = finite_rows([_features_of(batch) for batch in candidates], count=8)
+    if rows is None:
+        return None
     # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.
     typed = tf.nest.map_structure(
         lambda value, spec: tf.cast(tf.convert_to_tensor(value), spec.dtype) if spec is not None else value,

@@ -204,6 +204,18 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
         ) from None
 
 
+def _chain_text(exc: BaseException) -> str:
+    """Every message of the exception and its causes, innermost last."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
+
+
 def save_model(model: keras.Model, run: RunDir) -> Finding | None:
     """model.keras, written beside and renamed (never half-written); a finding if Keras cannot."""
     run.fit_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +231,16 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
         partial.unlink(missing_ok=True)
         missing = missing_object(exc)
         lambda_layer = "Lambda" in str(exc) or "lambda" in str(exc)
-        if missing:
+        # Keras wraps the real error in its own sentences: read the innermost one first
+        unexpected = re.search(r"(\w+)?\.?__init__\(\) got an unexpected keyword argument '(\w+)'", _chain_text(exc))
+        if unexpected and not missing:
+            owner = f"`{unexpected.group(1)}`" if unexpected.group(1) else "a layer class of the model"
+            cause = f"Keras rebuilds {owner} with its base config and its __init__ refuses `{unexpected.group(2)}`"
+            fix = (
+                f"let {owner}.__init__ take **kwargs and pass them on: `super().__init__(**kwargs)` "
+                "(Keras passes name, trainable and dtype back when it loads the layer)"
+            )
+        elif missing:
             cause = f"Keras cannot find `{missing}` by name when it loads the model"
             fix = (
                 f"define `{missing}` in a module of your own (not inside a function) and register it with "
@@ -257,6 +278,30 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
     return None
 
 
+def _snake(name: str) -> str:
+    """A class name as Keras turns it into a layer name (keras.src.utils.naming.to_snake_case)."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", re.sub(r"\W+", "", name))
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+# Keras names a layer nobody named after its class, with a per-process counter: `dense`, `dense_7`.
+_AUTO_NAME = re.compile(r"^(?P<stem>[a-z0-9_]+?)(_\d+)?$")
+
+
+def stable_output_names(model: keras.Model) -> list[str]:
+    """The model's output names when the user chose them (`Dense(1, name="price")`); [] when any
+    is Keras' own counter name (`conv2d_9`: building the same model again in the process gives
+    `conv2d_14`), so the serving signature falls back to `outputs` / `output_0..n` (export/fit_model.py),
+    names that do not depend on what else the process built."""
+    names = [str(name) for name in (getattr(model, "output_names", None) or [])]
+    layer_classes = {_snake(name) for name in dir(keras.layers) if name[:1].isupper()}
+    for name in names:
+        match = _AUTO_NAME.match(name)
+        if match and match.group("stem") in layer_classes:
+            return []
+    return names
+
+
 def _structure(features: Any) -> str:
     if isinstance(features, dict):
         return "dict"
@@ -271,7 +316,7 @@ def write_spec(run: RunDir, *, model: keras.Model, features: Any, has_validation
         "kind": FIT_SPEC_KIND,
         "features": _structure(features),
         "inputs": signature_inputs(model, features_spec),
-        "outputs": list(getattr(model, "output_names", None) or []),
+        "outputs": stable_output_names(model),
         "batch_size": batch_size,
         "modules": defining_modules(model),
         "validation_data": str(run.fit_validation_path.relative_to(run.root)) if has_validation else None,

@@ -244,7 +244,13 @@ class GuardedStep:
             bad_tensors = self.bad_batch.usable(data) if keep_batch else None
             if self.state is None:
                 compiled = getattr(self.model, "compiled", False)
-                if compiled and not (self.model.built and _compile_state_built(self.model)):
+                if (
+                    compiled
+                    and defines_call(self.model)
+                    and not (self.model.built and _compile_state_built(self.model))
+                ):
+                    # A model without call() (a GAN driving its sub-models from train_step) has no
+                    # forward pass to build symbolically; Keras' own fit never calls it either.
                     build_compile_state(self.model, data)
                 self.state = _state_of_trainable_layers(self.model)
             state = self.state
@@ -301,3 +307,9 @@ class GuardedStep:
         start, self._read_total = self._read_total, total
         indices = [int(ring[i % self.RING]) if total - i <= self.RING else -1 for i in range(start, total)]
         return int(steps), indices, halted
+
+
+def defines_call(model: keras.Model) -> bool:
+    """The model has a forward pass (functional, Sequential or a call() override). A subclass
+    that trains sub-models from its own train_step may define none: calling it raises."""
+    return type(model).call is not keras.Model.call

@@ -1,0 +1,131 @@
+"""Classes of failure that keras-io models nobody here wrote showed in tfpilot.fit (issue 29, the
+second outside round), each with a model of tfpilot's own that has the same shape."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_path):
+    """A model that drives two sub-models and two optimizers from its own train_step and defines
+    no call(): model.fit never calls it, so tfpilot.fit must not either."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    class Gan(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8)])
+            self.discriminator = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+
+        def compile(self, g_optimizer, d_optimizer):
+            super().compile()
+            self.g_optimizer, self.d_optimizer = g_optimizer, d_optimizer
+            self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+
+        def train_step(self, real):
+            noise = tf.random.stateless_normal((tf.shape(real)[0], 4), seed=(1, 2))
+            with tf.GradientTape() as tape:
+                fake = self.generator(noise, training=True)
+                logits = self.discriminator(tf.concat([fake, real], 0), training=True)
+                labels = tf.concat(
+                    [tf.zeros_like(logits[: tf.shape(fake)[0]]), tf.ones_like(logits[tf.shape(fake)[0] :])], 0
+                )
+                d_loss = self.loss_fn(labels, logits)
+            grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+            self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+            with tf.GradientTape() as tape:
+                g_loss = self.loss_fn(
+                    tf.ones_like(logits[: tf.shape(real)[0]]),
+                    self.discriminator(self.generator(noise, training=True), training=True),
+                )
+            grads = tape.gradient(g_loss, self.generator.trainable_weights)
+            self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+            return {"d_loss": d_loss, "g_loss": g_loss}
+
+    real = np.random.default_rng(0).random((64, 8)).astype("float32")
+    data = tf.data.Dataset.from_tensor_slices(real).batch(16)
+
+    def build():
+        keras.utils.set_random_seed(0)
+        gan = Gan()
+        gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+        return gan
+
+    expected = build().fit(data, epochs=2, verbose=0).history
+    result = tfpilot.fit(build(), data, epochs=2, name="gan", runs_dir=tmp_path)
+    for key in ("d_loss", "g_loss"):
+        np.testing.assert_allclose([row[key] for row in result.history], expected[key], rtol=1e-5)
+    finding = next(f for f in result.findings if f.code == "FIT-NOTHING-TO-SERVE")
+    assert "`model.generator`" in finding.fix and "`Gan`" in finding.message
+
+
+def test_rows_kept_to_verify_the_export_skip_the_nan_row_the_guard_skipped(tmp_path):
+    """The first training rows verify the export; with a NaN among them every export looked
+    unfaithful (NaN never equals NaN) or 'sampling'."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,), name="x")
+    model = keras.Model(inputs, keras.layers.Dense(1, name="price")(keras.layers.Dense(8)(inputs)))
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(0).random((64, 4)).astype("float32")
+    x[2, 1] = np.nan  # in the first batch, among the rows kept for verification
+    data = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1))).batch(16)
+    result = tfpilot.fit(model, data, epochs=1, name="nanrow", runs_dir=tmp_path, nan_policy="skip_batch")
+    assert any(f.code == "TRAIN-SKIPPED-BATCHES" for f in result.findings)
+    with np.load(tmp_path / "nanrow" / "fit" / "sample_features.npz") as sample:
+        kept = sample["x"]
+    assert len(kept) == 8 and np.isfinite(kept).all()
+    exported = export_fit_run(RunDir.at(tmp_path / "nanrow"))
+    served = tf.saved_model.load(str(exported.path)).signatures["serving_default"](x=tf.constant(x[3:8]))
+    # a user-named output keeps its name
+    np.testing.assert_allclose(served["price"].numpy(), model.predict(x[3:8], verbose=0), rtol=1e-5)
+
+
+def test_keras_counter_names_never_become_serving_output_names():
+    import keras
+
+    from tfpilot.train.fit.artifacts import stable_output_names
+
+    def build():
+        inputs = keras.Input((4,))
+        return keras.Model(inputs, keras.layers.Conv1D(2, 1)(keras.layers.Reshape((4, 1))(inputs)))
+
+    first, second = build(), build()
+    # conv1d_N: how many Conv1D the process built before (the first one of a process has no suffix)
+    assert first.output_names != second.output_names and second.output_names[0].startswith("conv1d_")
+    assert stable_output_names(first) == stable_output_names(second) == []
+    inputs = keras.Input((4,))
+    named = keras.Model(
+        inputs, [keras.layers.Dense(1, name="price")(inputs), keras.layers.Dense(1, name="risk")(inputs)]
+    )
+    assert stable_output_names(named) == ["price", "risk"]
+
+
+def test_a_layer_whose_init_refuses_keras_base_config_is_named_with_the_right_fix(tmp_path):
+    import keras
+
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit.artifacts import save_model
+
+    @keras.saving.register_keras_serializable(package="tfpilot_tests")
+    class Endpoint(keras.layers.Layer):
+        def __init__(self, name=None):
+            super().__init__(name=name)
+
+        def call(self, x):
+            return x * 2.0
+
+    inputs = keras.Input((3,))
+    finding = save_model(keras.Model(inputs, Endpoint(name="ep")(inputs)), RunDir.at(tmp_path))
+    assert finding is not None and finding.code == "FIT-MODEL-NOT-SAVED"
+    assert "`Endpoint`" in finding.message and "refuses `trainable`" in finding.message
+    assert "**kwargs" in finding.fix
