@@ -35,14 +35,14 @@ def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_pat
                 )
                 d_loss = self.loss_fn(labels, logits)
             grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
-            self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+            self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights, strict=True))
             with tf.GradientTape() as tape:
                 g_loss = self.loss_fn(
                     tf.ones_like(logits[: tf.shape(real)[0]]),
                     self.discriminator(self.generator(noise, training=True), training=True),
                 )
             grads = tape.gradient(g_loss, self.generator.trainable_weights)
-            self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+            self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights, strict=True))
             return {"d_loss": d_loss, "g_loss": g_loss}
 
     real = np.random.default_rng(0).random((64, 8)).astype("float32")
