@@ -34,6 +34,7 @@ from tfpilot.lint.discovery import DEFAULT_EXCLUDED_DIRS
 from tfpilot.lint.engine import check_source, read_source, select_rules
 from tfpilot.lint.fixer import fix_source
 from tfpilot.lint.rules import rule_by_code
+from tfpilot.migrate.compat import SHIM_MODULE, render_shim_module
 
 __all__ = [
     "FileStatus",
@@ -212,10 +213,20 @@ def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
     return frozenset(names)
 
 
+@dataclasses.dataclass
+class _FileResult:
+    text: str
+    rewritten: list[MigrationItem]
+    attention: list[MigrationItem]
+    kept: list[MigrationItem]
+    status: FileStatus
+    helpers: tuple[str, ...]  # what the file imports from tf1_compat_shims.py
+
+
 def _migrate_file(
     text: str, name: str, *, mode: str, config: LintConfig, rules: Any, local_modules: frozenset[str]
-) -> tuple[str, list[MigrationItem], list[MigrationItem], list[MigrationItem], FileStatus]:
-    """tf_upgrade_v2's output -> (final text, rewritten, needs a person, kept on compat, status)."""
+) -> _FileResult:
+    """tf_upgrade_v2's output -> the final text, what was rewritten, what needs a person, the status."""
     from tfpilot.migrate.compat import rewrite_compat, shim_line_range
     from tfpilot.migrate.readiness import check_runs
 
@@ -225,6 +236,7 @@ def _migrate_file(
     setup: list[str] = []
     parses = True
     native_status = ""
+    helpers: tuple[str, ...] = ()
     try:
         ast.parse(text)
     except SyntaxError:
@@ -257,6 +269,7 @@ def _migrate_file(
     if parses:
         compat = rewrite_compat(text)
         text = compat.source
+        helpers = compat.helpers
         rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "compat", c.message) for c in compat.changes]
         attention += [
             MigrationItem(
@@ -317,7 +330,7 @@ def _migrate_file(
         setup=tuple(setup),
         rewrite=native_status if mode == "native" and parses else "",
     )
-    return text, rewritten, attention, kept, status
+    return _FileResult(text, rewritten, attention, kept, status, helpers)
 
 
 def _lines(text: str, span: range) -> list[str]:
@@ -363,12 +376,14 @@ def migrate(
     attention: list[MigrationItem] = []
     kept: list[MigrationItem] = []
     statuses: list[FileStatus] = []
+    helpers: set[str] = set()
+    shim_dirs: set[Path] = set()
     files = 0
 
     def process(root: Path) -> None:
         nonlocal files
         pairs = _plan(source, destination)
-        local_modules = _local_modules(pairs)
+        local_modules = _local_modules(pairs) | {SHIM_MODULE}
         for input_path, relative in pairs:
             output_path = root / relative
             output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -378,19 +393,25 @@ def migrate(
             files += 1
             name = relative.as_posix()
             upgraded, warnings = _upgrade_file(upgrader, input_path, output_path, name)
-            text, file_rewritten, file_attention, file_kept, status = _migrate_file(
+            result = _migrate_file(
                 read_source(output_path), name, mode=mode, config=config, rules=rules, local_modules=local_modules
             )
-            atomic_write_text(output_path, text)
+            atomic_write_text(output_path, result.text)
             for warning in warnings:
-                if _resolved_by_tfpilot(warning, text):
+                if _resolved_by_tfpilot(warning, result.text):
                     upgraded.append(dataclasses.replace(warning, message=warning.message + " (tfpilot replaced it)"))
                 else:
                     attention.append(warning)
-            rewritten.extend(upgraded + file_rewritten)
-            attention.extend(file_attention)
-            kept.extend(file_kept)
-            statuses.append(status)
+            rewritten.extend(upgraded + result.rewritten)
+            attention.extend(result.attention)
+            kept.extend(result.kept)
+            statuses.append(result.status)
+            if result.helpers:
+                helpers.update(result.helpers)
+                shim_dirs.add(output_path.parent)
+        # One helper module per output directory that needs one (a script imports from its own folder).
+        for directory in sorted(shim_dirs):
+            atomic_write_text(directory / f"{SHIM_MODULE}.py", render_shim_module(helpers))
 
     def build() -> MigrationReport:
         return _report(source, destination, report_file, files, rewritten, attention, mode, statuses, kept)
@@ -407,6 +428,14 @@ def migrate(
     else:
         with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-") as staging_name:
             process(Path(staging_name))
+            shim_module = destination.with_name(f"{SHIM_MODULE}.py")
+            if helpers and shim_module.exists() and "TF1_COMPAT_SHIMS_VERSION" not in shim_module.read_text("utf-8"):
+                raise LintError(
+                    f"`{shim_module}` exists and was not written by tfpilot migrate; the migrated file imports "
+                    f"its helpers from a module of that name: pick a destination in another directory"
+                )
+            if helpers:
+                atomic_write_text(shim_module, render_shim_module(helpers))
             atomic_write_text(destination, (Path(staging_name) / destination.name).read_text(encoding="utf-8"))
         report = build()
         atomic_write_text(report_file, render_markdown(report))
