@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
@@ -527,6 +528,45 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Call(func=cst.parse_expression(function), args=[cst.Arg(updated.value)])
         return None
 
+    def leave_BinaryOperation(
+        self, original: cst.BinaryOperation, updated: cst.BinaryOperation
+    ) -> cst.BaseExpression:
+        """``"W: %f" % sess.run(W)`` on a one-element array: NumPy 2 refuses what NumPy 1 converted.
+
+        Only a fetch formatted with a numeric conversion (%f, %d, %g ...) gets ``.item()``, the
+        value NumPy 1 used; ``%s`` prints arrays of any size and is left alone.
+        """
+        if not isinstance(original.operator, cst.Modulo) or not isinstance(original.left, cst.SimpleString):
+            return updated
+        specs = [spec for spec in _FORMAT_SPEC.findall(original.left.evaluated_value or "") if spec != "%"]
+        values = list(updated.right.elements) if isinstance(updated.right, cst.Tuple) else None
+        if values is None:
+            if len(specs) != 1 or specs[0] not in _NUMERIC_SPECS or not _is_fetch(updated.right):
+                return updated
+            right: cst.BaseExpression = _item(updated.right)
+        else:
+            if len(specs) != len(values) or any(isinstance(value, cst.StarredElement) for value in values):
+                return updated
+            elements = [
+                value.with_changes(value=_item(value.value))
+                if spec in _NUMERIC_SPECS and _is_fetch(value.value)
+                else value
+                for spec, value in zip(specs, values, strict=True)
+            ]
+            if elements == values:
+                return updated
+            right = updated.right.with_changes(elements=elements)
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                "a fetched value formatted with a numeric %-conversion -> `.item()` (NumPy 2 no longer converts "
+                "a one-element array to a Python number)",
+            )
+        )
+        return updated.with_changes(right=right)
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
         # nothing in a TF1 graph (merge_all() then returns None). A graph file gets TF1's ops back.
@@ -627,6 +667,28 @@ class _Rewriter(cst.CSTTransformer):
         if qualified is not None and qualified != original.value and _is_graph_only(qualified):
             self.graph_lines.append(self._position(original)[0])
         return updated
+
+
+# A %-conversion: mapping key, flags, width, precision, length, type.
+_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
+_NUMERIC_SPECS = frozenset("diouxXeEfFgG")
+_FETCH_METHODS = frozenset({"run", "eval", "numpy"})
+
+
+def _is_fetch(node: cst.BaseExpression) -> bool:
+    """``sess.run(x)`` / ``x.eval()`` / ``x.numpy()`` with one fetch that is not a list or dict literal."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    if node.func.attr.value not in _FETCH_METHODS:
+        return False
+    positional = [arg for arg in node.args if arg.keyword is None]
+    if node.func.attr.value == "run":
+        return bool(positional) and not isinstance(positional[0].value, (cst.List, cst.Tuple, cst.Dict, cst.Set))
+    return True
+
+
+def _item(node: cst.BaseExpression) -> cst.BaseExpression:
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("item")))
 
 
 def _v1_alias(bindings: Mapping[str, str]) -> str | None:

@@ -117,3 +117,17 @@ def test_helper_import_is_reported_on_its_line() -> None:
     lines = result.source.splitlines()
     [change] = [c for c in result.changes if c.message.startswith("imports ")]
     assert lines[change.line - 1].startswith(f"from {SHIM_MODULE} import _tf1_layers")
+
+
+def test_numeric_format_of_a_fetch_reads_the_one_element() -> None:
+    source = (
+        "import tensorflow as tf\nsess = tf.compat.v1.Session()\nW = tf.Variable([[1.0]])\n"
+        'print("W: %f" % sess.run(W))\n'
+        'print("%d: %.3f %s" % (3, sess.run(W), sess.run(W)))\n'
+        'print("all %s" % sess.run(W))\n'
+        'print("%f" % sess.run([W]))\n'
+    )
+    out = rewrite_compat(source).source.splitlines()
+    assert 'print("W: %f" % sess.run(W).item())' in out
+    assert 'print("%d: %.3f %s" % (3, sess.run(W).item(), sess.run(W)))' in out  # %s prints any array
+    assert 'print("all %s" % sess.run(W))' in out and 'print("%f" % sess.run([W]))' in out
