@@ -168,19 +168,40 @@ def register(app: typer.Typer) -> None:
         report: Path = typer.Option(
             None, "--report", help="Report path (default: DEST/MIGRATION_REPORT.md, or DEST.migration.md)."
         ),
+        verify: bool = typer.Option(
+            False, "--verify", help="Then run each migrated entry script (in a scratch copy) and report what happened."
+        ),
+        verify_timeout: float = typer.Option(
+            300.0, "--verify-timeout", help="Seconds each script may run under --verify before it is stopped."
+        ),
     ) -> None:
         """Upgrade TF1 -> TF2 with TensorFlow's tf_upgrade_v2, make it run, apply tfpilot's fixes, report the rest.
 
-        Exit code 0: nothing needs a person; 1: the report lists items to change by hand.
+        Exit code 0: every file is expected to run (and, with --verify, no script failed); 1: a file
+        will not run as migrated (the report says what stops it); 2: usage error.
         """
         from tfpilot.lint import find_pyproject, load_lint_config, migrate
 
         config = load_lint_config(find_pyproject(source if source.exists() else Path.cwd()))
-        result = migrate(source, destination, mode=mode, report_path=report, config=config)
+        result = migrate(
+            source,
+            destination,
+            mode=mode,
+            report_path=report,
+            config=config,
+            verify_timeout=verify_timeout if verify else None,
+        )
         automatic = len(result.rewritten)
-        typer.echo(
+        blocking = sum(item.blocks_run for item in result.needs_person)
+        line = (
             f"migrated {result.files} file(s) into {result.destination} (--mode {result.mode}): "
             f"{result.will_run} of {result.files} expected to run; {automatic} change(s) made automatically, "
-            f"{len(result.needs_person)} need a person; report: {result.report_path}"
+            f"{len(result.needs_person)} need a person ({blocking} stop a file), {len(result.notes)} note(s)"
         )
-        _exit(1 if result.needs_person else 0)
+        if result.verified:
+            ran = sum(run.outcome == "ran" for run in result.verified)
+            line += f"; --verify: {ran} of {len(result.verified)} script(s) ran to the end"
+            failed = [run for run in result.verified if run.outcome == "failed"]
+            line += "".join(f"\n  {run.path} failed: {run.detail}" for run in failed)
+        typer.echo(f"{line}; report: {result.report_path}")
+        _exit(0 if result.ok else 1)

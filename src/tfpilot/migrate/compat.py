@@ -528,9 +528,7 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Call(func=cst.parse_expression(function), args=[cst.Arg(updated.value)])
         return None
 
-    def leave_BinaryOperation(
-        self, original: cst.BinaryOperation, updated: cst.BinaryOperation
-    ) -> cst.BaseExpression:
+    def leave_BinaryOperation(self, original: cst.BinaryOperation, updated: cst.BinaryOperation) -> cst.BaseExpression:
         """``"W: %f" % sess.run(W)`` on a one-element array: NumPy 2 refuses what NumPy 1 converted.
 
         Only a fetch formatted with a numeric conversion (%f, %d, %g ...) gets ``.item()``, the
@@ -538,7 +536,10 @@ class _Rewriter(cst.CSTTransformer):
         """
         if not isinstance(original.operator, cst.Modulo) or not isinstance(original.left, cst.SimpleString):
             return updated
-        specs = [spec for spec in _FORMAT_SPEC.findall(original.left.evaluated_value or "") if spec != "%"]
+        template = original.left.evaluated_value
+        if not isinstance(template, str):
+            return updated
+        specs = [spec for spec in _FORMAT_SPEC.findall(template) if spec != "%"]
         values = list(updated.right.elements) if isinstance(updated.right, cst.Tuple) else None
         if values is None:
             if len(specs) != 1 or specs[0] not in _NUMERIC_SPECS or not _is_fetch(updated.right):
