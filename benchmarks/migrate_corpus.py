@@ -43,6 +43,8 @@ class Script:
     # Local modules the script imports, exported next to it at the same relative path.
     support: tuple[str, ...] = ()
     held_out: bool = False  # round 2: set aside before migrate was changed; never tuned on
+    # Hand edits (old, new) that the TF1 reference needs beyond reference_source's generic ones.
+    reference: tuple[tuple[str, str], ...] = ()
 
 
 AYMERIC = ("aymericdamien/TensorFlow-Examples", "6dcbe14649163814e72a22a999f20c5e247ce988")
@@ -99,12 +101,12 @@ ROUND2 = (
     Script("cs20_variable_sharing", *CS20, "examples/05_variable_sharing.py", ()),
     Script("cs20_randomization", *CS20, "examples/05_randomization.py", (), held_out=True),
     Script("gentle_one_feature", *GENTLE, "code/linear_regression_one_feature.py",
-           (("steps = 1000", "steps = 100"),)),
+           (("steps = 1000", "steps = 100"),), reference=(('print("W: %f" % sess.run(W))', 'print("W: %f" % sess.run(W).item())'), ('print("b: %f" % sess.run(b))', 'print("b: %f" % sess.run(b).item())'))),
     Script("gentle_one_feature_tb", *GENTLE, "code/linear_regression_one_feature_with_tensorboard.py",
-           (("steps = 1000", "steps = 100"),)),
+           (("steps = 1000", "steps = 100"),), reference=(('print("W: %f" % sess.run(W))', 'print("W: %f" % sess.run(W).item())'), ('print("b: %f" % sess.run(b))', 'print("b: %f" % sess.run(b).item())'))),
     Script("gentle_multi_minibatch_tb", *GENTLE,
            "code/linear_regression_multi_feature_using_mini_batch_with_tensorboard.py",
-           (("steps = 10000", "steps = 100"),)),
+           (("steps = 10000", "steps = 100"),), reference=(('print("b: %f" % sess.run(b))', 'print("b: %f" % sess.run(b).item())'),)),
     Script("gentle_multi_nomatrix_tb", *GENTLE,
            "code/linear_regression_multi_feature_using_mini_batch_without_matrix_with_tensorboard.py",
            (("steps = 10000", "steps = 100"),), held_out=True),
@@ -150,6 +152,77 @@ def export(script: Script, mirror: Path, into: Path) -> Path:
     target = into / f"{script.name}.py"
     target.write_text(text, encoding="utf-8")
     return target
+
+
+# --- the TF1 reference: the original script, minimally hand-edited to run on TF 2.21 -------------
+# `import tensorflow as tf` -> tf.compat.v1 with v2 behaviour off (what TF1 was); the MNIST tutorial
+# loader and tf.layers (gone with Keras 3, and tf_keras is not installed here) come from the helper
+# module migrate writes. Both the reference and the migrated runs start with the same seeds.
+_TF_IMPORT = re.compile(r"^(\s*)import tensorflow as tf\s*$", re.MULTILINE)
+_MNIST_IMPORT = re.compile(
+    r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data"
+    r"|import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$",
+    re.MULTILINE,
+)
+SEEDS = """import random
+
+import numpy as np
+
+random.seed(0)
+np.random.seed(0)
+try:
+    import tensorflow as tf
+
+    tf.random.set_seed(0)  # eager (native output)
+    tf.compat.v1.get_default_graph().seed = 0  # TF1 graphs (reference and compat output)
+except ImportError:
+    pass
+"""
+
+
+def reference_source(text: str, edits: tuple[tuple[str, str], ...]) -> str:
+    for old, new in edits:
+        if text.count(old) != 1:
+            raise SystemExit(f"reference edit {old!r} matches {text.count(old)} times, expected once")
+        text = text.replace(old, new)
+    text = _TF_IMPORT.sub(r"\1import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()", text)
+    text = _MNIST_IMPORT.sub(r"\1from tf1_compat_shims import _tf1_mnist as input_data", text)
+    if "tf.layers." in text:
+        text = text.replace("tf.layers.", "_tf1_layers.")
+        text = "from tf1_compat_shims import _tf1_layers\n" + text
+    return text
+
+
+def export_reference(scripts: list[Script], original: Path, into: Path) -> None:
+    from tfpilot.migrate.compat import render_shim_module
+
+    shutil.copytree(original, into)
+    for path in into.rglob("*.py"):
+        script = next((s for s in scripts if path.name == f"{s.name}.py"), None)
+        path.write_text(reference_source(path.read_text(encoding="utf-8"), script.reference if script else ()))
+        (path.parent / "tf1_compat_shims.py").write_text(render_shim_module(["_tf1_mnist", "_tf1_layers"]))
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
+
+
+def printed_numbers(stdout: str) -> list[float]:
+    """Every number the script printed, except on lines about time (they differ run to run)."""
+    lines = [line for line in stdout.splitlines() if not re.search(r"time|second|\bsec\b", line, re.IGNORECASE)]
+    return [float(token) for line in lines for token in _NUMBER.findall(line)]
+
+
+def matches(reference: str, output: str, *, rtol: float) -> bool:
+    expected, got = printed_numbers(reference), printed_numbers(output)
+    return len(expected) == len(got) and bool(np.allclose(got, expected, rtol=rtol, atol=rtol, equal_nan=True))
+
+
+_NOT_NATIVE = re.compile(r"compat\.v1|Session\(|placeholder|disable_v2_behavior")
+
+
+def really_native(path: Path) -> bool:
+    """No tf.compat.v1, Session or placeholder left in the file (what --mode native promises)."""
+    return not _NOT_NATIVE.search(path.read_text(encoding="utf-8"))
 
 
 def synthetic_mnist(path: Path) -> None:
@@ -198,9 +271,22 @@ def last_error(stderr: str) -> str:
     return (lines[-1] if lines else (stderr.strip().splitlines() or ["(no output)"])[-1])[:160]
 
 
+STDOUT: dict[str, str] = {}  # script path -> what it printed
+
+
 def run_script(path: Path, workdir: Path, mnist: Path, timeout: float) -> tuple[bool, str, float]:
     workdir.mkdir(parents=True)
-    env = dict(os.environ, TFPILOT_MNIST=str(mnist), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    seeds = workdir / "_seeds"
+    seeds.mkdir()
+    (seeds / "sitecustomize.py").write_text(SEEDS, encoding="utf-8")
+    env = dict(
+        os.environ,
+        TFPILOT_MNIST=str(mnist),
+        CUDA_VISIBLE_DEVICES="",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONPATH=str(seeds),
+        TF_DETERMINISTIC_OPS="1",
+    )
     started = time.perf_counter()
     try:
         done = subprocess.run(
@@ -209,6 +295,7 @@ def run_script(path: Path, workdir: Path, mnist: Path, timeout: float) -> tuple[
     except subprocess.TimeoutExpired:
         return False, f"timed out after {timeout:.0f}s", time.perf_counter() - started
     seconds = time.perf_counter() - started
+    STDOUT[str(path)] = done.stdout
     return done.returncode == 0, "" if done.returncode == 0 else last_error(done.stderr), seconds
 
 
@@ -220,6 +307,13 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the exported, migrated and run trees here")
     parser.add_argument("--only", help="comma-separated script names to run (default: the whole round)")
     parser.add_argument("--round", choices=sorted(ROUNDS), default="1", help="1: the ten tuned on; 2: round 2")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run the TF1 reference (the original on tf.compat.v1, hand edits in Script.reference) and compare "
+        "the numbers each migrated script prints with it",
+    )
+    parser.add_argument("--rtol", type=float, default=1e-3, help="tolerance for --reference (relative and absolute)")
     parser.add_argument(
         "--held-out",
         choices=("exclude", "only", "include"),
@@ -248,6 +342,16 @@ def main() -> None:
 
     results: dict[str, dict[str, tuple[bool, str, float]]] = {}
     verdicts: dict[str, dict[str, bool]] = {}
+    printed: dict[str, dict[str, str]] = {}  # script -> mode -> stdout
+    if args.reference:
+        export_reference(scripts, original, root / "reference")
+        for script in scripts:
+            path = root / "reference" / f"{script.name}.py"
+            outcome = run_script(path, root / "run-reference" / script.name, mnist, args.timeout)
+            results.setdefault(script.name, {})["reference"] = outcome
+            printed.setdefault(script.name, {})["reference"] = STDOUT.get(str(path), "")
+            status = "runs" if outcome[0] else f"fails: {outcome[1]}"
+            print(f"[TF1 ref] {script.name:28} {outcome[2]:6.1f}s  {status}", flush=True)
     for mode in modes:
         destination = root / f"migrated-{mode}"
         verdicts[mode] = migrate_tree(mode, original, destination)
@@ -255,6 +359,7 @@ def main() -> None:
             name = f"{script.name}.py"
             outcome = run_script(destination / name, root / f"run-{mode}" / script.name, mnist, args.timeout)
             results.setdefault(script.name, {})[mode] = outcome
+            printed.setdefault(script.name, {})[mode] = STDOUT.get(str(destination / name), "")
             status = "runs" if outcome[0] else f"fails: {outcome[1]}"
             print(f"[{mode:7}] {script.name:28} {outcome[2]:6.1f}s  {status}", flush=True)
 
@@ -285,6 +390,42 @@ def main() -> None:
             native = [s.name for s in scripts if NATIVE.get(f"{s.name}.py") and results[s.name][mode][0]]
             line += f"; rewritten to TF2 and run: {len(native)}/{len(scripts)} ({', '.join(native)})"
         print(line)
+    if args.reference:
+        print()
+        print(f"Against the TF1 reference (printed numbers within rtol=atol={args.rtol}; time lines skipped):")
+        print(f"{'script':28} {'reference':>9} " + " ".join(f"{mode + ' matches':>15}" for mode in modes)
+              + (f" {'really native':>13}" if "native" in modes else ""))  # fmt: skip
+        totals = dict.fromkeys(modes, 0)
+        native_total = 0
+        for script in scripts:
+            reference_ran = results[script.name]["reference"][0]
+            cells = []
+            for mode in modes:
+                # The same printed numbers, and the same end: both finish, or both stop with the same error
+                # (a bug of the TF1 script itself is kept, not fixed, by a faithful migration).
+                same_end = results[script.name]["reference"][:2] == results[script.name][mode][:2]
+                same = same_end and matches(
+                    printed[script.name]["reference"], printed[script.name][mode], rtol=args.rtol
+                )
+                totals[mode] += same
+                cells.append(f"{'yes' if same else 'no':>15}")
+            line = f"{script.name:28} {'runs' if reference_ran else 'FAILS':>9} " + " ".join(cells)
+            if "native" in modes:
+                path = root / "migrated-native" / f"{script.name}.py"
+                native = bool(NATIVE.get(f"{script.name}.py")) and really_native(path)
+                native_and_matching = (
+                    native and results[script.name]["native"][0] and cells[modes.index("native")].strip() == "yes"
+                )
+                native_total += native_and_matching
+                line += f" {'yes' if native else 'no':>13}"
+            print(line)
+        ran_reference = sum(results[s.name]["reference"][0] for s in scripts)
+        summary = f"TF1 reference runs {ran_reference}/{len(scripts)}; " + "; ".join(
+            f"{mode} behaves as the reference (same numbers, same end) {totals[mode]}/{len(scripts)}" for mode in modes
+        )
+        if "native" in modes:
+            summary += f"; really native, runs and matches {native_total}/{len(scripts)}"
+        print(summary)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 
