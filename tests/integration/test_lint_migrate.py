@@ -15,7 +15,8 @@ import pytest
 
 from tfpilot.cli.main import main
 from tfpilot.errors import LintError
-from tfpilot.lint import apis, migrate
+from tfpilot.lint import apis
+from tfpilot.migrate import migrate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
 MIGRATE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "migrate"

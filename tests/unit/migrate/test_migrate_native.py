@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpilot.lint import migrate
+from tfpilot.migrate import migrate
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "migrate"
 

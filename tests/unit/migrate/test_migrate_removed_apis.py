@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tfpilot.lint.migrate import migrate  # noqa: E402
+from tfpilot.migrate.command import migrate  # noqa: E402
 from tfpilot.migrate.compat import REMOVED_APIS, SHIM_MODULE  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from tfpilot.cli.main import main  # noqa: E402
-from tfpilot.lint.migrate import entry_scripts, migrate  # noqa: E402
+from tfpilot.migrate.command import entry_scripts, migrate  # noqa: E402
 from tfpilot.migrate.readiness import check_runs  # noqa: E402
 
 GRAPH_SCRIPT = (

@@ -12,7 +12,8 @@
    manual check" note is listed under "Needs a person".
 
 DEST appears only once everything succeeded (it is built in a temporary sibling and renamed).
-TensorFlow is imported inside ``migrate`` only: the rest of the lint package never imports it.
+TensorFlow is imported inside ``migrate`` only (tf_upgrade_v2, the readiness check); the lint
+package this builds on never imports it.
 """
 
 from __future__ import annotations
