@@ -99,11 +99,15 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "avg_pool2d",
                 "l1_regularizer",
                 "l2_regularizer",
+                "batch_norm",
+                "dropout",
                 "sequence_loss",
             }
         ),
     ),
 }
+# Helpers whose code calls another helper (written together into tf1_compat_shims.py).
+_HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 
 # The module migrated files import their helpers from, written once per output directory.
 SHIM_MODULE = "tf1_compat_shims"
@@ -148,6 +152,8 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.layers.avg_pool2d", "_tf1_contrib.avg_pool2d", "helper"),
     RemovedApi("tensorflow.contrib.layers.l1_regularizer", "_tf1_contrib.l1_regularizer", "helper"),
     RemovedApi("tensorflow.contrib.layers.l2_regularizer", "_tf1_contrib.l2_regularizer", "helper"),
+    RemovedApi("tensorflow.contrib.layers.batch_norm", "_tf1_contrib.batch_norm", "helper"),
+    RemovedApi("tensorflow.contrib.layers.dropout", "_tf1_contrib.dropout", "helper"),
     RemovedApi("tensorflow.contrib.layers.flatten", "_tf1_layers.flatten", "helper"),
     RemovedApi("tensorflow.layers", "_tf1_layers", "helper"),
     RemovedApi("tensorflow.compat.v1.layers", "_tf1_layers", "helper"),
@@ -188,7 +194,7 @@ _WHY = {
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # _tf1_contrib members that make variables (with get_variable, so the file needs graph mode).
-_CONTRIB_VARIABLES = frozenset({"fully_connected", "conv2d"})
+_CONTRIB_VARIABLES = frozenset({"fully_connected", "conv2d", "batch_norm"})
 
 # tf.compat.v1 names that only work in a TF1 graph (they fail or mean something else eagerly).
 _GRAPH_ONLY = frozenset(
@@ -409,7 +415,9 @@ def render_shim_module(helpers: Iterable[str]) -> str:
     """The text of tf1_compat_shims.py: every helper in ``helpers``, whole, under a versioned header."""
     from tfpilot import __version__
 
-    chosen = {helper: HELPER_NAMES[helper][1] for helper in sorted(set(helpers))}
+    wanted = set(helpers)
+    wanted.update(needed for helper in list(wanted) for needed in _HELPER_NEEDS.get(helper, ()))
+    chosen = {helper: HELPER_NAMES[helper][1] for helper in sorted(wanted)}
     body = render_shims(chosen).split("\n", 1)[1].replace(SHIM_END + "\n", "").rstrip("\n")
     return (
         f'"""Helpers for TF1 APIs that TensorFlow 2.21 / Keras 3 removed, written by `tfpilot migrate`.\n\n'

@@ -173,6 +173,25 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "2.5",
     ),
+    "tensorflow.contrib.layers.batch_norm": (
+        GRAPH + "x = tf.constant(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32))\n"
+        "y = tf.contrib.layers.batch_norm(x, center=True, scale=True, is_training=True, updates_collections=None)\n"
+        "names = sorted(v.name for v in tf.global_variables())\n" + SESSION + "out = sess.run(y)\n"
+        "mean = sess.run([v for v in tf.global_variables() if 'moving_mean' in v.name][0])\n"
+        "print(names)\nprint(np.round(out.astype(float), 3).tolist(), np.round(mean.astype(float), 4).tolist())\n",
+        (),
+        # batch statistics: mean (2, 4), variance (1, 4); the moving mean moved 0.1% of the way (decay 0.999)
+        "['BatchNorm/beta:0', 'BatchNorm/gamma:0', 'BatchNorm/moving_mean:0', 'BatchNorm/moving_variance:0']\n"
+        f"{np.round(np.array([[-1, -1], [1, 1]]) * (1 / np.sqrt(1 + 0.001)), 3).tolist()} [0.002, 0.004]",
+    ),
+    "tensorflow.contrib.layers.dropout": (
+        GRAPH + "x = tf.ones([1000])\ntrain = tf.contrib.layers.dropout(x, keep_prob=0.8)\n"
+        "test = tf.contrib.layers.dropout(x, keep_prob=0.8, is_training=False)\n"
+        "sess = tf.Session()\nkept = sess.run(train)\n"
+        "print(sorted(set(np.round(kept, 4).tolist())), 700 < np.count_nonzero(kept) < 900, sess.run(test).sum())\n",
+        (),
+        "[0.0, 1.25] True 1000.0",
+    ),
     "tensorflow.contrib.layers.flatten": (
         GRAPH + "print(tf.contrib.layers.flatten(tf.zeros([2, 3, 4])).shape.as_list())\n",
         (),

@@ -10,6 +10,8 @@ cross-entropy, averaged over time steps and / or the batch as its flags say).
 # These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
 # tfpilot: noqa-file[TFP6]
 
+from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401 - written next to this helper in DEST
+
 # --- emitted below ---
 import tensorflow as _tf
 
@@ -155,6 +157,70 @@ class _tf1_contrib:
         inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None, scope=None
     ):
         return _tf1_contrib._pool(_tf.nn.avg_pool2d, inputs, kernel_size, stride, padding, data_format)
+
+    @staticmethod
+    def batch_norm(
+        inputs,
+        decay=0.999,
+        center=True,
+        scale=False,
+        epsilon=0.001,
+        activation_fn=None,
+        param_initializers=None,
+        param_regularizers=None,
+        updates_collections=_tf.compat.v1.GraphKeys.UPDATE_OPS,
+        is_training=True,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        batch_weights=None,
+        fused=None,
+        data_format="NHWC",
+        zero_debias_moving_mean=False,
+        scope=None,
+    ):
+        if batch_weights is not None or zero_debias_moving_mean:
+            raise NotImplementedError("the migrated batch_norm has no batch_weights / zero_debias_moving_mean")
+        initializers = param_initializers or {}
+        regularizers = param_regularizers or {}
+        updates = _tf.compat.v1.get_collection_ref(_tf.compat.v1.GraphKeys.UPDATE_OPS)
+        before = len(updates)
+        with _tf.compat.v1.variable_scope(scope, default_name="BatchNorm", reuse=reuse) as bn_scope:
+            # contrib's variables sit in the scope itself: BatchNorm/beta, BatchNorm/moving_mean
+            outputs = _tf1_layers.batch_normalization(
+                inputs,
+                axis=1 if data_format == "NCHW" else -1,
+                momentum=decay,
+                epsilon=epsilon,
+                center=center,
+                scale=scale,
+                beta_initializer=initializers.get("beta"),
+                gamma_initializer=initializers.get("gamma"),
+                moving_mean_initializer=initializers.get("moving_mean"),
+                moving_variance_initializer=initializers.get("moving_variance"),
+                beta_regularizer=regularizers.get("beta"),
+                gamma_regularizer=regularizers.get("gamma"),
+                training=is_training,
+                trainable=trainable,
+                name=bn_scope,
+                reuse=reuse,
+            )
+        new_updates = updates[before:]
+        if updates_collections is None and new_updates:
+            # contrib ran the moving-average updates with the layer itself instead of leaving them in UPDATE_OPS
+            del updates[before:]
+            with _tf.control_dependencies(new_updates):
+                outputs = _tf.identity(outputs)
+        elif updates_collections not in (None, _tf.compat.v1.GraphKeys.UPDATE_OPS):
+            del updates[before:]
+            for update in new_updates:
+                _tf.compat.v1.add_to_collection(updates_collections, update)
+        return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None):
+        return _tf1_layers.dropout(inputs, rate=1.0 - keep_prob, noise_shape=noise_shape, training=is_training)
 
     @staticmethod
     def l2_regularizer(scale, scope=None):
