@@ -10,7 +10,7 @@ cross-entropy, averaged over time steps and / or the batch as its flags say).
 # These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
 # tfpilot: noqa-file[TFP6]
 
-from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401 - written next to this helper in DEST
+from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401, I001 - written next to this helper in DEST
 
 # --- emitted below ---
 import tensorflow as _tf
