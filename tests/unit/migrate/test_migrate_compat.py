@@ -131,3 +131,8 @@ def test_numeric_format_of_a_fetch_reads_the_one_element() -> None:
     assert 'print("W: %f" % sess.run(W).item())' in out
     assert 'print("%d: %.3f %s" % (3, sess.run(W).item(), sess.run(W)))' in out  # %s prints any array
     assert 'print("all %s" % sess.run(W))' in out and 'print("%f" % sess.run([W]))' in out
+
+
+def test_shim_module_brings_the_helpers_a_helper_calls() -> None:
+    text = render_shim_module(["_tf1_contrib"])
+    assert "HELPERS = ('_tf1_contrib', '_tf1_layers')" in text and "class _tf1_layers" in text
