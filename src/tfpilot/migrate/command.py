@@ -541,7 +541,13 @@ def verify(destination: Path, *, timeout: float) -> tuple[RunResult, ...]:
     results: list[RunResult] = []
     with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-verify-") as scratch_name:
         scratch = Path(scratch_name) / "tree"
-        shutil.copytree(tree, scratch, ignore=shutil.ignore_patterns("*.migration.md", "MIGRATION_REPORT.md"))
+        if destination.is_dir():
+            shutil.copytree(tree, scratch, ignore=shutil.ignore_patterns("*.migration.md", "MIGRATION_REPORT.md"))
+        else:  # a single migrated file: it and its helper module, not the whole folder it was written into
+            scratch.mkdir()
+            for path in (destination, destination.with_name(f"{SHIM_MODULE}.py")):
+                if path.exists():
+                    shutil.copyfile(path, scratch / path.name)
         for script in scripts:
             relative = script.relative_to(tree)
             copy = scratch / relative

@@ -112,3 +112,18 @@ def test_verify_runs_each_entry_script_and_reports_what_happened(tmp_path: Path,
         "helper.py",
         "slow.py",
     ]
+
+
+@pytest.mark.slow
+def test_verify_a_single_file_runs_it_with_its_helper_module(tmp_path: Path) -> None:
+    dense = (
+        "import tensorflow as tf\nx = tf.placeholder(tf.float32, [None, 1])\ny = tf.layers.dense(x, 1)\n"
+        "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+        "    print(sess.run(y, feed_dict={x: [[1.0]]}).shape)\n"
+    )
+    source = write(tmp_path / "src", {"dense.py": dense})
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "unrelated.txt").write_text("left alone\n")
+    report = migrate(source / "dense.py", tmp_path / "out" / "dense.py", verify_timeout=120)
+    assert (tmp_path / "out" / "tf1_compat_shims.py").exists()
+    assert [(run.path, run.outcome) for run in report.verified] == [("dense.py", "ran")], report.verified
