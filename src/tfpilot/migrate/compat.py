@@ -247,7 +247,7 @@ class CompatChange:
 class CompatResult:
     source: str
     changes: tuple[CompatChange, ...]
-    helpers: tuple[str, ...]  # helper namespaces written into the file
+    helpers: tuple[str, ...]  # helper namespaces the file imports from tf1_compat_shims.py
     graph_mode: bool  # the file builds a TF1 graph (so v2 behaviour must be off)
     disabled_v2: bool  # this rewrite added disable_v2_behavior()
     notes: tuple[CompatChange, ...]  # what a person still has to do that the rewrite could not
