@@ -88,7 +88,7 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
-    "_tf1_mnist": ("mnist", frozenset({"read_data_sets", "DataSet"})),
+    "_tf1_mnist": ("mnist", frozenset({"read_data_sets", "load_dataset", "DataSet"})),
     "_tf1_contrib": (
         "contrib",
         frozenset(
@@ -143,6 +143,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi(".output_shapes", "tf.compat.v1.data.get_output_shapes(dataset)", "rewrite"),
     RemovedApi(".output_classes", "tf.compat.v1.data.get_output_classes(dataset)", "rewrite"),
     RemovedApi("tensorflow.contrib.seq2seq.sequence_loss", "_tf1_contrib.sequence_loss", "helper"),
+    RemovedApi("tensorflow.contrib.learn.datasets.load_dataset", "_tf1_mnist.load_dataset", "helper"),
     RemovedApi("tensorflow.contrib.learn.datasets.mnist", "_tf1_mnist", "helper"),
     RemovedApi("tensorflow.contrib.learn.python.learn.datasets.mnist", "_tf1_mnist", "helper"),
     RemovedApi("tensorflow.examples.tutorials.mnist.input_data", "_tf1_mnist", "helper"),

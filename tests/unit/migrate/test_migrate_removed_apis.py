@@ -116,6 +116,12 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         str(round(sequence_loss_reference(), 5)),
     ),
+    "tensorflow.contrib.learn.datasets.load_dataset": (
+        "import numpy as np\nimport tensorflow as tf\nm = tf.contrib.learn.datasets.load_dataset('mnist')\n"
+        "print(m.train.images.shape, np.asarray(m.train.labels, dtype=np.int32).shape, m.test.num_examples)\n",
+        (),
+        "(55, 784) (55,) 20",
+    ),
     "tensorflow.contrib.learn.datasets.mnist": (
         "import tensorflow as tf\n" + MNIST_READ.format(call="tf.contrib.learn.datasets.mnist.read_data_sets"),
         (),
@@ -262,6 +268,8 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
         x_test=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
         y_test=rng.integers(0, 10, 20, dtype=np.uint8),
     )
+    (root / "run" / "MNIST-data").mkdir()
+    (root / "run" / "MNIST-data" / "mnist.npz").write_bytes((data / "mnist.npz").read_bytes())
     report = migrate(source, root / "tf2")
     assert report.will_run == report.files, [s for s in report.statuses if not s.will_run]
     return root
