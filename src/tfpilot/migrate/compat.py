@@ -111,8 +111,8 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 
 # The module migrated files import their helpers from, written once per output directory.
 SHIM_MODULE = "tf1_compat_shims"
-# Bumped whenever a helper's behaviour changes; the module states it, and migrate rewrites an
-# existing tf1_compat_shims.py only when it wrote that version itself.
+# Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
+# file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
 SHIMS_VERSION = 2
 
 
