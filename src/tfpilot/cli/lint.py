@@ -1,7 +1,6 @@
-"""`tfpilot lint PATH...` and `tfpilot migrate SRC DEST`.
+"""`tfpilot lint PATH...` (`tfpilot migrate` is cli/migrate.py).
 
-Lint imports no TensorFlow; migrate imports TensorFlow's tf_upgrade_v2 inside the command.
-Findings go to stdout in the chosen format; the one-line summary goes to stderr so that JSON
+Lint imports no TensorFlow. Findings go to stdout in the chosen format; the one-line summary goes to stderr so that JSON
 and SARIF output stay machine-readable.
 """
 
@@ -165,34 +164,3 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{note.path}: skipped: {note.reason}", err=True)
         typer.echo(summary, err=True)
         _exit(1 if failing else 0)
-
-    @app.command("migrate")
-    def migrate_command(
-        source: Path = typer.Argument(..., help="TF1 / Keras 2 file or directory."),
-        destination: Path = typer.Argument(..., help="New file or directory to write the migrated code to."),
-        mode: str = typer.Option(
-            "compat",
-            "--mode",
-            help="compat: TF1 code that runs on TF 2.21 via tf.compat.v1 (graph mode where the file builds a graph, "
-            "helpers for removed APIs). native: placeholder + Session training loops rewritten to tf.function, "
-            "GradientTape, Keras layers and optimizers, tf.train.Checkpoint; files it cannot prove get compat output.",
-        ),
-        report: Path = typer.Option(
-            None, "--report", help="Report path (default: DEST/MIGRATION_REPORT.md, or DEST.migration.md)."
-        ),
-    ) -> None:
-        """Upgrade TF1 -> TF2 with TensorFlow's tf_upgrade_v2, make it run, apply tfpilot's fixes, report the rest.
-
-        Exit code 0: nothing needs a person; 1: the report lists items to change by hand.
-        """
-        from tfpilot.lint import find_pyproject, load_lint_config, migrate
-
-        config = load_lint_config(find_pyproject(source if source.exists() else Path.cwd()))
-        result = migrate(source, destination, mode=mode, report_path=report, config=config)
-        automatic = len(result.rewritten)
-        typer.echo(
-            f"migrated {result.files} file(s) into {result.destination} (--mode {result.mode}): "
-            f"{result.will_run} of {result.files} expected to run; {automatic} change(s) made automatically, "
-            f"{len(result.needs_person)} need a person; report: {result.report_path}"
-        )
-        _exit(1 if result.needs_person else 0)

@@ -1,7 +1,7 @@
 """Static checks for TensorFlow pitfalls and TF1 -> TF2 / Keras 2 -> 3 migration.
 
-This package never imports TensorFlow (``migrate`` imports tf_upgrade_v2 inside the call), so
-linting is fast and works where TensorFlow is not installed.
+This package never imports TensorFlow, so linting is fast and works where TensorFlow is not
+installed. ``tfpilot migrate`` (tfpilot.migrate) builds on it.
 
     from tfpilot.lint import lint_paths, lint_source
     report = lint_paths(["src"])          # LintReport(findings, files, lines, seconds)
@@ -13,7 +13,6 @@ from __future__ import annotations
 from tfpilot.lint.config import LintConfig, find_pyproject, load_lint_config
 from tfpilot.lint.engine import LintReport, lint_paths, lint_source
 from tfpilot.lint.fixer import AppliedFix, FixResult, fix_files, fix_source
-from tfpilot.lint.migrate import MigrationItem, MigrationReport, migrate, render_markdown
 from tfpilot.lint.reporters import FORMATS, format_json, format_sarif, format_text
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.rules import RULES, rule_by_code
@@ -33,10 +32,6 @@ __all__ = [
     "fix_files",
     "FixResult",
     "AppliedFix",
-    "migrate",
-    "MigrationReport",
-    "MigrationItem",
-    "render_markdown",
     "format_text",
     "format_json",
     "format_sarif",

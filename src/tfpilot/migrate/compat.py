@@ -7,8 +7,11 @@ script from starting on TF 2.21 with Keras 3:
    builds a graph, ``tf.compat.v1.disable_v2_behavior()`` goes right after the TensorFlow import.
 2. APIs that are gone, not renamed: ``tf.compat.v1.layers.*`` and ``tf.compat.v1.nn.rnn_cell.*``
    raise AttributeError with Keras 3, ``tf.contrib`` and ``tensorflow.examples.tutorials`` do not
-   exist. Uses are pointed at helpers written into the file (see ``tfpilot.migrate.shims``), which
-   keep TF1's variable names so existing checkpoints still load.
+   exist. ``REMOVED_APIS`` lists each one with its TF 2.21 home (``tf.flags`` ->
+   ``tf.compat.v1.flags``, the projector -> ``tensorboard.plugins.projector``, ``np.int`` ->
+   ``int``) or a helper (see ``tfpilot.migrate.shims``). The helpers keep TF1's variable names so
+   existing checkpoints still load; they live in one module per output tree,
+   ``tf1_compat_shims.py`` (``render_shim_module``), which migrated files import.
 3. Imports of removed modules become assignments of the helper (``rnn = _tf1_rnn``), so the rest
    of the code reads as before and line numbers stay put.
 
@@ -19,12 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 __all__ = [
+    "REMOVED_APIS",
+    "SHIM_MODULE",
+    "SHIMS_VERSION",
+    "RemovedApi",
+    "render_shim_module",
     "CompatChange",
     "CompatResult",
     "HELPER_NAMES",
@@ -79,7 +88,86 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
-    "_tf1_mnist": ("mnist", frozenset({"read_data_sets", "DataSet"})),
+    "_tf1_mnist": ("mnist", frozenset({"read_data_sets", "load_dataset", "DataSet"})),
+    "_tf1_contrib": (
+        "contrib",
+        frozenset(
+            {
+                "fully_connected",
+                "conv2d",
+                "max_pool2d",
+                "avg_pool2d",
+                "l1_regularizer",
+                "l2_regularizer",
+                "batch_norm",
+                "dropout",
+                "sequence_loss",
+            }
+        ),
+    ),
+}
+# Helpers whose code calls another helper (written together into tf1_compat_shims.py).
+_HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
+
+# The module migrated files import their helpers from, written once per output directory.
+SHIM_MODULE = "tf1_compat_shims"
+# Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
+# file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
+SHIMS_VERSION = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class RemovedApi:
+    """One removed TF1 API and where migrated code finds it on TF 2.21."""
+
+    removed: str  # fully qualified name as TF1 code spells it (a module, a member or `.attribute`)
+    replacement: str  # what the migrated code uses instead
+    how: str  # "rename" (a TF 2.21 home), "helper" (tf1_compat_shims.py) or "rewrite" (an expression)
+
+
+REMOVED_APIS: tuple[RemovedApi, ...] = (
+    RemovedApi("tensorflow.contrib.tensorboard.plugins.projector", "tensorboard.plugins.projector", "rename"),
+    RemovedApi("tensorflow.flags", "tensorflow.compat.v1.flags", "rename"),
+    RemovedApi("tensorflow.app.flags", "tensorflow.compat.v1.flags", "rename"),
+    RemovedApi("tensorflow.logging", "tensorflow.compat.v1.logging", "rename"),
+    RemovedApi("tensorflow.app", "tensorflow.compat.v1.app", "rename"),
+    RemovedApi("numpy.int", "int", "rename"),
+    RemovedApi("numpy.float", "float", "rename"),
+    RemovedApi("numpy.bool", "bool", "rename"),
+    RemovedApi("numpy.object", "object", "rename"),
+    RemovedApi("numpy.str", "str", "rename"),
+    RemovedApi("numpy.long", "int", "rename"),
+    RemovedApi("numpy.unicode", "str", "rename"),
+    RemovedApi("numpy.complex", "complex", "rename"),
+    RemovedApi(".output_types", "tf.compat.v1.data.get_output_types(dataset)", "rewrite"),
+    RemovedApi(".output_shapes", "tf.compat.v1.data.get_output_shapes(dataset)", "rewrite"),
+    RemovedApi(".output_classes", "tf.compat.v1.data.get_output_classes(dataset)", "rewrite"),
+    RemovedApi("tensorflow.contrib.seq2seq.sequence_loss", "_tf1_contrib.sequence_loss", "helper"),
+    RemovedApi("tensorflow.contrib.learn.datasets.load_dataset", "_tf1_mnist.load_dataset", "helper"),
+    RemovedApi("tensorflow.contrib.learn.datasets.mnist", "_tf1_mnist", "helper"),
+    RemovedApi("tensorflow.contrib.learn.python.learn.datasets.mnist", "_tf1_mnist", "helper"),
+    RemovedApi("tensorflow.examples.tutorials.mnist.input_data", "_tf1_mnist", "helper"),
+    RemovedApi("tensorflow.contrib.layers.fully_connected", "_tf1_contrib.fully_connected", "helper"),
+    RemovedApi("tensorflow.contrib.layers.conv2d", "_tf1_contrib.conv2d", "helper"),
+    RemovedApi("tensorflow.contrib.layers.max_pool2d", "_tf1_contrib.max_pool2d", "helper"),
+    RemovedApi("tensorflow.contrib.layers.avg_pool2d", "_tf1_contrib.avg_pool2d", "helper"),
+    RemovedApi("tensorflow.contrib.layers.l1_regularizer", "_tf1_contrib.l1_regularizer", "helper"),
+    RemovedApi("tensorflow.contrib.layers.l2_regularizer", "_tf1_contrib.l2_regularizer", "helper"),
+    RemovedApi("tensorflow.contrib.layers.batch_norm", "_tf1_contrib.batch_norm", "helper"),
+    RemovedApi("tensorflow.contrib.layers.dropout", "_tf1_contrib.dropout", "helper"),
+    RemovedApi("tensorflow.contrib.layers.flatten", "_tf1_layers.flatten", "helper"),
+    RemovedApi("tensorflow.layers", "_tf1_layers", "helper"),
+    RemovedApi("tensorflow.compat.v1.layers", "_tf1_layers", "helper"),
+    RemovedApi("tensorflow.contrib.rnn", "_tf1_rnn", "helper"),
+    RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
+    RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
+)
+# Module paths renamed one for one (imports and attribute chains): removed -> TF 2.21 home.
+_RENAMES: dict[str, str] = {api.removed: api.replacement for api in REMOVED_APIS if api.how == "rename"}
+_DATASET_ATTRIBUTES = {
+    api.removed[1:]: api.replacement.split("(")[0].removeprefix("tf.compat.v1.")
+    for api in REMOVED_APIS
+    if api.how == "rewrite"
 }
 
 # Removed modules whose members the helpers replace one for one.
@@ -90,16 +178,24 @@ _MODULE_HELPERS: dict[str, str] = {
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
+    "tensorflow.contrib.learn.datasets.mnist": "_tf1_mnist",
+    "tensorflow.contrib.learn.python.learn.datasets.mnist": "_tf1_mnist",
 }
 # Single members of otherwise unsupported removed modules.
 _MEMBER_HELPERS: dict[str, tuple[str, str]] = {
-    "tensorflow.contrib.layers.flatten": ("_tf1_layers", "flatten"),
+    api.removed: (api.replacement.split(".")[0], api.replacement.split(".")[1])
+    for api in REMOVED_APIS
+    if api.how == "helper" and "." in api.replacement
 }
 _WHY = {
     "_tf1_layers": "tf.layers needs Keras 2 (AttributeError with Keras 3)",
     "_tf1_rnn": "TF1 RNN cells need Keras 2 (AttributeError with Keras 3)",
-    "_tf1_mnist": "tensorflow.examples.tutorials was removed in TF 2",
+    "_tf1_mnist": "tensorflow.examples.tutorials and tf.contrib.learn were removed in TF 2",
+    "_tf1_contrib": "tf.contrib was removed in TF 2",
 }
+_WHERE = f"helper in {SHIM_MODULE}.py"
+# _tf1_contrib members that make variables (with get_variable, so the file needs graph mode).
+_CONTRIB_VARIABLES = frozenset({"fully_connected", "conv2d", "batch_norm"})
 
 # tf.compat.v1 names that only work in a TF1 graph (they fail or mean something else eagerly).
 _GRAPH_ONLY = frozenset(
@@ -137,6 +233,7 @@ _V1_NN_GRAPH_ONLY = frozenset({"rnn_cell", "dynamic_rnn", "static_rnn", "bidirec
 _TF1_SUMMARY_OPS = frozenset({"scalar", "histogram", "image", "audio", "text"})
 _DISABLERS = frozenset({"disable_v2_behavior", "disable_eager_execution"})
 _DISABLE_COMMENT = "# tfpilot migrate: TF1 graph code (placeholders, sessions) needs graph mode"
+_IMPORT_COMMENT = "# tfpilot migrate: helpers for removed TF1 APIs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +248,7 @@ class CompatChange:
 class CompatResult:
     source: str
     changes: tuple[CompatChange, ...]
-    helpers: tuple[str, ...]  # helper namespaces written into the file
+    helpers: tuple[str, ...]  # helper namespaces the file imports from tf1_compat_shims.py
     graph_mode: bool  # the file builds a TF1 graph (so v2 behaviour must be off)
     disabled_v2: bool  # this rewrite added disable_v2_behavior()
     notes: tuple[CompatChange, ...]  # what a person still has to do that the rewrite could not
@@ -315,6 +412,28 @@ def render_shims(helpers: Mapping[str, Iterable[str]]) -> str:
     return "\n".join(parts)
 
 
+def render_shim_module(helpers: Iterable[str]) -> str:
+    """The text of tf1_compat_shims.py: every helper in ``helpers``, whole, under a versioned header."""
+    from tfpilot import __version__
+
+    wanted = set(helpers)
+    wanted.update(needed for helper in list(wanted) for needed in _HELPER_NEEDS.get(helper, ()))
+    chosen = {helper: HELPER_NAMES[helper][1] for helper in sorted(wanted)}
+    body = render_shims(chosen).split("\n", 1)[1].replace(SHIM_END + "\n", "").rstrip("\n")
+    return (
+        f'"""Helpers for TF1 APIs that TensorFlow 2.21 / Keras 3 removed, written by `tfpilot migrate`.\n\n'
+        "Migrated files import them (`from tf1_compat_shims import _tf1_layers`); see MIGRATION_REPORT.md.\n"
+        "They build TF1 graphs with tf.compat.v1 and keep TF1's variable names, so old checkpoints load.\n"
+        "Do not edit: run `tfpilot migrate` again to regenerate this file.\n"
+        '"""\n\n'
+        "# tfpilot: noqa-file[TFP6]\n\n"
+        f"TF1_COMPAT_SHIMS_VERSION = {SHIMS_VERSION}\n"
+        f'WRITTEN_BY = "tfpilot {__version__}"\n'
+        f"HELPERS = {tuple(chosen)!r}\n\n"
+        f"{body}\n"
+    )
+
+
 def shim_line_range(source: str) -> range:
     """1-based line numbers of the helper block in a migrated file (empty when it has none)."""
     lines = source.splitlines()
@@ -354,6 +473,9 @@ class _Rewriter(cst.CSTTransformer):
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         qualified = qualified_name(original, self.bindings)
+        renamed = self._renamed(original, updated, qualified)
+        if renamed is not None:
+            return renamed
         if qualified is None:
             return updated
         if qualified.rpartition(".")[2] in _DISABLERS:
@@ -378,10 +500,82 @@ class _Rewriter(cst.CSTTransformer):
         self.first_use.setdefault(member, self._position(original))
         line, column = self._position(original)
         shown = dotted_name(original)
-        self.changes.append(
-            (line, column, f"`{shown}` -> `{namespace}.{member}` ({_WHY[namespace]}; helper in this file)")
-        )
+        self.changes.append((line, column, f"`{shown}` -> `{namespace}.{member}` ({_WHY[namespace]}; {_WHERE})"))
         return cst.Attribute(value=cst.Name(namespace), attr=cst.Name(member))
+
+    def _renamed(
+        self, original: cst.Attribute, updated: cst.Attribute, qualified: str | None
+    ) -> cst.BaseExpression | None:
+        """A removed name with a TF 2.21 home (REMOVED_APIS' "rename" and "rewrite" rows), or None."""
+        line, column = self._position(original)
+        shown = dotted_name(original)
+        if qualified is not None and qualified in _RENAMES:
+            target = _RENAMES[qualified]
+            head = (shown or "").split(".")[0]
+            if "." not in target:  # numpy's removed aliases of Python types
+                self.changes.append(
+                    (line, column, f"`{shown}` -> `{target}` (NumPy 1.24 removed the alias of the builtin type)")
+                )
+                return cst.Name(target)
+            if target.startswith("tensorflow.") and self.bindings.get(head) == "tensorflow":
+                spelled = head + target[len("tensorflow") :]
+                self.changes.append((line, column, f"`{shown}` -> `{spelled}` (removed from the TF2 API)"))
+                return cst.parse_expression(spelled)
+            return None
+        attribute = original.attr.value
+        v1 = _v1_alias(self.bindings)
+        if attribute in _DATASET_ATTRIBUTES and v1 is not None and (qualified is None or "." not in qualified):
+            function = f"{v1}.{_DATASET_ATTRIBUTES[attribute]}"
+            self.changes.append(
+                (
+                    line,
+                    column,
+                    f"`.{attribute}` -> `{function}(...)` (TF2 datasets have no `{attribute}`; the function reads "
+                    "it from a dataset or an iterator)",
+                )
+            )
+            return cst.Call(func=cst.parse_expression(function), args=[cst.Arg(updated.value)])
+        return None
+
+    def leave_BinaryOperation(self, original: cst.BinaryOperation, updated: cst.BinaryOperation) -> cst.BaseExpression:
+        """``"W: %f" % sess.run(W)`` on a one-element array: NumPy 2 refuses what NumPy 1 converted.
+
+        Only a fetch formatted with a numeric conversion (%f, %d, %g ...) gets ``.item()``, the
+        value NumPy 1 used; ``%s`` prints arrays of any size and is left alone.
+        """
+        if not isinstance(original.operator, cst.Modulo) or not isinstance(original.left, cst.SimpleString):
+            return updated
+        template = original.left.evaluated_value
+        if not isinstance(template, str):
+            return updated
+        specs = [spec for spec in _FORMAT_SPEC.findall(template) if spec != "%"]
+        values = list(updated.right.elements) if isinstance(updated.right, cst.Tuple) else None
+        if values is None:
+            if len(specs) != 1 or specs[0] not in _NUMERIC_SPECS or not _is_fetch(updated.right):
+                return updated
+            right: cst.BaseExpression = _item(updated.right)
+        else:
+            if len(specs) != len(values) or any(isinstance(value, cst.StarredElement) for value in values):
+                return updated
+            elements = [
+                value.with_changes(value=_item(value.value))
+                if spec in _NUMERIC_SPECS and _is_fetch(value.value)
+                else value
+                for spec, value in zip(specs, values, strict=True)
+            ]
+            if elements == values:
+                return updated
+            right = updated.right.with_changes(elements=elements)
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                "a fetched value formatted with a numeric %-conversion -> `.item()` (NumPy 2 no longer converts "
+                "a one-element array to a Python number)",
+            )
+        )
+        return updated.with_changes(right=right)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
@@ -441,11 +635,27 @@ class _Rewriter(cst.CSTTransformer):
         kept: list[cst.ImportAlias] = []
         assignments: list[cst.BaseSmallStatement] = []
         for alias, full in pairs:
+            asname = alias.asname.name if alias.asname is not None else None
+            renamed = _RENAMES.get(full)
+            if renamed is not None and "." in renamed and not renamed.startswith("tensorflow."):
+                local = asname.value if isinstance(asname, cst.Name) else None
+                if isinstance(small, cst.ImportFrom):
+                    home, _, member = renamed.rpartition(".")
+                    text = f"from {home} import {member}" + (f" as {local}" if local and local != member else "")
+                elif local is not None:
+                    text = f"import {renamed} as {local}"
+                else:
+                    kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                    continue
+                statement = cst.parse_statement(text)
+                assert isinstance(statement, cst.SimpleStatementLine)
+                assignments.append(statement.body[0])
+                self.changes.append((line, 1, f"import of `{full}` -> `{text}` (its TF 2.21 home)"))
+                continue
             target = _MODULE_HELPERS.get(full)
             if target is None:
                 found = _helper_for(full)
                 target = None if found is None else f"{found[0]}.{found[1]}"
-            asname = alias.asname.name if alias.asname is not None else None
             # `import a.b.c` binds `a`, not the module: only aliased imports and from-imports are swapped.
             if target is None or (isinstance(small, cst.Import) and not isinstance(asname, cst.Name)):
                 kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
@@ -456,9 +666,7 @@ class _Rewriter(cst.CSTTransformer):
             assignments.append(
                 cst.Assign(targets=[cst.AssignTarget(cst.Name(local))], value=cst.parse_expression(target))
             )
-            self.changes.append(
-                (line, 1, f"import of `{full}` -> `{local} = {target}` ({_WHY[namespace]}; helper in this file)")
-            )
+            self.changes.append((line, 1, f"import of `{full}` -> `{local} = {target}` ({_WHY[namespace]}; {_WHERE})"))
         if not assignments:
             return None
         return ([small.with_changes(names=kept)] if kept else []) + assignments
@@ -469,6 +677,39 @@ class _Rewriter(cst.CSTTransformer):
         if qualified is not None and qualified != original.value and _is_graph_only(qualified):
             self.graph_lines.append(self._position(original)[0])
         return updated
+
+
+# A %-conversion: mapping key, flags, width, precision, length, type.
+_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
+_NUMERIC_SPECS = frozenset("diouxXeEfFgG")
+_FETCH_METHODS = frozenset({"run", "eval", "numpy"})
+
+
+def _is_fetch(node: cst.BaseExpression) -> bool:
+    """``sess.run(x)`` / ``x.eval()`` / ``x.numpy()`` with one fetch that is not a list or dict literal."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    if node.func.attr.value not in _FETCH_METHODS:
+        return False
+    positional = [arg for arg in node.args if arg.keyword is None]
+    if node.func.attr.value == "run":
+        return bool(positional) and not isinstance(positional[0].value, (cst.List, cst.Tuple, cst.Dict, cst.Set))
+    return True
+
+
+def _item(node: cst.BaseExpression) -> cst.BaseExpression:
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("item")))
+
+
+def _v1_alias(bindings: Mapping[str, str]) -> str | None:
+    """How this file spells tf.compat.v1 (``tf.compat.v1``, or ``tf`` after ``import tensorflow.compat.v1 as tf``)."""
+    for local, full in sorted(bindings.items()):
+        if full == "tensorflow.compat.v1":
+            return local
+    for local, full in sorted(bindings.items()):
+        if full == "tensorflow":
+            return f"{local}.compat.v1"
+    return None
 
 
 _REMOVED_MODULES = ("tensorflow.contrib", "tensorflow.examples")
@@ -611,7 +852,10 @@ def rewrite_compat(source: str) -> CompatResult:
     bindings = import_bindings(module)
     rewriter = _Rewriter(bindings)
     rewritten = MetadataWrapper(module).visit(rewriter)
-    graph_mode = bool(rewriter.graph_lines) or bool(set(rewriter.helpers) & {"_tf1_layers", "_tf1_rnn"})
+    graph_mode = bool(rewriter.graph_lines) or any(
+        helper in ("_tf1_layers", "_tf1_rnn") or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
+        for helper, members in rewriter.helpers.items()
+    )
     if graph_mode and rewriter.tf2_summaries:
         rewriter = _Rewriter(bindings, summary_v1=True)
         rewritten = MetadataWrapper(module).visit(rewriter)
@@ -679,14 +923,13 @@ def rewrite_compat(source: str) -> CompatResult:
             inserted.append((end_line + 1, 1))
             disabled = True
     if helpers:
-        block = render_shims(helpers) + "\n\n"
+        block = f"from {SHIM_MODULE} import {', '.join(sorted(helpers))}  {_IMPORT_COMMENT}\n"
         insert_at = _insertion_index(body)
         if insert_at < len(body):
             statement = body[insert_at]
             block_start = positions[statement].start.line - len(statement.leading_lines)
         else:
             block_start = len(lines) + 1
-            block = "\n\n" + block
         lines.insert(block_start - 1, block)
         inserted.append((block_start, block.count("\n")))
     result = "".join(lines)
@@ -711,9 +954,11 @@ def rewrite_compat(source: str) -> CompatResult:
             )
         )
     if helpers:
-        span = shim_line_range(result)
+        helper_line = next(i for i, text in enumerate(result.splitlines(), 1) if text.endswith(_IMPORT_COMMENT))
         names = ", ".join(sorted(helpers))
-        changes.append(CompatChange(span.start, 1, f"wrote helpers {names} (lines {span.start}-{span.stop - 1})"))
+        changes.append(
+            CompatChange(helper_line, 1, f"imports {names} from {SHIM_MODULE}.py (written once per output directory)")
+        )
     return CompatResult(
         source=result,
         changes=tuple(sorted(changes, key=lambda change: (change.line, change.column))),

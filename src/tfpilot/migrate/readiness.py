@@ -19,7 +19,7 @@ import ast
 import dataclasses
 import importlib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -116,8 +116,18 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def check_runs(source: str, *, local_modules: Iterable[str] = (), skip_lines: range = range(0)) -> list[Blocker]:
-    """What stops ``source`` from starting on the installed TensorFlow (empty: expected to run)."""
+def check_runs(
+    source: str,
+    *,
+    local_modules: Iterable[str] = (),
+    skip_lines: range = range(0),
+    nearby_modules: Mapping[str, str] = {},
+) -> list[Blocker]:
+    """What stops ``source`` from starting on the installed TensorFlow (empty: expected to run).
+
+    ``nearby_modules``: module name -> the file outside SRC that provides it (a sibling of a single
+    migrated file, say), so a missing import is named as the file to bring along.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
@@ -132,10 +142,10 @@ def check_runs(source: str, *, local_modules: Iterable[str] = (), skip_lines: ra
                     alias.name if alias.asname else alias.name.split(".")[0]
                 )
                 if not _module_exists(alias.name, local):
-                    blockers.append(_missing_module(node, alias.name))
+                    blockers.append(_missing_module(node, alias.name, nearby_modules))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if not _module_exists(node.module, local):
-                blockers.append(_missing_module(node, node.module))
+                blockers.append(_missing_module(node, node.module, nearby_modules))
                 continue
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
@@ -195,13 +205,21 @@ def check_runs(source: str, *, local_modules: Iterable[str] = (), skip_lines: ra
     return sorted(blockers, key=lambda blocker: (blocker.line, blocker.column))
 
 
-def _missing_module(node: ast.stmt, module: str) -> Blocker:
+def _missing_module(node: ast.stmt, module: str, nearby_modules: Mapping[str, str]) -> Blocker:
     top = module.split(".")[0]
     if top in _TENSORFLOW_FAMILY:
         return Blocker(node.lineno, node.col_offset + 1, f"`{module}` cannot be imported here", _replacement(module))
+    if top in nearby_modules:
+        return Blocker(
+            node.lineno,
+            node.col_offset + 1,
+            f"local module `{top}` is missing from the migrated files: `{nearby_modules[top]}` was not part of SRC",
+            f"migrate the folder that holds {nearby_modules[top]} (or copy it into SRC) so it is migrated too",
+        )
     return Blocker(
         node.lineno,
         node.col_offset + 1,
-        f"`{module}` is not installed here",
-        f"install the package that provides `{top}` (for example `pip install {top}`), or remove the import",
+        f"`{top}` is neither a file in SRC (`{top}.py` or a `{top}/` package) nor an installed package",
+        f"if `{top}` is one of your modules, add {top}.py to SRC and migrate again; if it is a third-party "
+        "package, install it",
     )

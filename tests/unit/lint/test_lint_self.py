@@ -40,8 +40,6 @@ def test_public_api_snapshot():
             "Invalid",
             "LintConfig",
             "LintReport",
-            "MigrationItem",
-            "MigrationReport",
             "RULES",
             "Rule",
             "find_pyproject",
@@ -53,8 +51,6 @@ def test_public_api_snapshot():
             "lint_paths",
             "lint_source",
             "load_lint_config",
-            "migrate",
-            "render_markdown",
             "rule_by_code",
         ]
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfpilot.migrate.compat import SHIM_BEGIN, line_map, rewrite_compat, shim_line_range
+from tfpilot.migrate.compat import SHIM_MODULE, SHIMS_VERSION, render_shim_module, rewrite_compat
 
 GRAPH_SCRIPT = '''"""Docstring."""
 from __future__ import print_function
@@ -34,22 +34,23 @@ def test_graph_file_gets_graph_mode_helpers_and_bindings() -> None:
     # graph mode is switched off right after the TensorFlow import, before any graph code
     disable = lines_of(out, "tf.compat.v1.disable_v2_behavior()")
     assert disable == [lines_of(out, "import tensorflow as tf")[0] + 1]
-    # helpers come after the docstring and __future__ import, before the file's own imports
-    shim = shim_line_range(out)
-    assert lines_of(out, "from __future__")[0] < shim.start < lines_of(out, "import numpy as np")[0]
+    # helpers are imported (not pasted) after the docstring and __future__ import, before the file's own imports
+    shim = lines_of(out, f"from {SHIM_MODULE} import _tf1_layers, _tf1_mnist, _tf1_rnn")
+    assert lines_of(out, "from __future__")[0] < shim[0] < lines_of(out, "import numpy as np")[0]
+    assert "class _tf1_layers" not in out and len(out.splitlines()) < len(GRAPH_SCRIPT.splitlines()) + 4
     # imports of removed modules become bindings of the helpers, on their own lines
-    user_code = "\n".join(line for number, line in enumerate(out.splitlines(), 1) if number not in shim)
-    assert "tensorflow.contrib" not in user_code and "tensorflow.examples" not in user_code
+    assert "tensorflow.contrib" not in out and "tensorflow.examples" not in out
     assert "rnn = _tf1_rnn" in out and "input_data = _tf1_mnist" in out
     assert "h = _tf1_layers.dense(x, 10)" in out and "cell = _tf1_rnn.BasicLSTMCell(4)" in out
     assert "mnist = _tf1_mnist.read_data_sets(" in out
 
 
-def test_only_the_helper_members_a_file_uses_are_written() -> None:
-    out = rewrite_compat("import tensorflow as tf\ny = tf.compat.v1.layers.dense(tf.zeros([1, 2]), 3)\n").source
-    helper = "\n".join(out.splitlines()[shim_line_range(out).start - 1 : shim_line_range(out).stop])
-    assert "def dense(" in helper and "def _scope(" in helper and "def _variable(" in helper
-    assert "def conv2d(" not in helper and "def batch_normalization(" not in helper
+def test_shim_module_is_versioned_and_holds_each_helper_whole() -> None:
+    text = render_shim_module(["_tf1_layers", "_tf1_contrib"])
+    ast.parse(text)
+    assert f"TF1_COMPAT_SHIMS_VERSION = {SHIMS_VERSION}" in text
+    assert "class _tf1_layers" in text and "class _tf1_contrib" in text and "class _tf1_rnn" not in text
+    assert "def dense(" in text and "def conv2d(" in text and "def batch_normalization(" in text
 
 
 def test_change_lines_point_at_the_rewritten_code() -> None:
@@ -111,14 +112,27 @@ def test_import_used_only_through_replaced_members_is_dropped() -> None:
     assert "tensorflow.contrib" not in out and "x = _tf1_layers.flatten(" in out
 
 
-def test_helper_block_is_marked_and_located() -> None:
-    out = rewrite_compat(GRAPH_SCRIPT).source
-    span = shim_line_range(out)
-    assert out.splitlines()[span.start - 1] == SHIM_BEGIN
-    assert shim_line_range("x = 1\n") == range(0)
+def test_helper_import_is_reported_on_its_line() -> None:
+    result = rewrite_compat("import tensorflow as tf\ny = tf.compat.v1.layers.dense(tf.zeros([1, 2]), 3)\n")
+    lines = result.source.splitlines()
+    [change] = [c for c in result.changes if c.message.startswith("imports ")]
+    assert lines[change.line - 1].startswith(f"from {SHIM_MODULE} import _tf1_layers")
 
 
-def test_line_map_follows_in_place_edits_and_deletions() -> None:
-    assert line_map("a\nb\nc\n", "a\nB\nc\n") == {1: 1, 2: 2, 3: 3}
-    assert line_map("a\nimport x\nc\n", "a\nc\n") == {1: 1, 2: 2, 3: 2}
-    assert line_map("a\nc\n", "a\nnew\nc\n") == {1: 1, 2: 3}
+def test_numeric_format_of_a_fetch_reads_the_one_element() -> None:
+    source = (
+        "import tensorflow as tf\nsess = tf.compat.v1.Session()\nW = tf.Variable([[1.0]])\n"
+        'print("W: %f" % sess.run(W))\n'
+        'print("%d: %.3f %s" % (3, sess.run(W), sess.run(W)))\n'
+        'print("all %s" % sess.run(W))\n'
+        'print("%f" % sess.run([W]))\n'
+    )
+    out = rewrite_compat(source).source.splitlines()
+    assert 'print("W: %f" % sess.run(W).item())' in out
+    assert 'print("%d: %.3f %s" % (3, sess.run(W).item(), sess.run(W)))' in out  # %s prints any array
+    assert 'print("all %s" % sess.run(W))' in out and 'print("%f" % sess.run([W]))' in out
+
+
+def test_shim_module_brings_the_helpers_a_helper_calls() -> None:
+    text = render_shim_module(["_tf1_contrib"])
+    assert "HELPERS = ('_tf1_contrib', '_tf1_layers')" in text and "class _tf1_layers" in text

@@ -145,3 +145,10 @@ class _tf1_mnist:
             validation=split(x_train[:validation_size], y_train[:validation_size]),
             test=split(x_test, y_test),
         )
+
+    @staticmethod
+    def load_dataset(name, size="small", test_with_fake_data=False):
+        """tf.contrib.learn.datasets.load_dataset: only "mnist" (TF1 read it from ./MNIST-data, integer labels)."""
+        if name != "mnist":
+            raise ValueError(f"the migrated load_dataset reads MNIST only, got {name!r}; load {name!r} yourself")
+        return _tf1_mnist.read_data_sets("MNIST-data")

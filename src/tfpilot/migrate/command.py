@@ -12,7 +12,8 @@
    manual check" note is listed under "Needs a person".
 
 DEST appears only once everything succeeded (it is built in a temporary sibling and renamed).
-TensorFlow is imported inside ``migrate`` only: the rest of the lint package never imports it.
+TensorFlow is imported inside ``migrate`` only (tf_upgrade_v2, the readiness check); the lint
+package this builds on never imports it.
 """
 
 from __future__ import annotations
@@ -29,13 +30,18 @@ from typing import Any
 
 from tfpilot.atomic import atomic_directory, atomic_write_text
 from tfpilot.errors import LintError
+from tfpilot.findings import Severity
 from tfpilot.lint.config import LintConfig
 from tfpilot.lint.discovery import DEFAULT_EXCLUDED_DIRS
 from tfpilot.lint.engine import check_source, read_source, select_rules
 from tfpilot.lint.fixer import fix_source
 from tfpilot.lint.rules import rule_by_code
+from tfpilot.migrate.compat import SHIM_MODULE, render_shim_module
 
 __all__ = [
+    "RunResult",
+    "entry_scripts",
+    "verify",
     "FileStatus",
     "MigrationItem",
     "MigrationReport",
@@ -106,6 +112,22 @@ class MigrationItem:
     why: str = ""
     fix: str = ""
     blocks_run: bool = False  # the file will not start until this is fixed
+    changes_program: bool = False  # the migrated program computes something else than the TF1 one
+
+    @property
+    def needs_person(self) -> bool:
+        """Listed under "Needs a person": it stops the file or changes what the program does."""
+        return self.blocks_run or self.changes_program
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What happened when ``--verify`` ran one migrated entry script."""
+
+    path: str
+    outcome: str  # "ran" (exit 0), "failed" (another exit code) or "timed out" (no error before the limit)
+    seconds: float
+    detail: str = ""  # the last error line of a failed run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +150,17 @@ class MigrationReport:
     mode: str = "compat"
     statuses: tuple[FileStatus, ...] = ()
     kept_on_compat: tuple[MigrationItem, ...] = ()  # runs as is; port to TF2 when convenient
+    notes: tuple[MigrationItem, ...] = ()  # informational: neither stops nor changes the program
+    verified: tuple[RunResult, ...] = ()  # --verify: each entry script, run
 
     @property
     def will_run(self) -> int:
         return sum(status.will_run for status in self.statuses)
+
+    @property
+    def ok(self) -> bool:
+        """Every file is expected to run, and every script --verify ran finished or ran until its time limit."""
+        return self.will_run == self.files and not any(run.outcome == "failed" for run in self.verified)
 
 
 def default_report_path(destination: Path, *, is_directory: bool) -> Path:
@@ -202,6 +231,20 @@ def _upgrade_file(
     return rewritten, attention
 
 
+def _nearby_modules(source: Path) -> dict[str, str]:
+    """Modules next to SRC that SRC does not hold (a single file's siblings, a folder's neighbours)."""
+    folder = source.parent if source.is_file() else source.resolve().parent
+    found: dict[str, str] = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path == source or path.name.startswith("."):
+            continue
+        if path.suffix == ".py" and path.is_file():
+            found[path.stem] = str(path)
+        elif path.is_dir() and (path / "__init__.py").is_file():
+            found[path.name] = str(path) + "/"
+    return found
+
+
 def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
     """Module names the migrated tree itself provides (sibling files and packages)."""
     names: set[str] = set()
@@ -212,10 +255,27 @@ def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
     return frozenset(names)
 
 
+@dataclasses.dataclass
+class _FileResult:
+    text: str
+    rewritten: list[MigrationItem]
+    attention: list[MigrationItem]
+    kept: list[MigrationItem]
+    status: FileStatus
+    helpers: tuple[str, ...]  # what the file imports from tf1_compat_shims.py
+
+
 def _migrate_file(
-    text: str, name: str, *, mode: str, config: LintConfig, rules: Any, local_modules: frozenset[str]
-) -> tuple[str, list[MigrationItem], list[MigrationItem], list[MigrationItem], FileStatus]:
-    """tf_upgrade_v2's output -> (final text, rewritten, needs a person, kept on compat, status)."""
+    text: str,
+    name: str,
+    *,
+    mode: str,
+    config: LintConfig,
+    rules: Any,
+    local_modules: frozenset[str],
+    nearby_modules: dict[str, str] | None = None,
+) -> _FileResult:
+    """tf_upgrade_v2's output -> the final text, what was rewritten, what needs a person, the status."""
     from tfpilot.migrate.compat import rewrite_compat, shim_line_range
     from tfpilot.migrate.readiness import check_runs
 
@@ -225,6 +285,7 @@ def _migrate_file(
     setup: list[str] = []
     parses = True
     native_status = ""
+    helpers: tuple[str, ...] = ()
     try:
         ast.parse(text)
     except SyntaxError:
@@ -237,7 +298,9 @@ def _migrate_file(
             text = native.source
             rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "native", c.message) for c in native.changes]
             attention += [
-                MigrationItem(name, n.line, n.column, "tfpilot", "native", n.message, fix="check it by hand")
+                MigrationItem(
+                    name, n.line, n.column, "tfpilot", "native", n.message, fix="check it by hand", changes_program=True
+                )
                 for n in native.notes
             ]
         else:
@@ -257,6 +320,7 @@ def _migrate_file(
     if parses:
         compat = rewrite_compat(text)
         text = compat.source
+        helpers = compat.helpers
         rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "compat", c.message) for c in compat.changes]
         attention += [
             MigrationItem(
@@ -301,9 +365,10 @@ def _migrate_file(
             violation.message,
             why=rule.summary() if rule else "",
             fix=rule.fix_hint if rule else "",
+            changes_program=(violation.severity or (rule.severity if rule else None)) == Severity.ERROR,
         )
         (kept if violation.code in _KEPT_ON_COMPAT else attention).append(item)
-    blockers = check_runs(text, local_modules=local_modules, skip_lines=shim)
+    blockers = check_runs(text, local_modules=local_modules, skip_lines=shim, nearby_modules=nearby_modules or {})
     attention += [
         MigrationItem(
             name, b.line, b.column, "tfpilot", "RUN", b.what, why="the file stops here", fix=b.fix, blocks_run=True
@@ -317,7 +382,7 @@ def _migrate_file(
         setup=tuple(setup),
         rewrite=native_status if mode == "native" and parses else "",
     )
-    return text, rewritten, attention, kept, status
+    return _FileResult(text, rewritten, attention, kept, status, helpers)
 
 
 def _lines(text: str, span: range) -> list[str]:
@@ -338,11 +403,14 @@ def migrate(
     mode: str = "compat",
     report_path: str | Path | None = None,
     config: LintConfig | None = None,
+    verify_timeout: float | None = None,
 ) -> MigrationReport:
     """Upgrade SRC (a file or a directory) into DEST and write the migration report.
 
-    ``mode="compat"`` (the only mode so far): tf_upgrade_v2, then what makes TF1 code run on
-    TF 2.21 (graph mode where the file builds a graph, helpers for removed APIs).
+    ``mode="compat"``: tf_upgrade_v2, then what makes TF1 code run on TF 2.21 (graph mode where
+    the file builds a graph, helpers for removed APIs); ``mode="native"`` rewrites what it can
+    prove into TF2 idioms. ``verify_timeout`` (seconds): afterwards run every entry script of DEST
+    and record what happened (``MigrationReport.verified``).
     """
     if mode not in MODES:
         raise LintError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -363,12 +431,15 @@ def migrate(
     attention: list[MigrationItem] = []
     kept: list[MigrationItem] = []
     statuses: list[FileStatus] = []
+    helpers: set[str] = set()
+    shim_dirs: set[Path] = set()
     files = 0
 
     def process(root: Path) -> None:
         nonlocal files
         pairs = _plan(source, destination)
-        local_modules = _local_modules(pairs)
+        local_modules = _local_modules(pairs) | {SHIM_MODULE}
+        nearby_modules = _nearby_modules(source)
         for input_path, relative in pairs:
             output_path = root / relative
             output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -378,19 +449,31 @@ def migrate(
             files += 1
             name = relative.as_posix()
             upgraded, warnings = _upgrade_file(upgrader, input_path, output_path, name)
-            text, file_rewritten, file_attention, file_kept, status = _migrate_file(
-                read_source(output_path), name, mode=mode, config=config, rules=rules, local_modules=local_modules
+            result = _migrate_file(
+                read_source(output_path),
+                name,
+                mode=mode,
+                config=config,
+                rules=rules,
+                local_modules=local_modules,
+                nearby_modules=nearby_modules,
             )
-            atomic_write_text(output_path, text)
+            atomic_write_text(output_path, result.text)
             for warning in warnings:
-                if _resolved_by_tfpilot(warning, text):
+                if _resolved_by_tfpilot(warning, result.text):
                     upgraded.append(dataclasses.replace(warning, message=warning.message + " (tfpilot replaced it)"))
                 else:
                     attention.append(warning)
-            rewritten.extend(upgraded + file_rewritten)
-            attention.extend(file_attention)
-            kept.extend(file_kept)
-            statuses.append(status)
+            rewritten.extend(upgraded + result.rewritten)
+            attention.extend(result.attention)
+            kept.extend(result.kept)
+            statuses.append(result.status)
+            if result.helpers:
+                helpers.update(result.helpers)
+                shim_dirs.add(output_path.parent)
+        # One helper module per output directory that needs one (a script imports from its own folder).
+        for directory in sorted(shim_dirs):
+            atomic_write_text(directory / f"{SHIM_MODULE}.py", render_shim_module(helpers))
 
     def build() -> MigrationReport:
         return _report(source, destination, report_file, files, rewritten, attention, mode, statuses, kept)
@@ -407,10 +490,82 @@ def migrate(
     else:
         with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-") as staging_name:
             process(Path(staging_name))
+            shim_module = destination.with_name(f"{SHIM_MODULE}.py")
+            if helpers and shim_module.exists() and "TF1_COMPAT_SHIMS_VERSION" not in shim_module.read_text("utf-8"):
+                raise LintError(
+                    f"`{shim_module}` exists and was not written by tfpilot migrate; the migrated file imports "
+                    f"its helpers from a module of that name: pick a destination in another directory"
+                )
+            if helpers:
+                atomic_write_text(shim_module, render_shim_module(helpers))
             atomic_write_text(destination, (Path(staging_name) / destination.name).read_text(encoding="utf-8"))
         report = build()
         atomic_write_text(report_file, render_markdown(report))
+    if verify_timeout is not None:
+        report = dataclasses.replace(report, verified=verify(destination, timeout=verify_timeout))
+        atomic_write_text(report_file, render_markdown(report))
     return report
+
+
+def entry_scripts(tree: Path) -> list[Path]:
+    """Migrated files no other migrated file imports: the scripts a person runs."""
+    files = [path for path in sorted(tree.rglob("*.py")) if path.name != f"{SHIM_MODULE}.py"]
+    imported: set[str] = set()
+    for path in files:
+        try:
+            parsed = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(parsed):
+            if isinstance(node, ast.Import):
+                imported.update(part for alias in node.names for part in alias.name.split("."))
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.update(node.module.split("."))
+                imported.update(alias.name for alias in node.names)
+    return [path for path in files if path.stem not in imported and path.name != "__init__.py"]
+
+
+def _last_error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if re.match(r"^[A-Za-z_.]+(Error|Exception|Exit)\b", line)]
+    return (lines[-1] if lines else (stderr.strip().splitlines() or ["(no output)"])[-1])[:300]
+
+
+def verify(destination: Path, *, timeout: float) -> tuple[RunResult, ...]:
+    """Run every entry script of a migrated tree, each in a scratch copy (what they write stays out of DEST)."""
+    import subprocess
+    import sys
+    import time
+
+    tree = destination if destination.is_dir() else destination.parent
+    scripts = entry_scripts(destination) if destination.is_dir() else [destination]
+    results: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="tfpilot-migrate-verify-") as scratch_name:
+        scratch = Path(scratch_name) / "tree"
+        if destination.is_dir():
+            shutil.copytree(tree, scratch, ignore=shutil.ignore_patterns("*.migration.md", "MIGRATION_REPORT.md"))
+        else:  # a single migrated file: it and its helper module, not the whole folder it was written into
+            scratch.mkdir()
+            for path in (destination, destination.with_name(f"{SHIM_MODULE}.py")):
+                if path.exists():
+                    shutil.copyfile(path, scratch / path.name)
+        for script in scripts:
+            relative = script.relative_to(tree)
+            copy = scratch / relative
+            started = time.perf_counter()
+            try:
+                done = subprocess.run(
+                    [sys.executable, str(copy)], cwd=copy.parent, capture_output=True, text=True, timeout=timeout
+                )
+            except subprocess.TimeoutExpired:
+                results.append(RunResult(relative.as_posix(), "timed out", time.perf_counter() - started))
+                continue
+            seconds = time.perf_counter() - started
+            if done.returncode == 0:
+                results.append(RunResult(relative.as_posix(), "ran", seconds))
+            else:
+                detail = f"exit {done.returncode}: {_last_error(done.stderr)}"
+                results.append(RunResult(relative.as_posix(), "failed", seconds, detail))
+    return tuple(results)
 
 
 def _report(
@@ -433,11 +588,20 @@ def _report(
         report_path=report_file,
         files=files,
         rewritten=tuple(sorted(rewritten, key=order)),
-        needs_person=tuple(sorted(attention, key=order)),
+        needs_person=tuple(sorted((item for item in attention if item.needs_person), key=order)),
+        notes=tuple(sorted((item for item in attention if not item.needs_person), key=order)),
         mode=mode,
         statuses=tuple(sorted(statuses, key=lambda status: status.path)),
         kept_on_compat=tuple(sorted(kept, key=order)),
     )
+
+
+def _effect(item: MigrationItem) -> str:
+    if item.blocks_run:
+        return "stops the file"
+    if item.tool == "tfpilot" and item.code.startswith("TFP"):
+        return "error when reached"  # an error-severity lint finding: Keras 3 raises there, or the result is wrong
+    return "changes results"
 
 
 def _cell(text: str) -> str:
@@ -456,8 +620,19 @@ def render_markdown(report: MigrationReport) -> str:
         f"- Rewritten automatically: {len(report.rewritten)} "
         f"(tf_upgrade_v2: {sum(1 for i in report.rewritten if i.tool == 'tf_upgrade_v2')}, "
         f"tfpilot: {sum(1 for i in report.rewritten if i.tool == 'tfpilot')})",
-        f"- Needs a person: {len(report.needs_person)} ({blocking} stop a file from running)",
+        f"- Needs a person: {len(report.needs_person)} ({blocking} stop a file from running, "
+        f"{len(report.needs_person) - blocking} change what it computes)",
+        f"- Notes (for information; the file runs as migrated): {len(report.notes)}",
         f"- Kept on tf.compat.v1 (runs; port to TF2 when convenient): {len(report.kept_on_compat)}",
+    ]
+    if report.verified:
+        ran = sum(run.outcome == "ran" for run in report.verified)
+        timed_out = sum(run.outcome == "timed out" for run in report.verified)
+        lines.append(
+            f"- Verified by running (--verify): {ran} of {len(report.verified)} entry scripts ran to the end"
+            + (f", {timed_out} still running at the time limit" if timed_out else "")
+        )
+    lines += [
         "",
         "Line numbers of tf_upgrade_v2 entries refer to the source file; tfpilot entries refer to",
         'the migrated file in the destination. "Expected to run" means: it parses, its imports resolve',
@@ -479,19 +654,49 @@ def render_markdown(report: MigrationReport) -> str:
     if needed:
         lines.append("")
         lines += [f"**{key}**: {SETUP_HELP.get(key, key)}" for key in needed]
-    lines += ["", "## Needs a person", ""]
+    if report.verified:
+        lines += [
+            "",
+            "## Verified by running",
+            "",
+            "`--verify` ran each entry script (a file no other migrated file imports) with `python FILE` in a",
+            "scratch copy of the destination, from the script's folder.",
+            "",
+            "| script | outcome | seconds | last error |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {_cell(run.path)} | {run.outcome} | {run.seconds:.1f} | {_cell(run.detail)} |"
+            for run in report.verified
+        ]
+    lines += ["", "## Needs a person", "", "What stops a file from running or changes what it computes.", ""]
     if report.needs_person:
         lines += [
-            "| file | line | stops it running | tool | code | what | why | fix |",
+            "| file | line | effect | tool | code | what | why | fix |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for item in report.needs_person:
             lines.append(
-                f"| {_cell(item.path)} | {item.line}:{item.column} | {'yes' if item.blocks_run else 'no'} | "
+                f"| {_cell(item.path)} | {item.line}:{item.column} | {_effect(item)} | "
                 f"{item.tool} | {item.code} | {_cell(item.message)} | {_cell(item.why)} | {_cell(item.fix)} |"
             )
     else:
-        lines.append("Nothing: every finding was rewritten automatically.")
+        lines.append("Nothing.")
+    if report.notes:
+        lines += [
+            "",
+            "## Notes",
+            "",
+            "For information: tf_upgrade_v2's notes and tfpilot's findings about code that runs as migrated.",
+            "",
+            "| file | line | tool | code | what | fix |",
+            "|---|---|---|---|---|---|",
+        ]
+        for item in report.notes:
+            lines.append(
+                f"| {_cell(item.path)} | {item.line}:{item.column} | {item.tool} | {item.code} | "
+                f"{_cell(item.message)} | {_cell(item.fix)} |"
+            )
     if report.kept_on_compat:
         lines += [
             "",

@@ -1,0 +1,283 @@
+"""The ``tf.contrib`` pieces TF1 tutorials use most, for TF1 graph code on TF 2.21.
+
+``tf.contrib`` was removed in TF 2.0. ``contrib.layers.fully_connected`` / ``conv2d`` build their
+variables with ``tf.compat.v1.get_variable`` under TF1's scope names (``fully_connected/weights``,
+``Conv/biases``), so ``variable_scope(reuse=True)`` sharing works and TF1 checkpoints still load.
+``sequence_loss`` is ``tf.contrib.seq2seq.sequence_loss``'s arithmetic (weighted per-token
+cross-entropy, averaged over time steps and / or the batch as its flags say).
+"""
+
+# These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
+# tfpilot: noqa-file[TFP6]
+
+from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401, I001 - written next to this helper in DEST
+
+# --- emitted below ---
+import tensorflow as _tf
+
+
+class _tf1_contrib:
+    """tf.contrib.layers basics and tf.contrib.seq2seq.sequence_loss (tf.contrib was removed in TF 2)."""
+
+    @staticmethod
+    def _scope(scope, default_name, reuse):
+        return _tf.compat.v1.variable_scope(scope, default_name=default_name, reuse=reuse)
+
+    @staticmethod
+    def _finish(outputs, normalizer_fn, normalizer_params, biases, activation_fn):
+        if normalizer_fn is not None:
+            outputs = normalizer_fn(outputs, **(normalizer_params or {}))
+        elif biases is not None:
+            outputs = _tf.nn.bias_add(outputs, biases)
+        return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    def _weights(shape, dtype, initializer, regularizer, trainable, biases_initializer, biases_regularizer, bias_size):
+        # contrib.layers' defaults: Glorot uniform weights, zero biases
+        weights = _tf.compat.v1.get_variable(
+            "weights",
+            shape=shape,
+            dtype=dtype,
+            initializer=initializer or _tf.compat.v1.glorot_uniform_initializer(),
+            regularizer=regularizer,
+            trainable=trainable,
+        )
+        biases = None
+        if biases_initializer is not None:
+            biases = _tf.compat.v1.get_variable(
+                "biases",
+                shape=[bias_size],
+                dtype=dtype,
+                initializer=biases_initializer,
+                regularizer=biases_regularizer,
+                trainable=trainable,
+            )
+        return weights, biases
+
+    @staticmethod
+    def fully_connected(
+        inputs,
+        num_outputs,
+        activation_fn=_tf.nn.relu,
+        normalizer_fn=None,
+        normalizer_params=None,
+        weights_initializer=None,
+        weights_regularizer=None,
+        biases_initializer=_tf.compat.v1.zeros_initializer(),
+        biases_regularizer=None,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        scope=None,
+    ):
+        inputs = _tf.convert_to_tensor(inputs)
+        with _tf1_contrib._scope(scope, "fully_connected", reuse):
+            weights, biases = _tf1_contrib._weights(
+                [int(inputs.shape[-1]), num_outputs],
+                inputs.dtype.base_dtype,
+                weights_initializer,
+                weights_regularizer,
+                trainable,
+                None if normalizer_fn is not None else biases_initializer,
+                biases_regularizer,
+                num_outputs,
+            )
+            if inputs.shape.rank == 2:
+                outputs = _tf.matmul(inputs, weights)
+            else:
+                outputs = _tf.tensordot(inputs, weights, [[inputs.shape.rank - 1], [0]])
+            return _tf1_contrib._finish(outputs, normalizer_fn, normalizer_params, biases, activation_fn)
+
+    @staticmethod
+    def conv2d(
+        inputs,
+        num_outputs,
+        kernel_size,
+        stride=1,
+        padding="SAME",
+        data_format=None,
+        rate=1,
+        activation_fn=_tf.nn.relu,
+        normalizer_fn=None,
+        normalizer_params=None,
+        weights_initializer=None,
+        weights_regularizer=None,
+        biases_initializer=_tf.compat.v1.zeros_initializer(),
+        biases_regularizer=None,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        scope=None,
+    ):
+        inputs = _tf.convert_to_tensor(inputs)
+        kernel = tuple(kernel_size) if isinstance(kernel_size, (list, tuple)) else (kernel_size, kernel_size)
+        strides = tuple(stride) if isinstance(stride, (list, tuple)) else (stride, stride)
+        channels_first = data_format == "NCHW"
+        in_channels = int(inputs.shape[1] if channels_first else inputs.shape[-1])
+        with _tf1_contrib._scope(scope, "Conv", reuse):
+            weights, biases = _tf1_contrib._weights(
+                [*kernel, in_channels, num_outputs],
+                inputs.dtype.base_dtype,
+                weights_initializer,
+                weights_regularizer,
+                trainable,
+                None if normalizer_fn is not None else biases_initializer,
+                biases_regularizer,
+                num_outputs,
+            )
+            outputs = _tf.nn.conv2d(
+                inputs,
+                weights,
+                strides=(1, 1, *strides) if channels_first else (1, *strides, 1),
+                padding=padding.upper(),
+                data_format="NCHW" if channels_first else "NHWC",
+                dilations=rate,
+            )
+            if biases is not None and normalizer_fn is None:
+                outputs = _tf.nn.bias_add(outputs, biases, data_format="NCHW" if channels_first else "NHWC")
+                biases = None
+            return _tf1_contrib._finish(outputs, normalizer_fn, normalizer_params, biases, activation_fn)
+
+    @staticmethod
+    def _pool(pool, inputs, kernel_size, stride, padding, data_format):
+        kernel = tuple(kernel_size) if isinstance(kernel_size, (list, tuple)) else (kernel_size, kernel_size)
+        strides = tuple(stride) if isinstance(stride, (list, tuple)) else (stride, stride)
+        return pool(inputs, kernel, strides, padding.upper(), data_format=data_format or "NHWC")
+
+    @staticmethod
+    def max_pool2d(
+        inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None, scope=None
+    ):
+        return _tf1_contrib._pool(_tf.nn.max_pool2d, inputs, kernel_size, stride, padding, data_format)
+
+    @staticmethod
+    def avg_pool2d(
+        inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None, scope=None
+    ):
+        return _tf1_contrib._pool(_tf.nn.avg_pool2d, inputs, kernel_size, stride, padding, data_format)
+
+    @staticmethod
+    def batch_norm(
+        inputs,
+        decay=0.999,
+        center=True,
+        scale=False,
+        epsilon=0.001,
+        activation_fn=None,
+        param_initializers=None,
+        param_regularizers=None,
+        updates_collections=_tf.compat.v1.GraphKeys.UPDATE_OPS,
+        is_training=True,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        batch_weights=None,
+        fused=None,
+        data_format="NHWC",
+        zero_debias_moving_mean=False,
+        scope=None,
+    ):
+        if batch_weights is not None or zero_debias_moving_mean:
+            raise NotImplementedError("the migrated batch_norm has no batch_weights / zero_debias_moving_mean")
+        initializers = param_initializers or {}
+        regularizers = param_regularizers or {}
+        updates = _tf.compat.v1.get_collection_ref(_tf.compat.v1.GraphKeys.UPDATE_OPS)
+        before = len(updates)
+        with _tf.compat.v1.variable_scope(scope, default_name="BatchNorm", reuse=reuse) as bn_scope:
+            # contrib's variables sit in the scope itself: BatchNorm/beta, BatchNorm/moving_mean
+            outputs = _tf1_layers.batch_normalization(
+                inputs,
+                axis=1 if data_format == "NCHW" else -1,
+                momentum=decay,
+                epsilon=epsilon,
+                center=center,
+                scale=scale,
+                beta_initializer=initializers.get("beta"),
+                gamma_initializer=initializers.get("gamma"),
+                moving_mean_initializer=initializers.get("moving_mean"),
+                moving_variance_initializer=initializers.get("moving_variance"),
+                beta_regularizer=regularizers.get("beta"),
+                gamma_regularizer=regularizers.get("gamma"),
+                training=is_training,
+                trainable=trainable,
+                name=bn_scope,
+                reuse=reuse,
+            )
+        new_updates = updates[before:]
+        if updates_collections is None and new_updates:
+            # contrib ran the moving-average updates with the layer itself instead of leaving them in UPDATE_OPS
+            del updates[before:]
+            with _tf.control_dependencies(new_updates):
+                outputs = _tf.identity(outputs)
+        elif updates_collections not in (None, _tf.compat.v1.GraphKeys.UPDATE_OPS):
+            del updates[before:]
+            for update in new_updates:
+                _tf.compat.v1.add_to_collection(updates_collections, update)
+        return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None):
+        return _tf1_layers.dropout(inputs, rate=1.0 - keep_prob, noise_shape=noise_shape, training=is_training)
+
+    @staticmethod
+    def l2_regularizer(scale, scope=None):
+        def l2(weights):
+            return _tf.multiply(
+                _tf.cast(scale, weights.dtype.base_dtype), _tf.nn.l2_loss(weights), name="l2_regularizer"
+            )
+
+        return l2
+
+    @staticmethod
+    def l1_regularizer(scale, scope=None):
+        def l1(weights):
+            return _tf.multiply(
+                _tf.cast(scale, weights.dtype.base_dtype), _tf.reduce_sum(_tf.abs(weights)), name="l1_regularizer"
+            )
+
+        return l1
+
+    @staticmethod
+    def sequence_loss(
+        logits,
+        targets,
+        weights,
+        average_across_timesteps=True,
+        average_across_batch=True,
+        sum_over_timesteps=False,
+        sum_over_batch=False,
+        softmax_loss_function=None,
+        name=None,
+    ):
+        with _tf.name_scope(name or "sequence_loss"):
+            num_classes = _tf.shape(logits)[2]
+            flat_logits = _tf.reshape(logits, [-1, num_classes])
+            flat_targets = _tf.reshape(targets, [-1])
+            if softmax_loss_function is None:
+                crossent = _tf.nn.sparse_softmax_cross_entropy_with_logits(labels=flat_targets, logits=flat_logits)
+            else:
+                crossent = softmax_loss_function(labels=flat_targets, logits=flat_logits)
+            weights = _tf.cast(weights, crossent.dtype)
+            crossent = crossent * _tf.reshape(weights, [-1])
+            batch_size, time_steps = _tf.shape(logits)[0], _tf.shape(logits)[1]
+            if average_across_timesteps and average_across_batch:
+                return _tf.reduce_sum(crossent) / (_tf.reduce_sum(weights) + 1e-12)
+            if sum_over_timesteps and sum_over_batch:
+                return _tf.reduce_sum(crossent) / (_tf.cast(_tf.math.count_nonzero(weights), crossent.dtype) + 1e-12)
+            crossent = _tf.reshape(crossent, [batch_size, time_steps])
+            if average_across_timesteps or sum_over_timesteps:
+                loss = _tf.reduce_sum(crossent, axis=1)
+                total = _tf.reduce_sum(weights, axis=1)
+                if sum_over_timesteps:
+                    total = _tf.cast(_tf.math.count_nonzero(weights, axis=1), crossent.dtype)
+                return loss / (total + 1e-12)
+            if average_across_batch or sum_over_batch:
+                loss = _tf.reduce_sum(crossent, axis=0)
+                total = _tf.reduce_sum(weights, axis=0)
+                if sum_over_batch:
+                    total = _tf.cast(_tf.math.count_nonzero(weights, axis=0), crossent.dtype)
+                return loss / (total + 1e-12)
+            return crossent

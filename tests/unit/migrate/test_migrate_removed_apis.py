@@ -1,0 +1,294 @@
+"""REMOVED_APIS, row by row: a TF1 snippet using the removed name is migrated and then RUN on TF 2.21.
+
+Every snippet goes through the whole command (tf_upgrade_v2, the compat pass, the shim module),
+then runs in its own Python process (graph mode is process-wide) and prints what the test checks
+against numbers worked out here in numpy or against TF1's names.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from tfpilot.migrate.command import migrate  # noqa: E402
+from tfpilot.migrate.compat import REMOVED_APIS, SHIM_MODULE  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+GRAPH = "import numpy as np\nimport tensorflow as tf\n"
+SESSION = "sess = tf.Session()\nsess.run(tf.global_variables_initializer())\n"
+MNIST_READ = (
+    "m = {call}('data', one_hot=True)\nprint(m.train.images.shape, m.train.labels.shape, m.test.num_examples)\n"
+)
+MNIST_OUT = "(55, 784) (55, 10) 20"
+
+X = np.arange(12, dtype=np.float32).reshape(2, 6) / 10.0
+LOGITS = np.array([[[2.0, 0.5, -1.0], [0.1, 0.2, 0.3]], [[1.0, 1.0, 1.0], [-2.0, 3.0, 0.0]]], np.float32)
+TARGETS = np.array([[0, 2], [1, 1]])
+WEIGHTS = np.array([[1.0, 1.0], [1.0, 0.0]], np.float32)
+
+
+def sequence_loss_reference() -> float:
+    shifted = LOGITS - LOGITS.max(-1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    crossent = -np.take_along_axis(log_softmax, TARGETS[..., None], -1)[..., 0]
+    return float((crossent * WEIGHTS).sum() / WEIGHTS.sum())
+
+
+# removed name -> (TF1 snippet, command-line arguments, expected stdout)
+SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "tensorflow.contrib.tensorboard.plugins.projector": (
+        "import os\nimport tensorflow as tf\nfrom tensorflow.contrib.tensorboard.plugins import projector\n"
+        "config = projector.ProjectorConfig()\nconfig.embeddings.add().tensor_name = 'emb'\n"
+        "writer = tf.summary.FileWriter('logs')\nprojector.visualize_embeddings(writer, config)\n"
+        "print(open(os.path.join('logs', 'projector_config.pbtxt')).read().split())\n",
+        (),
+        "['embeddings', '{', 'tensor_name:', '\"emb\"', '}']",
+    ),
+    "tensorflow.flags": (
+        "import tensorflow as tf\ntf.flags.DEFINE_integer('steps', 3, 'steps')\nFLAGS = tf.flags.FLAGS\n"
+        "def main(_):\n    print('steps', FLAGS.steps)\nif __name__ == '__main__':\n    tf.app.run()\n",
+        ("--steps", "5"),
+        "steps 5",
+    ),
+    "tensorflow.app.flags": (
+        "import tensorflow as tf\nflags = tf.app.flags\nflags.DEFINE_string('name', 'a', 'name')\n"
+        "def main(_):\n    print('name', flags.FLAGS.name)\nif __name__ == '__main__':\n    tf.app.run(main)\n",
+        ("--name", "b"),
+        "name b",
+    ),
+    "tensorflow.logging": (
+        "import tensorflow as tf\ntf.logging.set_verbosity(tf.logging.INFO)\ntf.logging.info('hello %d', 3)\n"
+        "print(tf.logging.get_verbosity() == tf.logging.INFO)\n",
+        (),
+        "True",
+    ),
+    "tensorflow.app": (
+        "import tensorflow as tf\ndef main(argv):\n    print('args', argv[1:])\ntf.app.run(main=main)\n",
+        ("x",),
+        "args ['x']",
+    ),
+    **{
+        f"numpy.{alias}": (
+            f"import numpy as np\nprint(np.{alias} is {builtin}, np.array([1], dtype=np.{alias}).dtype.kind)\n",
+            (),
+            f"True {np.array([1], dtype=builtin).dtype.kind}",
+        )
+        for alias, builtin in [
+            ("int", "int"),
+            ("float", "float"),
+            ("bool", "bool"),
+            ("object", "object"),
+            ("str", "str"),
+            ("long", "int"),
+            ("unicode", "str"),
+            ("complex", "complex"),
+        ]
+    },
+    ".output_types": (
+        "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(([1.0, 2.0], [3, 4]))\n"
+        "print(ds.output_types)\nit = tf.data.make_one_shot_iterator(ds.batch(2))\nprint(it.output_types)\n",
+        (),
+        "(tf.float32, tf.int32)\n(tf.float32, tf.int32)",
+    ),
+    ".output_shapes": (
+        "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices([[1.0, 2.0]]).batch(4)\n"
+        "print(ds.output_shapes)\n",
+        (),
+        "(None, 2)",
+    ),
+    ".output_classes": (
+        "import tensorflow as tf\nds = tf.data.Dataset.range(3)\nprint(ds.output_classes.__name__)\n",
+        (),
+        "Tensor",
+    ),
+    "tensorflow.contrib.seq2seq.sequence_loss": (
+        GRAPH + f"logits = tf.constant(np.array({LOGITS.tolist()}, np.float32))\n"
+        f"loss = tf.contrib.seq2seq.sequence_loss(logits, tf.constant({TARGETS.tolist()}), "
+        f"tf.constant({WEIGHTS.tolist()}))\n" + SESSION + "print(round(float(sess.run(loss)), 5))\n",
+        (),
+        str(round(sequence_loss_reference(), 5)),
+    ),
+    "tensorflow.contrib.learn.datasets.load_dataset": (
+        "import numpy as np\nimport tensorflow as tf\nm = tf.contrib.learn.datasets.load_dataset('mnist')\n"
+        "print(m.train.images.shape, np.asarray(m.train.labels, dtype=np.int32).shape, m.test.num_examples)\n",
+        (),
+        "(55, 784) (55,) 20",
+    ),
+    "tensorflow.contrib.learn.datasets.mnist": (
+        "import tensorflow as tf\n" + MNIST_READ.format(call="tf.contrib.learn.datasets.mnist.read_data_sets"),
+        (),
+        MNIST_OUT,
+    ),
+    "tensorflow.contrib.learn.python.learn.datasets.mnist": (
+        "from tensorflow.contrib.learn.python.learn.datasets.mnist import read_data_sets\n"
+        + MNIST_READ.format(call="read_data_sets"),
+        (),
+        MNIST_OUT,
+    ),
+    "tensorflow.examples.tutorials.mnist.input_data": (
+        "from tensorflow.examples.tutorials.mnist import input_data\n"
+        + MNIST_READ.format(call="input_data.read_data_sets"),
+        (),
+        MNIST_OUT,
+    ),
+    "tensorflow.contrib.layers.fully_connected": (
+        GRAPH + f"x = tf.constant(np.array({X.tolist()}, np.float32))\n"
+        "y = tf.contrib.layers.fully_connected(x, 3)\nw, b = tf.trainable_variables()\n"
+        + SESSION
+        + "y, w, b = sess.run([y, w, b])\n"
+        "print(sorted(v.name for v in tf.trainable_variables()), y.shape, np.allclose(y, np.maximum(x.eval(session=sess) @ w + b, 0)))\n",
+        (),
+        "['fully_connected/biases:0', 'fully_connected/weights:0'] (2, 3) True",
+    ),
+    "tensorflow.contrib.layers.conv2d": (
+        GRAPH + "x = tf.ones([1, 5, 5, 2])\ny = tf.contrib.layers.conv2d(x, 4, 3, activation_fn=None)\n"
+        "w, b = tf.trainable_variables()\nref = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME') + b\n"
+        + SESSION
+        + "y, ref = sess.run([y, ref])\n"
+        "print(sorted(v.name for v in tf.trainable_variables()), y.shape, np.allclose(y, ref))\n",
+        (),
+        "['Conv/biases:0', 'Conv/weights:0'] (1, 5, 5, 4) True",
+    ),
+    "tensorflow.contrib.layers.max_pool2d": (
+        GRAPH + "x = tf.reshape(tf.range(16.0), [1, 4, 4, 1])\n"
+        "print(tf.Session().run(tf.contrib.layers.max_pool2d(x, 2)).ravel().tolist())\n",
+        (),
+        "[5.0, 7.0, 13.0, 15.0]",
+    ),
+    "tensorflow.contrib.layers.avg_pool2d": (
+        GRAPH + "x = tf.reshape(tf.range(16.0), [1, 4, 4, 1])\n"
+        "print(tf.Session().run(tf.contrib.layers.avg_pool2d(x, 2)).ravel().tolist())\n",
+        (),
+        "[2.5, 4.5, 10.5, 12.5]",
+    ),
+    "tensorflow.contrib.layers.l1_regularizer": (
+        GRAPH + "r = tf.contrib.layers.l1_regularizer(0.5)(tf.constant([1.0, -3.0]))\nprint(tf.Session().run(r))\n",
+        (),
+        "2.0",
+    ),
+    "tensorflow.contrib.layers.l2_regularizer": (
+        GRAPH + "r = tf.contrib.layers.l2_regularizer(0.5)(tf.constant([1.0, -3.0]))\nprint(tf.Session().run(r))\n",
+        (),
+        "2.5",
+    ),
+    "tensorflow.contrib.layers.batch_norm": (
+        GRAPH + "x = tf.constant(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32))\n"
+        "y = tf.contrib.layers.batch_norm(x, center=True, scale=True, is_training=True, updates_collections=None)\n"
+        "names = sorted(v.name for v in tf.global_variables())\n" + SESSION + "out = sess.run(y)\n"
+        "mean = sess.run([v for v in tf.global_variables() if 'moving_mean' in v.name][0])\n"
+        "print(names)\nprint(np.round(out.astype(float), 3).tolist(), np.round(mean.astype(float), 4).tolist())\n",
+        (),
+        # batch statistics: mean (2, 4), variance (1, 4); the moving mean moved 0.1% of the way (decay 0.999)
+        "['BatchNorm/beta:0', 'BatchNorm/gamma:0', 'BatchNorm/moving_mean:0', 'BatchNorm/moving_variance:0']\n"
+        f"{np.round(np.array([[-1, -1], [1, 1]]) * (1 / np.sqrt(1 + 0.001)), 3).tolist()} [0.002, 0.004]",
+    ),
+    "tensorflow.contrib.layers.dropout": (
+        GRAPH + "x = tf.ones([1000])\ntrain = tf.contrib.layers.dropout(x, keep_prob=0.8)\n"
+        "test = tf.contrib.layers.dropout(x, keep_prob=0.8, is_training=False)\n"
+        "sess = tf.Session()\nkept = sess.run(train)\n"
+        "print(sorted(set(np.round(kept, 4).tolist())), 700 < np.count_nonzero(kept) < 900, sess.run(test).sum())\n",
+        (),
+        "[0.0, 1.25] True 1000.0",
+    ),
+    "tensorflow.contrib.layers.flatten": (
+        GRAPH + "print(tf.contrib.layers.flatten(tf.zeros([2, 3, 4])).shape.as_list())\n",
+        (),
+        "[2, 12]",
+    ),
+    "tensorflow.layers": (
+        GRAPH + "h = tf.layers.dense(tf.zeros([2, 6]), 3, name='fc')\n"
+        "print(h.shape.as_list(), sorted(v.name for v in tf.trainable_variables()))\n",
+        (),
+        "[2, 3] ['fc/bias:0', 'fc/kernel:0']",
+    ),
+    "tensorflow.compat.v1.layers": (
+        GRAPH + "x = tf.compat.v1.placeholder(tf.float32, [None, 8, 8, 1])\n"
+        "h = tf.compat.v1.layers.max_pooling2d(tf.compat.v1.layers.conv2d(x, 2, 3), 2, 2)\n"
+        "print(h.shape.as_list(), sorted(v.name for v in tf.compat.v1.trainable_variables()))\n",
+        (),
+        "[None, 3, 3, 2] ['conv2d/bias:0', 'conv2d/kernel:0']",
+    ),
+    "tensorflow.contrib.rnn": (
+        GRAPH + "from tensorflow.contrib import rnn\nx = tf.zeros([2, 5, 3])\n"
+        "out, state = tf.nn.dynamic_rnn(rnn.BasicLSTMCell(4), x, dtype=tf.float32)\n"
+        + SESSION
+        + "print(sess.run(out).shape, sorted(v.name for v in tf.trainable_variables()))\n",
+        (),
+        "(2, 5, 4) ['rnn/basic_lstm_cell/bias:0', 'rnn/basic_lstm_cell/kernel:0']",
+    ),
+    "tensorflow.nn.rnn_cell": (
+        GRAPH
+        + "x = tf.zeros([2, 5, 3])\nout, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)\n"
+        + SESSION
+        + "print(sess.run(state).shape)\n",
+        (),
+        "(2, 4)",
+    ),
+    "tensorflow.compat.v1.nn.rnn_cell": (
+        GRAPH + "x = tf.zeros([2, 5, 3])\ncell = tf.compat.v1.nn.rnn_cell.BasicRNNCell(4)\n"
+        "out, state = tf.compat.v1.nn.dynamic_rnn(cell, x, dtype=tf.float32)\n"
+        + SESSION
+        + "print(sess.run(out).shape)\n",
+        (),
+        "(2, 5, 4)",
+    ),
+}
+
+
+def test_every_row_has_a_snippet() -> None:
+    assert sorted(SNIPPETS) == sorted(api.removed for api in REMOVED_APIS)
+
+
+def file_name(removed: str) -> str:
+    return "row_" + removed.strip(".").replace(".", "_") + ".py"
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("removed-apis")
+    source = root / "tf1"
+    source.mkdir()
+    for removed, (snippet, _, _) in SNIPPETS.items():
+        (source / file_name(removed)).write_text(snippet, encoding="utf-8")
+    data = root / "run" / "data"
+    data.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    np.savez(
+        data / "mnist.npz",
+        x_train=rng.integers(0, 256, (5055, 28, 28), dtype=np.uint8),
+        y_train=rng.integers(0, 10, 5055, dtype=np.uint8),
+        x_test=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
+        y_test=rng.integers(0, 10, 20, dtype=np.uint8),
+    )
+    (root / "run" / "MNIST-data").mkdir()
+    (root / "run" / "MNIST-data" / "mnist.npz").write_bytes((data / "mnist.npz").read_bytes())
+    report = migrate(source, root / "tf2")
+    assert report.will_run == report.files, [s for s in report.statuses if not s.will_run]
+    return root
+
+
+@pytest.mark.parametrize("removed", sorted(SNIPPETS))
+def test_migrated_snippet_runs(migrated: Path, removed: str) -> None:
+    _, arguments, expected = SNIPPETS[removed]
+    script = migrated / "tf2" / file_name(removed)
+    text = script.read_text(encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments],
+        cwd=migrated / "run",
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-len(expected.splitlines()) :] == expected.splitlines()
+    if "_tf1_" in text:
+        assert f"from {SHIM_MODULE} import" in text and "class _tf1_" not in text
