@@ -58,17 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             watcher.stop()
             report = watcher.report()
         else:
-            report = WatchReport(
-                functions=[],
-                timing=None,
-                eager_gradient_calls=0,
-                compiled_calls=0,
-                sync_count=0,
-                nonfinite=None,
-                wall_seconds=0.0,
-                profile_dir=None,
-                watchers_off=watchers_off,
-            )
+            report = WatchReport.unobserved(watchers_off)
         atomic_write_json(output / WATCH_FILE, report.to_dict())
     return status
 

@@ -110,6 +110,21 @@ class WatchReport:
         return dataclasses.asdict(self)
 
     @classmethod
+    def unobserved(cls, reason: str) -> WatchReport:
+        """The report of a script that ran without watchers (they could not start: `reason`)."""
+        return cls(
+            functions=[],
+            timing=None,
+            eager_gradient_calls=0,
+            compiled_calls=0,
+            sync_count=0,
+            nonfinite=None,
+            wall_seconds=0.0,
+            profile_dir=None,
+            watchers_off=reason,
+        )
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WatchReport:
         data = dict(data)
         data["functions"] = [FunctionRecord(**f) for f in data["functions"]]
