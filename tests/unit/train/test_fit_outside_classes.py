@@ -58,6 +58,8 @@ def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_pat
     result = tfpilot.fit(build(), data, epochs=2, name="gan", runs_dir=tmp_path)
     for key in ("d_loss", "g_loss"):
         np.testing.assert_allclose([row[key] for row in result.history], expected[key], rtol=1e-5)
+    # steps are the GAN's own optimizers' (model.optimizer is compile()'s unused default)
+    assert result.global_step == 8 and [row["step"] for row in result.history] == [4, 8]
     finding = next(f for f in result.findings if f.code == "FIT-NOTHING-TO-SERVE")
     assert "`model.generator`" in finding.fix and "`Gan`" in finding.message
 

@@ -36,7 +36,7 @@ from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
-from tfpilot.train.fit.guarded_step import GuardedStep, defines_call, model_optimizers
+from tfpilot.train.fit.guarded_step import GuardedStep, applied_steps, defines_call, model_optimizers
 from tfpilot.train.fit.sample_rows import finite_rows
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
@@ -477,13 +477,12 @@ def fit(
         findings.remove(saved)
         findings.append(_serve_live_model(model, run, saved))
     write_findings(run.findings_path, findings, append=True)
-    optimizer = getattr(model, "optimizer", None)
     return FitResult(
         history=history_rows,
         findings=findings,
         stopped_early=stopped_early,
         epochs_run=len(history_rows),
-        global_step=int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0,
+        global_step=applied_steps(model),
         keras_history=keras_history,
         run=run,
     )

@@ -22,7 +22,7 @@ import tensorflow as tf
 from tfpilot.atomic import atomic_write_json
 from tfpilot.errors import TrainError
 from tfpilot.rundir import RunDir
-from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
+from tfpilot.train.fit.guarded_step import GuardedStep, applied_steps, model_optimizers
 from tfpilot.train.guard import NanGuard, nonfinite_inputs, under_check_numerics
 from tfpilot.train.summaries import SummaryWriters
 
@@ -116,8 +116,7 @@ class GuardCallback(keras.callbacks.Callback):
                 }
             else:
                 evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
-        optimizer = getattr(self.model, "optimizer", None)
-        global_step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else steps
+        global_step = applied_steps(self.model) if model_optimizers(self.model) else steps
         for index in indices:
             if index < 0 or index != self._last_bad + 1:
                 self.guard.note_progress()  # batches trained between this bad one and the last
@@ -162,8 +161,7 @@ class RunDirCallback(keras.callbacks.Callback):
         self.writers = SummaryWriters(run)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        optimizer = self.model.optimizer
-        step = int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else epoch + 1
+        step = applied_steps(self.model) if model_optimizers(self.model) else epoch + 1
         values = _python_logs(logs)
         self.history.append({"epoch": epoch, "step": step, **values})
         self.writers.scalars(

@@ -54,6 +54,13 @@ def model_optimizers(model: keras.Model) -> list[keras.optimizers.Optimizer]:
     return list(found.values())
 
 
+def applied_steps(model: keras.Model) -> int:
+    """Training steps applied so far: the most iterations of any optimizer the model trains with
+    (a GAN's compile() leaves model.optimizer unused and steps d_optimizer and g_optimizer)."""
+    counts = [int(keras.ops.convert_to_numpy(optimizer.iterations)) for optimizer in model_optimizers(model)]
+    return max(counts, default=0)
+
+
 def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
     """Non-trainable variables that a training step may write: those of layers that train
     (BatchNormalization statistics, seed generator states), not those of frozen layers (a frozen
