@@ -34,6 +34,7 @@ from tfpilot.rundir import RunDir
 from tfpilot.train.autotune import choose_step_settings, tuned_finding
 from tfpilot.train.callbacks import HookList, TrainHook
 from tfpilot.train.checkpoint import CheckpointStore, TrainingState
+from tfpilot.train.devices import nvidia_devices, unusable_gpu_finding
 from tfpilot.train.early_stopping import EarlyStopping
 from tfpilot.train.guard import NanGuard, replay_with_check_numerics
 from tfpilot.train.heads import Head, head_for
@@ -161,6 +162,14 @@ class Trainer:
         self.run = run if self.chief else RunDir.at(worker_dir or tempfile.mkdtemp(prefix="tfpilot-worker-"))
         self.hooks = HookList(hooks)
         self.findings: list[Finding] = []
+        gpu = unusable_gpu_finding(
+            devices=nvidia_devices(),
+            visible_gpus=len(tf.config.list_physical_devices("GPU")),
+            built_with_cuda=tf.test.is_built_with_cuda(),
+            location=str(self.run.root),
+        )
+        if gpu is not None:
+            self.findings.append(gpu)
         plan = plan_epoch(pipeline, self.topology, location=str(self.run.root))
         self.dropped_examples, self.file_sharded = plan.dropped_examples, plan.file_sharded
         self.findings.extend(plan.findings)
