@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python.data.experimental.ops import testing as tf_data_testing
@@ -118,3 +119,24 @@ def test_tfp205_only_a_persistent_tape_keeps_recording_after_gradient_inside_its
         "with tf.GradientTape(persistent=True) as b:\n    y = x * x\n    g = b.gradient(y, x)\n"
     )
     assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP205"] == ["8"]
+
+
+def test_tfp507_keras3_refuses_a_positional_training_flag():
+    class Generator(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, x, training=None):
+            return self.dense(x)
+
+    generator, x = Generator(), np.ones((2, 3), "float32")
+    assert generator(x, training=True).shape == (2, 2)
+    is_training = True
+    with pytest.raises(ValueError, match="Only input tensors may be passed as positional arguments"):
+        generator(x, is_training)
+    source = (
+        "import keras\n\nclass Generator(keras.Model):\n    def call(self, x, training=None):\n        return x\n\n"
+        "generator = Generator()\nis_training = True\ny = generator(x, is_training)\n"
+    )
+    assert [f.code for f in lint_source(source, path="p.py") if f.code == "TFP507"] == ["TFP507"]
