@@ -209,6 +209,19 @@ def lint_tree(root: Path) -> list[dict[str, str]]:
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
+def firing_severities(findings: list[dict[str, str]]) -> dict[tuple[str, str, str, str], str]:
+    """(repository, path, line, rule) -> severity, for each finding's line and, for a call in a
+    multi-line chain, its statement's first line (where older labels point)."""
+    firing: dict[tuple[str, str, str, str], str] = {}
+    for f in findings:
+        for line in {f["line"], f["start_line"]}:
+            key = (f["repository"], f["path"], line, f["rule"])
+            # two hits of one rule on one line: the label stands for the stronger claim
+            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
+                firing[key] = f["severity"]
+    return firing
+
+
 def precision_report(live: list[dict[str, str]], per_rule: Counter[str], heading: str) -> None:
     """Strict / lenient precision over ``live`` (labelled findings that fire), overall and per rule."""
     verdicts = Counter(row["label"] for row in live)
@@ -244,13 +257,7 @@ def precision_report(live: list[dict[str, str]], per_rule: Counter[str], heading
 
 def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS) -> int:
     findings = lint_tree(root)
-    firing: dict[tuple[str, str, str, str], str] = {}
-    for f in findings:
-        for line in {f["line"], f["start_line"]}:
-            key = (f["repository"], f["path"], line, f["rule"])
-            # two hits of one rule on one line: the label stands for the stronger claim
-            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
-                firing[key] = f["severity"]
+    firing = firing_severities(findings)
     per_rule = Counter(f["rule"] for f in findings)
     per_severity = Counter(f["severity"] for f in findings)
     print(f"findings on the corpora: {len(findings)}  by severity: {dict(sorted(per_severity.items()))}")
@@ -293,12 +300,7 @@ def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS)
 def recall(root: Path, pitfalls_path: Path) -> int:
     """Pitfalls found by reading the code (written before any lint output was seen): how many
     the expected rule reports on their line, at any severity and at warning or above."""
-    firing: dict[tuple[str, str, str, str], str] = {}
-    for f in lint_tree(root):
-        for line in {f["line"], f["start_line"]}:
-            key = (f["repository"], f["path"], line, f["rule"])
-            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
-                firing[key] = f["severity"]
+    firing = firing_severities(lint_tree(root))
     with pitfalls_path.open(newline="") as handle:
         rows = [row for row in csv.DictReader(handle) if row["expected_rule"].startswith("TFP")]
     found = [r for r in rows if (r["repository"], r["path"], r["line"], r["expected_rule"]) in firing]

@@ -44,7 +44,9 @@ def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileC
     return (definitions[-1], other) if definitions else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _module_file(here: Path, level: int, module: str) -> Path | None:
+    """Cached: class_kind asks for every name a file imports, once per rule that asks."""
     parts = [part for part in module.split(".") if part]
     if level:
         base = here

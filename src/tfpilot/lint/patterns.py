@@ -213,3 +213,14 @@ def under_feature_check(context: FileContext, name: str) -> bool:
                     return True
         child = ancestor
     return False
+
+
+def training_flag(argument: ast.expr) -> str | None:
+    """A positional argument that is the training flag: `True` / `False`, or a name that says so
+    (`is_training`, `self.training`); None otherwise."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, bool):
+        return repr(argument.value)
+    name = (
+        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    )
+    return name if "train" in name.lower() else None

@@ -11,7 +11,15 @@ from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_frozen_model_name, is_model_name
-from tfpilot.lint.patterns import has_keyword, has_star_kwargs, is_constant, is_model_call, keyword, walk_body
+from tfpilot.lint.patterns import (
+    has_keyword,
+    has_star_kwargs,
+    is_constant,
+    is_model_call,
+    keyword,
+    training_flag,
+    walk_body,
+)
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -218,16 +226,6 @@ def _invariant_layers(values: list[Any], context: Any) -> str:
     when unknown, when one layer depends on it, or when no layer is seen at all."""
     names = _invariant_set(values, context)
     return ", ".join(sorted(names)) if names else ""
-
-
-def _is_flag(argument: ast.expr) -> bool:
-    """A positional argument that is the training flag: a bool constant or a name that says so."""
-    if isinstance(argument, ast.Constant) and isinstance(argument.value, bool):
-        return True
-    name = (
-        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
-    )
-    return "train" in name.lower()
 
 
 _UPDATES = frozenset({"apply_gradients", "minimize", "apply", "assign_sub", "assign_add"})
@@ -528,7 +526,7 @@ train_step(classifier, tf.ones((2, 3)))
             return
         if any(item.arg and "training" in item.arg for item in node.keywords):
             return  # `net(x, is_training=True)`: the model's own training flag, passed
-        if any(_is_flag(argument) for argument in node.args[1:]):
+        if any(training_flag(argument) is not None for argument in node.args[1:]):
             return  # `generator(z, is_training)`: the flag passed positionally
         if not is_model_call(node, context):
             return
@@ -564,7 +562,7 @@ train_step(classifier, tf.ones((2, 3)))
             if has_keyword(inner, "training") or has_star_kwargs(inner):
                 continue
             if any(item.arg and "training" in item.arg for item in inner.keywords) or any(
-                _is_flag(argument) for argument in inner.args[1:]
+                training_flag(argument) is not None for argument in inner.args[1:]
             ):
                 continue  # the model's own flag, passed by keyword or position
             name = inner.func.id

@@ -6,17 +6,8 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.bindings import KERAS
+from tfpilot.lint.patterns import training_flag
 from tfpilot.lint.rule import Invalid, Rule
-
-
-def _flag(argument: ast.expr) -> str | None:
-    """`True` / `False`, or a name that says it is the training flag (`is_training`)."""
-    if isinstance(argument, ast.Constant) and isinstance(argument.value, bool):
-        return repr(argument.value)
-    name = (
-        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
-    )
-    return name if "train" in name.lower() else None
 
 
 class PositionalTrainingFlag(Rule):
@@ -90,7 +81,7 @@ y = dropout(x, True)
     def visit_Call(self, node: ast.Call) -> None:
         if len(node.args) < 2 or not isinstance(node.func, (ast.Name, ast.Attribute)):
             return
-        flag = next((found for found in map(_flag, node.args[1:]) if found is not None), None)
+        flag = next((found for found in map(training_flag, node.args[1:]) if found is not None), None)
         if flag is None:
             return
         callee = self.context.dotted(node.func)
