@@ -62,6 +62,53 @@ class Blocker:
     fix: str
 
 
+# TF1 options the compat shims (migrate/shims/) refuse with NotImplementedError when the
+# migrated file runs: (callee's last name, keyword, the value that does no harm). Named here so
+# the report says "will not run" before anyone runs it. The shims refuse rather than guess: each
+# option changes what the layer computes (peepholes, projections, renorm, variational dropout).
+_SHIM_LIMITS: tuple[tuple[str, str, object], ...] = (
+    ("conv2d_transpose", "data_format", "channels_last"),
+    ("batch_normalization", "renorm", False),
+    ("batch_normalization", "virtual_batch_size", None),
+    ("batch_normalization", "adjustment", None),
+    ("LSTMCell", "use_peepholes", False),
+    ("LSTMCell", "num_proj", None),
+    ("LSTMCell", "cell_clip", None),
+    ("MultiRNNCell", "state_is_tuple", True),
+    ("DropoutWrapper", "variational_recurrent", False),
+    ("batch_norm", "batch_weights", None),
+    ("batch_norm", "zero_debias_moving_mean", False),
+)
+
+
+def _shim_limits(tree: ast.AST, skip_lines: range) -> list[Blocker]:
+    """Calls that pass an option the shims do not emulate (a literal other than the harmless one;
+    a computed value is not judged)."""
+    blockers: list[Blocker] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno in skip_lines:
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        for name, option, harmless in _SHIM_LIMITS:
+            if callee != name:
+                continue
+            for keyword in node.keywords:
+                if (
+                    keyword.arg == option
+                    and isinstance(keyword.value, ast.Constant)
+                    and keyword.value.value != harmless
+                ):
+                    blockers.append(
+                        Blocker(
+                            node.lineno,
+                            node.col_offset + 1,
+                            f"`{name}({option}={keyword.value.value!r})`: the migrated {name} does not emulate {option}",
+                            f"port this layer to Keras by hand (keras.layers), or drop {option} if the results may change",
+                        )
+                    )
+    return blockers
+
+
 def _replacement(name: str) -> str:
     for prefix, advice in _REPLACEMENTS:
         if name == prefix or name.startswith(prefix + "."):
@@ -202,6 +249,7 @@ def check_runs(
                 "does this)",
             )
         )
+    blockers.extend(_shim_limits(tree, skip_lines))
     return sorted(blockers, key=lambda blocker: (blocker.line, blocker.column))
 
 

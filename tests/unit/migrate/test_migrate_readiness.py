@@ -61,3 +61,37 @@ def test_helper_lines_are_not_checked() -> None:
 
 def test_syntax_error_is_a_blocker() -> None:
     assert whats("def broken(:\n")[0].startswith("does not parse")
+
+
+def test_options_the_shims_refuse_are_named_before_the_file_runs() -> None:
+    from tfpilot.migrate.readiness import _SHIM_LIMITS
+
+    source = (
+        "import tensorflow as tf\n"
+        "cell = _tf1_rnn.LSTMCell(4, use_peepholes=True)\n"
+        "stack = _tf1_rnn.MultiRNNCell([cell], state_is_tuple=False)\n"
+        "ok = _tf1_rnn.LSTMCell(4, use_peepholes=False, num_proj=None)\n"
+        "computed = _tf1_rnn.LSTMCell(4, use_peepholes=flags.peepholes)\n"  # a computed value is not judged
+        "up = _tf1_layers.conv2d_transpose(x, 3, 3, data_format='channels_first')\n"
+    )
+    blockers = check_runs(source)
+    assert [(b.line, b.what.split(":")[0]) for b in blockers] == [
+        (2, "`LSTMCell(use_peepholes=True)`"),
+        (3, "`MultiRNNCell(state_is_tuple=False)`"),
+        (6, "`conv2d_transpose(data_format='channels_first')`"),
+    ]
+    # every option in the table is one a shim really refuses (a raise within three lines of its test)
+    import re
+    from pathlib import Path
+
+    import tfpilot.migrate.shims as shims
+
+    lines = [line for path in Path(shims.__file__).parent.glob("*.py") for line in path.read_text().splitlines()]
+    refused = {
+        word
+        for index, line in enumerate(lines)
+        if "raise NotImplementedError" in line
+        for previous in lines[max(0, index - 3) : index]
+        for word in re.findall(r"[A-Za-z]\w*", previous)
+    }
+    assert {option for _name, option, _harmless in _SHIM_LIMITS} <= refused
