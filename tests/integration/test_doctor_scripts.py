@@ -158,7 +158,8 @@ def test_good_script_has_no_performance_findings(tmp_path):
     read = capture["drain_steps_read"]
     start, stop = capture["start_step"], capture["stop_step"]
     assert read >= 1 and capture["measure_from"] == max(start, min(start + read, stop - 3))
-    assert capture["steps"] == [20, 21, 22, 23, 24, 25, 26]
+    # AUTOTUNE buffers may have grown past the guess: the window profiles that slack too, so 4 stay measured.
+    assert capture["drain_slack"] >= 2 and capture["steps"] == list(range(20, 27 + capture["drain_slack"]))
 
 
 def test_the_default_window_measures_ten_steps_and_a_short_one_says_why(tmp_path):

@@ -79,8 +79,13 @@ class ProfileWindow:
 
         if not self.active:
             return
+        unfinished = None
         if self._trace is not None:
-            self.end_step()
+            # A marker still open here never reached its step's end (the script ended, or a later window took
+            # over): it is no step, and counting it would spread the session's per-step figures over one too many.
+            self._trace.__exit__(None, None, None)
+            self._trace = None
+            unfinished = self.steps.pop()
         wall = time.perf_counter() - self._started_at
         tf.profiler.experimental.stop()
         self.active = False
@@ -97,6 +102,7 @@ class ProfileWindow:
                 "wall_seconds": wall,
                 "step_times_ms": self.step_times_ms,
                 "gaps_ms": self.gaps_ms,
+                **({"unfinished_step": unfinished} if unfinished is not None else {}),
             },
         )
 

@@ -147,7 +147,9 @@ def short_window_finding(report: WatchReport, summary: ProfileSummary | None, *,
             measured = min(measured, len(rows))  # xprof's breakdown, which leaves out the session's last marker
         if measured >= MIN_MEASURED_STEPS:
             return None
-        requested = int(capture.get("stop_step", 0) or 0) - int(capture.get("measure_from_guess", start) or start)
+        guessed_from = int(capture.get("measure_from_guess", start) or start)
+        # The window profiles drain_slack steps past those asked for, in case the buffers held more than guessed.
+        requested = int(capture.get("stop_step", 0) or 0) - guessed_from - int(capture.get("drain_slack", 0) or 0)
         if requested < MIN_MEASURED_STEPS + 1:
             why = f"the window was asked for {requested} measured steps (--profile-steps)"
         elif steps and steps[-1] < int(capture.get("stop_step", 0) or 0) - 1:

@@ -25,6 +25,10 @@ AUTOTUNE = -1
 MAX_DRAIN_STEPS = 16
 # An AUTOTUNE prefetch starts with a small buffer and grows it only while the consumer finds it empty.
 AUTOTUNE_PREFETCH_DRAIN = 2
+# ... and may have grown by the time the profiler starts (under load the injected prefetch's buffer held 2
+# where 1 was guessed, so a default window measured 9 steps, not 10): each AUTOTUNE buffer gets this many
+# extra profiled steps, so the drain the profile reads later still leaves the requested steps measured.
+AUTOTUNE_DRAIN_SLACK = 2
 # Stages above a repeat that keep one output element per input element (so an epoch's length carries through).
 _ONE_TO_ONE = {"Map", "ParallelMap", "Prefetch", "Options", "Take", "Cache", "Assert", "MaxIntraOpParallelism"}
 _NAMES = {
@@ -110,6 +114,13 @@ class PipelineShape:
             total += 1  # TF 2.21 injects a final prefetch(AUTOTUNE) holding at least one element
         return min(total, MAX_DRAIN_STEPS)
 
+    def drain_slack(self) -> int:
+        """Extra steps to profile past the guessed drain: AUTOTUNE buffers may be larger than guessed."""
+        autotuned = sum(1 for stage in self.stages if stage.kind == "Prefetch" and (stage.buffer or 0) < 0)
+        if not self.stages or self.stages[0].kind != "Prefetch":
+            autotuned += 1  # the injected final prefetch is AUTOTUNE too
+        return min(autotuned * AUTOTUNE_DRAIN_SLACK, MAX_DRAIN_STEPS)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stages": [dataclasses.asdict(s) for s in self.stages],
@@ -119,6 +130,7 @@ class PipelineShape:
             "cached": self.cached,
             "prefetched": self.prefetched,
             "drain_steps": self.drain_steps(),
+            "drain_slack": self.drain_slack(),
         }
 
     @classmethod

@@ -514,10 +514,14 @@ class Watcher:
             return False
         return count >= self.cache_filled_step + 1
 
-    def _drain_steps(self) -> int:
-        from tfpilot.diagnose.pipeline import PipelineShape
+    def _drain_steps(self) -> tuple[int, int]:
+        """(guessed drain, slack): steps a buffer may serve when the profiler starts, and how far that may be off."""
+        from tfpilot.diagnose.pipeline import AUTOTUNE_DRAIN_SLACK, PipelineShape
 
-        return PipelineShape.from_dict(self.pipelines[0]).drain_steps() if self.pipelines else 1
+        if not self.pipelines:
+            return 1, AUTOTUNE_DRAIN_SLACK
+        shape = PipelineShape.from_dict(self.pipelines[0])
+        return shape.drain_steps(), shape.drain_slack()
 
     def _boundary(self, key: str) -> None:
         """A step ended: move the profile window (the first driver to reach the start step owns it)."""
@@ -536,14 +540,14 @@ class Watcher:
 
             # The steps right after the profiler starts may be served from buffers filled while it started:
             # they are profiled (the pipeline's work is in the session) but not measured.
-            drain = self._drain_steps()
+            drain, slack = self._drain_steps()
             self.window_driver = key
             self.window = ProfileWindow(
                 self.profile_dir,
                 start_step=count,
-                stop_step=count + drain + self.profile_steps,
+                stop_step=count + drain + slack + self.profile_steps,
                 measure_from=count + drain,
-                context={"drain_steps": drain, "cache_filled_step": self.cache_filled_step},
+                context={"drain_steps": drain, "drain_slack": slack, "cache_filled_step": self.cache_filled_step},
             )
         if key != self.window_driver:
             return
@@ -556,7 +560,7 @@ class Watcher:
         if self._cache is None or count < self.profile_start:
             return
         if self.fill_window is None:
-            drain = self._drain_steps()
+            drain, slack = self._drain_steps()
             if self.cache_filled_step is not None and count + drain + self.profile_steps > self.cache_filled_step:
                 return  # the epoch's length is known and the steady window starts soon after
             from tfpilot.diagnose.capture import ProfileWindow
@@ -565,9 +569,9 @@ class Watcher:
             self.fill_window = ProfileWindow(
                 self.profile_dir or "profile",
                 start_step=count,
-                stop_step=count + drain + self.profile_steps,
+                stop_step=count + drain + slack + self.profile_steps,
                 measure_from=count + drain,
-                context={"drain_steps": drain, "cache_filled_step": None, "in_cache_fill": True},
+                context={"drain_steps": drain, "drain_slack": slack, "cache_filled_step": None, "in_cache_fill": True},
             )
         if key != self.fill_driver or self.fill_window.finished:
             return
