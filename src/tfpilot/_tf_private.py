@@ -26,6 +26,7 @@ __all__ = [
     "iterator_ops",
     "load_graph_without_variables",
     "map_function_graph",
+    "onednn_enabled",
     "op_callbacks",
     "op_is_stateful",
     "polymorphic_function",
@@ -159,6 +160,20 @@ def disable_all_reduce(optimizer: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------ TensorFlow
+
+
+def onednn_enabled() -> bool | None:
+    """Whether TensorFlow runs its oneDNN custom CPU kernels in this process (None when it cannot say).
+
+    Why private: TensorFlow decides at start-up (a oneDNN build, an x86/supported CPU, TF_ENABLE_ONEDNN_OPTS)
+    and says so only in a C++ log line ("oneDNN custom operations are on"), which tfpilot hides; the
+    decision itself is exposed only by this pywrap module."""
+    try:
+        port = _module("tensorflow.python.util._pywrap_util_port", "the oneDNN round-off note on parity checks")
+    except PrivateApiMissing:
+        return None
+    check = getattr(port, "IsMklEnabled", None)
+    return bool(check()) if check is not None else None
 
 
 def framework_ops() -> Any:

@@ -179,5 +179,6 @@ def register(app: typer.Typer) -> None:
         rows = (summary.get("formats") or {}).get("parity") if isinstance(summary.get("formats"), dict) else None
         if rows:
             render_mapping_table([{k: row.get(k) for k in _PARITY_COLUMNS} for row in rows], title="Export parity")
+            render_findings(summary["formats"].get("findings") or [])
         elif "formats" in summary:
             console.print_json(json.dumps(summary["formats"], default=str))

@@ -182,22 +182,31 @@ def export_formats(trained: Any, *, formats: list[str], saved_model_path: str | 
         max_accuracy_drop=config.parity.max_accuracy_drop,
         min_argmax_agreement=config.parity.min_argmax_agreement,
     )
+    from tfpilot._tf_private import onednn_enabled
+    from tfpilot.export.roundoff import onednn_roundoff_finding
+
+    roundoff = onednn_roundoff_finding(
+        rows, onednn=onednn_enabled(), failed_formats=[str(f.evidence.get("format", "")) for f in findings]
+    )
     for row in rows:
         row["split"] = split
     # parity.json is a plain list of rows (schema in docs/export.md); the HTML report renders it as is.
     atomic_write_json(trained.run.parity_path, rows)
     if findings:
-        write_findings(trained.run.findings_path, findings, append=True)
+        everything = [*findings, *([roundoff] if roundoff else [])]
+        write_findings(trained.run.findings_path, everything, append=True)
         raise ExportParityError(
             f"{len(findings)} export(s) outside the parity thresholds: {findings[0].message}; "
             f"see {trained.run.parity_path} and EXPORT-PARITY in {trained.run.findings_path}",
             rows=rows,
-            findings=findings,
+            findings=everything,
         )
+    if roundoff is not None:
+        write_findings(trained.run.findings_path, [roundoff], append=True)
     return {
         "exports": written,
         "parity_path": str(trained.run.parity_path),
         "parity": rows,
         "tflite_input": _tflite_input_note(pipeline.preprocessor),
-        "findings": [],
+        "findings": [roundoff] if roundoff is not None else [],
     }

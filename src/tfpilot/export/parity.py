@@ -189,14 +189,17 @@ def check_parity(
                     + f" on {row['examples']} test examples",
                     location=location or row["path"],
                     evidence={
-                        k: row[k]
-                        for k in (
-                            "accuracy",
-                            "saved_model_accuracy",
-                            "accuracy_drop",
-                            "argmax_agreement",
-                            "max_abs_diff",
-                        )
+                        "format": row["format"],
+                        **{
+                            k: row[k]
+                            for k in (
+                                "accuracy",
+                                "saved_model_accuracy",
+                                "accuracy_drop",
+                                "argmax_agreement",
+                                "max_abs_diff",
+                            )
+                        },
                     },
                     fix=(
                         "for tflite-int8 raise export.representative_batches or use tflite-dynamic/tflite-fp16; "

@@ -7,10 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from tfpilot._tf_private import onednn_enabled
 from tfpilot.errors import ExportError
 from tfpilot.export import PARITY_CODE, convert_tflite, export_saved_model
 from tfpilot.export.formats import ExportParityError, export_formats
 from tfpilot.export.parity import TFLiteRunner
+from tfpilot.export.roundoff import ROUNDOFF_CODE
 from tfpilot.findings import read_findings
 from tfpilot.workflow import sample_features
 
@@ -56,6 +58,10 @@ def test_all_variants_match_the_saved_model(trained):
     assert by_format["tflite-int8"]["size_bytes"] < by_format["tflite"]["size_bytes"]
     runner = TFLiteRunner(by_format["tflite-int8"]["path"])
     assert runner.input_dtype == np.int8  # full-integer file: int8 in, int8 out
+    # A float32 file that differs at all while oneDNN's kernels are on gets the round-off note (info: it passed).
+    noted = bool(onednn_enabled()) and by_format["tflite"]["max_abs_diff"] > 0
+    assert [(f.code, f.severity.value) for f in summary["findings"]] == ([(ROUNDOFF_CODE, "info")] if noted else [])
+    assert [f.code for f in read_findings(trained.run.findings_path)] == ([ROUNDOFF_CODE] if noted else [])
 
 
 def test_parity_violation_writes_finding_and_raises(tmp_path, make_trained_run):
