@@ -139,29 +139,46 @@ class Trainer:
         run: RunDir | None = None,
         model: keras.Model | None = None,
         hooks: list[TrainHook] | None = None,
-        head: Head | None = None,
-        optimizer: keras.optimizers.Optimizer | None = None,
     ) -> None:
-        """`head` and `optimizer` come with a model of the user's own (tfpilot.fit): the model's
-        compiled loss and metrics and its optimizer, instead of the ones the config describes."""
+        """Built in the order the parts depend on one another; each phase is one method below.
+        `model` replaces the one `config.model` describes (tests, and `tfpilot train` resuming)."""
         self.config = config
         self.pipeline = pipeline
-        train = config.train
+        self.hooks = HookList(hooks)
+        self.findings: list[Finding] = []
+        self._place(run)
+        self._plan()
+        # The task's head, with train.loss / train.metrics (checked against the task it trains here).
+        self.head, weights = self._config_head()
+        with self.strategy.scope():
+            self._build_model_and_optimizer(model)
+            self.steps = self._step_functions(weights)
+            self.state = TrainingState()
+        self._choose_step_settings()
+        self.guard = NanGuard(
+            policy=config.train.nan_policy.value, max_retries=config.train.nan_max_retries, location=str(self.run.root)
+        )
+        self.runner = self._make_runner()
+        self.steps_per_execution = self.runner.steps_per_execution
+        self._artifacts()
+
+    # ------------------------------------------------------------------ construction phases
+    def _place(self, run: RunDir | None) -> None:
+        """Strategy, topology, seeds and the run directory this process writes."""
+        train = self.config.train
         if uses_parameter_server(train.strategy):
             from tfpilot.train.ps import check_parameter_server_config
 
-            check_parameter_server_config(config)  # before connecting to the cluster
+            check_parameter_server_config(self.config)  # before connecting to the cluster
         seed_everything(train.seed, deterministic=train.deterministic)
         self.strategy = make_strategy(train.strategy)
         self.topology = Topology.of(self.strategy)
         self.chief = self.topology.chief
-        run = run or RunDir.at(config.run_path)
+        run = run or RunDir.at(self.config.run_path)
         # Non-chief workers write to a throwaway directory so they never race the chief's files.
         # `tfpilot launch --worker-dir` names the directory so its checkpoints can be inspected.
         worker_dir = os.environ.get("TFPILOT_WORKER_DIR")
         self.run = run if self.chief else RunDir.at(worker_dir or tempfile.mkdtemp(prefix="tfpilot-worker-"))
-        self.hooks = HookList(hooks)
-        self.findings: list[Finding] = []
         gpu = unusable_gpu_finding(
             devices=nvidia_devices(),
             visible_gpus=len(tf.config.list_physical_devices("GPU")),
@@ -170,41 +187,43 @@ class Trainer:
         )
         if gpu is not None:
             self.findings.append(gpu)
-        plan = plan_epoch(pipeline, self.topology, location=str(self.run.root))
+
+    def _plan(self) -> None:
+        """How many steps an epoch is on this topology, and what that leaves out."""
+        plan = plan_epoch(self.pipeline, self.topology, location=str(self.run.root))
         self.dropped_examples, self.file_sharded = plan.dropped_examples, plan.file_sharded
         self.findings.extend(plan.findings)
-        self.steps_per_epoch = train.steps_per_epoch or plan.batches
-        # The task's head, with train.loss / train.metrics (checked against the task it trains here).
-        self.own_head = head is not None
-        self.head, weights = (head, None) if head is not None else self._config_head()
-        with self.strategy.scope():
-            self._build_model_and_optimizer(model, optimizer=optimizer)
-            self.steps = StepFunctions(
-                model=self.model,
-                optimizer=self.optimizer,
-                strategy=self.strategy,
-                clip_norm=train.clip_norm,
-                l2=train.l2,
-                label_smoothing=train.label_smoothing,
-                num_classes=pipeline.num_classes,
-                head=self.head,
-                class_weights=weights,
-                batch_size=pipeline.batch_size,
-            )
-            self.state = TrainingState()
-        # train.jit_compile and steps_per_execution, fixed or `auto` (timed on whole steps), are set
-        # on the step functions in one place (autotune.py).
+        self.steps_per_epoch = self.config.train.steps_per_epoch or plan.batches
+
+    def _step_functions(self, weights: Any) -> StepFunctions:
+        train = self.config.train
+        return StepFunctions(
+            model=self.model,
+            optimizer=self.optimizer,
+            strategy=self.strategy,
+            clip_norm=train.clip_norm,
+            l2=train.l2,
+            label_smoothing=train.label_smoothing,
+            num_classes=self.pipeline.num_classes,
+            head=self.head,
+            class_weights=weights,
+            batch_size=self.pipeline.batch_size,
+        )
+
+    def _choose_step_settings(self) -> None:
+        """train.jit_compile and steps_per_execution, fixed or `auto` (timed on whole steps), are set
+        on the step functions in one place (autotune.py)."""
+        train = self.config.train
         self.step_choice = choose_step_settings(
-            self.steps, pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
+            self.steps, self.pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
         )
         self.jit_timings = self.step_choice.timings
         if self.step_choice.tuned:
             self.findings.append(tuned_finding(self.step_choice, location=str(self.run.root)))
-        self.guard = NanGuard(
-            policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(self.run.root)
-        )
-        self.runner = self._make_runner()
-        self.steps_per_execution = self.runner.steps_per_execution
+
+    def _artifacts(self) -> None:
+        """Checkpoints, TensorBoard writers, early stopping and the history the run directory keeps."""
+        train = self.config.train
         self.checkpoints = CheckpointStore(
             self.run.checkpoints,
             model=self.model,
@@ -260,20 +279,9 @@ class Trainer:
             skipped_batches=lambda epoch: [index for e, index in self.guard.skipped if e == epoch],
         )
 
-    def _build_model_and_optimizer(
-        self, model: keras.Model | None, *, optimizer: keras.optimizers.Optimizer | None = None
-    ) -> None:
+    def _build_model_and_optimizer(self, model: keras.Model | None) -> None:
         """Model and optimizer from config; call inside the strategy's scope (shared with the PS loop)."""
         config, pipeline, train = self.config, self.pipeline, self.config.train
-        if getattr(self, "own_head", False):
-            # A model trained with its own compiled loss (tfpilot.fit) keeps its outputs as they are:
-            # that loss says whether they are probabilities or logits, not tfpilot.
-            assert model is not None
-            self.model = model
-            self.optimizer = optimizer or build_optimizer(
-                train.optimizer, steps_per_epoch=self.steps_per_epoch, total_steps=self.steps_per_epoch * train.epochs
-            )
-            return
         with precision_policy(train.mixed_precision):
             self.model = model or build_model(
                 config.model,
