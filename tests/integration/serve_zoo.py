@@ -673,15 +673,22 @@ def build_tfx_trainer(version: Path) -> ZooModel:
 
 def build_keras2_legacy(version: Path) -> ZooModel:
     """The SavedModel Keras 2 (tf_keras) writes for `model.save(path, save_format="tf")` of a
-    Sequential model, built with TensorFlow's own APIs because tf_keras is not installed here
-    (the project's environment has Keras 3 only; `tf-keras` is on PyPI but not in the test
-    dependencies). What a server sees is reproduced: layers as trackable modules with
-    `kernel`/`bias` variables named as Keras 2 names them (`dense/kernel:0`), `serving_default`
-    traced from the model's call with the input named after the first layer (`dense_input`) and
-    the output keyed by the last layer's name (`dense_1`), both with a batch dimension of None,
-    and a `keras_metadata.pb` beside saved_model.pb (an empty SavedMetadata here; tf_keras
-    fills it with layer configs, which TF Serving never reads)."""
+    Sequential model, built with TensorFlow's own APIs: the project's environment has Keras 3 only
+    (`tf-keras` is on PyPI, but not in the test dependencies, and the shared environment is not
+    changed by hand). What a server and a loader see is reproduced: the root's checkpoint
+    dependencies `layer_with_weights-0`, `layer-0`, ... (tf_keras's hyphenated names), layers as
+    trackables holding `kernel`/`bias` variables named as Keras 2 names them (`dense/kernel:0`),
+    the root's `variables`/`trainable_variables`/`non_trainable_variables` lists,
+    `serving_default` traced from the model's call with the input named after the first layer
+    (`dense_input`, [None, 4]) and the output keyed by the last layer's name (`dense_1`), and
+    `keras_metadata.pb` beside saved_model.pb: a SavedMetadata (TF's own proto for it) naming the
+    root `_tf_keras_sequential` and each layer `_tf_keras_layer` with a short config. tf_keras
+    also saves its `keras_api` call functions and the full layer configs; TF Serving reads
+    neither, and neither is reproduced."""
+    import json
+
     import tensorflow as tf
+    from tensorflow.python.keras.protobuf import saved_metadata_pb2, versions_pb2
 
     rng = np.random.default_rng(6)
 
@@ -697,18 +704,40 @@ def build_keras2_legacy(version: Path) -> ZooModel:
             return self.activation(tf.matmul(x, self.kernel) + self.bias)
 
     class Sequential(tf.Module):
+        variables: Any = None  # saved as plain lists, as tf_keras saves them (shadowing tf.Module's properties)
+        trainable_variables: Any = None
+        non_trainable_variables: Any = None
+
         def __init__(self) -> None:
             super().__init__(name="sequential")
-            self.layer_with_weights_0 = Dense("dense", 4, 5, tf.nn.relu)
-            self.layer_with_weights_1 = Dense("dense_1", 5, 2, tf.identity)
+            layers = (Dense("dense", 4, 5, tf.nn.relu), Dense("dense_1", 5, 2, tf.identity))
+            for index, layer in enumerate(layers):
+                setattr(self, f"layer_with_weights-{index}", layer)
+                setattr(self, f"layer-{index}", layer)
+            weights = [weight for layer in layers for weight in (layer.kernel, layer.bias)]
+            self.variables = list(weights)
+            self.trainable_variables = list(weights)
+            self.non_trainable_variables = []
 
         @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="dense_input")])
         def serving_default(self, dense_input: tf.Tensor) -> dict[str, tf.Tensor]:
-            return {"dense_1": self.layer_with_weights_1(self.layer_with_weights_0(dense_input))}
+            hidden = getattr(self, "layer_with_weights-0")(dense_input)
+            return {"dense_1": getattr(self, "layer_with_weights-1")(hidden)}
 
     model = Sequential()
     tf.saved_model.save(model, str(version), signatures={"serving_default": model.serving_default})
-    (version / "keras_metadata.pb").write_bytes(b"")
+    metadata = saved_metadata_pb2.SavedMetadata()
+    nodes = [("root", "_tf_keras_sequential", "sequential", "Sequential")]
+    nodes += [(f"root.layer_with_weights-{i}", "_tf_keras_layer", n, "Dense") for i, n in enumerate(["dense", "dense_1"])]
+    for node_id, (path, identifier, name, class_name) in enumerate(nodes):
+        metadata.nodes.add(
+            node_id=node_id,
+            node_path=path,
+            identifier=identifier,
+            version=versions_pb2.VersionDef(producer=2, min_consumer=1),
+            metadata=json.dumps({"name": name, "class_name": class_name, "trainable": True, "dtype": "float32"}),
+        )
+    (version / "keras_metadata.pb").write_bytes(metadata.SerializeToString())
     rows = np.array([[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0], [-3.0, 0.25, 0.0, 4.0]], dtype=np.float32)
     return ZooModel(
         name="keras2_legacy",

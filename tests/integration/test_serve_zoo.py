@@ -397,3 +397,83 @@ def test_multi_inference_runs_classify_and_regress_on_the_same_examples(
     np.testing.assert_allclose(
         [r.value for r in second.regression_result.regressions], regressed["outputs"].reshape(-1), **FLOAT_TOLERANCE
     )
+
+
+# ----------------------------------------------------------------------------- producers' own checks
+
+
+def test_the_hub_module_answers_as_hub_load_calls_it(zoo: Any, server: Any, channel: Any) -> None:
+    """What a TF Hub consumer gets from `hub.load(path)(sentences)` (the restored `__call__`) is what
+    the server answers for serving_default, over REST and gRPC; the reusable-SavedModel attributes
+    hub.KerasLayer reads (variables, trainable_variables, regularization_losses) survive the save."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    root, models = zoo
+    restored = tf.saved_model.load(str(root / "hub_module" / "1"))
+    assert [v.name for v in restored.variables] == [v.name for v in restored.trainable_variables] == ["embeddings:0"]
+    assert len(restored.regularization_losses) == 1 and float(restored.regularization_losses[0]()) > 0.0
+    (query,) = models["hub_module"].queries
+    sentences = query.inputs["sentences"]
+    expected = restored(tf.constant(sentences)).numpy()
+    status, answer = http(server, rest_predict_path("hub_module"), {"inputs": json_tensor(sentences)})
+    assert status == 200, answer
+    assert_json_tensor(answer["outputs"], expected, name="output_0")
+    response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(
+        predict_request("hub_module", "", query.inputs), timeout=60
+    )
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["output_0"]), expected, **FLOAT_TOLERANCE)
+
+
+def test_a_composite_output_is_fetched_only_when_output_filter_leaves_it_out(channel: Any, loaded: Any) -> None:
+    """A ragged output's TensorInfo is a composite_tensor without a name. TF Serving's RunPredict
+    (servables/tensorflow/predict_util.cc) fetches the name of every output the request asks
+    for (all of them without output_filter), and TensorFlow's Session refuses the empty one
+    (common_runtime/graph_execution_state.cc ValidateFeedAndFetchDevices: INVALID_ARGUMENT
+    `Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph`);
+    an output_filter naming only dense outputs runs."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    x = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    request = predict_request("ragged_sparse", "ragged_output", {"x": x})
+    request.output_filter.append("total")
+    response = stub.Predict(request, timeout=60)
+    assert set(response.outputs) == {"total"}
+    expected = in_process(loaded["ragged_sparse"], "ragged_output", {"x": x})["total"]
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["total"]), expected)
+    request.output_filter.append("pieces")
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Predict(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(
+        "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph"
+    )
+
+
+def test_a_ragged_input_is_sent_as_its_components_never_as_a_nested_list(server: Any) -> None:
+    """TF Serving has no ragged tensor in its API: the SignatureDef lists the components and the
+    REST decoder (util/json_tensor.cc) refuses a list whose rows differ in length, INVALID_ARGUMENT."""
+    body = {"inputs": {"tokens": [[1.0, 2.0], [3.0]], "tokens_1": [0, 2, 3]}}
+    status, answer = http(server, rest_predict_path("ragged_sparse"), body)
+    assert status == 400, answer
+    assert "Encountered list at unexpected size" in answer["error"]
+
+
+def test_the_tfx_examples_signature_is_not_a_regression_signature(zoo: Any, server: Any, channel: Any) -> None:
+    """TFX's serving_default has one input and one output named `outputs`, but its input is keyed
+    `examples`: TF Serving's regressor.cc PreProcessRegression (method names unchecked, the
+    default) refuses it with INVALID_ARGUMENT `No regression inputs found in SignatureDef: `;
+    the same examples sent to Predict as `examples` are answered (the zoo's predict tests)."""
+    from tensorflow_serving.apis import prediction_service_pb2_grpc, regression_pb2
+
+    rows = [{"trip_miles": 3.2, "payment_type": "Cash", "trip_seconds": 420}]
+    status, answer = http(server, "/v1/models/tfx_trainer:regress", {"examples": rows})
+    assert status == 400 and answer["error"].startswith("No regression inputs found in SignatureDef: "), answer
+    request = regression_pb2.RegressionRequest(input=_example_list(rows))
+    request.model_spec.name = "tfx_trainer"
+    with pytest.raises(grpc.RpcError) as raised:
+        prediction_service_pb2_grpc.PredictionServiceStub(channel).Regress(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith("No regression inputs found in SignatureDef: ")
