@@ -598,7 +598,9 @@ def build_tfx_trainer(version: Path) -> ZooModel:
     payment = keras.Input((), dtype="int64", name="payment_type_xf")
     embedded = keras.layers.Embedding(4, 2)(payment)
     hidden = keras.layers.Dense(4, activation="relu")(keras.layers.Concatenate()([numeric, embedded]))
-    model = keras.Model({"numeric": numeric, "payment_type_xf": payment}, keras.layers.Dense(1, activation="sigmoid")(hidden))
+    model = keras.Model(
+        {"numeric": numeric, "payment_type_xf": payment}, keras.layers.Dense(1, activation="sigmoid")(hidden)
+    )
 
     feature_spec = {
         "trip_miles": tf.io.FixedLenFeature([1], tf.float32, default_value=[0.0]),
@@ -728,7 +730,9 @@ def build_keras2_legacy(version: Path) -> ZooModel:
     tf.saved_model.save(model, str(version), signatures={"serving_default": model.serving_default})
     metadata = saved_metadata_pb2.SavedMetadata()
     nodes = [("root", "_tf_keras_sequential", "sequential", "Sequential")]
-    nodes += [(f"root.layer_with_weights-{i}", "_tf_keras_layer", n, "Dense") for i, n in enumerate(["dense", "dense_1"])]
+    nodes += [
+        (f"root.layer_with_weights-{i}", "_tf_keras_layer", n, "Dense") for i, n in enumerate(["dense", "dense_1"])
+    ]
     for node_id, (path, identifier, name, class_name) in enumerate(nodes):
         metadata.nodes.add(
             node_id=node_id,
