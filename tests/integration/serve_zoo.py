@@ -508,11 +508,12 @@ def build_frozen_pbtxt(version: Path) -> ZooModel:
 
 def build_hub_module(version: Path) -> ZooModel:
     """A TF2 SavedModel in TF Hub's reusable form, as `hub.load` and `hub.KerasLayer` consume it:
-    a tf.Module whose `__call__` is a tf.function taking a batch of sentences (and a Python
-    `training` flag), with `variables`, `trainable_variables` and `regularization_losses`
-    attributes, a vocabulary file as a `tf.saved_model.Asset`, and the `serving_default`
-    signature added from `__call__` as TF Hub's export docs show. Built here with
-    tf.saved_model.save, the API TF Hub's own export uses (tensorflow_hub is not needed to write it)."""
+    a tf.Module whose `__call__` is a tf.function taking a batch of sentences and a Python
+    `training` flag (traced for both values), with `variables`, `trainable_variables` and
+    `regularization_losses` attributes, a vocabulary file as a `tf.saved_model.Asset`, and the
+    `serving_default` signature added from `__call__`'s inference trace as TF Hub's export docs
+    show. Built with tf.saved_model.save, the call TF Hub's own export makes (tensorflow_hub is
+    not installed and not needed to write it); nothing is downloaded."""
     import tensorflow as tf
 
     vocabulary = version.parent / "tokens.txt"
@@ -542,20 +543,21 @@ def build_hub_module(version: Path) -> ZooModel:
             self.trainable_variables = [self.embeddings]
             self.regularization_losses = [tf.function(lambda: 0.01 * tf.reduce_sum(tf.square(self.embeddings)))]
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.bool)])
-        def _embed(self, sentences: tf.Tensor, training: tf.Tensor) -> tf.Tensor:
+        @tf.function
+        def __call__(self, sentences: tf.Tensor, training: bool = False) -> tf.Tensor:
             tokens = tf.strings.split(tf.strings.lower(sentences))
             ids = tf.ragged.map_flat_values(self.table.lookup, tokens)
             vectors = tf.ragged.map_flat_values(tf.gather, self.embeddings, ids)
             pooled = tf.reduce_mean(vectors, axis=1)
-            return tf.where(tf.math.is_nan(pooled), tf.zeros_like(pooled), pooled) * tf.where(training, 0.5, 1.0)
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
-        def __call__(self, sentences: tf.Tensor) -> tf.Tensor:
-            return self._embed(sentences, tf.constant(False))
+            pooled = tf.where(tf.math.is_nan(pooled), tf.zeros_like(pooled), pooled)
+            # A Python flag, as TF Hub's reusable SavedModels take it: one trace per value.
+            return tf.nn.dropout(pooled, rate=0.5, seed=1) if training else pooled
 
     module = TextEmbedding()
-    tf.saved_model.save(module, str(version), signatures={"serving_default": module.__call__})
+    spec = tf.TensorSpec([None], tf.string, name="sentences")
+    module.__call__.get_concrete_function(spec, training=True)  # traced so hub.KerasLayer can fine-tune
+    serving = module.__call__.get_concrete_function(spec, training=False)
+    tf.saved_model.save(module, str(version), signatures={"serving_default": serving})
     vocabulary.unlink()  # the model must read its own copy under assets/
     sentences = np.array([b"The cat sat", b"on the MAT", b"unknown words only", b""], dtype=object)
     return ZooModel(

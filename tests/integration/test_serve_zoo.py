@@ -415,7 +415,8 @@ def test_the_hub_module_answers_as_hub_load_calls_it(zoo: Any, server: Any, chan
     assert len(restored.regularization_losses) == 1 and float(restored.regularization_losses[0]()) > 0.0
     (query,) = models["hub_module"].queries
     sentences = query.inputs["sentences"]
-    expected = restored(tf.constant(sentences)).numpy()
+    expected = restored(tf.constant(sentences)).numpy()  # training=False, the default
+    assert restored(tf.constant(sentences), training=True).shape == expected.shape  # hub.KerasLayer's trainable path
     status, answer = http(server, rest_predict_path("hub_module"), {"inputs": json_tensor(sentences)})
     assert status == 200, answer
     assert_json_tensor(answer["outputs"], expected, name="output_0")
