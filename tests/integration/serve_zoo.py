@@ -837,6 +837,55 @@ def build_ragged_sparse(version: Path) -> ZooModel:
     )
 
 
+def build_tf1_sparse(version: Path) -> ZooModel:
+    """A TF1 export with a SparseTensor input, as an Estimator's raw serving receiver over a
+    `sparse_placeholder` writes it: build_tensor_info stores the input as a `coo_sparse`
+    TensorInfo (indices, values and dense-shape tensor names) with no tensor name of its own,
+    beside a dense signature. TF Serving loads the model, answers the dense signature and refuses
+    every request to the sparse one (see the bad request)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        ids = v1.sparse_placeholder(tf.float32, [None, 4], name="ids")
+        weights = v1.get_variable("weights", initializer=tf.constant([1.0, 2.0, 3.0, 4.0]))
+        weighted = tf.reduce_sum(tf.sparse.to_dense(ids) * weights, axis=1, name="weighted")
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        dense = tf.reduce_sum(x * weights, axis=1, name="dense")
+        session.run(v1.global_variables_initializer())
+        info = v1.saved_model.utils.build_tensor_info
+        build = v1.saved_model.signature_def_utils.build_signature_def
+        builder = v1.saved_model.Builder(str(version))
+        builder.add_meta_graph_and_variables(
+            session,
+            ["serve"],
+            signature_def_map={
+                "serving_default": build(
+                    {"ids": info(ids)}, {"weighted": info(weighted)}, "tensorflow/serving/predict"
+                ),
+                "dense": build({"x": info(x)}, {"weighted": info(dense)}, "tensorflow/serving/predict"),
+            },
+        )
+        builder.save()
+    return ZooModel(
+        name="tf1_sparse",
+        tags=("serve",),
+        queries=[Query("dense", {"x": np.array([[1.0, 0.0, 0.0, 2.0], [0.0, 0.5, 0.0, 0.0]], dtype=np.float32)})],
+        example_queries=[],
+        # predict_util.cc feeds the request tensor under the TensorInfo's name, empty for
+        # coo_sparse; TensorFlow's graph_execution_state.cc (ValidateFeedAndFetchDevices)
+        # refuses the feed `:0` with InvalidArgument.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph",
+            "TF Serving predict_util.cc feeds a coo_sparse input's empty tensor name; TensorFlow's "
+            "graph_execution_state.cc ValidateFeedAndFetchDevices refuses it",
+            inputs={"ids": np.array([[0.0, 1.0, 0.0, 0.0]], dtype=np.float32)},
+        ),
+    )
+
+
 BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "keras_export": build_keras_export,
     "keras_archive": build_keras_archive,
@@ -850,6 +899,7 @@ BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "tfx_trainer": build_tfx_trainer,
     "keras2_legacy": build_keras2_legacy,
     "ragged_sparse": build_ragged_sparse,
+    "tf1_sparse": build_tf1_sparse,
 }
 
 

@@ -119,6 +119,16 @@ class InferenceService:
         graph's to parse (a TF1 graph may declare them as another dtype)."""
         if not examples:
             inputs = signature.check_inputs(signature.canonical(inputs))
+            # A TF1 SparseTensor input (coo_sparse TensorInfo) has no tensor name either: TF
+            # Serving feeds the request tensor under the empty name, which the Session refuses
+            # exactly as it refuses an empty fetch (below).
+            for key in sorted(signature.inputs):
+                if not signature.inputs[key].tensor_name:
+                    raise RequestError.invalid(
+                        "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph; "
+                        f"input `{key}` of signature `{signature.name}` is a sparse tensor (its indices, values "
+                        "and dense shape are separate graph tensors), which no request can feed"
+                    )
         # In request order, as TF Serving's PreProcessPrediction checks them (predict_util.cc).
         seen: set[str] = set()
         for key in output_filter:
