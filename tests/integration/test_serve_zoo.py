@@ -483,3 +483,50 @@ def test_the_tfx_examples_signature_is_not_a_regression_signature(zoo: Any, serv
         prediction_service_pb2_grpc.PredictionServiceStub(channel).Regress(request, timeout=60)
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert raised.value.details().startswith("No regression inputs found in SignatureDef: ")
+
+
+def test_a_frozen_tf1_graph_with_sparse_tensors_loads_and_runs_its_dense_parts(tmp_path: Path) -> None:
+    """TF Serving loads a SavedModel whatever its SignatureDefs name (a coo_sparse TensorInfo has
+    no tensor name) and only requests that feed or fetch such a tensor fail, at Session::Run. A
+    frozen graph (no variables/) is run in tfpilot's own Session: it must load too, answer the
+    dense outputs, and refuse a feed of the sparse input with the Session's words."""
+    import shutil
+
+    import tensorflow as tf
+
+    from tfpilot.serve.servable import load_servable
+    from tfpilot.serve.status import RequestError
+
+    v1 = tf.compat.v1
+    version = tmp_path / "1"
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        ids = v1.sparse_placeholder(tf.float32, [None, 4], name="ids")
+        x = v1.placeholder(tf.float32, [None], name="x")
+        info = v1.saved_model.utils.build_tensor_info
+        build = v1.saved_model.signature_def_utils.build_signature_def
+        builder = v1.saved_model.Builder(str(version))
+        builder.add_meta_graph_and_variables(
+            session,
+            ["serve"],
+            signature_def_map={
+                "serving_default": build(
+                    {"ids": info(ids)}, {"y": info(tf.sparse.reduce_sum(ids, axis=1))}, "tensorflow/serving/predict"
+                ),
+                "dense": build(
+                    {"x": info(x)},
+                    {"doubled": info(x * 2.0), "as_sparse": info(tf.sparse.from_dense(x[:, None]))},
+                    "tensorflow/serving/predict",
+                ),
+            },
+        )
+        builder.save()
+    shutil.rmtree(version / "variables", ignore_errors=True)
+    servable = load_servable(name="frozen_sparse", version=1, path=version)
+    assert servable.graph_decides and set(servable.signatures) == {"serving_default", "dense"}
+    assert servable.signatures["dense"].outputs["as_sparse"].tensor_name == ""
+    answer = servable.run("dense", {"x": np.array([1.0, 2.5], dtype=np.float32)})
+    assert set(answer) == {"doubled"} and answer["doubled"].tolist() == [2.0, 5.0]
+    with pytest.raises(RequestError) as refused:
+        servable.run("serving_default", {"ids": np.zeros((1, 4), dtype=np.float32)})
+    assert str(refused.value).startswith("Tensor :0, specified in either feed_devices or fetch_devices")
