@@ -530,3 +530,40 @@ def test_a_frozen_tf1_graph_with_sparse_tensors_loads_and_runs_its_dense_parts(t
     with pytest.raises(RequestError) as refused:
         servable.run("serving_default", {"ids": np.zeros((1, 4), dtype=np.float32)})
     assert str(refused.value).startswith("Tensor :0, specified in either feed_devices or fetch_devices")
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "signature", "start"),
+    [
+        ("classify", "keras_archive", "", "Expected one input Tensor. "),
+        ("classify", "module_signatures", "typed", "Expected one or two output Tensors, found 3. "),
+        ("classify", "tf1_estimator", "predict", "No classification inputs found in SignatureDef: "),
+        ("regress", "module_signatures", "stats", "Expected one output Tensor. "),
+        ("regress", "tf1_estimator", "", "Expected one output Tensor. "),
+        ("regress", "hub_module", "", "No regression inputs found in SignatureDef: "),
+    ],
+)
+def test_classify_and_regress_refuse_a_signature_in_tf_servings_order_and_words(
+    method: str, name: str, signature: str, start: str, server: Any, channel: Any
+) -> None:
+    """Without --enable_signature_method_name_check (TF Serving's default) any signature may be
+    asked to classify or regress; TF Serving's classifier.cc PreProcessClassification and
+    regressor.cc PreProcessRegression then check, in this order: one input; one or two outputs
+    (classify) or one (regress); the input keyed `inputs`; `classes`/`scores` or `outputs`. Each
+    refusal is INVALID_ARGUMENT and starts with their words."""
+    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc, regression_pb2
+
+    rows: list[dict[str, Any]] = [{"x": [1.0]}]
+    body: dict[str, Any] = {"examples": rows, **({"signature_name": signature} if signature else {})}
+    status, answer = http(server, f"/v1/models/{name}:{method}", body)
+    assert status == 400 and answer["error"].startswith(start), answer
+    request: Any = (
+        classification_pb2.ClassificationRequest if method == "classify" else regression_pb2.RegressionRequest
+    )(input=_example_list(rows))
+    request.model_spec.name = name
+    request.model_spec.signature_name = signature
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as raised:
+        (stub.Classify if method == "classify" else stub.Regress)(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(start)

@@ -238,8 +238,8 @@ def _example_signature(servable: Servable, name: str, method: str, kind: str, *,
     spec = signature.inputs.get("inputs")
     if spec is None:
         raise RequestError.invalid(
-            f"No {kind} inputs found in SignatureDef: signature `{signature.name}` takes {signature.describe_inputs()}, not `inputs` "
-            "(serialized tf.Example strings)"
+            f"No {kind} inputs found in SignatureDef: signature `{signature.name}` takes "
+            f"{signature.describe_inputs()}, not `inputs` (serialized tf.Example strings)"
         )
     if method == CLASSIFY_METHOD and "classes" not in signature.outputs and "scores" not in signature.outputs:
         raise RequestError.invalid(
@@ -247,7 +247,10 @@ def _example_signature(servable: Servable, name: str, method: str, kind: str, *,
             f"{where} has outputs {outputs}"
         )
     if method == REGRESS_METHOD and "outputs" not in signature.outputs:
-        raise RequestError.invalid(f"No regression outputs found in SignatureDef: {where} has outputs {outputs}")
+        raise RequestError.invalid(
+            f"No regression outputs found in SignatureDef: signature `{signature.name}` has outputs {outputs}, "
+            "not `outputs`"
+        )
     if spec.dtype != "string" and not servable.graph_decides:
         raise RequestError.invalid(
             f"{kind} signature `{signature.name}` input `inputs` must be string (serialized tf.Example), "
