@@ -542,6 +542,7 @@ def test_a_frozen_tf1_graph_with_sparse_tensors_loads_and_runs_its_dense_parts(t
         ("regress", "tf1_estimator", "", "Expected one output Tensor. "),
         ("regress", "hub_module", "", "No regression inputs found in SignatureDef: "),
     ],
+    ids=["one-input", "two-outputs", "inputs-key", "one-output", "regress-one-output", "regress-inputs-key"],
 )
 def test_classify_and_regress_refuse_a_signature_in_tf_servings_order_and_words(
     method: str, name: str, signature: str, start: str, server: Any, channel: Any
