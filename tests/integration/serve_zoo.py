@@ -3,9 +3,13 @@
 `tfpilot serve` must answer for models it did not write: Keras 3's `model.export` and
 `ExportArchive`, hand-written `tf.Module`s with several signatures, TF1 Estimator-style exports
 that take serialized tf.Examples and read an asset, image-bytes models, SavedModels with more
-than one MetaGraph, and frozen graphs kept as saved_model.pbtxt without variables/. Each builder here writes one such model into `<root>/<name>/1` with that
-tool's own API and returns what a client would ask of it; test_serve_zoo.py serves them all and
-compares REST and gRPC answers with the model called in-process.
+than one MetaGraph, frozen graphs kept as saved_model.pbtxt without variables/, TF Hub-style
+reusable modules, TFX Trainer exports, the SavedModel Keras 2 (tf_keras) writes, and signatures
+over ragged and sparse tensors (TF2's flattened components, TF1's coo_sparse). Each builder here
+writes one such model into `<root>/<name>/1` with that tool's own API (or, where the tool is not
+installed, with the TensorFlow calls it makes, as its docstring says) and returns what a client
+would ask of it; test_serve_zoo.py serves them all and compares REST and gRPC answers with the
+model called in-process. Nothing is downloaded.
 """
 
 from __future__ import annotations
