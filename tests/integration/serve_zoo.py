@@ -3,9 +3,13 @@
 `tfpilot serve` must answer for models it did not write: Keras 3's `model.export` and
 `ExportArchive`, hand-written `tf.Module`s with several signatures, TF1 Estimator-style exports
 that take serialized tf.Examples and read an asset, image-bytes models, SavedModels with more
-than one MetaGraph, and frozen graphs kept as saved_model.pbtxt without variables/. Each builder here writes one such model into `<root>/<name>/1` with that
-tool's own API and returns what a client would ask of it; test_serve_zoo.py serves them all and
-compares REST and gRPC answers with the model called in-process.
+than one MetaGraph, frozen graphs kept as saved_model.pbtxt without variables/, TF Hub-style
+reusable modules, TFX Trainer exports, the SavedModel Keras 2 (tf_keras) writes, and signatures
+over ragged and sparse tensors (TF2's flattened components, TF1's coo_sparse). Each builder here
+writes one such model into `<root>/<name>/1` with that tool's own API (or, where the tool is not
+installed, with the TensorFlow calls it makes, as its docstring says) and returns what a client
+would ask of it; test_serve_zoo.py serves them all and compares REST and gRPC answers with the
+model called in-process. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -393,7 +397,7 @@ def build_tf1_estimator(version: Path) -> ZooModel:
         # or off, a regress signature lacks the classes/scores outputs).
         bad=BadRequest(
             "INVALID_ARGUMENT",
-            "at least one of classes or scores",
+            'Expected classification signature outputs to contain at least one of "classes" or "scores".',
             "TF Serving classifier.cc PreProcessClassification: a signature without classes or scores outputs",
             method="classify",
             signature="regression",
@@ -503,6 +507,389 @@ def build_frozen_pbtxt(version: Path) -> ZooModel:
     )
 
 
+# ----------------------------------------------------------------------------- TF Hub, TFX, Keras 2
+
+
+def build_hub_module(version: Path) -> ZooModel:
+    """A TF2 SavedModel in TF Hub's reusable form, as `hub.load` and `hub.KerasLayer` consume it:
+    a tf.Module whose `__call__` is a tf.function taking a batch of sentences and a Python
+    `training` flag (traced for both values), with `variables`, `trainable_variables` and
+    `regularization_losses` attributes, a vocabulary file as a `tf.saved_model.Asset`, and the
+    `serving_default` signature added from `__call__`'s inference trace as TF Hub's export docs
+    show. Built with tf.saved_model.save, the call TF Hub's own export makes (tensorflow_hub is
+    not installed and not needed to write it); nothing is downloaded."""
+    import tensorflow as tf
+
+    vocabulary = version.parent / "tokens.txt"
+    vocabulary.write_text("<unk>\nthe\ncat\nsat\non\nmat\n")
+
+    class TextEmbedding(tf.Module):
+        # TF Hub's attributes are plain tracked lists in the SavedModel; these names shadow
+        # tf.Module's computed properties so the lists are saved under them.
+        variables: Any = None
+        trainable_variables: Any = None
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.vocabulary = tf.saved_model.Asset(str(vocabulary))
+            initializer = tf.lookup.TextFileInitializer(
+                self.vocabulary,
+                tf.string,
+                tf.lookup.TextFileIndex.WHOLE_LINE,
+                tf.int64,
+                tf.lookup.TextFileIndex.LINE_NUMBER,
+            )
+            self.table = tf.lookup.StaticHashTable(initializer, default_value=0)
+            rng = np.random.default_rng(4)
+            self.embeddings = tf.Variable(rng.normal(size=(6, 3)).astype(np.float32), name="embeddings")
+            # TF Hub's reusable SavedModel attributes (hub.KerasLayer reads them).
+            self.variables = [self.embeddings]
+            self.trainable_variables = [self.embeddings]
+            self.regularization_losses = [tf.function(lambda: 0.01 * tf.reduce_sum(tf.square(self.embeddings)))]
+
+        @tf.function
+        def __call__(self, sentences: tf.Tensor, training: bool = False) -> tf.Tensor:
+            tokens = tf.strings.split(tf.strings.lower(sentences))
+            ids = tf.ragged.map_flat_values(self.table.lookup, tokens)
+            vectors = tf.ragged.map_flat_values(tf.gather, self.embeddings, ids)
+            pooled = tf.reduce_mean(vectors, axis=1)
+            pooled = tf.where(tf.math.is_nan(pooled), tf.zeros_like(pooled), pooled)
+            # A Python flag, as TF Hub's reusable SavedModels take it: one trace per value.
+            return tf.nn.dropout(pooled, rate=0.5, seed=1) if training else pooled
+
+    module = TextEmbedding()
+    spec = tf.TensorSpec([None], tf.string, name="sentences")
+    module.__call__.get_concrete_function(spec, training=True)  # traced so hub.KerasLayer can fine-tune
+    serving = module.__call__.get_concrete_function(spec, training=False)
+    tf.saved_model.save(module, str(version), signatures={"serving_default": serving})
+    vocabulary.unlink()  # the model must read its own copy under assets/
+    sentences = np.array([b"The cat sat", b"on the MAT", b"unknown words only", b""], dtype=object)
+    return ZooModel(
+        name="hub_module",
+        tags=("serve",),
+        queries=[Query("", {"sentences": sentences})],
+        example_queries=[],
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "input `sentences` expects string",
+            "TF Serving refuses a tensor of another dtype than the signature's (json_tensor.cc over REST)",
+            inputs={"sentences": np.array([1, 2], dtype=np.int64)},
+        ),
+    )
+
+
+TFX_FEATURES = {
+    "trip_miles": ("float", 0.0),
+    "payment_type": ("string", ""),
+    "trip_seconds": ("int", 0),
+}
+
+
+def build_tfx_trainer(version: Path) -> ZooModel:
+    """What a TFX Trainer's run_fn exports: `serving_default` takes serialized tf.Examples as
+    `examples` ([None] string), parses them with the raw feature spec, applies a
+    Transform-style preprocessing (z-scores with constants the analyzers computed, a vocabulary
+    lookup over an asset file, as tft.compute_and_apply_vocabulary writes it) and calls the Keras
+    model, returning `{"outputs": ...}`; a `transform_features` signature returns the transformed
+    features, as TFX's templates add for evaluation. Keras 3 has no `model.save(save_format="tf")`,
+    so the model is kept in a tf.Module and written with tf.saved_model.save, the call run_fn's
+    `model.save` made under Keras 2."""
+    import keras
+    import tensorflow as tf
+
+    vocabulary = version.parent / "vocab_compute_and_apply_vocabulary_vocabulary"
+    vocabulary.write_text("Cash\nCredit Card\nNo Charge\n")
+    keras.utils.set_random_seed(5)
+    numeric = keras.Input((2,), name="numeric")
+    payment = keras.Input((), dtype="int64", name="payment_type_xf")
+    embedded = keras.layers.Embedding(4, 2)(payment)
+    hidden = keras.layers.Dense(4, activation="relu")(keras.layers.Concatenate()([numeric, embedded]))
+    model = keras.Model(
+        {"numeric": numeric, "payment_type_xf": payment}, keras.layers.Dense(1, activation="sigmoid")(hidden)
+    )
+
+    feature_spec = {
+        "trip_miles": tf.io.FixedLenFeature([1], tf.float32, default_value=[0.0]),
+        "payment_type": tf.io.FixedLenFeature([1], tf.string, default_value=[""]),
+        "trip_seconds": tf.io.FixedLenFeature([1], tf.int64, default_value=[0]),
+    }
+
+    class Exported(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            self.vocabulary = tf.saved_model.Asset(str(vocabulary))
+            initializer = tf.lookup.TextFileInitializer(
+                self.vocabulary,
+                tf.string,
+                tf.lookup.TextFileIndex.WHOLE_LINE,
+                tf.int64,
+                tf.lookup.TextFileIndex.LINE_NUMBER,
+            )
+            # Out-of-vocabulary values get the bucket after the vocabulary, as tft's num_oov_buckets=1.
+            self.table = tf.lookup.StaticHashTable(initializer, default_value=3)
+
+        def transform(self, parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+            miles = (parsed["trip_miles"] - 5.0) / 2.5
+            seconds = (tf.cast(parsed["trip_seconds"], tf.float32) - 600.0) / 300.0
+            return {
+                "numeric": tf.concat([miles, seconds], axis=1),
+                "payment_type_xf": self.table.lookup(parsed["payment_type"][:, 0]),
+            }
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve_tf_examples_fn(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+            transformed = self.transform(tf.io.parse_example(serialized, feature_spec))
+            return {"outputs": self.model(transformed, training=False)}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def transform_features_fn(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+            return self.transform(tf.io.parse_example(serialized, feature_spec))
+
+    exported = Exported()
+    tf.saved_model.save(
+        exported,
+        str(version),
+        signatures={
+            "serving_default": exported.serve_tf_examples_fn,
+            "transform_features": exported.transform_features_fn,
+        },
+    )
+    vocabulary.unlink()  # the model must read its own copy under assets/
+    rows: list[dict[str, Any]] = [
+        {"trip_miles": 3.2, "payment_type": "Cash", "trip_seconds": 420},
+        {"trip_miles": 11.0, "payment_type": "Credit Card", "trip_seconds": 1500},
+        {"trip_miles": 0.4, "payment_type": "Bitcoin"},
+    ]
+    examples = serialized_examples(rows)
+    return ZooModel(
+        name="tfx_trainer",
+        tags=("serve",),
+        queries=[Query("", {"examples": examples}), Query("transform_features", {"examples": examples})],
+        example_queries=[],
+        # classifier.cc PreProcessClassification (method names unchecked, TF Serving's default): one
+        # input and one output pass, then the input's key is `examples`, not `inputs`.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "No classification inputs found in SignatureDef: ",
+            "TF Serving classifier.cc PreProcessClassification: the one input is not keyed `inputs`",
+            method="classify",
+            examples=rows,
+        ),
+    )
+
+
+def build_keras2_legacy(version: Path) -> ZooModel:
+    """The SavedModel Keras 2 (tf_keras) writes for `model.save(path, save_format="tf")` of a
+    Sequential model, built with TensorFlow's own APIs: the project's environment has Keras 3 only
+    (`tf-keras` is on PyPI, but not in the test dependencies, and the shared environment is not
+    changed by hand). What a server and a loader see is reproduced: the root's checkpoint
+    dependencies `layer_with_weights-0`, `layer-0`, ... (tf_keras's hyphenated names), layers as
+    trackables holding `kernel`/`bias` variables named as Keras 2 names them (`dense/kernel:0`),
+    the root's `variables`/`trainable_variables`/`non_trainable_variables` lists,
+    `serving_default` traced from the model's call with the input named after the first layer
+    (`dense_input`, [None, 4]) and the output keyed by the last layer's name (`dense_1`), and
+    `keras_metadata.pb` beside saved_model.pb: a SavedMetadata (TF's own proto for it) naming the
+    root `_tf_keras_sequential` and each layer `_tf_keras_layer` with a short config. tf_keras
+    also saves its `keras_api` call functions and the full layer configs; TF Serving reads
+    neither, and neither is reproduced."""
+    import json
+
+    import tensorflow as tf
+    from tensorflow.python.keras.protobuf import saved_metadata_pb2, versions_pb2
+
+    rng = np.random.default_rng(6)
+
+    class Dense(tf.Module):
+        def __init__(self, name: str, units_in: int, units_out: int, activation: Callable[[tf.Tensor], tf.Tensor]):
+            super().__init__(name=name)
+            with tf.name_scope(name):
+                self.kernel = tf.Variable(rng.normal(size=(units_in, units_out)).astype(np.float32), name="kernel")
+                self.bias = tf.Variable(np.full(units_out, 0.1, np.float32), name="bias")
+            self.activation = activation
+
+        def __call__(self, x: tf.Tensor) -> tf.Tensor:
+            return self.activation(tf.matmul(x, self.kernel) + self.bias)
+
+    class Sequential(tf.Module):
+        variables: Any = None  # saved as plain lists, as tf_keras saves them (shadowing tf.Module's properties)
+        trainable_variables: Any = None
+        non_trainable_variables: Any = None
+
+        def __init__(self) -> None:
+            super().__init__(name="sequential")
+            layers = (Dense("dense", 4, 5, tf.nn.relu), Dense("dense_1", 5, 2, tf.identity))
+            for index, layer in enumerate(layers):
+                setattr(self, f"layer_with_weights-{index}", layer)
+                setattr(self, f"layer-{index}", layer)
+            weights = [weight for layer in layers for weight in (layer.kernel, layer.bias)]
+            self.variables = list(weights)
+            self.trainable_variables = list(weights)
+            self.non_trainable_variables = []
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="dense_input")])
+        def serving_default(self, dense_input: tf.Tensor) -> dict[str, tf.Tensor]:
+            hidden = getattr(self, "layer_with_weights-0")(dense_input)
+            return {"dense_1": getattr(self, "layer_with_weights-1")(hidden)}
+
+    model = Sequential()
+    tf.saved_model.save(model, str(version), signatures={"serving_default": model.serving_default})
+    metadata = saved_metadata_pb2.SavedMetadata()
+    nodes = [("root", "_tf_keras_sequential", "sequential", "Sequential")]
+    nodes += [
+        (f"root.layer_with_weights-{i}", "_tf_keras_layer", n, "Dense") for i, n in enumerate(["dense", "dense_1"])
+    ]
+    for node_id, (path, identifier, name, class_name) in enumerate(nodes):
+        metadata.nodes.add(
+            node_id=node_id,
+            node_path=path,
+            identifier=identifier,
+            version=versions_pb2.VersionDef(producer=2, min_consumer=1),
+            metadata=json.dumps({"name": name, "class_name": class_name, "trainable": True, "dtype": "float32"}),
+        )
+    (version / "keras_metadata.pb").write_bytes(metadata.SerializeToString())
+    rows = np.array([[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0], [-3.0, 0.25, 0.0, 4.0]], dtype=np.float32)
+    return ZooModel(
+        name="keras2_legacy",
+        tags=("serve",),
+        queries=[Query("", {"dense_input": rows})],
+        example_queries=[],
+        # A feature count the kernel cannot take: the feed is not checked against the declared
+        # [-1,4]; MatMul's own InvalidArgument answers, as TF Serving passes the Run status on.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "Matrix size-incompatible: In[0]: [1,3], In[1]: [4,5]",
+            "TF Serving feeds the tensor unchecked and returns the Session::Run status: MatMul's InvalidArgument",
+            inputs={"dense_input": np.array([[1.0, 2.0, 3.0]], dtype=np.float32)},
+        ),
+    )
+
+
+def build_ragged_sparse(version: Path) -> ZooModel:
+    """Signatures over composite tensors. tf.saved_model.save flattens a RaggedTensorSpec or
+    SparseTensorSpec input into its component tensors in the SignatureDef (`tokens` = flat
+    values, `tokens_1` = row splits; `ids` = indices, `ids_1` = values, `ids_2` = dense shape),
+    and TF Serving serves those as ordinary dense inputs, so clients send the components (in
+    columnar form: their first dimensions differ). A ragged *output* is stored as a
+    `composite_tensor` TensorInfo without a tensor name; TF Serving fetches the empty name and
+    the Session refuses it (see the bad request)."""
+    import tensorflow as tf
+
+    class Composite(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = tf.Variable(2.0)
+
+        @tf.function(
+            input_signature=[tf.RaggedTensorSpec([None, None], tf.float32, ragged_rank=1, row_splits_dtype=tf.int64)]
+        )
+        def ragged(self, tokens: tf.RaggedTensor) -> dict[str, tf.Tensor]:
+            return {"sums": tf.reduce_sum(tokens, axis=1) * self.scale, "lengths": tokens.row_lengths()}
+
+        @tf.function(input_signature=[tf.SparseTensorSpec([None, 5], tf.float32)])
+        def sparse(self, ids: tf.SparseTensor) -> dict[str, tf.Tensor]:
+            return {
+                "dense": tf.sparse.to_dense(ids) * self.scale,
+                "count": tf.sparse.reduce_sum(tf.sparse.map_values(tf.ones_like, ids), axis=1, output_is_sparse=False),
+            }
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+        def ragged_output(self, x: tf.Tensor) -> dict[str, Any]:
+            pieces = tf.RaggedTensor.from_row_lengths(x, tf.stack([1, tf.size(x, out_type=tf.int32) - 1]))
+            return {"pieces": pieces, "total": tf.reduce_sum(x, keepdims=True)}
+
+    module = Composite()
+    tf.saved_model.save(
+        module,
+        str(version),
+        signatures={"serving_default": module.ragged, "sparse": module.sparse, "ragged_output": module.ragged_output},
+    )
+    return ZooModel(
+        name="ragged_sparse",
+        tags=("serve",),
+        queries=[
+            Query(
+                "",
+                {
+                    "tokens": np.array([1.0, 2.0, 3.0, 4.5, -1.0], dtype=np.float32),
+                    "tokens_1": np.array([0, 2, 2, 5], dtype=np.int64),
+                },
+                rows=False,
+            ),
+            Query(
+                "sparse",
+                {
+                    "ids": np.array([[0, 1], [0, 4], [2, 3]], dtype=np.int64),
+                    "ids_1": np.array([1.5, -2.0, 3.0], dtype=np.float32),
+                    "ids_2": np.array([3, 5], dtype=np.int64),
+                },
+                rows=False,
+            ),
+        ],
+        example_queries=[],
+        # TF Serving's RunPredict fetches every output's TensorInfo name; the ragged output's is
+        # empty, and TensorFlow's graph_execution_state.cc (ValidateFeedAndFetchDevices) refuses
+        # the fetch `:0` with InvalidArgument.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph",
+            "TF Serving predict_util.cc fetches a composite output's empty tensor name; TensorFlow's "
+            "graph_execution_state.cc ValidateFeedAndFetchDevices refuses it",
+            signature="ragged_output",
+            inputs={"x": np.array([1.0, 2.0, 3.0], dtype=np.float32)},
+        ),
+    )
+
+
+def build_tf1_sparse(version: Path) -> ZooModel:
+    """A TF1 export with a SparseTensor input, as an Estimator's raw serving receiver over a
+    `sparse_placeholder` writes it: build_tensor_info stores the input as a `coo_sparse`
+    TensorInfo (indices, values and dense-shape tensor names) with no tensor name of its own,
+    beside a dense signature. TF Serving loads the model, answers the dense signature and refuses
+    every request to the sparse one (see the bad request)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        ids = v1.sparse_placeholder(tf.float32, [None, 4], name="ids")
+        weights = v1.get_variable("weights", initializer=tf.constant([1.0, 2.0, 3.0, 4.0]))
+        weighted = tf.reduce_sum(tf.sparse.to_dense(ids) * weights, axis=1, name="weighted")
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        dense = tf.reduce_sum(x * weights, axis=1, name="dense")
+        session.run(v1.global_variables_initializer())
+        info = v1.saved_model.utils.build_tensor_info
+        build = v1.saved_model.signature_def_utils.build_signature_def
+        builder = v1.saved_model.Builder(str(version))
+        builder.add_meta_graph_and_variables(
+            session,
+            ["serve"],
+            signature_def_map={
+                "serving_default": build(
+                    {"ids": info(ids)}, {"weighted": info(weighted)}, "tensorflow/serving/predict"
+                ),
+                "dense": build({"x": info(x)}, {"weighted": info(dense)}, "tensorflow/serving/predict"),
+            },
+        )
+        builder.save()
+    return ZooModel(
+        name="tf1_sparse",
+        tags=("serve",),
+        queries=[Query("dense", {"x": np.array([[1.0, 0.0, 0.0, 2.0], [0.0, 0.5, 0.0, 0.0]], dtype=np.float32)})],
+        example_queries=[],
+        # predict_util.cc feeds the request tensor under the TensorInfo's name, empty for
+        # coo_sparse; TensorFlow's graph_execution_state.cc (ValidateFeedAndFetchDevices)
+        # refuses the feed `:0` with InvalidArgument.
+        bad=BadRequest(
+            "INVALID_ARGUMENT",
+            "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph",
+            "TF Serving predict_util.cc feeds a coo_sparse input's empty tensor name; TensorFlow's "
+            "graph_execution_state.cc ValidateFeedAndFetchDevices refuses it",
+            inputs={"ids": np.array([[0.0, 1.0, 0.0, 0.0]], dtype=np.float32)},
+        ),
+    )
+
+
 BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "keras_export": build_keras_export,
     "keras_archive": build_keras_archive,
@@ -512,6 +899,11 @@ BUILDERS: dict[str, Callable[[Path], ZooModel]] = {
     "tf1_estimator": build_tf1_estimator,
     "two_meta_graphs": build_two_meta_graphs,
     "frozen_pbtxt": build_frozen_pbtxt,
+    "hub_module": build_hub_module,
+    "tfx_trainer": build_tfx_trainer,
+    "keras2_legacy": build_keras2_legacy,
+    "ragged_sparse": build_ragged_sparse,
+    "tf1_sparse": build_tf1_sparse,
 }
 
 

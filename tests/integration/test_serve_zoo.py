@@ -327,7 +327,12 @@ def test_metadata_lists_the_serving_meta_graphs_signatures(name: str, zoo: Any, 
     for key, definition in stored.items():
         assert rest_definitions[key]["method_name"] == definition.method_name
         for alias, info in definition.inputs.items():
-            assert rest_definitions[key]["inputs"][alias]["name"] == info.name
+            # `name` is one member of TensorInfo's `encoding` oneof; a sparse input (coo_sparse)
+            # or a composite one prints that member instead, as the JSON printer skips unset oneofs.
+            encoding = info.WhichOneof("encoding")
+            assert encoding in rest_definitions[key]["inputs"][alias], (key, alias)
+            if encoding == "name":
+                assert rest_definitions[key]["inputs"][alias]["name"] == info.name
             assert rest_definitions[key]["inputs"][alias]["dtype"] == _dtype_name(info.dtype)
 
 
@@ -397,3 +402,169 @@ def test_multi_inference_runs_classify_and_regress_on_the_same_examples(
     np.testing.assert_allclose(
         [r.value for r in second.regression_result.regressions], regressed["outputs"].reshape(-1), **FLOAT_TOLERANCE
     )
+
+
+# ----------------------------------------------------------------------------- producers' own checks
+
+
+def test_the_hub_module_answers_as_hub_load_calls_it(zoo: Any, server: Any, channel: Any) -> None:
+    """What a TF Hub consumer gets from `hub.load(path)(sentences)` (the restored `__call__`) is what
+    the server answers for serving_default, over REST and gRPC; the reusable-SavedModel attributes
+    hub.KerasLayer reads (variables, trainable_variables, regularization_losses) survive the save."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    root, models = zoo
+    restored = tf.saved_model.load(str(root / "hub_module" / "1"))
+    assert [v.name for v in restored.variables] == [v.name for v in restored.trainable_variables] == ["embeddings:0"]
+    assert len(restored.regularization_losses) == 1 and float(restored.regularization_losses[0]()) > 0.0
+    (query,) = models["hub_module"].queries
+    sentences = query.inputs["sentences"]
+    expected = restored(tf.constant(sentences)).numpy()  # training=False, the default
+    assert restored(tf.constant(sentences), training=True).shape == expected.shape  # hub.KerasLayer's trainable path
+    status, answer = http(server, rest_predict_path("hub_module"), {"inputs": json_tensor(sentences)})
+    assert status == 200, answer
+    assert_json_tensor(answer["outputs"], expected, name="output_0")
+    response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(
+        predict_request("hub_module", "", query.inputs), timeout=60
+    )
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["output_0"]), expected, **FLOAT_TOLERANCE)
+
+
+def test_a_composite_output_is_fetched_only_when_output_filter_leaves_it_out(channel: Any, loaded: Any) -> None:
+    """A ragged output's TensorInfo is a composite_tensor without a name. TF Serving's RunPredict
+    (servables/tensorflow/predict_util.cc) fetches the name of every output the request asks
+    for (all of them without output_filter), and TensorFlow's Session refuses the empty one
+    (common_runtime/graph_execution_state.cc ValidateFeedAndFetchDevices: INVALID_ARGUMENT
+    `Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph`);
+    an output_filter naming only dense outputs runs."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    x = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    request = predict_request("ragged_sparse", "ragged_output", {"x": x})
+    request.output_filter.append("total")
+    response = stub.Predict(request, timeout=60)
+    assert set(response.outputs) == {"total"}
+    expected = in_process(loaded["ragged_sparse"], "ragged_output", {"x": x})["total"]
+    np.testing.assert_allclose(tf.make_ndarray(response.outputs["total"]), expected)
+    request.output_filter.append("pieces")
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Predict(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(
+        "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph"
+    )
+
+
+def test_a_ragged_input_is_sent_as_its_components_never_as_a_nested_list(server: Any) -> None:
+    """TF Serving has no ragged tensor in its API: the SignatureDef lists the components and the
+    REST decoder (util/json_tensor.cc) refuses a list whose rows differ in length, INVALID_ARGUMENT."""
+    body = {"inputs": {"tokens": [[1.0, 2.0], [3.0]], "tokens_1": [0, 2, 3]}}
+    status, answer = http(server, rest_predict_path("ragged_sparse"), body)
+    assert status == 400, answer
+    assert "Encountered list at unexpected size" in answer["error"]
+
+
+def test_the_tfx_examples_signature_is_not_a_regression_signature(zoo: Any, server: Any, channel: Any) -> None:
+    """TFX's serving_default has one input and one output named `outputs`, but its input is keyed
+    `examples`: TF Serving's regressor.cc PreProcessRegression (method names unchecked, the
+    default) refuses it with INVALID_ARGUMENT `No regression inputs found in SignatureDef: `;
+    the same examples sent to Predict as `examples` are answered (the zoo's predict tests)."""
+    from tensorflow_serving.apis import prediction_service_pb2_grpc, regression_pb2
+
+    rows = [{"trip_miles": 3.2, "payment_type": "Cash", "trip_seconds": 420}]
+    status, answer = http(server, "/v1/models/tfx_trainer:regress", {"examples": rows})
+    assert status == 400 and answer["error"].startswith("No regression inputs found in SignatureDef: "), answer
+    request = regression_pb2.RegressionRequest(input=_example_list(rows))
+    request.model_spec.name = "tfx_trainer"
+    with pytest.raises(grpc.RpcError) as raised:
+        prediction_service_pb2_grpc.PredictionServiceStub(channel).Regress(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith("No regression inputs found in SignatureDef: ")
+
+
+def test_a_frozen_tf1_graph_with_sparse_tensors_loads_and_runs_its_dense_parts(tmp_path: Path) -> None:
+    """TF Serving loads a SavedModel whatever its SignatureDefs name (a coo_sparse TensorInfo has
+    no tensor name) and only requests that feed or fetch such a tensor fail, at Session::Run. A
+    frozen graph (no variables/) is run in tfpilot's own Session: it must load too, answer the
+    dense outputs, and refuse a feed of the sparse input with the Session's words."""
+    import shutil
+
+    import tensorflow as tf
+
+    from tfpilot.serve.servable import load_servable
+    from tfpilot.serve.status import RequestError
+
+    v1 = tf.compat.v1
+    version = tmp_path / "1"
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        ids = v1.sparse_placeholder(tf.float32, [None, 4], name="ids")
+        x = v1.placeholder(tf.float32, [None], name="x")
+        info = v1.saved_model.utils.build_tensor_info
+        build = v1.saved_model.signature_def_utils.build_signature_def
+        builder = v1.saved_model.Builder(str(version))
+        builder.add_meta_graph_and_variables(
+            session,
+            ["serve"],
+            signature_def_map={
+                "serving_default": build(
+                    {"ids": info(ids)}, {"y": info(tf.sparse.reduce_sum(ids, axis=1))}, "tensorflow/serving/predict"
+                ),
+                "dense": build(
+                    {"x": info(x)},
+                    {"doubled": info(x * 2.0), "as_sparse": info(tf.sparse.from_dense(x[:, None]))},
+                    "tensorflow/serving/predict",
+                ),
+            },
+        )
+        builder.save()
+    shutil.rmtree(version / "variables", ignore_errors=True)
+    servable = load_servable(name="frozen_sparse", version=1, path=version)
+    assert servable.graph_decides and set(servable.signatures) == {"serving_default", "dense"}
+    assert servable.signatures["dense"].outputs["as_sparse"].tensor_name == ""
+    answer = servable.run("dense", {"x": np.array([1.0, 2.5], dtype=np.float32)})
+    assert set(answer) == {"doubled"} and answer["doubled"].tolist() == [2.0, 5.0]
+    with pytest.raises(RequestError) as refused:
+        servable.run("serving_default", {"ids": np.zeros((1, 4), dtype=np.float32)})
+    assert str(refused.value).startswith("Tensor :0, specified in either feed_devices or fetch_devices")
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "signature", "start"),
+    [
+        ("classify", "keras_archive", "", "Expected one input Tensor. "),
+        ("classify", "module_signatures", "typed", "Expected one or two output Tensors, found 3. "),
+        ("classify", "tf1_estimator", "predict", "No classification inputs found in SignatureDef: "),
+        ("regress", "module_signatures", "stats", "Expected one output Tensor. "),
+        ("regress", "tf1_estimator", "", "Expected one output Tensor. "),
+        ("regress", "hub_module", "", "No regression inputs found in SignatureDef: "),
+    ],
+    ids=["one-input", "two-outputs", "inputs-key", "one-output", "regress-one-output", "regress-inputs-key"],
+)
+def test_classify_and_regress_refuse_a_signature_in_tf_servings_order_and_words(
+    method: str, name: str, signature: str, start: str, server: Any, channel: Any
+) -> None:
+    """Without --enable_signature_method_name_check (TF Serving's default) any signature may be
+    asked to classify or regress; TF Serving's classifier.cc PreProcessClassification and
+    regressor.cc PreProcessRegression then check, in this order: one input; one or two outputs
+    (classify) or one (regress); the input keyed `inputs`; `classes`/`scores` or `outputs`. Each
+    refusal is INVALID_ARGUMENT and starts with their words."""
+    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc, regression_pb2
+
+    rows: list[dict[str, Any]] = [{"x": [1.0]}]
+    body: dict[str, Any] = {"examples": rows, **({"signature_name": signature} if signature else {})}
+    status, answer = http(server, f"/v1/models/{name}:{method}", body)
+    assert status == 400 and answer["error"].startswith(start), answer
+    request: Any = (
+        classification_pb2.ClassificationRequest if method == "classify" else regression_pb2.RegressionRequest
+    )(input=_example_list(rows))
+    request.model_spec.name = name
+    request.model_spec.signature_name = signature
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as raised:
+        (stub.Classify if method == "classify" else stub.Regress)(request, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(start)

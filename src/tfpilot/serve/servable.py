@@ -268,7 +268,14 @@ class Servable:
             raise as_request_error(error) from None
         if not isinstance(result, dict):
             result = {"output_0": result}
-        return {key: value.numpy() if hasattr(value, "numpy") else np.asarray(value) for key, value in result.items()}
+        # A ragged or sparse output (no tensor name in its TensorInfo) is never answered, as in the
+        # Session runner: only an output_filter without it lets such a signature run.
+        composite = {key for key, spec in signature.outputs.items() if not spec.tensor_name}
+        return {
+            key: value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+            for key, value in result.items()
+            if key not in composite
+        }
 
     def unload(self) -> None:
         """Mark this version retired. Its graph is freed once nothing references it.
@@ -412,7 +419,18 @@ class _SessionModel:
         from tensorflow.core.protobuf import config_pb2
 
         feed_keys = sorted(definition.inputs)
-        fetch_keys = sorted(definition.outputs)
+        # A sparse or composite TensorInfo has no tensor name: TF Serving loads the model and only
+        # the requests that feed or fetch it fail, with the Session's words (the service refuses
+        # them before a run). The other outputs stay fetchable through output_filter.
+        if any(not definition.inputs[k].name for k in feed_keys):
+
+            def refuse(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+                raise RequestError.invalid(
+                    "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph"
+                )
+
+            return refuse
+        fetch_keys = sorted(k for k in definition.outputs if definition.outputs[k].name)
         feeds = [self._graph.get_tensor_by_name(definition.inputs[k].name) for k in feed_keys]
         options = config_pb2.CallableOptions()
         options.feed.extend(tensor.name for tensor in feeds)

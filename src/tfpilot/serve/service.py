@@ -119,6 +119,16 @@ class InferenceService:
         graph's to parse (a TF1 graph may declare them as another dtype)."""
         if not examples:
             inputs = signature.check_inputs(signature.canonical(inputs))
+            # A TF1 SparseTensor input (coo_sparse TensorInfo) has no tensor name either: TF
+            # Serving feeds the request tensor under the empty name, which the Session refuses
+            # exactly as it refuses an empty fetch (below).
+            for key in sorted(signature.inputs):
+                if not signature.inputs[key].tensor_name:
+                    raise RequestError.invalid(
+                        "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph; "
+                        f"input `{key}` of signature `{signature.name}` is a sparse tensor (its indices, values "
+                        "and dense shape are separate graph tensors), which no request can feed"
+                    )
         # In request order, as TF Serving's PreProcessPrediction checks them (predict_util.cc).
         seen: set[str] = set()
         for key in output_filter:
@@ -130,6 +140,16 @@ class InferenceService:
             if key in seen:
                 raise RequestError.invalid(f"duplicate output tensor alias: {key}")
             seen.add(key)
+        # A ragged or sparse output is a composite TensorInfo without a tensor name: TF Serving's
+        # RunPredict fetches that empty name and the Session refuses `:0` (TensorFlow's
+        # graph_execution_state.cc, ValidateFeedAndFetchDevices), unless output_filter leaves it out.
+        for key in output_filter or sorted(signature.outputs):
+            if not signature.outputs[key].tensor_name:
+                raise RequestError.invalid(
+                    "Tensor :0, specified in either feed_devices or fetch_devices was not found in the Graph; "
+                    f"output `{key}` of signature `{signature.name}` is a composite (ragged or sparse) tensor, "
+                    "which has no tensor to fetch"
+                )
         outputs = await self.batcher.run(servable, signature.name, inputs, timeout=timeout)
         if self.request_log is not None:
             self.request_log.record(
@@ -150,11 +170,6 @@ class InferenceService:
         signature = _example_signature(
             servable, signature_name, CLASSIFY_METHOD, "classification", check_method=self.method_name_check
         )
-        if "classes" not in signature.outputs and "scores" not in signature.outputs:
-            raise RequestError.invalid(
-                f"Expected classification signature `{signature.name}` outputs to contain at least one of "
-                f"classes or scores, got {', '.join(sorted(signature.outputs))}"
-            )
         inputs = {"inputs": _string_batch(examples)}
         self.metrics.observe_examples(servable.name, len(examples))
         outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
@@ -166,11 +181,6 @@ class InferenceService:
         signature = _example_signature(
             servable, signature_name, REGRESS_METHOD, "regression", check_method=self.method_name_check
         )
-        if "outputs" not in signature.outputs:
-            raise RequestError.invalid(
-                f"No regression outputs found in signature `{signature.name}`: expected output `outputs`, got "
-                f"{', '.join(sorted(signature.outputs))}"
-            )
         inputs = {"inputs": _string_batch(examples)}
         self.metrics.observe_examples(servable.name, len(examples))
         outputs = await self.predict(servable, signature, inputs, timeout=timeout, examples=True)
@@ -212,11 +222,34 @@ def _example_signature(servable: Servable, name: str, method: str, kind: str, *,
         raise RequestError.invalid(
             f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name}"
         )
-    spec = signature.inputs.get("inputs")
-    if len(signature.inputs) != 1 or spec is None:
+    # TF Serving's checks in its order and words (classifier.cc PreProcessClassification,
+    # regressor.cc PreProcessRegression), whatever the signature's method; where TF Serving
+    # appends the SignatureDef's DebugString, tfpilot names the signature's inputs or outputs.
+    where = f"Signature `{signature.name}`"
+    outputs = ", ".join(f"`{key}`" for key in sorted(signature.outputs)) or "none"
+    if len(signature.inputs) != 1:
+        raise RequestError.invalid(f"Expected one input Tensor. {where} has {signature.describe_inputs() or 'none'}")
+    if method == CLASSIFY_METHOD and len(signature.outputs) not in (1, 2):
         raise RequestError.invalid(
-            f"Expected one input Tensor named `inputs` in {kind} signature `{signature.name}`, got "
-            f"{signature.describe_inputs()}"
+            f"Expected one or two output Tensors, found {len(signature.outputs)}. {where} has outputs {outputs}"
+        )
+    if method == REGRESS_METHOD and len(signature.outputs) != 1:
+        raise RequestError.invalid(f"Expected one output Tensor. {where} has outputs {outputs}")
+    spec = signature.inputs.get("inputs")
+    if spec is None:
+        raise RequestError.invalid(
+            f"No {kind} inputs found in SignatureDef: signature `{signature.name}` takes "
+            f"{signature.describe_inputs()}, not `inputs` (serialized tf.Example strings)"
+        )
+    if method == CLASSIFY_METHOD and "classes" not in signature.outputs and "scores" not in signature.outputs:
+        raise RequestError.invalid(
+            'Expected classification signature outputs to contain at least one of "classes" or "scores". '
+            f"{where} has outputs {outputs}"
+        )
+    if method == REGRESS_METHOD and "outputs" not in signature.outputs:
+        raise RequestError.invalid(
+            f"No regression outputs found in SignatureDef: signature `{signature.name}` has outputs {outputs}, "
+            "not `outputs`"
         )
     if spec.dtype != "string" and not servable.graph_decides:
         raise RequestError.invalid(
