@@ -232,6 +232,24 @@ def _error(callable_, expected_type):
     return message
 
 
+def test_a_model_fit_call_renamed_to_tfpilot_fit_needs_no_name(tmp_path):
+    import keras
+
+    import tfpilot
+    from tfpilot.errors import ConfigError
+
+    features, labels = np.ones((16, 3), "float32"), np.zeros(16, "float32")
+    runs = []
+    for _ in range(2):  # twice within a second: two runs, neither overwriting the other
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)], name="mlp_v1")
+        model.compile("sgd", "mse")
+        runs.append(tfpilot.fit(model, features, labels, runs_dir=tmp_path).run.root)
+    assert runs[0] != runs[1] and all(run.parent == tmp_path for run in runs)
+    assert all(run.name.startswith("mlp_v1-") and (run / "history.json").exists() for run in runs)
+    message = _error(lambda: tfpilot.fit(model, features, labels, runs_dir=tmp_path, resume=True), ConfigError)
+    assert "name=" in message
+
+
 def test_bad_inputs_are_one_line_errors(tmp_path):
     import tensorflow as tf
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ from tfpilot.train.fit.sample_rows import finite_rows
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
 from tfpilot.train.step import is_default_strategy
+
+logger = logging.getLogger("tfpilot.fit")
 
 __all__ = ["fit", "FitResult"]
 
@@ -84,6 +88,19 @@ class FitResult:
     global_step: int
     keras_history: Any
     run: RunDir
+
+
+def _fresh_run_name(model: keras.Model, runs_dir: str | Path) -> str:
+    """`<model name>-<YYYYmmdd-HHMMSS>`, never an existing run's (a second call in the same second gets `-2`)."""
+    import time
+
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(model, "name", "") or "model")).lstrip("._-") or "model"
+    stamp = f"{base}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name, counter = stamp, 1
+    while (Path(runs_dir) / name).exists():
+        counter += 1
+        name = f"{stamp}-{counter}"
+    return name
 
 
 def _train_config(
@@ -244,7 +261,7 @@ def fit(
     validation_steps: int | None = None,
     validation_batch_size: int | None = None,
     validation_freq: int = 1,
-    name: str,
+    name: str | None = None,
     runs_dir: str | Path = "runs",
     resume: bool = False,
     save_validation_data: bool = True,
@@ -261,7 +278,8 @@ def fit(
     the model for this run), seed, deterministic, max_checkpoints, overfit_patience,
     histogram_every_epochs. The run directory `runs_dir/name` gets config.yaml, history.json,
     TensorBoard logs, checkpoints, metrics.json, findings.json and fit/; `resume=True` continues
-    from its latest epoch checkpoint.
+    from its latest epoch checkpoint. Without `name` (a model.fit call changed to tfpilot.fit) the
+    run is `<model name>-<date>-<time>`, a new directory each call, logged (logger `tfpilot.fit`) and in the result's `run.root`.
     """
     from tfpilot.atomic import atomic_write_json
     from tfpilot.config import dump_config
@@ -291,6 +309,11 @@ def fit(
     if isinstance(x, tf.data.Dataset) and int(x.cardinality()) == tf.data.INFINITE_CARDINALITY and not steps_per_epoch:
         # model.fit would run its first epoch forever.
         raise DataError("tfpilot.fit: the dataset repeats forever; pass steps_per_epoch=N (or take(N) batches of it)")
+    if name is None:
+        if resume:
+            raise ConfigError("tfpilot.fit: resume=True needs the run's name=...; pass the name of the run to continue")
+        name = _fresh_run_name(model, runs_dir)
+        logger.info("tfpilot.fit: run directory %s (pass name=... to choose it)", Path(runs_dir) / name)
     config = _train_config(name=name, runs_dir=runs_dir, epochs=epochs, batch_size=batch_size, options=options)
     train = config.train
     if train.nan_policy.value == "rollback":
