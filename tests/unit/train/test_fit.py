@@ -219,6 +219,13 @@ def test_evaluate_fit_run_matches_model_evaluate(tmp_path):
     assert ours["batches"] == 3
     for key, value in theirs.items():
         np.testing.assert_allclose(ours[key], value, rtol=RTOL, atol=ATOL, err_msg=key)
+    # --data pointing at a folder that is not a saved dataset: what was wrong and what is expected, in one line.
+    from tfpilot.errors import DataError
+
+    (tmp_path / "csvs").mkdir()
+    (tmp_path / "csvs" / "rows.csv").write_text("a,b\n1,2\n")
+    message = _error(lambda: evaluate_fit_run(RunDir.at(tmp_path / "ev"), data_path=tmp_path / "csvs"), DataError)
+    assert "dataset.save(DIR)" in message and "csvs" in message
 
 
 # ------------------------------------------------------------------------------------ errors

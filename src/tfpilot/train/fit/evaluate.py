@@ -31,7 +31,10 @@ def evaluate_fit_run(
     try:
         dataset = tf.data.Dataset.load(str(data_path))
     except Exception as exc:
-        raise DataError(f"cannot read `{data_path}` as a saved tf.data.Dataset ({first_line(exc)})") from None
+        raise DataError(
+            f"cannot read `{data_path}` as a saved tf.data.Dataset ({first_line(exc)}); expected the directory that "
+            "`dataset.save(DIR)` writes from batched (features, labels) elements, as the model was trained on"
+        ) from None
     model = load_fit_model(run, extra_modules=extra_modules, compile=True)
     if not getattr(model, "compiled", False):
         raise ConfigError(
