@@ -1,0 +1,134 @@
+"""Issue 33: every data problem in one pass, for each source kind that is not an image folder.
+
+Each test plants several different problems in one tiny dataset on disk and checks that one
+error names all of them (exit code 2, one line, the key that skips them), that DataError.problems
+holds the same list, and that `data.on_bad_records: skip` names every record it left out.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tfpilot.config.schema import DataConfig
+from tfpilot.data import load_source
+from tfpilot.errors import DataError
+
+# ----------------------------------------------------------------------------- TFRecord
+
+
+def example(x: float, label: int | None) -> bytes:
+    feature = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=[x]))}
+    if label is not None:
+        feature["label"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+@pytest.fixture
+def broken_shards(tmp_path: Path) -> Path:
+    """Three shards of 10 records, labels 0/1 of classes a, b, c: record 3 of shard 1 has no label,
+    record 5 of shard 1 has label 7, shard 2 is truncated in its last record, and class c is empty."""
+    root = tmp_path / "shards"
+    root.mkdir()
+    for shard in range(3):
+        with tf.io.TFRecordWriter(str(root / f"d-{shard}.tfrecord")) as writer:
+            for row in range(10):
+                label = None if (shard, row) == (1, 3) else 7 if (shard, row) == (1, 5) else row % 2
+                writer.write(example(float(row), label))
+    truncated = root / "d-2.tfrecord"
+    truncated.write_bytes(truncated.read_bytes()[:-10])
+    return root
+
+
+def tfrecord_config(root: Path, **extra: object) -> DataConfig:
+    return DataConfig(
+        kind="tfrecord",
+        path=root,
+        tfrecord={"features": {"x": {"dtype": "float32", "shape": []}}, "class_names": ["a", "b", "c"]},
+        **extra,
+    )
+
+
+def test_tfrecord_shard_damage_missing_feature_label_outside_and_empty_class_in_one_error(broken_shards: Path) -> None:
+    with pytest.raises(DataError) as caught:
+        load_source(tfrecord_config(broken_shards))
+    error = caught.value
+    message = str(error)
+    assert error.exit_code == 2 and "\n" not in message
+    assert "4 problem(s)" in message and "data.on_bad_records: skip" in message
+    assert "d-2.tfrecord` unreadable from record 9" in message  # the damaged shard and where
+    assert "d-1.tfrecord record 3 (Feature: label" in message  # the record without its label
+    assert "d-1.tfrecord record 5 (label=7)" in message and "outside the classes 0..2" in message
+    assert "1 class(es) have no records: c" in message
+    assert len(error.problems) == 4 and all(problem in message for problem in error.problems)
+
+
+def test_tfrecord_skip_names_every_left_out_record_and_keeps_the_rest(broken_shards: Path) -> None:
+    source = load_source(tfrecord_config(broken_shards, on_bad_records="skip"))
+    # 30 written: the truncated last record of shard 2, and 2 bad records of shard 1, are out.
+    assert len(source) == 27 and source.class_names == ["a", "b", "c"]
+    by_code = {f.code: f for f in source.findings}
+    assert sorted(by_code) == ["DATA-EMPTY-CLASS", "DATA-RECORDS-SKIPPED", "DATA-SHARDS-TRUNCATED"]
+    skipped = by_code["DATA-RECORDS-SKIPPED"].evidence["records"]
+    assert [Path(name).name for name in skipped] == ["d-1.tfrecord record 3", "d-1.tfrecord record 5"]
+    assert list(by_code["DATA-SHARDS-TRUNCATED"].evidence["shard tails"]) == [str(broken_shards / "d-2.tfrecord")]
+    assert by_code["DATA-EMPTY-CLASS"].evidence == {"classes": ["c"]}
+    assert not any("record 3" in str(name) or "record 5" in str(name) for name in source.row_ids if "d-1" in name)
+
+
+def test_tfrecord_listing_is_bounded_in_the_message_but_complete_in_the_problems(tmp_path: Path) -> None:
+    root = tmp_path / "shards"
+    root.mkdir()
+    with tf.io.TFRecordWriter(str(root / "d.tfrecord")) as writer:
+        for row in range(20):
+            writer.write(example(float(row), 9 if row < 8 else row % 2))
+    with pytest.raises(DataError) as caught:
+        load_source(DataConfig(kind="tfrecord", path=root, tfrecord={"features": {"x": {"dtype": "float32"}}}))
+    (problem,) = caught.value.problems
+    # No class_names: labels 0..9 are classes and 2..8 are empty; the 8 records of 9 are fine.
+    assert "7 class(es) have no records" in problem
+    with pytest.raises(DataError) as caught:
+        load_source(
+            DataConfig(
+                kind="tfrecord",
+                path=root,
+                tfrecord={"features": {"x": {"dtype": "float32"}}, "class_names": ["a", "b"]},
+            )
+        )
+    (problem,) = caught.value.problems
+    assert all(f"d.tfrecord record {row} (label=9)" in problem for row in range(8))
+    assert "and 3 more" in str(caught.value) and "record 7 (label=9)" not in str(caught.value)
+
+
+# ----------------------------------------------------------------------------- the CLI end to end
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tfpilot.cli.main", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_tfpilot_train_and_inspect_report_the_same_tfrecord_problems(broken_shards: Path) -> None:
+    config = broken_shards.parent / "cfg.yaml"
+    config.write_text(
+        f"name: broken\nruns_dir: {broken_shards.parent / 'runs'}\ndata:\n  kind: tfrecord\n  path: {broken_shards}\n"
+        "  tfrecord:\n    features: {x: {dtype: float32, shape: []}}\n    class_names: [a, b, c]\n"
+        "train:\n  epochs: 1\n"
+    )
+    trained = run_cli("train", str(config))
+    assert trained.returncode == 2, trained.stderr[-2000:]
+    line = trained.stderr.strip().splitlines()[-1]
+    report_path = broken_shards.parent / "runs" / "broken" / "data_report.json"
+    assert "4 problem(s)" in line and str(report_path) in line and "data.on_bad_records: skip" in line
+    report = json.loads(report_path.read_text())
+    assert report["kind"] == "tfrecord" and len(report["problems"]) == 4
+    inspected = run_cli("data", "inspect", str(config), "--format", "json")
+    assert inspected.returncode == 2
+    assert json.loads(inspected.stdout)["problems"] == report["problems"]
