@@ -44,13 +44,19 @@ class Problem:
         return self.what + named + (f" ({self.fix})" if self.fix else "")
 
 
-def problems_error(where: str, problems: list[Problem]) -> DataError:
+def problems_error(where: str, problems: list[Problem], *, skippable: bool = True) -> DataError:
     """One line naming every problem (numbered, a few items each), what to do, and the key that
-    skips bad records; DataError.problems holds each problem with all of its items."""
+    skips bad records; DataError.problems holds each problem with all of its items.
+
+    skippable: False when a problem is not about records (a missing column), so skipping cannot help."""
     numbered = "; ".join(f"({number}) {problem.text(SHOWN)}" for number, problem in enumerate(problems, 1))
+    remedy = (
+        "fix them, or set data.on_bad_records: skip to leave the bad records out (each is then named in a finding)"
+        if skippable
+        else "fix them (data.on_bad_records: skip leaves out bad records, not missing columns)"
+    )
     return DataError(
-        f"`{where}` has {len(problems)} problem(s): {numbered}; fix them, or set data.on_bad_records: skip to "
-        "leave the bad records out (each is then named in a finding)",
+        f"`{where}` has {len(problems)} problem(s): {numbered}; {remedy}",
         exit_code=2,
         problems=[problem.text() for problem in problems],
     )
