@@ -31,7 +31,6 @@ def register(app: typer.Typer) -> None:
         from tfpilot.cli.render import console, render_findings, render_mapping_table
         from tfpilot.data import build_pipeline
         from tfpilot.data.audit import write_data_report
-
         from tfpilot.errors import DataError
 
         try:

@@ -59,18 +59,6 @@ def parsing_spec(config: DataConfig) -> dict[str, tf.io.FixedLenFeature]:
     return spec
 
 
-def class_names_for(config: DataConfig, labels: np.ndarray) -> list[str]:
-    """The class names of int64 class ids (data.tfrecord.class_names, or the ids as strings)."""
-    num_classes = int(labels.max()) + 1
-    class_names = list(config.tfrecord.class_names or [str(i) for i in range(num_classes)])
-    if len(class_names) < num_classes or labels.min() < 0:
-        raise DataError(
-            f"labels span 0..{num_classes - 1} but data.tfrecord.class_names has {len(class_names)} names",
-            exit_code=2,
-        )
-    return class_names
-
-
 def record_decoder(
     config: DataConfig,
 ) -> tuple[Callable[[dict[str, tf.Tensor]], dict[str, tf.Tensor]], dict[str, tf.TensorSpec], list[str]]:
@@ -127,14 +115,6 @@ def parsed_columns(config: DataConfig, serialized: Any) -> dict[str, np.ndarray]
         else parsed[name].numpy()
         for name, f in features.items()
     }
-
-
-def label_error(config: DataConfig, exc: tf.errors.InvalidArgumentError) -> DataError:
-    return DataError(
-        f"TFRecords do not match data.tfrecord ({exc.message.splitlines()[0]}); every record needs an int64 "
-        f"`{config.tfrecord.label_key}` (data.tfrecord.label_key) and the listed features",
-        exit_code=2,
-    )
 
 
 def _record_problems(
@@ -251,7 +231,7 @@ def tfrecord_source(config: DataConfig) -> Source:
     if bad:
         findings.append(
             skipped_finding(
-                code="DATA-RECORDS-SKIPPED",
+                code="DATA-SKIPPED-RECORDS",
                 what="records",
                 where=where,
                 reasons={str(records.names[i]): why for i, why in bad.items()},

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tfpilot.data.image_check import decode_problem
 
-__all__ = ["ShardRecords", "read_shards", "unparsable_records", "undecodable_records"]
+__all__ = ["ShardRecords", "read_shards", "damaged_shards", "unparsable_records", "undecodable_records"]
 
 _BATCH = 4096
 
@@ -85,6 +85,30 @@ def _read_damaged(path: str) -> tuple[list[bytes], str | None]:
             return records, None
         except tf.errors.DataLossError as exc:
             return records, f"unreadable from record {len(records)} on ({_first_line(exc)})"
+
+
+def damaged_shards(files: list[str]) -> dict[str, tuple[int, str]]:
+    """shard -> (records readable before its damage, why), streamed: no shard is held in memory."""
+    damaged: dict[str, tuple[int, str]] = {}
+    for path in files:
+        try:
+            for _ in tf.data.TFRecordDataset(path).batch(_BATCH):
+                pass
+            continue
+        except tf.errors.DataLossError:
+            pass
+        count = 0
+        iterator = iter(tf.data.TFRecordDataset(path))
+        while True:
+            try:
+                next(iterator)
+            except StopIteration:
+                break
+            except tf.errors.DataLossError as exc:
+                damaged[path] = (count, f"unreadable from record {count} on ({_first_line(exc)})")
+                break
+            count += 1
+    return damaged
 
 
 def read_shards(files: list[str]) -> ShardRecords:

@@ -74,8 +74,8 @@ def test_tfrecord_skip_names_every_left_out_record_and_keeps_the_rest(broken_sha
     # 30 written: the truncated last record of shard 2, and 2 bad records of shard 1, are out.
     assert len(source) == 27 and source.class_names == ["a", "b", "c"]
     by_code = {f.code: f for f in source.findings}
-    assert sorted(by_code) == ["DATA-EMPTY-CLASS", "DATA-RECORDS-SKIPPED", "DATA-SHARDS-TRUNCATED"]
-    skipped = by_code["DATA-RECORDS-SKIPPED"].evidence["records"]
+    assert sorted(by_code) == ["DATA-EMPTY-CLASS", "DATA-SKIPPED-RECORDS", "DATA-SHARDS-TRUNCATED"]
+    skipped = by_code["DATA-SKIPPED-RECORDS"].evidence["records"]
     assert [Path(name).name for name in skipped] == ["d-1.tfrecord record 3", "d-1.tfrecord record 5"]
     assert list(by_code["DATA-SHARDS-TRUNCATED"].evidence["shard tails"]) == [str(broken_shards / "d-2.tfrecord")]
     assert by_code["DATA-EMPTY-CLASS"].evidence == {"classes": ["c"]}
@@ -104,6 +104,35 @@ def test_tfrecord_listing_is_bounded_in_the_message_but_complete_in_the_problems
     (problem,) = caught.value.problems
     assert all(f"d.tfrecord record {row} (label=9)" in problem for row in range(8))
     assert "and 3 more" in str(caught.value) and "record 7 (label=9)" not in str(caught.value)
+
+
+def test_streamed_tfrecords_report_the_same_problems_and_skip_them_while_streaming(broken_shards: Path) -> None:
+    from tfpilot.data import build_pipeline
+
+    tfrecord = {
+        "features": {"x": {"dtype": "float32", "shape": []}},
+        "class_names": ["a", "b", "c"],
+        "stream": True,
+        "splits": {"train": "d-[01].tfrecord", "validation": "d-2.tfrecord"},
+    }
+    with pytest.raises(DataError) as caught:
+        load_source(DataConfig(kind="tfrecord", path=broken_shards, tfrecord=tfrecord))
+    message = str(caught.value)
+    assert "4 problem(s)" in message and "d-2.tfrecord` unreadable from record 9" in message
+    assert "d-1.tfrecord record 3 (Feature: label" in message and "d-1.tfrecord record 5 (label=7)" in message
+    assert "1 class(es) have no records: c" in message
+    pipeline = build_pipeline(
+        DataConfig(kind="tfrecord", path=broken_shards, tfrecord=tfrecord, on_bad_records="skip", shuffle_buffer=0),
+        batch_size=4,
+    )
+    codes = sorted(f.code for f in pipeline.source.findings)
+    assert codes == ["DATA-EMPTY-CLASS", "DATA-SHARDS-TRUNCATED", "DATA-SKIPPED-RECORDS"]
+    # What the pipeline streams is what the scan counted: the two bad records and the damaged tail are out.
+    assert pipeline.num_examples("train") == 18 and pipeline.num_examples("validation") == 9
+    labels = [int(v) for _, y in pipeline.evaluation("train") for v in y.numpy()]
+    assert len(labels) == 18 and set(labels) <= {0, 1}
+    assert sum(int(y.shape[0]) for _, y in pipeline.evaluation("validation")) == 9
+    assert sum(int(y.shape[0]) for _, y in pipeline.train(epoch=0)) == 18
 
 
 # ----------------------------------------------------------------------------- the CLI end to end
