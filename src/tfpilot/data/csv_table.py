@@ -252,7 +252,7 @@ def read_csv_table(config: DataConfig) -> CsvTable:
                 values = sorted({by_line[line][column] for line in lines})[:3]
                 problems.append(
                     Problem(
-                        f"label column `{column}` holds values other than 0/1 {values}",
+                        f"label column `{column}` holds non-0/1 labels {values}",
                         [f"line {line}" for line in lines],
                         "write 1 (or true/yes) where the label applies and 0 or nothing where it does not",
                     )
