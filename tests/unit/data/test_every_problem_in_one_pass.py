@@ -74,7 +74,7 @@ def test_tfrecord_skip_names_every_left_out_record_and_keeps_the_rest(broken_sha
     # 30 written: the truncated last record of shard 2, and 2 bad records of shard 1, are out.
     assert len(source) == 27 and source.class_names == ["a", "b", "c"]
     by_code = {f.code: f for f in source.findings}
-    assert sorted(by_code) == ["DATA-EMPTY-CLASS", "DATA-SKIPPED-RECORDS", "DATA-SHARDS-TRUNCATED"]
+    assert sorted(by_code) == ["DATA-EMPTY-CLASS", "DATA-SHARDS-TRUNCATED", "DATA-SKIPPED-RECORDS"]
     skipped = by_code["DATA-SKIPPED-RECORDS"].evidence["records"]
     assert [Path(name).name for name in skipped] == ["d-1.tfrecord record 3", "d-1.tfrecord record 5"]
     assert list(by_code["DATA-SHARDS-TRUNCATED"].evidence["shard tails"]) == [str(broken_shards / "d-2.tfrecord")]
