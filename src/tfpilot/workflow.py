@@ -91,13 +91,20 @@ def train_run(config: RunConfig, *, resume: bool = False, hooks: list | None = N
         try:
             pipeline = build_pipeline(config.data, batch_size=config.train.batch_size, seed=config.train.seed, **arrays)
         except DataError as error:
-            if error.problems and is_chief():
-                # The same list as the message, where `tfpilot data inspect` leaves its report.
+            if not error.problems:
+                raise
+            from tfpilot.data.bad_records import problems_report
+
+            # The same list as the message (and as `tfpilot data inspect`), kept where the run's report goes.
+            if is_chief():
                 atomic_write_json(
-                    run.data_report_path,
-                    {"source": str(config.data.path), "kind": config.data.kind.value, "problems": error.problems},
+                    run.data_report_path, problems_report(str(config.data.path), config.data.kind.value, error)
                 )
-            raise
+            raise DataError(
+                f"{error}; every problem is listed in {run.data_report_path}",
+                exit_code=error.exit_code,
+                problems=error.problems,
+            ) from None
         from tfpilot.data.task import apply_task, check_task
 
         # Before anything is written or trained: a regression target must not become 214 classes.

@@ -56,7 +56,8 @@ def test_inspect_reports_bad_cells_as_one_line_and_json_for_good_data(tmp_path: 
     config = write_config(tmp_path, "t.csv", label="label")
     bad = run_tfpilot(["data", "inspect", config], cwd=tmp_path)
     assert bad.returncode == 2
-    assert "`size`" in one_error_line(bad.stderr) and "line(s) 8" in bad.stderr
+    assert "`size`" in one_error_line(bad.stderr) and "line 8" in one_error_line(bad.stderr)
+    assert "3.4cm" in bad.stdout  # the problems, listed one per row before the error
     skip = write_config(tmp_path, "t.csv", label="label", extra="  on_bad_records: skip\n")
     good = run_tfpilot(["data", "inspect", skip, "--format", "json"], cwd=tmp_path)
     assert good.returncode == 0, good.stderr

@@ -31,8 +31,27 @@ def register(app: typer.Typer) -> None:
         from tfpilot.cli.render import console, render_findings, render_mapping_table
         from tfpilot.data import build_pipeline
         from tfpilot.data.audit import write_data_report
+        from tfpilot.errors import DataError
 
-        pipeline = build_pipeline(resolved.data, batch_size=resolved.train.batch_size, seed=resolved.train.seed)
+        try:
+            pipeline = build_pipeline(resolved.data, batch_size=resolved.train.batch_size, seed=resolved.train.seed)
+        except DataError as error:
+            if not error.problems:
+                raise
+            from tfpilot.data.bad_records import problems_report
+
+            # Data that cannot be trained on: the whole list (as `tfpilot train` writes it), then exit 2.
+            failed = problems_report(str(resolved.data.path), resolved.data.kind.value, error)
+            if output is not None:
+                write_data_report(output, failed)
+            if output_format == "json":
+                typer.echo(json.dumps(failed, indent=2))
+            else:
+                render_mapping_table(
+                    [{"#": number, "problem": problem} for number, problem in enumerate(error.problems, 1)],
+                    title=f"{len(error.problems)} data problem(s)",
+                )
+            raise
         report, findings = pipeline.audit()
         if output is not None:
             write_data_report(output, report)

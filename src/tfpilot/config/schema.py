@@ -264,8 +264,10 @@ class DataConfig(_Section):
     num_parallel_calls: int | None = Field(None, description="Parallel map calls; default AUTOTUNE.")
     on_bad_records: BadRecords = Field(
         BadRecords.ERROR,
-        description="Rows with non-numeric cells or no label, and files that do not decode: `error` stops before "
-        "training and names them; `skip` leaves them out and records a finding naming every one.",
+        description="Bad records (CSV/text rows with non-numeric cells, no label or the wrong number of cells; "
+        "files or TFRecord images that do not decode; TFRecords that do not parse or have a label outside the "
+        "classes; damaged shards): `error` stops before training and names every problem at once (also in "
+        "data_report.json); `skip` leaves them out and records a finding naming every one.",
     )
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import tensorflow as tf
 
-__all__ = ["undecodable_images", "PROGRESS_LOGGER"]
+__all__ = ["undecodable_images", "decode_problem", "PROGRESS_LOGGER"]
 
 # Long first-time work (checking a large image folder, tuning the step) says what it does and how
 # far it is on this logger; the CLI shows its INFO lines on stderr (cli/render.show_log_lines).
@@ -24,14 +24,22 @@ _REPORT_EVERY_S = 5.0
 _QUIET_BELOW = 2000  # a small folder is checked in a second or two: no lines for it
 
 
-def _problem(path: str, channels: int) -> str | None:
+def decode_problem(data: tf.Tensor | bytes, channels: int) -> str | None:
+    """The first line of TensorFlow's decode error for encoded image bytes, or None when they decode."""
     try:
-        data = tf.io.read_file(path)
         tf.io.decode_image(data, channels=channels, expand_animations=False, dtype=tf.uint8)
-    except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.DataLossError) as exc:
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as exc:
         first = (exc.message or type(exc).__name__).strip().splitlines()[0]
         return first[:160]
     return None
+
+
+def _problem(path: str, channels: int) -> str | None:
+    try:
+        data = tf.io.read_file(path)
+    except tf.errors.NotFoundError as exc:
+        return (exc.message or type(exc).__name__).strip().splitlines()[0][:160]
+    return decode_problem(data, channels)
 
 
 def undecodable_images(paths: list[str], *, channels: int, report_from: int = _QUIET_BELOW) -> dict[str, str]:

@@ -150,10 +150,17 @@ class Pipeline:
 
         key = self.config.tfrecord.label_key
         label_spec = {key: tf.io.FixedLenFeature([], tf.int64)}
-        return read_records(files).map(
+        streamed = self.source.streamed
+        assert streamed is not None
+        records = read_records(files, limits=streamed.limits).map(
             lambda r: ({"serialized": r}, tf.cast(tf.io.parse_single_example(r, label_spec)[key], tf.int32)),
             num_parallel_calls=self._parallel,
         )
+        if streamed.skip_bad:
+            # The scan named each record with a label outside the classes (DATA-SKIPPED-RECORDS).
+            classes = streamed.num_classes
+            records = records.filter(lambda r, y: (y >= 0) & (y < classes))
+        return records
 
     def raw(self, split: str) -> tf.data.Dataset:
         """Unbatched (raw features, label): what a client would send to the server."""
@@ -162,7 +169,7 @@ class Pipeline:
     def _decoded(self, records: tf.data.Dataset) -> tf.data.Dataset:
         decode = self.source.decode
         dataset = records.map(lambda r, y: (decode(r), y), num_parallel_calls=self._parallel)
-        if self.source.streamed is not None and self.source.streamed.skip_undecodable:
+        if self.source.streamed is not None and self.source.streamed.skip_bad:
             # The scan before training named these records (DATA-SKIPPED-RECORDS); only they fail here.
             dataset = dataset.ignore_errors()
         return dataset.with_options(self._options())

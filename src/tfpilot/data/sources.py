@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import BadRecords, DataConfig, DataKind
+from tfpilot.data.bad_records import Problem, problems_error
 from tfpilot.data.csv_table import read_csv_table
 from tfpilot.data.image_check import undecodable_images
 from tfpilot.data.image_resize import decode_and_resize
@@ -84,13 +85,15 @@ def image_folder_source(config: DataConfig) -> Source:
     }
     empty = [d for d in class_dirs if not per_class[d]]
     # Every problem is collected before any is reported: fixing the data takes one round.
-    problems: list[str] = []
+    problems: list[Problem] = []
     if empty and len(empty) < len(class_dirs):
         names = [d.name for d in empty]
         if not skip:
             problems.append(
-                f"class folder(s) {names} hold no {sorted(extensions)} files (a class with no examples cannot be "
-                "learned: add images or remove the folder)"
+                Problem(
+                    f"class folder(s) {names} hold no {sorted(extensions)} files",
+                    fix="a class with no examples cannot be learned: add images or remove the folder",
+                )
             )
         findings.append(
             Finding(
@@ -118,17 +121,15 @@ def image_folder_source(config: DataConfig) -> Source:
     # training mid-epoch with a TensorFlow error that does not name the file.
     bad = undecodable_images(paths, channels=config.image.channels)
     if bad and not skip:
-        shown = "; ".join(f"`{p}` ({why})" for p, why in list(bad.items())[:3])
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        problems.append(f"{len(bad)} image file(s) do not decode: {shown}{more} (replace or remove them)")
-    if problems:
-        listed = "; ".join(f"({number}) {problem}" for number, problem in enumerate(problems, 1))
-        raise DataError(
-            f"`{root}` has {len(problems)} problem(s): {listed}; fix them, or set data.on_bad_records: skip to "
-            "leave them out",
-            exit_code=2,
-            problems=problems,
+        problems.append(
+            Problem(
+                f"{len(bad)} image file(s) do not decode",
+                [f"`{p}` ({why})" for p, why in bad.items()],
+                "replace or remove them",
+            )
         )
+    if problems:
+        raise problems_error(str(root), problems)
     if bad:
         findings.append(
             Finding(

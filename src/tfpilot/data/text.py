@@ -16,6 +16,7 @@ tracks, so the same table serves tf.data, the Python SavedModel loader and the v
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfpilot.config.schema import Batching, DataConfig, DataKind
+from tfpilot.config.schema import BadRecords, Batching, DataConfig, DataKind, TextOptions
+from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
 from tfpilot.data.csv_table import check_file_path
 from tfpilot.data.preprocessing import Preprocessor
 from tfpilot.data.sources import Source, register_source
 from tfpilot.errors import DataError
+from tfpilot.findings import Finding, Severity
 
 __all__ = [
     "text_source",
@@ -59,32 +62,83 @@ def tokenize(text: tf.Tensor) -> tf.Tensor | tf.RaggedTensor:
 # ----------------------------------------------------------------------------------- source
 
 
-def _read_delimited(path: Path, options) -> tuple[list[str], list[str]]:
-    texts: list[str] = []
-    labels: list[str] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+@dataclasses.dataclass
+class _Lines:
+    """What a text file holds: the usable examples with their file lines, and every bad line with why."""
+
+    texts: list[str] = dataclasses.field(default_factory=list)
+    labels: list[str] = dataclasses.field(default_factory=list)
+    lines: list[int] = dataclasses.field(default_factory=list)
+    bad: dict[int, str] = dataclasses.field(default_factory=dict)  # file line -> why it is not an example
+    problems: list[Problem] = dataclasses.field(default_factory=list)  # not about lines: a missing column
+    # label -> file lines of the bad lines that name it (a class seen only there would vanish with skip).
+    bad_labels: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+
+def _read_delimited(path: Path, options: TextOptions) -> _Lines:
+    read = _Lines()
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        # Each line is decoded on its own, so one stray byte names its line instead of failing the file.
+        try:
+            line = raw.rstrip(b"\r").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            read.bad[number] = f"not valid UTF-8 (byte {raw[exc.start : exc.start + 1]!r} at column {exc.start + 1})"
+            continue
         if not line.strip():
             continue
         label, tab, text = line.partition("\t")
         if not tab:
-            raise DataError(
-                f"`{path}` line {number} has no TAB; expected `label<TAB>text` lines in a .txt/.tsv text file "
-                "(or use a .csv with data.text.text_column / label_column)"
+            read.bad[number] = "no TAB between label and text"
+        elif not label.strip():
+            read.bad[number] = "empty label"
+        else:
+            read.texts.append(text)
+            read.labels.append(label.strip())
+            read.lines.append(number)
+    return read
+
+
+def _read_csv(path: Path, options: TextOptions) -> _Lines:
+    read = _Lines()
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = list(reader.fieldnames or [])
+            rows = [(reader.line_num, row) for row in reader]
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"text CSV `{path}` is not valid UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at offset "
+            f"{exc.start}); save it as UTF-8",
+            exit_code=2,
+        ) from None
+    absent = [
+        (field, column)
+        for field, column in (("text_column", options.text_column), ("label_column", options.label_column))
+        if column not in header
+    ]
+    if absent:
+        read.problems.append(
+            Problem(
+                f"no column(s) {[column for _, column in absent]} (columns: {header})",
+                fix="set " + " and ".join(f"`data.text.{field}`" for field, _ in absent),
             )
-        labels.append(label.strip())
-        texts.append(text)
-    return texts, labels
-
-
-def _read_csv(path: Path, options) -> tuple[list[str], list[str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        rows = list(reader)
-    for field, column in (("text_column", options.text_column), ("label_column", options.label_column)):
-        if column not in header:
-            raise DataError(f"CSV `{path}` has no column `{column}` (columns: {header}); set `data.text.{field}`")
-    return [r[options.text_column] or "" for r in rows], [r[options.label_column] for r in rows]
+        )
+        return read
+    for number, row in rows:
+        # DictReader puts extra cells under the key None and leaves missing ones None.
+        if None in row or any(value is None for value in row.values()):
+            read.bad[number] = "a different number of cells than the header"
+        elif not row[options.label_column].strip():
+            read.bad[number] = "empty label"
+        else:
+            read.texts.append(row[options.text_column] or "")
+            read.labels.append(row[options.label_column].strip())
+            read.lines.append(number)
+            continue
+        label = row.get(options.label_column)
+        if isinstance(label, str) and label.strip():
+            read.bad_labels.setdefault(label.strip(), []).append(number)
+    return read
 
 
 def _sorted_labels(raw: list[str]) -> list[str]:
@@ -104,23 +158,90 @@ def text_source(config: DataConfig) -> Source:
     if not path.is_file():
         raise DataError(f"`data.path` must be a .csv, .tsv or .txt file for kind text, got `{path}`")
     reader = _read_csv if path.suffix.lower() == ".csv" else _read_delimited
-    texts, raw_labels = reader(path, config.text)
-    if not texts:
+    read = reader(path, config.text)
+    if read.problems:
+        raise problems_error(str(path), read.problems, skippable=False)
+    # Every bad line is collected before any is reported: fixing the file takes one round.
+    problems: list[Problem] = []
+    by_reason: dict[str, list[int]] = {}
+    for number, why in read.bad.items():
+        by_reason.setdefault(why.split(" (")[0], []).append(number)
+    for why, numbers in by_reason.items():
+        what, fix = _LINE_PROBLEMS[why]
+        problems.append(
+            Problem(
+                f"{len(numbers)} line(s) {what}",
+                [
+                    f"line {number}" + (f" ({read.bad[number]})" if read.bad[number] != why else "")
+                    for number in numbers
+                ],
+                fix,
+            )
+        )
+    vanished = sorted(set(read.bad_labels) - set(read.labels))
+    skip = config.on_bad_records == BadRecords.SKIP
+    findings: list[Finding] = []
+    if vanished:
+        fix = "fix those lines: with data.on_bad_records: skip these classes would have no examples"
+        if not skip:
+            problems.append(Problem(f"{len(vanished)} class(es) have rows only on the bad lines", vanished, fix))
+        findings.append(
+            Finding(
+                code="DATA-EMPTY-CLASS",
+                severity=Severity.WARNING,
+                title=f"{len(vanished)} class(es) with no examples",
+                message=f"`{path}`: class(es) {vanished} have rows only on skipped lines; they are not classes of "
+                "this model",
+                location=str(path),
+                evidence={"classes": vanished},
+                fix=fix,
+            )
+        )
+    if problems and not skip:
+        raise problems_error(str(path), problems)
+    if read.bad:
+        findings.append(
+            skipped_finding(
+                code="DATA-ROWS-SKIPPED",
+                what="lines",
+                where=str(path),
+                reasons={f"line {number}": why for number, why in sorted(read.bad.items())},
+                fix="fix those lines to train on every example",
+            )
+        )
+    if not read.texts:
         raise DataError(f"text file `{path}` holds no examples; expected one example per line/row")
-    class_names = _sorted_labels(raw_labels)
+    class_names = _sorted_labels(read.labels)
     if len(class_names) < 2:
         raise DataError(
             f"text file `{path}` has {len(class_names)} distinct label(s) {class_names}; a classifier needs at least 2"
         )
     index = {name: i for i, name in enumerate(class_names)}
     return Source(
-        records={TEXT_FEATURE: np.asarray(texts, dtype=object)},
-        labels=np.asarray([index[v] for v in raw_labels], np.int32),
+        records={TEXT_FEATURE: np.asarray(read.texts, dtype=object)},
+        labels=np.asarray([index[v] for v in read.labels], np.int32),
         class_names=class_names,
         decode=lambda record: dict(record),
         feature_spec={TEXT_FEATURE: tf.TensorSpec([], tf.string)},
         kind="text",
+        findings=findings,
+        row_ids=np.asarray(read.lines, np.int64),
     )
+
+
+# Each reason a line is not an example: what the error says of those lines, and how to fix them.
+_LINE_PROBLEMS = {
+    "no TAB between label and text": (
+        "have no TAB between label and text",
+        "write `label<TAB>text` lines, or use a .csv with data.text.text_column / label_column",
+    ),
+    "empty label": ("have an empty label", "an empty label is never a class: write the label"),
+    "not valid UTF-8": ("are not valid UTF-8", "save the file as UTF-8"),
+    "a different number of cells than the header": (
+        "do not have the header's number of cells",
+        "fix the delimiters or quoting on those lines",
+    ),
+}
 
 
 register_source(DataKind.TEXT, text_source)

@@ -18,10 +18,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfpilot.config.schema import DataConfig, DataKind
+from tfpilot.config.schema import BadRecords, DataConfig, DataKind
+from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
 from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.sources import Source, register_source
+from tfpilot.data.tfrecord_check import ShardRecords, read_shards, undecodable_records, unparsable_records
 from tfpilot.errors import DataError
+from tfpilot.findings import Finding, Severity
 
 __all__ = ["tfrecord_source", "shard_files", "write_tfrecords", "record_decoder", "parsing_spec"]
 
@@ -54,40 +57,6 @@ def parsing_spec(config: DataConfig) -> dict[str, tf.io.FixedLenFeature]:
     }
     spec[options.label_key] = tf.io.FixedLenFeature([], tf.int64)
     return spec
-
-
-def _read(files: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Every serialized record and the shard it came from, read in parallel (deterministic order)."""
-    names = tf.data.Dataset.from_tensor_slices(files)
-    records = names.interleave(
-        lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),
-        cycle_length=min(len(files), 16),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    serialized: list[bytes] = []
-    origin: list[bytes] = []
-    try:
-        for batch, shard in records.batch(4096).prefetch(tf.data.AUTOTUNE):
-            serialized.extend(batch.numpy().tolist())
-            origin.extend(shard.numpy().tolist())
-    except tf.errors.DataLossError as exc:
-        raise DataError(
-            f"a TFRecord shard is corrupt or truncated ({exc.message.splitlines()[0]}); rewrite it", exit_code=2
-        ) from None
-    return np.asarray(serialized, dtype=object), np.asarray([o.decode() for o in origin])
-
-
-def class_names_for(config: DataConfig, labels: np.ndarray) -> list[str]:
-    """The class names of int64 class ids (data.tfrecord.class_names, or the ids as strings)."""
-    num_classes = int(labels.max()) + 1
-    class_names = list(config.tfrecord.class_names or [str(i) for i in range(num_classes)])
-    if len(class_names) < num_classes or labels.min() < 0:
-        raise DataError(
-            f"labels span 0..{num_classes - 1} but data.tfrecord.class_names has {len(class_names)} names",
-            exit_code=2,
-        )
-    return class_names
 
 
 def record_decoder(
@@ -148,12 +117,81 @@ def parsed_columns(config: DataConfig, serialized: Any) -> dict[str, np.ndarray]
     }
 
 
-def label_error(config: DataConfig, exc: tf.errors.InvalidArgumentError) -> DataError:
-    return DataError(
-        f"TFRecords do not match data.tfrecord ({exc.message.splitlines()[0]}); every record needs an int64 "
-        f"`{config.tfrecord.label_key}` (data.tfrecord.label_key) and the listed features",
-        exit_code=2,
-    )
+def _record_problems(
+    config: DataConfig, records: ShardRecords, *, images: bool
+) -> tuple[np.ndarray, list[str], list[Problem], dict[int, str], list[str]]:
+    """(labels, class names, problems, bad record index -> why, empty classes): every record is
+    checked before any is reported.
+
+    The classes are data.tfrecord.class_names, or 0..the largest label of a parsable record, so a
+    class whose records are all bad stays a class (an empty one) instead of vanishing. An empty
+    class is a problem of the data, but not a record that can be left out, so it is returned apart."""
+    options = config.tfrecord
+    spec = parsing_spec(config)
+    bad = unparsable_records(records.serialized, spec)
+    problems: list[Problem] = []
+    if records.damaged:
+        problems.append(
+            Problem(
+                f"{len(records.damaged)} shard(s) are truncated or corrupt",
+                [f"`{path}` {why}" for path, why in records.damaged.items()],
+                "rewrite them; the records before the damage are read",
+            )
+        )
+    if bad:
+        problems.append(
+            Problem(
+                f"{len(bad)} record(s) do not match data.tfrecord",
+                [f"{records.names[i]} ({why})" for i, why in bad.items()],
+                f"every record needs an int64 `{options.label_key}` and each listed feature with its shape",
+            )
+        )
+    labels = np.full(len(records.serialized), -1, np.int64)
+    good = np.asarray([i for i in range(len(labels)) if i not in bad], np.int64)
+    if good.size:
+        parsed = tf.io.parse_example(
+            tf.constant(records.serialized[good].tolist(), tf.string), {options.label_key: spec[options.label_key]}
+        )
+        labels[good] = parsed[options.label_key].numpy()
+    in_good = labels[good]
+    num_classes = len(options.class_names) if options.class_names else int(max(in_good.max(initial=-1), -1)) + 1
+    outside = [int(i) for i in good if not 0 <= labels[i] < num_classes]
+    if outside:
+        expected = (
+            f"0..{num_classes - 1} (data.tfrecord.class_names has {num_classes} names)"
+            if options.class_names
+            else "0 or more"
+        )
+        problems.append(
+            Problem(
+                f"{len(outside)} record(s) have a label outside the classes {expected}",
+                [f"{records.names[i]} ({options.label_key}={labels[i]})" for i in outside],
+                "correct those labels, or data.tfrecord.class_names",
+            )
+        )
+        bad.update({i: f"label {labels[i]} outside the classes" for i in outside})
+    if images:
+        decodable = [int(i) for i in good if int(i) not in bad]
+        blobs = tf.io.parse_example(
+            tf.constant(records.serialized[decodable].tolist(), tf.string), {"image": spec["image"]}
+        )["image"].numpy()
+        undecodable = {
+            decodable[i]: why for i, why in undecodable_records(blobs.tolist(), channels=config.image.channels).items()
+        }
+        if undecodable:
+            problems.append(
+                Problem(
+                    f"{len(undecodable)} image record(s) do not decode",
+                    [f"{records.names[i]} ({why})" for i, why in undecodable.items()],
+                    "rewrite them with valid PNG/JPEG bytes",
+                )
+            )
+            bad.update(undecodable)
+    names = list(options.class_names or [str(i) for i in range(num_classes)])
+    kept = labels[[i for i in range(len(labels)) if i not in bad]]
+    counts = np.bincount(kept[kept >= 0], minlength=num_classes) if num_classes else np.zeros([0], np.int64)
+    empty = [names[i] for i in range(num_classes) if counts[i] == 0]
+    return labels, names, problems, dict(sorted(bad.items())), empty
 
 
 def tfrecord_source(config: DataConfig) -> Source:
@@ -162,18 +200,63 @@ def tfrecord_source(config: DataConfig) -> Source:
 
         return streamed_source(config)
     files = shard_files(config)
-    spec = parsing_spec(config)
-    options = config.tfrecord
-    serialized, origin = _read(files)
-    if serialized.size == 0:
-        raise DataError(f"the TFRecord shards {files[:3]} hold no records", exit_code=2)
-    try:
-        labels = tf.io.parse_example(serialized, {options.label_key: spec[options.label_key]})[options.label_key]
-    except tf.errors.InvalidArgumentError as exc:
-        raise label_error(config, exc) from None
-    label_array = labels.numpy().astype(np.int32)
-    class_names = class_names_for(config, label_array)
     decode, feature_spec, images = record_decoder(config)
+    records = read_shards(files)
+    if records.serialized.size == 0 and not records.damaged:
+        raise DataError(f"the TFRecord shards {files[:3]} hold no records", exit_code=2)
+    labels, class_names, problems, bad, empty = _record_problems(config, records, images=bool(images))
+    where = str(config.path)
+    skip = config.on_bad_records == BadRecords.SKIP
+    if empty and not skip:
+        problems.append(
+            Problem(
+                f"{len(empty)} class(es) have no records",
+                empty,
+                "a class with no examples cannot be learned: add records of them, or correct data.tfrecord.class_names",
+            )
+        )
+    if problems and not skip:
+        raise problems_error(where, problems)
+    findings: list[Finding] = []
+    if records.damaged:
+        findings.append(
+            skipped_finding(
+                code="DATA-SHARDS-TRUNCATED",
+                what="shard tails",
+                where=where,
+                reasons=dict(records.damaged),
+                fix="rewrite those shards; their records from the damage on were not read",
+            )
+        )
+    if bad:
+        findings.append(
+            skipped_finding(
+                code="DATA-SKIPPED-RECORDS",
+                what="records",
+                where=where,
+                reasons={str(records.names[i]): why for i, why in bad.items()},
+                fix="rewrite those records",
+            )
+        )
+    if empty:
+        findings.append(
+            Finding(
+                code="DATA-EMPTY-CLASS",
+                severity=Severity.WARNING,
+                title=f"{len(empty)} class(es) with no records",
+                message=f"class(es) {empty} of `{where}` have no records; the model has an output for each that "
+                "it never learns",
+                location=where,
+                evidence={"classes": empty},
+                fix="add records of those classes, or correct data.tfrecord.class_names",
+            )
+        )
+    keep = np.ones(len(labels), bool)
+    keep[list(bad)] = False
+    serialized, origin, names = records.serialized[keep], records.origin[keep], records.names[keep]
+    if serialized.size == 0:
+        raise DataError(f"`{where}`: every record was a bad record; nothing is left to train on", exit_code=2)
+    label_array = labels[keep].astype(np.int32)
     if images:
         return Source(
             records={"serialized": serialized},
@@ -183,15 +266,13 @@ def tfrecord_source(config: DataConfig) -> Source:
             feature_spec=feature_spec,
             kind="image",
             files=origin,
+            findings=findings,
+            row_ids=names,
         )
     # Tabular records are parsed once here: statistics for normalisation need the values.
-    try:
-        records = parsed_columns(config, serialized)
-    except tf.errors.InvalidArgumentError as exc:
-        raise label_error(config, exc) from None
     numeric, categorical = tabular_columns(config)
     return Source(
-        records=records,
+        records=parsed_columns(config, serialized),
         labels=label_array,
         class_names=class_names,
         decode=lambda record: dict(record),
@@ -200,6 +281,8 @@ def tfrecord_source(config: DataConfig) -> Source:
         numeric_columns=numeric,
         categorical_columns=categorical,
         files=origin,
+        findings=findings,
+        row_ids=names,
     )
 
 

@@ -21,16 +21,16 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import BadRecords, DataConfig
+from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
 from tfpilot.data.sources import Source
 from tfpilot.data.tfrecord import (
-    class_names_for,
-    label_error,
     parsed_columns,
     parsing_spec,
     record_decoder,
     shard_files,
     tabular_columns,
 )
+from tfpilot.data.tfrecord_check import damaged_shards, unparsable_records
 from tfpilot.errors import DataError
 from tfpilot.findings import Finding, Severity
 
@@ -45,14 +45,18 @@ MAX_CYCLE = 16
 class StreamedSplits:
     """Where each split's records live on disk and how many usable records each holds.
 
-    files:  split -> shard paths, in read order.
-    counts: split -> records the pipeline yields (records that do not decode left out with skip).
-    skip_undecodable: records that do not decode are dropped by the pipeline (data.on_bad_records: skip).
+    files:    split -> shard paths, in read order.
+    counts:   split -> records the pipeline yields (bad records left out with skip).
+    skip_bad: records that do not parse or decode are dropped by the pipeline, and labels outside
+              0..num_classes-1 filtered out (data.on_bad_records: skip; the scan named each one).
+    limits:   damaged shard -> the records before its damage, the only ones read from it.
     """
 
     files: dict[str, list[str]]
     counts: dict[str, int]
-    skip_undecodable: bool = False
+    skip_bad: bool = False
+    limits: dict[str, int] = dataclasses.field(default_factory=dict)
+    num_classes: int = 0
 
 
 def _glob(root: Path, pattern: str) -> list[str]:
@@ -109,17 +113,22 @@ def split_shards(config: DataConfig) -> dict[str, list[str]]:
     }
 
 
-def read_records(files: list[str], *, with_position: bool = False) -> tf.data.Dataset:
+def read_records(
+    files: list[str], *, with_position: bool = False, limits: dict[str, int] | None = None
+) -> tf.data.Dataset:
     """The records of `files` in a deterministic parallel interleave (AUTOTUNE); with positions,
-    elements are (shard, index in shard, record)."""
+    elements are (shard, index in shard, record). `limits` caps what is read of a damaged shard
+    at the records before its damage."""
+    caps = [int((limits or {}).get(path, -1)) for path in files]  # take(-1) takes everything
 
-    def read(path: tf.Tensor) -> tf.data.Dataset:
-        records = tf.data.TFRecordDataset(path)
+    def read(path: tf.Tensor, cap: tf.Tensor) -> tf.data.Dataset:
+        records = tf.data.TFRecordDataset(path).take(cap)
         if with_position:
             return records.enumerate().map(lambda i, r: (path, i, r))
         return records
 
-    return tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string)).interleave(
+    slices = (tf.constant(files, tf.string), tf.constant(caps, tf.int64))
+    return tf.data.Dataset.from_tensor_slices(slices).interleave(
         read,
         cycle_length=max(1, min(len(files), MAX_CYCLE)),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -127,35 +136,51 @@ def read_records(files: list[str], *, with_position: bool = False) -> tf.data.Da
     )
 
 
-def _scan(config: DataConfig, files: list[str], *, tabular: bool) -> tuple[np.ndarray, np.ndarray, dict, list]:
-    """(labels, fingerprints, non-image columns, (shard, index) positions) of every record, streamed."""
-    label_spec = {config.tfrecord.label_key: parsing_spec(config)[config.tfrecord.label_key]}
+@dataclasses.dataclass
+class _Scan:
+    """Small per-record facts of one split's parsable records, and its records that do not parse."""
+
+    labels: np.ndarray
+    prints: np.ndarray
+    columns: dict[str, np.ndarray]
+    positions: list[tuple[str, int]]
+    unparsable: dict[tuple[str, int], str]
+
+
+def _scan(config: DataConfig, files: list[str], *, tabular: bool, limits: dict[str, int]) -> _Scan:
+    """One streaming pass over a split: labels, fingerprints and non-image columns of every record
+    that parses, and why each other record does not (a DataLossError from a damaged shard propagates)."""
+    spec = parsing_spec(config)
+    key = config.tfrecord.label_key
     labels: list[np.ndarray] = []
     prints: list[np.ndarray] = []
     positions: list[tuple[str, int]] = []
     columns: dict[str, list[np.ndarray]] = {}
-    try:
-        for shard, index, batch in read_records(files, with_position=True).batch(4096).prefetch(tf.data.AUTOTUNE):
-            labels.append(tf.io.parse_example(batch, label_spec)[config.tfrecord.label_key].numpy())
-            # A 64-bit content hash stands in for the record in the duplicate check.
-            prints.append(tf.strings.to_hash_bucket_fast(batch, 2**63 - 1).numpy())
-            positions.extend(zip((s.decode() for s in shard.numpy()), index.numpy().tolist(), strict=True))
-            if tabular:
-                for name, values in parsed_columns(config, batch).items():
-                    columns.setdefault(name, []).append(values)
-    except tf.errors.DataLossError as exc:
-        raise DataError(
-            f"a TFRecord shard is corrupt or truncated ({exc.message.splitlines()[0]}); rewrite it", exit_code=2
-        ) from None
-    except tf.errors.InvalidArgumentError as exc:
-        raise label_error(config, exc) from None
+    unparsable: dict[tuple[str, int], str] = {}
+    for shard, index, batch in (
+        read_records(files, with_position=True, limits=limits).batch(4096).prefetch(tf.data.AUTOTUNE)
+    ):
+        named = list(zip((s.decode() for s in shard.numpy()), index.numpy().tolist(), strict=True))
+        bad = unparsable_records(batch.numpy(), spec)
+        unparsable.update({named[i]: why for i, why in bad.items()})
+        ok = [i for i in range(len(named)) if i not in bad]
+        good = tf.gather(batch, ok)
+        labels.append(tf.io.parse_example(good, {key: spec[key]})[key].numpy())
+        # A 64-bit content hash stands in for the record in the duplicate check.
+        prints.append(tf.strings.to_hash_bucket_fast(good, 2**63 - 1).numpy())
+        positions.extend(named[i] for i in ok)
+        if tabular:
+            for name, values in parsed_columns(config, good).items():
+                columns.setdefault(name, []).append(values)
     joined = {name: np.concatenate(parts) for name, parts in columns.items()}
     if not labels:
-        return np.zeros([0], np.int32), np.zeros([0], np.int64), joined, positions
-    return np.concatenate(labels).astype(np.int32), np.concatenate(prints), joined, positions
+        return _Scan(np.zeros([0], np.int64), np.zeros([0], np.int64), joined, positions, unparsable)
+    return _Scan(np.concatenate(labels), np.concatenate(prints), joined, positions, unparsable)
 
 
-def _undecodable(config: DataConfig, files: list[str], positions: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+def _undecodable(
+    config: DataConfig, files: list[str], positions: list[tuple[str, int]], limits: dict[str, int]
+) -> dict[tuple[str, int], str]:
     """(shard, index) -> decode error of every image record that does not decode (one parallel pass)."""
     image = config.image
     spec = {"image": parsing_spec(config)["image"]}
@@ -167,7 +192,7 @@ def _undecodable(config: DataConfig, files: list[str], positions: list[tuple[str
         return shard, index, tf.shape(decoded)
 
     survivors = (
-        read_records(files, with_position=True)
+        read_records(files, with_position=True, limits=limits)
         .map(decodes, num_parallel_calls=tf.data.AUTOTUNE)
         .ignore_errors()
         .batch(4096)
@@ -191,68 +216,162 @@ def streamed_source(config: DataConfig) -> Source:
     files = split_shards(config)
     decode, feature_spec, images = record_decoder(config)
     tabular = not images
-    scanned = {split: _scan(config, files[split], tabular=tabular) for split in SPLITS}
-    empty = [split for split in SPLITS if files[split] and scanned[split][0].size == 0]
-    if scanned["train"][0].size == 0 or empty:
+    options = config.tfrecord
+    damaged: dict[str, tuple[int, str]] = {}
+    try:
+        scanned = {split: _scan(config, files[split], tabular=tabular, limits={}) for split in SPLITS}
+    except tf.errors.DataLossError:
+        # A damaged shard: find every one (and where), then scan again reading each only up to its damage.
+        damaged = damaged_shards([path for split in SPLITS for path in files[split]])
+        limits = {path: count for path, (count, _) in damaged.items()}
+        scanned = {split: _scan(config, files[split], tabular=tabular, limits=limits) for split in SPLITS}
+    limits = {path: count for path, (count, _) in damaged.items()}
+    empty = [split for split in SPLITS if files[split] and not scanned[split].positions]
+    if not scanned["train"].positions or empty:
         raise DataError(f"the streamed {empty or ['train']} shards hold no records; check data.tfrecord", exit_code=2)
-    findings: list[Finding] = []
-    keep: dict[str, np.ndarray] = {}
-    problems: dict[tuple[str, int], str] = {}
-    for split in SPLITS:
-        positions = scanned[split][3]
-        split_problems = _undecodable(config, files[split], positions) if images and positions else {}
-        problems.update(split_problems)
-        keep[split] = np.asarray([p not in split_problems for p in positions], dtype=bool)
-    skip = config.on_bad_records == BadRecords.SKIP
-    if problems:
-        listed = "; ".join(f"{path} record {index}: {why}" for (path, index), why in list(problems.items())[:3])
-        if not skip:
-            raise DataError(
-                f"{len(problems)} streamed record(s) do not decode ({listed}); rewrite those shards "
-                "or set data.on_bad_records: skip to leave the records out",
-                exit_code=2,
+    # Every record is checked before any problem is reported: fixing the shards takes one round.
+    problems: list[Problem] = []
+    bad: dict[tuple[str, int], str] = {}
+    if damaged:
+        problems.append(
+            Problem(
+                f"{len(damaged)} shard(s) are truncated or corrupt",
+                [f"`{path}` {why}" for path, (_, why) in damaged.items()],
+                "rewrite them; the records before the damage are read",
             )
+        )
+    unparsable = {p: why for split in SPLITS for p, why in scanned[split].unparsable.items()}
+    if unparsable:
+        problems.append(
+            Problem(
+                f"{len(unparsable)} record(s) do not match data.tfrecord",
+                [f"{path} record {index} ({why})" for (path, index), why in unparsable.items()],
+                f"every record needs an int64 `{options.label_key}` and each listed feature with its shape",
+            )
+        )
+        bad.update(unparsable)
+    every_label = np.concatenate([scanned[split].labels for split in SPLITS])
+    num_classes = len(options.class_names) if options.class_names else int(max(every_label.max(initial=-1), -1)) + 1
+    keep: dict[str, np.ndarray] = {}
+    outside: dict[tuple[str, int], int] = {}
+    for split in SPLITS:
+        labels = scanned[split].labels
+        keep[split] = (labels >= 0) & (labels < num_classes)
+        outside.update(
+            {p: int(label) for p, label, k in zip(scanned[split].positions, labels, keep[split], strict=True) if not k}
+        )
+    if outside:
+        expected = (
+            f"0..{num_classes - 1} (data.tfrecord.class_names has {num_classes} names)"
+            if options.class_names
+            else "0 or more"
+        )
+        problems.append(
+            Problem(
+                f"{len(outside)} record(s) have a label outside the classes {expected}",
+                [f"{path} record {index} ({options.label_key}={label})" for (path, index), label in outside.items()],
+                "correct those labels, or data.tfrecord.class_names",
+            )
+        )
+        bad.update({p: f"label {label} outside the classes" for p, label in outside.items()})
+    undecodable: dict[tuple[str, int], str] = {}
+    for split in SPLITS:
+        positions = [p for p, k in zip(scanned[split].positions, keep[split], strict=True) if k]
+        split_problems = _undecodable(config, files[split], positions, limits) if images and positions else {}
+        undecodable.update(split_problems)
+        keep[split] &= np.asarray([p not in split_problems for p in scanned[split].positions], dtype=bool)
+    if undecodable:
+        problems.append(
+            Problem(
+                f"{len(undecodable)} image record(s) do not decode",
+                [f"{path} record {index} ({why})" for (path, index), why in undecodable.items()],
+                "rewrite them with valid PNG/JPEG bytes",
+            )
+        )
+        bad.update(undecodable)
+    names = list(options.class_names or [str(i) for i in range(num_classes)])
+    kept = np.concatenate([scanned[split].labels[keep[split]] for split in SPLITS])
+    counts = np.bincount(kept, minlength=num_classes) if num_classes else np.zeros([0], np.int64)
+    empty_classes = [names[i] for i in range(num_classes) if counts[i] == 0]
+    skip = config.on_bad_records == BadRecords.SKIP
+    where = str(config.path)
+    if empty_classes and not skip:
+        problems.append(
+            Problem(
+                f"{len(empty_classes)} class(es) have no records",
+                empty_classes,
+                "a class with no examples cannot be learned: add records of them, or correct data.tfrecord.class_names",
+            )
+        )
+    if problems and not skip:
+        raise problems_error(where, problems)
+    findings: list[Finding] = []
+    if damaged:
         findings.append(
-            Finding(
+            skipped_finding(
+                code="DATA-SHARDS-TRUNCATED",
+                what="shard tails",
+                where=where,
+                reasons={path: why for path, (_, why) in damaged.items()},
+                fix="rewrite those shards; their records from the damage on were not read",
+            )
+        )
+    if bad:
+        findings.append(
+            skipped_finding(
                 code="DATA-SKIPPED-RECORDS",
-                severity=Severity.WARNING,
-                title=f"{len(problems)} record(s) that do not decode left out",
-                message=f"{len(problems)} streamed record(s) were left out (data.on_bad_records: skip): {listed}",
-                location=str(config.path),
-                evidence={"records": [f"{path}#{index}" for path, index in problems]},
+                what="records",
+                where=where,
+                reasons={f"{path} record {index}": why for (path, index), why in bad.items()},
                 fix="rewrite the shards that hold them",
             )
         )
-    labels = np.concatenate([scanned[split][0][keep[split]] for split in SPLITS])
-    prints = np.concatenate([scanned[split][1][keep[split]] for split in SPLITS])
-    class_names = class_names_for(config, labels)
+    if empty_classes:
+        findings.append(
+            Finding(
+                code="DATA-EMPTY-CLASS",
+                severity=Severity.WARNING,
+                title=f"{len(empty_classes)} class(es) with no records",
+                message=f"class(es) {empty_classes} of `{where}` have no records; the model has an output for each "
+                "that it never learns",
+                location=where,
+                evidence={"classes": empty_classes},
+                fix="add records of those classes, or correct data.tfrecord.class_names",
+            )
+        )
+    if not any(keep[split].any() for split in SPLITS):
+        raise DataError(f"`{where}`: every record was a bad record; nothing is left to train on", exit_code=2)
+    labels = np.concatenate([scanned[split].labels[keep[split]] for split in SPLITS]).astype(np.int32)
+    prints = np.concatenate([scanned[split].prints[keep[split]] for split in SPLITS])
     records: dict[str, np.ndarray] = {"fingerprint": prints}
     numeric: list[str] = []
     categorical: list[str] = []
     if tabular:
         numeric, categorical = tabular_columns(config)
-        for name in config.tfrecord.features:
-            records[name] = np.concatenate([scanned[split][2][name][keep[split]] for split in SPLITS if files[split]])
-    origin = np.asarray(
-        [path for split in SPLITS for (path, _), k in zip(scanned[split][3], keep[split], strict=True) if k]
-    )
+        for name in options.features:
+            records[name] = np.concatenate(
+                [scanned[split].columns[name][keep[split]] for split in SPLITS if scanned[split].positions]
+            )
+    kept_positions = [p for split in SPLITS for p, k in zip(scanned[split].positions, keep[split], strict=True) if k]
     source = Source(
         # In-memory facts for the audit and the statistics only; the pipeline reads the shards.
         records=records,
         labels=labels,
-        class_names=class_names,
+        class_names=names,
         decode=decode,
         feature_spec=feature_spec,
         kind="image" if images else "tabular",
         numeric_columns=numeric,
         categorical_columns=categorical,
-        files=origin,
+        files=np.asarray([path for path, _ in kept_positions]),
         findings=findings,
-        row_ids=np.asarray([f"{path} record {index}" for split in SPLITS for (path, index) in scanned[split][3]])[
-            np.concatenate([keep[split] for split in SPLITS])
-        ],
+        row_ids=np.asarray([f"{path} record {index}" for path, index in kept_positions]),
     )
     source.streamed = StreamedSplits(
-        files=files, counts={split: int(keep[split].sum()) for split in SPLITS}, skip_undecodable=bool(problems)
+        files=files,
+        counts={split: int(keep[split].sum()) for split in SPLITS},
+        skip_bad=bool(bad),
+        limits=limits,
+        num_classes=num_classes,
     )
     return source

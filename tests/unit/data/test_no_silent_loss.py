@@ -36,7 +36,7 @@ def test_non_numeric_cell_is_an_error_naming_column_line_and_value(tmp_path: Pat
     with pytest.raises(DataError) as caught:
         load_source(csv_config(write_table(tmp_path / "t.csv", rows)))
     message = str(caught.value)
-    assert "`size`" in message and "'3.4cm'" in message and "line(s) 5" in message
+    assert "`size`" in message and "'3.4cm'" in message and "line 5" in message
     assert caught.value.exit_code == 2 and "\n" not in message
 
 
@@ -86,7 +86,7 @@ def test_impute_median_and_constant_fill_before_scaling(tmp_path: Path) -> None:
 def test_impute_error_names_the_column_and_line(tmp_path: Path) -> None:
     rows = list(ROWS)
     rows[6] = "7.0,NA,big"  # line 8
-    with pytest.raises(DataError, match=r"missing numeric values \{'weight': 1\}.*line\(s\) 8"):
+    with pytest.raises(DataError, match=r"missing numeric values \{'weight': 1\}.*line 8"):
         load_source(csv_config(write_table(tmp_path / "t.csv", rows), impute="error"))
 
 
@@ -94,7 +94,7 @@ def test_empty_label_is_never_a_class_called_empty(tmp_path: Path) -> None:
     rows = list(ROWS)
     rows[2] = "3.0,30,"  # line 4
     path = write_table(tmp_path / "t.csv", rows)
-    with pytest.raises(DataError, match=r"label `label` is empty on line\(s\) 4"):
+    with pytest.raises(DataError, match=r"label `label` is empty on 1 row\(s\): line 4"):
         load_source(csv_config(path))
     source = load_source(csv_config(path, on_bad_records="skip"))
     assert source.class_names == ["big", "small"]

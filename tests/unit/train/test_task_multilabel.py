@@ -189,5 +189,5 @@ def test_a_label_column_cell_that_is_not_0_or_1_is_named(tmp_path: Path) -> None
     path = tmp_path / "bad.csv"
     path.write_text("x,a,b\n1,1,0\n2,0,maybe\n3,1,1\n4,0,0\n")
     config = config_from_dict({"data": {"kind": "csv", "path": str(path), "csv": {"label_columns": ["a", "b"]}}})
-    with pytest.raises(DataError, match=r"column `b` holds non-0/1 labels \['maybe'\] on line\(s\) 3"):
+    with pytest.raises(DataError, match=r"column `b` holds non-0/1 labels \['maybe'\]: line 3"):
         build_pipeline(config.data, batch_size=2)
