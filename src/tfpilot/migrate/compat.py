@@ -32,6 +32,7 @@ __all__ = [
     "REMOVED_APIS",
     "SHIM_MODULE",
     "SHIMS_VERSION",
+    "ESTIMATOR_COVERAGE",
     "RemovedApi",
     "render_shim_module",
     "CompatChange",
@@ -232,6 +233,19 @@ _WHY = {
     "_tf1_estimator": "tf.estimator was removed in TF 2.16",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
+# What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).
+ESTIMATOR_COVERAGE = (
+    f"tf.estimator runs on `_tf1_estimator` in {SHIM_MODULE}.py: each call builds a TF1 graph from your "
+    "input_fn and model_fn and runs it in a MonitoredTrainingSession with checkpoints in model_dir (a second "
+    "train resumes). Covered: Estimator train / evaluate / predict / export_saved_model, EstimatorSpec (TRAIN "
+    "loss + train_op, EVAL loss + tf.compat.v1.metrics eval_metric_ops, PREDICT predictions + export_outputs), "
+    "ModeKeys, RunConfig, numpy_input_fn, TrainSpec / EvalSpec / train_and_evaluate (local, Latest / Final "
+    "exporters), the serving receivers and export outputs, DNNClassifier / DNNRegressor / LinearClassifier / "
+    "LinearRegressor on tf.feature_column columns. Refused (NotImplementedError): warm_start_from, "
+    "distribution strategies and device_fn, a multi-worker TF_CONFIG, canned label_vocabulary / weight_column "
+    "/ batch_norm, Keras optimizers in canned estimators, Keras metric objects in eval_metric_ops; any other "
+    "tf.estimator name (BoostedTrees*, DNNLinearCombined*, pandas_input_fn, hooks from tf.estimator) stops the file"
+)
 # _tf1_contrib members that make variables (with get_variable, so the file needs graph mode).
 _CONTRIB_VARIABLES = frozenset({"fully_connected", "conv2d", "batch_norm"})
 
@@ -891,7 +905,8 @@ def rewrite_compat(source: str) -> CompatResult:
     rewriter = _Rewriter(bindings)
     rewritten = MetadataWrapper(module).visit(rewriter)
     graph_mode = bool(rewriter.graph_lines) or any(
-        helper in ("_tf1_layers", "_tf1_rnn", "_tf1_estimator") or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
+        helper in ("_tf1_layers", "_tf1_rnn", "_tf1_estimator")
+        or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
         for helper, members in rewriter.helpers.items()
     )
     if graph_mode and rewriter.tf2_summaries:
@@ -930,6 +945,13 @@ def rewrite_compat(source: str) -> CompatResult:
                 "this file never reads UPDATE_OPS, so inference would use the initial statistics (as in TF1)",
             )
         )
+
+    if "_tf1_estimator" in helpers:
+        first = min(
+            (rewriter.first_use[member] for member in helpers["_tf1_estimator"] if member in rewriter.first_use),
+            default=(1, 1),
+        )
+        warnings.append((first[0], first[1], ESTIMATOR_COVERAGE))
 
     # Rewrites above keep lines in place; insertions below happen at statement boundaries of the
     # rewritten code, bottom-up, and are recorded so every position can be moved exactly.

@@ -575,8 +575,9 @@ class _tf1_estimator:
                 if state["first"]:  # TF1 skipped the checkpoint written when training starts
                     state["first"] = False
                     return
-                if _time.time() - state["time"] >= eval_spec.throttle_secs:
-                    evaluate(False)
+                final = train_spec.max_steps is not None and global_step_value >= train_spec.max_steps
+                if final or _time.time() - state["time"] >= eval_spec.throttle_secs:
+                    evaluate(final)
 
         estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                         saving_listeners=[Listener(), *train_spec.saving_listeners])  # fmt: skip
