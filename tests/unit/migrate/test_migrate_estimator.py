@@ -174,3 +174,14 @@ def test_numpy_input_fn_keeps_tf1_batching() -> None:
     assert batches == [([0, 1], [0, 2]), ([2, 3], [4, 6]), ([4], [8])]  # one epoch, a short last batch
     endless = _tf1_estimator.numpy_input_fn({"x": np.arange(3)}, batch_size=2, num_epochs=None, shuffle=False)()
     assert [batch["x"].numpy().tolist() for batch in endless.take(3)] == [[0, 1], [2, 0], [1, 2]]  # spans epochs
+
+
+def test_native_mode_keeps_an_estimator_program_on_the_shim() -> None:
+    from tfpilot.migrate.native import rewrite_native
+
+    source = (FIXTURES / "estimator_leftover.py").read_text(encoding="utf-8")
+    result = rewrite_native(source)
+    assert not result.converted and result.source == source
+    assert (
+        result.reason.startswith("a tf.estimator program") and result.reason_line == 13
+    )  # the first tf.estimator name in code (the docstring does not count)

@@ -375,6 +375,8 @@ class _tf1_estimator:
             return result, None
 
         def _spec(self, features, labels, mode):
+            if labels is not None and "labels" not in _inspect.signature(self._model_fn).parameters:
+                raise ValueError("model_fn does not take labels, but input_fn returns labels.")  # as TF1 said
             spec = _tf1_estimator._call_with(self._model_fn, features=features, labels=labels, mode=mode,
                                              params=self._params, config=self._config)  # fmt: skip
             if not isinstance(spec, _tf1_estimator.EstimatorSpec):
