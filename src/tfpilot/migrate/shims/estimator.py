@@ -411,8 +411,9 @@ class _tf1_estimator:
                         save_relative_paths=True,
                     )
                 )
+                if steps is not None or max_steps is not None:  # else: until input_fn's data runs out
+                    run_hooks.append(_tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
                 run_hooks += [
-                    _tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps),
                     _tf.compat.v1.train.NanTensorHook(spec.loss),
                     _tf.compat.v1.train.LoggingTensorHook(
                         {"loss": spec.loss, "step": global_step}, every_n_iter=config.log_step_count_steps or 100
