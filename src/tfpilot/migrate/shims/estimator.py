@@ -400,7 +400,7 @@ class _tf1_estimator:
             config = self._config
             with self._graph().as_default():
                 global_step = _tf.compat.v1.train.get_or_create_global_step()
-                run_hooks = []
+                run_hooks: list = []
                 features, labels = self._features_and_labels(input_fn, _tf1_estimator.ModeKeys.TRAIN, run_hooks)
                 spec = self._spec(features, labels, _tf1_estimator.ModeKeys.TRAIN)
                 scaffold = spec.scaffold or _tf.compat.v1.train.Scaffold(
@@ -454,7 +454,7 @@ class _tf1_estimator:
             checkpoint = self._need_checkpoint(checkpoint_path)
             with self._graph().as_default():
                 global_step = _tf.compat.v1.train.get_or_create_global_step()
-                run_hooks = []
+                run_hooks: list = []
                 features, labels = self._features_and_labels(input_fn, _tf1_estimator.ModeKeys.EVAL, run_hooks)
                 spec = self._spec(features, labels, _tf1_estimator.ModeKeys.EVAL)
                 metrics = dict(spec.eval_metric_ops)
@@ -483,7 +483,7 @@ class _tf1_estimator:
                 )
             with self._graph().as_default():
                 _tf.compat.v1.train.get_or_create_global_step()
-                run_hooks = []
+                run_hooks: list = []
                 features, _labels = self._features_and_labels(input_fn, _tf1_estimator.ModeKeys.PREDICT, run_hooks)
                 spec = self._spec(features, None, _tf1_estimator.ModeKeys.PREDICT)
                 predictions = spec.predictions
@@ -561,7 +561,7 @@ class _tf1_estimator:
         cluster = _json.loads(_os.environ.get("TF_CONFIG") or "{}").get("cluster")
         if cluster and sum(len(tasks) for tasks in cluster.values()) > 1:
             raise NotImplementedError("the migrated train_and_evaluate runs locally: no multi-worker TF_CONFIG")
-        state = {"last": None, "time": _time.time(), "first": True, "result": None, "exports": []}
+        state: dict = {"last": None, "time": _time.time(), "first": True, "result": None, "exports": []}
 
         def evaluate(is_final):
             result = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks,
