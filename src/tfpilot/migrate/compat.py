@@ -32,6 +32,7 @@ __all__ = [
     "REMOVED_APIS",
     "SHIM_MODULE",
     "SHIMS_VERSION",
+    "ESTIMATOR_COVERAGE",
     "RemovedApi",
     "render_shim_module",
     "CompatChange",
@@ -105,6 +106,34 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "_tf1_estimator": (
+        "estimator",
+        frozenset(
+            {
+                "Estimator",
+                "EstimatorSpec",
+                "ModeKeys",
+                "RunConfig",
+                "TrainSpec",
+                "EvalSpec",
+                "train_and_evaluate",
+                "numpy_input_fn",
+                "ServingInputReceiver",
+                "TensorServingInputReceiver",
+                "PredictOutput",
+                "ClassificationOutput",
+                "RegressionOutput",
+                "build_raw_serving_input_receiver_fn",
+                "build_parsing_serving_input_receiver_fn",
+                "LatestExporter",
+                "FinalExporter",
+                "DNNClassifier",
+                "DNNRegressor",
+                "LinearClassifier",
+                "LinearRegressor",
+            }
+        ),
+    ),
 }
 # Helpers whose code calls another helper (written together into tf1_compat_shims.py).
 _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
@@ -113,7 +142,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 2
+SHIMS_VERSION = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +190,8 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.rnn", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
+    RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
+    RemovedApi("tensorflow.compat.v1.estimator", "_tf1_estimator", "helper"),
 )
 # Module paths renamed one for one (imports and attribute chains): removed -> TF 2.21 home.
 _RENAMES: dict[str, str] = {api.removed: api.replacement for api in REMOVED_APIS if api.how == "rename"}
@@ -180,6 +211,13 @@ _MODULE_HELPERS: dict[str, str] = {
     "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
     "tensorflow.contrib.learn.datasets.mnist": "_tf1_mnist",
     "tensorflow.contrib.learn.python.learn.datasets.mnist": "_tf1_mnist",
+    # tf.estimator's submodules are flattened: tf.estimator.inputs.numpy_input_fn ->
+    # _tf1_estimator.numpy_input_fn, tf.estimator.export.PredictOutput -> _tf1_estimator.PredictOutput.
+    **{
+        f"{root}{sub}": "_tf1_estimator"
+        for root in ("tensorflow.estimator", "tensorflow.compat.v1.estimator")
+        for sub in ("", ".inputs", ".export")
+    },
 }
 # Single members of otherwise unsupported removed modules.
 _MEMBER_HELPERS: dict[str, tuple[str, str]] = {
@@ -192,8 +230,22 @@ _WHY = {
     "_tf1_rnn": "TF1 RNN cells need Keras 2 (AttributeError with Keras 3)",
     "_tf1_mnist": "tensorflow.examples.tutorials and tf.contrib.learn were removed in TF 2",
     "_tf1_contrib": "tf.contrib was removed in TF 2",
+    "_tf1_estimator": "tf.estimator was removed in TF 2.16",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
+# What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).
+ESTIMATOR_COVERAGE = (
+    f"tf.estimator runs on `_tf1_estimator` in {SHIM_MODULE}.py: each call builds a TF1 graph from your "
+    "input_fn and model_fn and runs it in a MonitoredTrainingSession with checkpoints in model_dir (a second "
+    "train resumes). Covered: Estimator train / evaluate / predict / export_saved_model, EstimatorSpec (TRAIN "
+    "loss + train_op, EVAL loss + tf.compat.v1.metrics eval_metric_ops, PREDICT predictions + export_outputs), "
+    "ModeKeys, RunConfig, numpy_input_fn, TrainSpec / EvalSpec / train_and_evaluate (local, Latest / Final "
+    "exporters), the serving receivers and export outputs, DNNClassifier / DNNRegressor / LinearClassifier / "
+    "LinearRegressor on tf.feature_column columns. Refused (NotImplementedError): warm_start_from, "
+    "distribution strategies and device_fn, a multi-worker TF_CONFIG, canned label_vocabulary / weight_column "
+    "/ batch_norm, Keras optimizers in canned estimators, Keras metric objects in eval_metric_ops; any other "
+    "tf.estimator name (BoostedTrees*, DNNLinearCombined*, pandas_input_fn, hooks from tf.estimator) stops the file"
+)
 # _tf1_contrib members that make variables (with get_variable, so the file needs graph mode).
 _CONTRIB_VARIABLES = frozenset({"fully_connected", "conv2d", "batch_norm"})
 
@@ -485,7 +537,7 @@ class _Rewriter(cst.CSTTransformer):
         helper = _helper_for(qualified)
         if helper is None:
             module_name, _, member_name = qualified.rpartition(".")
-            if module_name in _MODULE_HELPERS:
+            if module_name in _MODULE_HELPERS and qualified not in _MODULE_HELPERS:
                 line, column = self._position(original)
                 self.notes.append(
                     (
@@ -853,7 +905,8 @@ def rewrite_compat(source: str) -> CompatResult:
     rewriter = _Rewriter(bindings)
     rewritten = MetadataWrapper(module).visit(rewriter)
     graph_mode = bool(rewriter.graph_lines) or any(
-        helper in ("_tf1_layers", "_tf1_rnn") or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
+        helper in ("_tf1_layers", "_tf1_rnn", "_tf1_estimator")
+        or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
         for helper, members in rewriter.helpers.items()
     )
     if graph_mode and rewriter.tf2_summaries:
@@ -892,6 +945,13 @@ def rewrite_compat(source: str) -> CompatResult:
                 "this file never reads UPDATE_OPS, so inference would use the initial statistics (as in TF1)",
             )
         )
+
+    if "_tf1_estimator" in helpers:
+        first = min(
+            (rewriter.first_use[member] for member in helpers["_tf1_estimator"] if member in rewriter.first_use),
+            default=(1, 1),
+        )
+        warnings.append((first[0], first[1], ESTIMATOR_COVERAGE))
 
     # Rewrites above keep lines in place; insertions below happen at statement boundaries of the
     # rewritten code, bottom-up, and are recorded so every position can be moved exactly.

@@ -1138,8 +1138,46 @@ def _graph_only_left(source: str) -> tuple[int, str] | None:
     return min(found) if found else None
 
 
+# A tf.estimator program stays on compat output, where the Estimator shim runs its model_fn in a
+# TF1 graph with checkpoints in model_dir; porting a model_fn to keras.Model + fit is not automated.
+_ESTIMATOR_MODULES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator")
+_ESTIMATOR_REASON = (
+    "a tf.estimator program: it runs on the Estimator shim (tf1_compat_shims._tf1_estimator); porting the "
+    "model_fn to a keras.Model trained with fit is not automated"
+)
+
+
+def _estimator_line(source: str) -> int | None:
+    """The first line that uses tf.estimator (code, not strings), or None."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    aliases = {"tf": "tensorflow", "tensorflow": "tensorflow"}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(_ESTIMATOR_MODULES):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Attribute):
+            parts: list[str] = []
+            current: ast.expr = node
+            while isinstance(current, ast.Attribute):
+                parts.insert(0, current.attr)
+                current = current.value
+            if isinstance(current, ast.Name) and current.id in aliases:
+                name = ".".join([aliases[current.id], *parts])
+                if any(name == module or name.startswith(module + ".") for module in _ESTIMATOR_MODULES):
+                    lines.append(node.lineno)
+    return min(lines, default=None)
+
+
 def rewrite_native(source: str) -> NativeResult:
     """tf_upgrade_v2's output -> TF2 code (tf.function, GradientTape, Keras), or why not."""
+    estimator = _estimator_line(source)
+    if estimator is not None:
+        return NativeResult(source, False, _ESTIMATOR_REASON, estimator)
     try:
         rewrite = _Rewrite(source)
         rewrite.prescan_static()

@@ -31,10 +31,16 @@ _TENSORFLOW_FAMILY = ("tensorflow", "keras", "tf_keras")
 _REPLACEMENTS: tuple[tuple[str, str], ...] = (
     (
         "tensorflow.estimator",
-        "tf.estimator was removed in TF 2.16: port the model_fn to a keras.Model and train with model.fit "
+        "tf.estimator was removed in TF 2.16 and migrate's Estimator shim does not cover this part (it covers "
+        "Estimator, EstimatorSpec, RunConfig, numpy_input_fn, train_and_evaluate, export and the DNN / Linear "
+        "classifiers and regressors): port the model_fn to a keras.Model and train with model.fit "
         "(or pin TensorFlow <= 2.15)",
     ),
-    ("tensorflow.compat.v1.estimator", "tf.estimator was removed in TF 2.16: port the model_fn to a keras.Model"),
+    (
+        "tensorflow.compat.v1.estimator",
+        "tf.estimator was removed in TF 2.16 and migrate's Estimator shim does not cover this part: port the "
+        "model_fn to a keras.Model",
+    ),
     ("tensorflow.contrib", "tf.contrib was removed in TF 2.0: use the TF2 / Keras equivalent of this piece"),
     (
         "tensorflow.compat.v1.layers",
@@ -78,6 +84,21 @@ _SHIM_LIMITS: tuple[tuple[str, str, object], ...] = (
     ("DropoutWrapper", "variational_recurrent", False),
     ("batch_norm", "batch_weights", None),
     ("batch_norm", "zero_debias_moving_mean", False),
+    # _tf1_estimator (tf.estimator on a TF1-graph runner): one device, no warm start, plain heads.
+    ("Estimator", "warm_start_from", None),
+    ("RunConfig", "train_distribute", None),
+    ("RunConfig", "eval_distribute", None),
+    ("RunConfig", "experimental_distribute", None),
+    ("RunConfig", "device_fn", None),
+    *(
+        (canned, option, harmless)
+        for canned in ("DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor")
+        for option, harmless in (("warm_start_from", None), ("weight_column", None))
+    ),
+    ("DNNClassifier", "label_vocabulary", None),
+    ("LinearClassifier", "label_vocabulary", None),
+    ("DNNClassifier", "batch_norm", False),
+    ("DNNRegressor", "batch_norm", False),
 )
 
 

@@ -240,6 +240,32 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "(2, 5, 4)",
     ),
+    "tensorflow.estimator": (
+        GRAPH + "def model_fn(features, labels, mode):\n"
+        "    w = tf.get_variable('w', [], initializer=tf.zeros_initializer())\n"
+        "    loss = tf.reduce_mean(tf.square(w * features['x'] - labels))\n"
+        "    opt = tf.train.GradientDescentOptimizer(0.1)\n"
+        "    train_op = opt.minimize(loss, global_step=tf.train.get_global_step())\n"
+        "    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=w * features['x'])\n"
+        "x = np.array([1.0, 2.0, 3.0], np.float32)\n"
+        "fn = tf.estimator.inputs.numpy_input_fn({'x': x}, 2 * x, batch_size=3, num_epochs=None, shuffle=False)\n"
+        "est = tf.estimator.Estimator(model_fn, model_dir='estimator_row')\n"
+        "est.train(fn, steps=50)\n"
+        "print(round(float(est.get_variable_value('w')), 3), est.get_variable_value('global_step'))\n",
+        (),
+        "2.0 50",
+    ),
+    "tensorflow.compat.v1.estimator": (
+        GRAPH + "column = tf.feature_column.numeric_column('x')\n"
+        "est = tf.compat.v1.estimator.LinearRegressor([column], model_dir='estimator_v1_row')\n"
+        "x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)\n"
+        "fn = tf.compat.v1.estimator.inputs.numpy_input_fn({'x': x}, x, batch_size=4, num_epochs=None, "
+        "shuffle=False)\n"
+        "est.train(fn, steps=20)\n"
+        "print(sorted(est.evaluate(fn, steps=1)))\n",
+        (),
+        "['average_loss', 'global_step', 'label/mean', 'loss', 'prediction/mean']",
+    ),
 }
 
 

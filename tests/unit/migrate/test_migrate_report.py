@@ -63,7 +63,8 @@ def test_exit_code_is_0_when_every_file_is_expected_to_run(tmp_path: Path, capsy
         main(["migrate", str(source), str(tmp_path / "good_out")])
     assert exited.value.code == 0 and "1 of 1 expected to run" in capsys.readouterr().out
     bad = write(
-        tmp_path / "bad", {"graph.py": GRAPH_SCRIPT, "est.py": "import tensorflow as tf\ntf.estimator.Estimator\n"}
+        tmp_path / "bad",
+        {"graph.py": GRAPH_SCRIPT, "est.py": "import tensorflow as tf\ntf.estimator.BoostedTreesClassifier\n"},
     )
     with pytest.raises(SystemExit) as exited:
         main(["migrate", str(bad), str(tmp_path / "bad_out")])
