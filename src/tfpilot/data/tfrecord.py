@@ -19,12 +19,17 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import BadRecords, DataConfig, DataKind
-from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
+from tfpilot.data.bad_records import Problem
 from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.sources import Source, register_source
-from tfpilot.data.tfrecord_check import ShardRecords, read_shards, undecodable_records, unparsable_records
+from tfpilot.data.tfrecord_check import (
+    ShardRecords,
+    read_shards,
+    settle_record_problems,
+    undecodable_records,
+    unparsable_records,
+)
 from tfpilot.errors import DataError
-from tfpilot.findings import Finding, Severity
 
 __all__ = ["tfrecord_source", "shard_files", "write_tfrecords", "record_decoder", "parsing_spec"]
 
@@ -207,50 +212,15 @@ def tfrecord_source(config: DataConfig) -> Source:
     labels, class_names, problems, bad, empty = _record_problems(config, records, images=bool(images))
     where = str(config.path)
     skip = config.on_bad_records == BadRecords.SKIP
-    if empty and not skip:
-        problems.append(
-            Problem(
-                f"{len(empty)} class(es) have no records",
-                empty,
-                "a class with no examples cannot be learned: add records of them, or correct data.tfrecord.class_names",
-            )
-        )
-    if problems and not skip:
-        raise problems_error(where, problems)
-    findings: list[Finding] = []
-    if records.damaged:
-        findings.append(
-            skipped_finding(
-                code="DATA-SHARDS-TRUNCATED",
-                what="shard tails",
-                where=where,
-                reasons=dict(records.damaged),
-                fix="rewrite those shards; their records from the damage on were not read",
-            )
-        )
-    if bad:
-        findings.append(
-            skipped_finding(
-                code="DATA-SKIPPED-RECORDS",
-                what="records",
-                where=where,
-                reasons={str(records.names[i]): why for i, why in bad.items()},
-                fix="rewrite those records",
-            )
-        )
-    if empty:
-        findings.append(
-            Finding(
-                code="DATA-EMPTY-CLASS",
-                severity=Severity.WARNING,
-                title=f"{len(empty)} class(es) with no records",
-                message=f"class(es) {empty} of `{where}` have no records; the model has an output for each that "
-                "it never learns",
-                location=where,
-                evidence={"classes": empty},
-                fix="add records of those classes, or correct data.tfrecord.class_names",
-            )
-        )
+    findings = settle_record_problems(
+        where=where,
+        problems=problems,
+        empty_classes=empty,
+        skip=skip,
+        damaged=dict(records.damaged),
+        bad={str(records.names[i]): why for i, why in bad.items()},
+        bad_fix="rewrite those records",
+    )
     keep = np.ones(len(labels), bool)
     keep[list(bad)] = False
     serialized, origin, names = records.serialized[keep], records.origin[keep], records.names[keep]

@@ -17,7 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import tensorflow as tf
 
+from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
 from tfpilot.data.image_check import decode_problem
+from tfpilot.findings import Finding, Severity
 
 __all__ = ["ShardRecords", "read_shards", "damaged_shards", "unparsable_records", "undecodable_records"]
 
@@ -160,3 +162,57 @@ def undecodable_records(images: list[bytes], *, channels: int) -> dict[int, str]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         problems = list(pool.map(lambda data: decode_problem(data, channels), images))
     return {index: why for index, why in enumerate(problems) if why is not None}
+
+
+def settle_record_problems(
+    *,
+    where: str,
+    problems: list[Problem],
+    empty_classes: list[str],
+    skip: bool,
+    damaged: dict[str, str],
+    bad: dict[str, str],
+    bad_fix: str,
+) -> list[Finding]:
+    """Every problem of the shards at once: one DataError listing them all (data.on_bad_records: error),
+    or, with skip, the findings that name every shard tail and record left out and every empty class.
+    Shared by the in-memory and the streamed TFRecord sources, so both say the same."""
+    if empty_classes and not skip:
+        problems.append(
+            Problem(
+                f"{len(empty_classes)} class(es) have no records",
+                empty_classes,
+                "a class with no examples cannot be learned: add records of them, or correct data.tfrecord.class_names",
+            )
+        )
+    if problems and not skip:
+        raise problems_error(where, problems)
+    findings: list[Finding] = []
+    if damaged:
+        findings.append(
+            skipped_finding(
+                code="DATA-SHARDS-TRUNCATED",
+                what="shard tails",
+                where=where,
+                reasons=damaged,
+                fix="rewrite those shards; their records from the damage on were not read",
+            )
+        )
+    if bad:
+        findings.append(
+            skipped_finding(code="DATA-SKIPPED-RECORDS", what="records", where=where, reasons=bad, fix=bad_fix)
+        )
+    if empty_classes:
+        findings.append(
+            Finding(
+                code="DATA-EMPTY-CLASS",
+                severity=Severity.WARNING,
+                title=f"{len(empty_classes)} class(es) with no records",
+                message=f"class(es) {empty_classes} of `{where}` have no records; the model has an output for each "
+                "that it never learns",
+                location=where,
+                evidence={"classes": empty_classes},
+                fix="add records of those classes, or correct data.tfrecord.class_names",
+            )
+        )
+    return findings

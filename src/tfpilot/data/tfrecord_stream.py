@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpilot.config.schema import BadRecords, DataConfig
-from tfpilot.data.bad_records import Problem, problems_error, skipped_finding
+from tfpilot.data.bad_records import Problem
 from tfpilot.data.sources import Source
 from tfpilot.data.tfrecord import (
     parsed_columns,
@@ -30,9 +30,8 @@ from tfpilot.data.tfrecord import (
     shard_files,
     tabular_columns,
 )
-from tfpilot.data.tfrecord_check import damaged_shards, unparsable_records
+from tfpilot.data.tfrecord_check import damaged_shards, settle_record_problems, unparsable_records
 from tfpilot.errors import DataError
-from tfpilot.findings import Finding, Severity
 
 __all__ = ["StreamedSplits", "streamed_source", "split_shards", "read_records"]
 
@@ -295,50 +294,15 @@ def streamed_source(config: DataConfig) -> Source:
     empty_classes = [names[i] for i in range(num_classes) if counts[i] == 0]
     skip = config.on_bad_records == BadRecords.SKIP
     where = str(config.path)
-    if empty_classes and not skip:
-        problems.append(
-            Problem(
-                f"{len(empty_classes)} class(es) have no records",
-                empty_classes,
-                "a class with no examples cannot be learned: add records of them, or correct data.tfrecord.class_names",
-            )
-        )
-    if problems and not skip:
-        raise problems_error(where, problems)
-    findings: list[Finding] = []
-    if damaged:
-        findings.append(
-            skipped_finding(
-                code="DATA-SHARDS-TRUNCATED",
-                what="shard tails",
-                where=where,
-                reasons={path: why for path, (_, why) in damaged.items()},
-                fix="rewrite those shards; their records from the damage on were not read",
-            )
-        )
-    if bad:
-        findings.append(
-            skipped_finding(
-                code="DATA-SKIPPED-RECORDS",
-                what="records",
-                where=where,
-                reasons={f"{path} record {index}": why for (path, index), why in bad.items()},
-                fix="rewrite the shards that hold them",
-            )
-        )
-    if empty_classes:
-        findings.append(
-            Finding(
-                code="DATA-EMPTY-CLASS",
-                severity=Severity.WARNING,
-                title=f"{len(empty_classes)} class(es) with no records",
-                message=f"class(es) {empty_classes} of `{where}` have no records; the model has an output for each "
-                "that it never learns",
-                location=where,
-                evidence={"classes": empty_classes},
-                fix="add records of those classes, or correct data.tfrecord.class_names",
-            )
-        )
+    findings = settle_record_problems(
+        where=where,
+        problems=problems,
+        empty_classes=empty_classes,
+        skip=skip,
+        damaged={path: why for path, (_, why) in damaged.items()},
+        bad={f"{path} record {index}": why for (path, index), why in bad.items()},
+        bad_fix="rewrite the shards that hold them",
+    )
     if not any(keep[split].any() for split in SPLITS):
         raise DataError(f"`{where}`: every record was a bad record; nothing is left to train on", exit_code=2)
     labels = np.concatenate([scanned[split].labels[keep[split]] for split in SPLITS]).astype(np.int32)
