@@ -98,6 +98,16 @@ def _png(pixels: np.ndarray) -> bytes:
 # ----------------------------------------------------------------------------- Keras 3
 
 
+def _vocabulary_table(vocabulary: Any, *, default_value: int) -> Any:
+    """A word -> line-number table over a vocabulary asset, as TF Hub modules and tf.Transform keep them."""
+    import tensorflow as tf
+
+    initializer = tf.lookup.TextFileInitializer(
+        vocabulary, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER
+    )
+    return tf.lookup.StaticHashTable(initializer, default_value=default_value)
+
+
 def build_keras_export(version: Path) -> ZooModel:
     """Keras 3 `Model.export`: one positional input, the output named `output_0` by Keras."""
     import keras
@@ -532,14 +542,7 @@ def build_hub_module(version: Path) -> ZooModel:
         def __init__(self) -> None:
             super().__init__()
             self.vocabulary = tf.saved_model.Asset(str(vocabulary))
-            initializer = tf.lookup.TextFileInitializer(
-                self.vocabulary,
-                tf.string,
-                tf.lookup.TextFileIndex.WHOLE_LINE,
-                tf.int64,
-                tf.lookup.TextFileIndex.LINE_NUMBER,
-            )
-            self.table = tf.lookup.StaticHashTable(initializer, default_value=0)
+            self.table = _vocabulary_table(self.vocabulary, default_value=0)
             rng = np.random.default_rng(4)
             self.embeddings = tf.Variable(rng.normal(size=(6, 3)).astype(np.float32), name="embeddings")
             # TF Hub's reusable SavedModel attributes (hub.KerasLayer reads them).
@@ -619,15 +622,8 @@ def build_tfx_trainer(version: Path) -> ZooModel:
             super().__init__()
             self.model = model
             self.vocabulary = tf.saved_model.Asset(str(vocabulary))
-            initializer = tf.lookup.TextFileInitializer(
-                self.vocabulary,
-                tf.string,
-                tf.lookup.TextFileIndex.WHOLE_LINE,
-                tf.int64,
-                tf.lookup.TextFileIndex.LINE_NUMBER,
-            )
             # Out-of-vocabulary values get the bucket after the vocabulary, as tft's num_oov_buckets=1.
-            self.table = tf.lookup.StaticHashTable(initializer, default_value=3)
+            self.table = _vocabulary_table(self.vocabulary, default_value=3)
 
         def transform(self, parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
             miles = (parsed["trip_miles"] - 5.0) / 2.5
