@@ -6,6 +6,9 @@ import os
 
 # Set before anything imports TensorFlow so its C++ logging stays quiet in every test process.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The step tuner's choices are kept across runs (train/step_cache.py); a test tunes afresh unless it
+# points TFPILOT_STEP_CACHE at a directory of its own (test_step_cache.py does), subprocesses included.
+os.environ.setdefault("TFPILOT_STEP_CACHE", "off")
 
 import dataclasses
 import subprocess

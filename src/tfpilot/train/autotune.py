@@ -23,6 +23,7 @@ its result. Runs shorter than `min_steps` are not tuned (the timing would cost m
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import time
@@ -32,6 +33,7 @@ import tensorflow as tf
 
 from tfpilot.config.schema import JitCompile, TrainConfig
 from tfpilot.findings import Finding, Severity
+from tfpilot.train import step_cache
 
 __all__ = ["MIN_TUNED_STEPS", "StepChoice", "choose_step_settings", "tune_steps", "tuned_finding"]
 
@@ -48,6 +50,8 @@ class StepChoice:
     timings: dict[str, float]
     tuned: bool
     stack_batches: bool = False
+    # When the choice was taken from an earlier run's measurement (step_cache.py): when that was.
+    reused_from: str | None = None
 
     def describe(self) -> str:
         xla = ("on, batches stacked" if self.stack_batches else "on") if self.jit_compile else "off"
@@ -208,7 +212,31 @@ def choose_step_settings(step_functions, pipeline, train: TrainConfig, *, planne
     if (jit is None or steps is None) and not step_functions.distributed and planned_steps >= MIN_TUNED_STEPS:
         # A few real batches, cached so the timing measures the step and not the input pipeline.
         batches = pipeline.train(epoch=0).take(8).cache().repeat()
-        return tune_steps(step_functions, batches, jit=jit, steps_per_execution=steps)
+        key = _cache_key(step_functions, batches, train, jit=jit, steps=steps)
+        stored = step_cache.load_choice(key)
+        if stored is not None:
+            # The same step on the same machine was measured before: the same settings, no timing.
+            step_functions.jit_compile = bool(stored["jit_compile"])
+            step_functions.stack_batches = bool(stored["stack_batches"])
+            step_functions.steps_per_execution = int(stored["steps_per_execution"])
+            _LOG.info("step settings: reusing the choice measured on %s for this model here", stored["measured_at"])
+            return StepChoice(
+                jit_compile=step_functions.jit_compile,
+                steps_per_execution=step_functions.steps_per_execution,
+                timings={name: float(value) for name, value in stored["timings"].items()},
+                tuned=False,
+                stack_batches=step_functions.stack_batches,
+                reused_from=str(stored["measured_at"]),
+            )
+        choice = tune_steps(step_functions, batches, jit=jit, steps_per_execution=steps)
+        step_cache.store_choice(
+            key,
+            jit_compile=choice.jit_compile,
+            stack_batches=choice.stack_batches,
+            steps_per_execution=choice.steps_per_execution,
+            timings=choice.timings,
+        )
+        return choice
     _compile_as(step_functions, jit or "no_xla")
     step_functions.steps_per_execution = steps or 1
     return StepChoice(
@@ -220,18 +248,66 @@ def choose_step_settings(step_functions, pipeline, train: TrainConfig, *, planne
     )
 
 
+# TrainConfig fields that do not change what one training step computes or costs.
+_NOT_THE_STEP = frozenset(
+    {
+        "epochs",
+        "seed",
+        "deterministic",
+        "early_stopping",
+        "checkpoint_every_steps",
+        "max_checkpoints",
+        "summary_every_steps",
+        "histogram_every_epochs",
+        "steps_per_epoch",
+        "nan_max_retries",
+    }
+)
+
+
+def _cache_key(
+    step_functions, batches: tf.data.Dataset, train: TrainConfig, *, jit: str | None, steps: int | None
+) -> str:
+    """What makes this step what it is, for step_cache: the model, the batches, the step's settings."""
+    model = step_functions.model
+    try:
+        model_config: Any = json.loads(model.to_json())
+    except Exception:  # a model Keras cannot describe: its layers and weight shapes stand for it
+        model_config = [(type(layer).__name__, [list(w.shape) for w in layer.weights]) for layer in model.layers]
+    settings = {
+        "train": train.model_dump(mode="json", exclude=set(_NOT_THE_STEP)),
+        "jit": jit,
+        "steps_per_execution": steps,
+        "distributed": bool(step_functions.distributed),
+    }
+    return step_cache.step_key(model_config=model_config, element_spec=str(batches.element_spec), settings=settings)
+
+
 def tuned_finding(choice: StepChoice, *, location: str) -> Finding:
+    if choice.reused_from is not None:
+        message = (
+            f"reused the step settings measured on {choice.reused_from} for this model and data on this machine: "
+            f"{choice.describe()}"
+        )
+        fix = (
+            f"to measure again, run with {step_cache.CACHE_ENV}=off (or delete its entry in "
+            f"{step_cache.cache_file()}); or set train.steps_per_execution and train.jit_compile to fixed values"
+        )
+    else:
+        message = f"timed whole training steps on real batches and chose {choice.describe()}"
+        fix = "set train.steps_per_execution and train.jit_compile to fixed values to skip the timing"
     return Finding(
         code="TRAIN-STEPS-TUNED",
         severity=Severity.INFO,
         title="Step settings chosen by measurement",
-        message=f"timed whole training steps on real batches and chose {choice.describe()}",
+        message=message,
         location=location,
         # Milliseconds; a candidate XLA could not compile is left out (JSON has no inf).
         evidence={
             "steps_per_execution": choice.steps_per_execution,
             "jit_compile": choice.jit_compile,
             **{f"{name}_ms": round(s * 1e3, 4) for name, s in choice.timings.items() if math.isfinite(s)},
+            **({"reused_from": choice.reused_from} if choice.reused_from else {}),
         },
-        fix="set train.steps_per_execution and train.jit_compile to fixed values to skip the timing",
+        fix=fix,
     )

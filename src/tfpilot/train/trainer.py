@@ -218,7 +218,7 @@ class Trainer:
             self.steps, self.pipeline, train, planned_steps=self.steps_per_epoch * train.epochs
         )
         self.jit_timings = self.step_choice.timings
-        if self.step_choice.tuned:
+        if self.step_choice.tuned or self.step_choice.reused_from:
             self.findings.append(tuned_finding(self.step_choice, location=str(self.run.root)))
 
     def _artifacts(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -263,3 +264,47 @@ def test_jit_compile_stacked_and_true_are_fixed_choices_that_train_alike(tmp_pat
     assert int(stacked.steps.global_step.numpy()) == int(per_step.steps.global_step.numpy()) == 12
     for a, b in zip(weights(per_step.model), weights(stacked.model), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_tuned_choice_is_reused_by_the_next_run_of_the_same_step_on_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tfpilot.train import step_cache
+
+    monkeypatch.setenv(step_cache.CACHE_ENV, str(tmp_path / "cache"))
+    features, labels = blobs(120)
+    first = build(tiny_config(tmp_path, name="first", epochs=LONG), features, labels)
+    assert first.step_choice.tuned and first.step_choice.reused_from is None
+    stored = json.loads((tmp_path / "cache" / step_cache.FILE_NAME).read_text())
+    assert len(stored["entries"]) == 1
+    # Another run of the same model on the same data (another name, seed and length): no timing at all.
+    with caplog.at_level(logging.INFO, logger="tfpilot.progress"):
+        again = build(tiny_config(tmp_path, name="again", epochs=LONG + 5, seed=7), features, labels)
+    progress = [r.getMessage() for r in caplog.records if r.name == "tfpilot.progress"]
+    assert not any(line.startswith("tuning the training step") for line in progress), progress
+    choice = again.step_choice
+    assert not choice.tuned and choice.reused_from is not None
+    assert (choice.jit_compile, choice.stack_batches, choice.steps_per_execution) == (
+        first.step_choice.jit_compile,
+        first.step_choice.stack_batches,
+        first.step_choice.steps_per_execution,
+    )
+    assert (again.steps.jit_compile, again.steps.stacks_batches, again.steps_per_execution) == (
+        choice.jit_compile,
+        choice.stack_batches,
+        choice.steps_per_execution,
+    )
+    (finding,) = [f for f in again.findings if f.code == "TRAIN-STEPS-TUNED"]
+    assert "reused the step settings measured on" in finding.message and step_cache.CACHE_ENV in finding.fix
+    # A different step (a wider model) is measured again, and kept beside the first.
+    wider = tiny_config(tmp_path, name="wider", epochs=LONG)
+    wider.model.hidden_units = [32]
+    assert build(wider, features, labels).step_choice.tuned
+    assert len(json.loads((tmp_path / "cache" / step_cache.FILE_NAME).read_text())["entries"]) == 2
+    # `off` keeps nothing (the rest of the suite runs so); an unreadable file is ignored and rewritten.
+    monkeypatch.setenv(step_cache.CACHE_ENV, "off")
+    assert step_cache.cache_file() is None and step_cache.load_choice("any") is None
+    monkeypatch.setenv(step_cache.CACHE_ENV, str(tmp_path / "cache"))
+    (tmp_path / "cache" / step_cache.FILE_NAME).write_text("{not json")
+    assert build(tiny_config(tmp_path, name="broken", epochs=LONG), features, labels).step_choice.tuned
+    assert len(json.loads((tmp_path / "cache" / step_cache.FILE_NAME).read_text())["entries"]) == 1
