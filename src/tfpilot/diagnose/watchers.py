@@ -105,6 +105,9 @@ class WatchReport:
     # Why the watchers never started (a private TensorFlow API they patch is gone in this version):
     # the script ran unobserved. None: they ran.
     watchers_off: str | None = None
+    # Eager tf.data iterators the script made (one per epoch in a usual loop; one per step when every step
+    # makes its own, as model.predict / model.evaluate called per step or next(iter(ds)) in the loop do).
+    iterators_created: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -274,6 +277,7 @@ class Watcher:
         self._started = 0.0
         self._stopped = 0.0
         self.pipelines: list[dict[str, Any]] = []
+        self.iterators_created = 0
         # The first pipeline with a cache stage: (step its iterator was made at, its dataset's id, epoch steps).
         self._cache: tuple[int, int, int | None] | None = None
         self.cache_filled_step: int | None = None
@@ -478,6 +482,7 @@ class Watcher:
         """A new eager iterator: describe its pipeline; a second one over a cached pipeline means epoch 1 ended."""
         from tfpilot.diagnose.pipeline import describe_dataset
 
+        self.iterators_created += 1
         try:
             shape = describe_dataset(dataset)
         except Exception:  # private tf.data attributes changed: no description, the default window
@@ -716,6 +721,7 @@ class Watcher:
             profile_dir=str(self.profile_dir) if steady or filling else None,
             profile_window="steady" if steady else "cache-fill" if filling else None,
             pipelines=self.pipelines,
+            iterators_created=self.iterators_created,
             cache_filled_step=self.cache_filled_step,
             # Whether the timing covers only steps after the cache filled (None: no cache stage).
             cache_filled=None

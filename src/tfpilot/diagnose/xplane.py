@@ -449,6 +449,60 @@ def _op_stats(op_tables: list[dict[str, Any]]) -> tuple[list[OpStat], list[dict[
     return sorted(ops, key=lambda op: op.total_self_time_ms, reverse=True), raw
 
 
+# Ops run eagerly on CPU execute inline from Python: xprof's framework_op_stats has no row for them (the trace has
+# one `EagerLocalExecute: <type>` event per op, its kernel in an `EagerKernelExecute` event inside it).
+_EAGER_EXECUTE_PREFIX = "EagerLocalExecute: "
+_EAGER_KERNEL = "EagerKernelExecute"
+
+
+def eager_ops_from_trace(trace: Any) -> list[OpStat]:
+    """Host ops run eagerly, from the trace viewer's events: count per op type, self time = their kernels' time.
+
+    The time between the kernels (Python, dispatch, input validation) is what tf.function removes, so it is not
+    the ops' own work; an op whose kernel event is missing counts with no self time.
+    """
+    data = _as_json(trace) if isinstance(trace, (str, bytes)) else trace
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data or []
+    by_thread: dict[Any, list[tuple[float, float, str]]] = {}
+    for event in events:
+        name = event.get("name", "")
+        if event.get("ph") != "X" or not (name.startswith(_EAGER_EXECUTE_PREFIX) or name == _EAGER_KERNEL):
+            continue
+        by_thread.setdefault((event.get("pid"), event.get("tid")), []).append(
+            (float(event.get("ts", 0.0)), float(event.get("dur", 0.0)), name)
+        )
+    counts: dict[str, int] = {}
+    self_us: dict[str, float] = {}
+    for spans in by_thread.values():
+        spans.sort(key=lambda span: (span[0], -span[1]))
+        open_type, open_end = None, 0.0
+        for start, duration, name in spans:
+            if name.startswith(_EAGER_EXECUTE_PREFIX):
+                open_type, open_end = name[len(_EAGER_EXECUTE_PREFIX) :].strip(), start + duration
+                if "_inference_" in open_type:
+                    open_type = None  # a tf.function call: its kernel is the whole graph, not one op
+                    continue
+                counts[open_type] = counts.get(open_type, 0) + 1
+            elif open_type is not None and start <= open_end:
+                self_us[open_type] = self_us.get(open_type, 0.0) + duration
+    total_us = sum(self_us.values()) or 1.0
+    ops = [
+        OpStat(
+            operation=raw,
+            type=canonical_op_type(raw),
+            raw_type=raw,
+            host_or_device="Host",
+            occurrences=count,
+            total_self_time_ms=self_us.get(raw, 0.0) / 1e3,
+            avg_self_time_us=self_us.get(raw, 0.0) / count,
+            self_time_percent=100.0 * self_us.get(raw, 0.0) / total_us,
+            eager=True,
+        )
+        for raw, count in counts.items()
+    ]
+    return sorted(ops, key=lambda op: (op.total_self_time_ms, op.occurrences), reverse=True)
+
+
 _GET_NEXT_OPS = {
     "IteratorGetNext",
     "IteratorGetNextAsOptional",
@@ -516,6 +570,13 @@ def summarize_profile(profile_dir: str | Path, *, top_n: int = 20) -> ProfileSum
     capture = _measure_from(read_capture(profile_dir), stats)
     steps, hardware, conclusion = _step_breakdown(input_tables, capture.get("measure_from"))
     ops, _ = _op_stats(op_tables)
+    if not any(op.eager for op in ops):
+        # An uncompiled step's ops are missing from xprof's op table on CPU: read them from the trace when they
+        # outnumber the graph ops it has (a compiled step's few eager ops between calls change nothing).
+        eager = eager_ops_from_trace(trace)
+        graph_host_ops = sum(op.occurrences for op in ops if op.host_or_device == "Host" and op.type != "Dataset")
+        if sum(op.occurrences for op in eager) > graph_host_ops:
+            ops = sorted([*ops, *eager], key=lambda op: (op.total_self_time_ms, op.occurrences), reverse=True)
     stages = _input_stages(input_tables)
     captured = int(capture.get("steps_captured") or steps.steps or 1)
     host_ops = [op for op in ops if op.host_or_device == "Host" and op.type != "Dataset"]

@@ -38,6 +38,14 @@ MIN_INPUT_MS = 1.0
 MIN_WATCHER_INPUT_MS = 2.0
 # Pipeline work per step below this fraction of the wait: the host was oversubscribed, not the pipeline slow.
 CONTENTION_RATIO = 0.25
+# About one new eager iterator per step (model.predict or evaluate called every step, next(iter(ds)) in the loop):
+# each step's wait is a new iterator's start-up (its threads, its first batch), which no pipeline change removes.
+ITERATORS_PER_STEP = 0.9
+_NEW_ITERATOR_FIX = (
+    "make the iterator once, before the loop (it = iter(dataset); next(it) each step), so its buffers fill ahead of "
+    "the step; for model.predict / model.evaluate on one batch per step call model(x, training=False) or "
+    "predict_on_batch / test_on_batch instead: each predict call builds a new iterator over a new dataset"
+)
 _WAITING_STAGES = {"Root", "Prefetch", "Iterator", "ForeverRepeat", "Repeat", "Take", "Skip"}
 
 _PARALLEL_MAP_STAGES = {"ParallelMap", "ParallelMapV2"}
@@ -280,7 +288,42 @@ def _watcher_verdict(observations: Observations) -> tuple[float, float, float] |
     return timing.input_percent, timing.input_ms, timing.step_ms
 
 
+def iterators_per_step(observations: Observations) -> float | None:
+    """Eager tf.data iterators the script made per step of the driving function (None when unknown)."""
+    watch = observations.watch
+    if watch is None or not watch.iterators_created:
+        return None
+    driver = observations.driver()
+    steps = driver.calls if driver is not None else watch.eager_gradient_calls
+    return watch.iterators_created / steps if steps else None
+
+
+def _iterator_per_step_finding(finding: Finding, per_step: float) -> Finding:
+    """Info, not a slow pipeline: each step waited for a new iterator's start-up, which a faster pipeline cannot remove."""
+    return Finding(
+        code=CODE,
+        severity=Severity.INFO,
+        title="Input wait of a new iterator every step",
+        message=(
+            f"{finding.evidence['input_percent']:.1f}% of step time is spent in next(), but the script made "
+            f"{per_step:.2f} new tf.data iterators per step: each step waited for a fresh iterator to start, a per-call "
+            "cost of building the iterator, not a pipeline too slow to keep up"
+        ),
+        location=finding.location,
+        evidence={**finding.evidence, "iterators_per_step": round(per_step, 2)},
+        fix=_NEW_ITERATOR_FIX,
+    )
+
+
 def check(observations: Observations) -> list[Finding]:
+    findings = _check(observations)
+    per_step = iterators_per_step(observations)
+    if findings and per_step is not None and per_step >= ITERATORS_PER_STEP:
+        return [_iterator_per_step_finding(findings[0], per_step)]
+    return findings
+
+
+def _check(observations: Observations) -> list[Finding]:
     summary = observations.summary
     source = "profile"
     verdict = _profile_verdict(observations)
