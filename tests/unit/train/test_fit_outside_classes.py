@@ -131,3 +131,100 @@ def test_a_layer_whose_init_refuses_keras_base_config_is_named_with_the_right_fi
     assert finding is not None and finding.code == "FIT-MODEL-NOT-SAVED"
     assert "`Endpoint`" in finding.message and "refuses `trainable`" in finding.message
     assert "**kwargs" in finding.fix
+
+
+# Third outside round (keras-io WGAN-GP and others): classes below.
+
+
+def _raw_loss_model():
+    """A subclassed model whose own train_step returns its raw batch loss, not a metric result
+    (WGAN-GP returns {"d_loss": d_loss, "g_loss": g_loss} this way)."""
+    import keras
+    import tensorflow as tf
+
+    class RawLoss(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            return {"raw_loss": loss}
+
+    keras.utils.set_random_seed(0)
+    model = RawLoss()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    return model
+
+
+def test_a_skipped_step_reports_the_last_good_value_of_a_log_that_is_no_metric(tmp_path):
+    """A raw log of a skipped step held its NaN, and when that step was the epoch's last, the
+    epoch's history said NaN for a batch that never trained. It reports what model.fit reports
+    on the data without that batch: the last good step's value."""
+    import tfpilot
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((48, 3)).astype("float32"), rng.random((48, 1)).astype("float32")
+    poisoned = x.copy()
+    poisoned[40, 1] = np.nan  # in the last batch of 16 of each epoch
+    expected = _raw_loss_model().fit(x[:32], y[:32], batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    result = tfpilot.fit(
+        _raw_loss_model(),
+        poisoned,
+        y,
+        batch_size=16,
+        epochs=2,
+        shuffle=False,
+        nan_policy="skip_batch",
+        name="raw",
+        runs_dir=tmp_path,
+    )
+    got = [row["raw_loss"] for row in result.history]
+    assert all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected["raw_loss"], rtol=1e-6)
+
+
+def test_history_steps_count_training_steps_not_optimizer_updates(tmp_path):
+    """WGAN-GP's critic applies its optimizer 3 times a batch: steps read from the optimizers'
+    iterations said 3x the batches run. A skipped batch trains no step."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    class Critic3(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            x, y = data
+            for _ in range(3):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            return {"loss": loss}
+
+    keras.utils.set_random_seed(0)
+    model = Critic3()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    rng = np.random.default_rng(1)
+    x, y = rng.random((64, 3)).astype("float32"), rng.random((64, 1)).astype("float32")
+    x[5, 0] = np.nan  # the first batch of every epoch is skipped
+    result = tfpilot.fit(
+        model, x, y, batch_size=16, epochs=2, shuffle=False, nan_policy="skip_batch", name="c3", runs_dir=tmp_path
+    )
+    assert [row["step"] for row in result.history] == [3, 6]
+    assert result.global_step == 6
+    assert int(model.optimizer.iterations.numpy()) == 18  # 3 updates in each of the 6 trained steps
