@@ -228,3 +228,42 @@ def test_history_steps_count_training_steps_not_optimizer_updates(tmp_path):
     assert [row["step"] for row in result.history] == [3, 6]
     assert result.global_step == 6
     assert int(model.optimizer.iterations.numpy()) == 18  # 3 updates in each of the 6 trained steps
+
+
+def test_export_of_a_fit_run_with_nothing_to_serve_says_why_not_finish_tfpilot_train(tmp_path):
+    """A GAN without call() trains, but there is no forward pass to serve; `tfpilot export RUN`
+    took the run for an unfinished `tfpilot train` run ("finish `tfpilot train` first")."""
+    import keras
+    import pytest
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.errors import ConfigError
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit import evaluate_fit_run
+
+    class NoCall(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self.inner(x, training=True) - y))
+            grads = tape.gradient(loss, self.inner.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.inner.trainable_variables, strict=True))
+            return {"loss": loss}
+
+    model = NoCall()
+    model.compile(optimizer="sgd")
+    rng = np.random.default_rng(2)
+    tfpilot.fit(model, rng.random((32, 3)), rng.random((32, 1)), batch_size=16, name="nocall", runs_dir=tmp_path)
+    run = RunDir.existing(tmp_path / "nocall")
+    assert run.is_fit_run()
+    for use in (lambda: export_fit_run(run), lambda: evaluate_fit_run(run)):
+        with pytest.raises(ConfigError) as caught:
+            use()
+        assert "FIT-NOTHING-TO-SERVE" in str(caught.value) and "`model.inner`" in str(caught.value)
+        assert "tfpilot train" not in str(caught.value)

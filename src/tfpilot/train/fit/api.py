@@ -347,6 +347,7 @@ def fit(
         shutil.rmtree(run.logs, ignore_errors=True)
         shutil.rmtree(run.checkpoints, ignore_errors=True)
     dump_config(config, run.config_path)
+    run.fit_dir.mkdir(exist_ok=True)  # marks a tfpilot.fit run (RunDir.is_fit_run) from the start
 
     guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(run.root))
     step = GuardedStep(model, policy=train.nan_policy.value, max_retries=train.nan_max_retries)

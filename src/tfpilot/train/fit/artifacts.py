@@ -161,7 +161,25 @@ def import_modules(modules: list[str]) -> None:
 # ------------------------------------------------------------------------------------ run dir
 
 
+def unusable_reason(run: RunDir) -> str:
+    """Why a tfpilot.fit run has no model to load or serve, in the run's own words: its
+    FIT-NOTHING-TO-SERVE or FIT-MODEL-NOT-SAVED finding (findings.json), with the fix."""
+    try:
+        findings = json.loads(run.findings_path.read_text())
+    except (OSError, ValueError):
+        findings = []
+    for code in ("FIT-NOTHING-TO-SERVE", "FIT-MODEL-NOT-SAVED"):
+        for finding in findings if isinstance(findings, list) else []:
+            if isinstance(finding, dict) and finding.get("code") == code:
+                fix = f"; fix: {finding['fix']}" if finding.get("fix") else ""
+                return f"{code}: {finding.get('message', '')}{fix}"
+    return "see findings.json for why it was not saved"
+
+
 def read_fit_spec(run: RunDir) -> dict[str, Any]:
+    if not run.fit_spec_path.is_file():
+        # tfpilot.fit writes no spec when there is no forward pass to serve (a GAN without call()).
+        raise ConfigError(f"run `{run.root}` has no model to evaluate or export ({unusable_reason(run)})")
     spec: dict[str, Any] = json.loads(run.fit_spec_path.read_text())
     if spec.get("kind") != FIT_SPEC_KIND:
         raise ConfigError(f"`{run.fit_spec_path}` is not a tfpilot.fit spec (kind {spec.get('kind')!r})")
@@ -176,9 +194,7 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
     after importing the modules that define its custom objects."""
     path = run.fit_model_path
     if not path.is_file():
-        raise ConfigError(
-            f"run `{run.root}` has no saved model ({path} is missing; see findings.json for why it was not saved)"
-        )
+        raise ConfigError(f"run `{run.root}` has no saved model ({path} is missing: {unusable_reason(run)})")
     spec = read_fit_spec(run) if run.fit_spec_path.is_file() else {}
     recorded = list(spec.get("modules") or [])
     modules = [*recorded, *(extra_modules or [])]
