@@ -267,3 +267,41 @@ def test_export_of_a_fit_run_with_nothing_to_serve_says_why_not_finish_tfpilot_t
             use()
         assert "FIT-NOTHING-TO-SERVE" in str(caught.value) and "`model.inner`" in str(caught.value)
         assert "tfpilot train" not in str(caught.value)
+
+
+def test_a_subclassed_model_with_plain_arguments_is_not_blamed_on_sub_model_arguments(tmp_path):
+    """keras-io's RecommenderNet takes only numbers, yet Keras cannot rebuild it: Keras records no
+    __init__ arguments of a subclassed Model. The finding said the arguments were sub-models or
+    layers; a layer with such arguments keeps that cause."""
+    import keras
+
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit.artifacts import save_model
+
+    class Recommender(keras.Model):
+        def __init__(self, num_users, embedding_size, **kwargs):
+            super().__init__(**kwargs)
+            self.embedding = keras.layers.Embedding(num_users, embedding_size)
+
+        def call(self, ids):
+            return keras.ops.sum(self.embedding(ids), axis=-1)
+
+    model = Recommender(10, 4)
+    model(np.zeros((2,), dtype="int64"))
+    finding = save_model(model, RunDir.at(tmp_path / "model"))
+    assert finding is not None and finding.code == "FIT-MODEL-NOT-SAVED"
+    assert "`Recommender`" in finding.message and "subclassed Model" in finding.message
+    assert "sub-models or layers" not in finding.message and "get_config()" in finding.fix
+
+    class Wrapper(keras.layers.Layer):
+        def __init__(self, inner, **kwargs):
+            super().__init__(**kwargs)
+            self.inner = inner
+
+        def call(self, x):
+            return self.inner(x)
+
+    inputs = keras.Input((3,))
+    wrapped = keras.Model(inputs, Wrapper(keras.layers.Dense(2))(inputs))
+    finding = save_model(wrapped, RunDir.at(tmp_path / "wrapped"))
+    assert finding is not None and "`Wrapper`" in finding.message and "not sub-models or layers" in finding.message

@@ -232,6 +232,17 @@ def _chain_text(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+def _is_subclassed_model(model: keras.Model, class_name: str) -> bool:
+    """Whether the model, or a part of it, of this class name is a user's keras.Model subclass
+    (Keras' own Functional and Sequential are rebuilt from their layers)."""
+    from tfpilot import _tf_private
+
+    for part in _tf_private.flatten_layers(model, include_self=True):
+        if type(part).__name__ == class_name:
+            return isinstance(part, keras.Model) and not type(part).__module__.startswith("keras.")
+    return False
+
+
 def save_model(model: keras.Model, run: RunDir) -> Finding | None:
     """model.keras, written beside and renamed (never half-written); a finding if Keras cannot."""
     run.fit_dir.mkdir(parents=True, exist_ok=True)
@@ -266,13 +277,22 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
         elif "get_config" in str(exc):
             name = re.search(r"Object (\w+) was created", str(exc))
             culprit = f"`{name.group(1)}`" if name else "a class of the model"
-            cause = (
-                f"Keras cannot rebuild {culprit} from its config: its __init__ takes arguments (sub-models, "
-                "layers) that its get_config() does not describe"
-            )
+            if name and _is_subclassed_model(model, name.group(1)):
+                # Keras' own sentence blames "non-serializable argument values" even for plain
+                # numbers: Model.__new__ hands Operation.__new__ none of the arguments to record.
+                why = (
+                    "Keras records no __init__ arguments of a subclassed Model (not even numbers or strings), so "
+                    "only its own get_config() can describe them"
+                )
+            else:
+                why = (
+                    "its __init__ takes arguments that its get_config() does not describe (Keras records a layer's "
+                    "arguments itself only when all are str, int, float, bool or None; not sub-models or layers)"
+                )
+            cause = f"Keras cannot rebuild {culprit} from its config: {why}"
             fix = (
-                f"give {culprit} get_config() returning its __init__ arguments (serialised with "
-                "keras.saving.serialize_keras_object) and a from_config() that deserialises them"
+                f"give {culprit} get_config() returning its __init__ arguments (sub-models and layers serialised "
+                "with keras.saving.serialize_keras_object) and a from_config() that deserialises them"
             )
         elif lambda_layer:
             cause = "a Lambda layer cannot be loaded in Keras' safe mode"
