@@ -40,6 +40,9 @@ FIT_SPEC_KIND = "tfpilot.fit"
 # Names Keras gives inputs nobody named; they count up with the process's history, so a served
 # input called `keras_tensor_56` would change name from one training process to the next.
 _AUTOMATIC_NAME = re.compile(r"^(keras_tensor|input_layer|input)(_\d+)?$")
+# A model whose input is an intermediate tensor (FeatureSpace.get_encoded_features()) gets an
+# Input Keras names after that tensor plus "CLONE" (Functional's input cloning): `keras_tensor_80CLONE`.
+_CLONE_SUFFIX = re.compile(r"(CLONE)+$")
 # Modules whose objects Keras deserialises by itself.
 _KNOWN_PACKAGES = ("keras", "tensorflow", "tf_keras", "builtins", "numpy", "tfpilot")
 
@@ -69,6 +72,7 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
         names = [getattr(tensor, "name", None) for tensor in (getattr(model, "inputs", None) or [])]
     except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
         names = []
+    names = [_CLONE_SUFFIX.sub("", name) if isinstance(name, str) else name for name in names]
     if len(names) == len(leaves) and all(names) and not any(_AUTOMATIC_NAME.match(str(n)) for n in names):
         return [str(name) for name in names]
     return ["inputs"] if len(leaves) == 1 else [f"input_{i}" for i in range(len(leaves))]
