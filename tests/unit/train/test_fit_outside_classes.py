@@ -305,3 +305,37 @@ def test_a_subclassed_model_with_plain_arguments_is_not_blamed_on_sub_model_argu
     wrapped = keras.Model(inputs, Wrapper(keras.layers.Dense(2))(inputs))
     finding = save_model(wrapped, RunDir.at(tmp_path / "wrapped"))
     assert finding is not None and "`Wrapper`" in finding.message and "not sub-models or layers" in finding.message
+
+
+def test_an_input_keras_cloned_from_an_intermediate_tensor_gets_a_stable_serving_name():
+    """keras-io's FeatureSpace example trains a model whose input is an intermediate tensor
+    (feature_space.get_encoded_features()); Keras names the Input it makes for it after that
+    tensor plus "CLONE", and `keras_tensor_80CLONE` became the served input's name."""
+    import keras
+    import tensorflow as tf
+
+    from tfpilot.train.fit.artifacts import signature_inputs
+
+    def build():
+        raw = keras.Input((3,))
+        encoded = keras.layers.Dense(4)(raw)  # an intermediate tensor, as FeatureSpace hands out
+        return keras.Model(encoded, keras.layers.Dense(1)(encoded))
+
+    first, second = build(), build()
+    assert first.inputs[0].name.endswith("CLONE") and first.inputs[0].name != second.inputs[0].name
+    spec = tf.TensorSpec((None, 4), tf.float32)
+    assert [i["name"] for i in signature_inputs(first, spec)] == ["inputs"]
+    assert signature_inputs(first, spec) == signature_inputs(second, spec)
+
+
+def test_a_nan_in_one_of_a_list_of_inputs_is_named_as_the_signature_names_it():
+    """keras-io's lstm_seq2seq trains on [encoder_input, decoder_input]; the finding said the NaN
+    was in input `0`, the served signature calls that input `input_0`."""
+    from tfpilot.train.guard import nonfinite_inputs
+
+    encoder, decoder = np.zeros((4, 3, 2), "float32"), np.zeros((4, 5, 2), "float32")
+    decoder[2, 1, 0] = np.nan
+    found = nonfinite_inputs(([encoder, decoder], np.zeros((4, 5, 2), "float32")))
+    assert found is not None and found["input"] == "input_1" and found["input_rows"] == [2]
+    found = nonfinite_inputs(({"tags": decoder}, np.zeros((4, 1), "float32")))
+    assert found is not None and found["input"] == "tags"
