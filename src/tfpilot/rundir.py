@@ -150,7 +150,9 @@ class RunDir:
         return self.root / "fit" / "saved_model"
 
     def is_fit_run(self) -> bool:
-        return self.fit_spec_path.is_file()
+        """Written by tfpilot.fit: fit/ always exists there (spec.json only when the model has a
+        forward pass to serve), never in a `tfpilot train` run."""
+        return self.fit_spec_path.is_file() or self.fit_dir.is_dir()
 
     def versions(self) -> list[int]:
         """Integer version directories under model/, ascending (others are ignored, as TF Serving does)."""

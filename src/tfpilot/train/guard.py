@@ -124,6 +124,10 @@ def nonfinite_inputs(batch: Any) -> dict[str, Any] | None:
         rows = tf.where(tf.reduce_any(bad, axis=list(range(1, rank))) if rank > 1 else bad)[:, 0] if rank else []
         parts = [str(p) for p in path]
         role = {"0": "features", "1": "labels", "2": "sample weights"}.get(parts[0], "batch") if parts else "batch"
+        if role == "features" and len(parts) > 1 and isinstance(batch[0], list | tuple):
+            # A list of inputs (a seq2seq model's [encoder, decoder]): the position, named as the
+            # serving signature names unnamed inputs (`input_0`), not a bare `0`.
+            parts[1] = f"input_{parts[1]}"
         name = "/".join(parts[1:]) or role
         return {
             "input": name if role == "features" else role,

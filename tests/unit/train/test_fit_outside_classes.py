@@ -131,3 +131,211 @@ def test_a_layer_whose_init_refuses_keras_base_config_is_named_with_the_right_fi
     assert finding is not None and finding.code == "FIT-MODEL-NOT-SAVED"
     assert "`Endpoint`" in finding.message and "refuses `trainable`" in finding.message
     assert "**kwargs" in finding.fix
+
+
+# Third outside round (keras-io WGAN-GP and others): classes below.
+
+
+def _raw_loss_model():
+    """A subclassed model whose own train_step returns its raw batch loss, not a metric result
+    (WGAN-GP returns {"d_loss": d_loss, "g_loss": g_loss} this way)."""
+    import keras
+    import tensorflow as tf
+
+    class RawLoss(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            return {"raw_loss": loss}
+
+    keras.utils.set_random_seed(0)
+    model = RawLoss()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    return model
+
+
+def test_a_skipped_step_reports_the_last_good_value_of_a_log_that_is_no_metric(tmp_path):
+    """A raw log of a skipped step held its NaN, and when that step was the epoch's last, the
+    epoch's history said NaN for a batch that never trained. It reports what model.fit reports
+    on the data without that batch: the last good step's value."""
+    import tfpilot
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((48, 3)).astype("float32"), rng.random((48, 1)).astype("float32")
+    poisoned = x.copy()
+    poisoned[40, 1] = np.nan  # in the last batch of 16 of each epoch
+    expected = _raw_loss_model().fit(x[:32], y[:32], batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    result = tfpilot.fit(
+        _raw_loss_model(),
+        poisoned,
+        y,
+        batch_size=16,
+        epochs=2,
+        shuffle=False,
+        nan_policy="skip_batch",
+        name="raw",
+        runs_dir=tmp_path,
+    )
+    got = [row["raw_loss"] for row in result.history]
+    assert all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected["raw_loss"], rtol=1e-6)
+
+
+def test_history_steps_count_training_steps_not_optimizer_updates(tmp_path):
+    """WGAN-GP's critic applies its optimizer 3 times a batch: steps read from the optimizers'
+    iterations said 3x the batches run. A skipped batch trains no step."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    class Critic3(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            x, y = data
+            for _ in range(3):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            return {"loss": loss}
+
+    keras.utils.set_random_seed(0)
+    model = Critic3()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    rng = np.random.default_rng(1)
+    x, y = rng.random((64, 3)).astype("float32"), rng.random((64, 1)).astype("float32")
+    x[5, 0] = np.nan  # the first batch of every epoch is skipped
+    result = tfpilot.fit(
+        model, x, y, batch_size=16, epochs=2, shuffle=False, nan_policy="skip_batch", name="c3", runs_dir=tmp_path
+    )
+    assert [row["step"] for row in result.history] == [3, 6]
+    assert result.global_step == 6
+    assert int(model.optimizer.iterations.numpy()) == 18  # 3 updates in each of the 6 trained steps
+
+
+def test_export_of_a_fit_run_with_nothing_to_serve_says_why_not_finish_tfpilot_train(tmp_path):
+    """A GAN without call() trains, but there is no forward pass to serve; `tfpilot export RUN`
+    took the run for an unfinished `tfpilot train` run ("finish `tfpilot train` first")."""
+    import keras
+    import pytest
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.errors import ConfigError
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit import evaluate_fit_run
+
+    class NoCall(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self.inner(x, training=True) - y))
+            grads = tape.gradient(loss, self.inner.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.inner.trainable_variables, strict=True))
+            return {"loss": loss}
+
+    model = NoCall()
+    model.compile(optimizer="sgd")
+    rng = np.random.default_rng(2)
+    tfpilot.fit(model, rng.random((32, 3)), rng.random((32, 1)), batch_size=16, name="nocall", runs_dir=tmp_path)
+    run = RunDir.existing(tmp_path / "nocall")
+    assert run.is_fit_run()
+    for use in (lambda: export_fit_run(run), lambda: evaluate_fit_run(run)):
+        with pytest.raises(ConfigError) as caught:
+            use()
+        assert "FIT-NOTHING-TO-SERVE" in str(caught.value) and "`model.inner`" in str(caught.value)
+        assert "tfpilot train" not in str(caught.value)
+
+
+def test_a_subclassed_model_with_plain_arguments_is_not_blamed_on_sub_model_arguments(tmp_path):
+    """keras-io's RecommenderNet takes only numbers, yet Keras cannot rebuild it: Keras records no
+    __init__ arguments of a subclassed Model. The finding said the arguments were sub-models or
+    layers; a layer with such arguments keeps that cause."""
+    import keras
+
+    from tfpilot.rundir import RunDir
+    from tfpilot.train.fit.artifacts import save_model
+
+    class Recommender(keras.Model):
+        def __init__(self, num_users, embedding_size, **kwargs):
+            super().__init__(**kwargs)
+            self.embedding = keras.layers.Embedding(num_users, embedding_size)
+
+        def call(self, ids):
+            return keras.ops.sum(self.embedding(ids), axis=-1)
+
+    model = Recommender(10, 4)
+    model(np.zeros((2,), dtype="int64"))
+    finding = save_model(model, RunDir.at(tmp_path / "model"))
+    assert finding is not None and finding.code == "FIT-MODEL-NOT-SAVED"
+    assert "`Recommender`" in finding.message and "subclassed Model" in finding.message
+    assert "sub-models or layers" not in finding.message and "get_config()" in finding.fix
+
+    class Wrapper(keras.layers.Layer):
+        def __init__(self, inner, **kwargs):
+            super().__init__(**kwargs)
+            self.inner = inner
+
+        def call(self, x):
+            return self.inner(x)
+
+    inputs = keras.Input((3,))
+    wrapped = keras.Model(inputs, Wrapper(keras.layers.Dense(2))(inputs))
+    finding = save_model(wrapped, RunDir.at(tmp_path / "wrapped"))
+    assert finding is not None and "`Wrapper`" in finding.message and "not sub-models or layers" in finding.message
+
+
+def test_an_input_keras_cloned_from_an_intermediate_tensor_gets_a_stable_serving_name():
+    """keras-io's FeatureSpace example trains a model whose input is an intermediate tensor
+    (feature_space.get_encoded_features()); Keras names the Input it makes for it after that
+    tensor plus "CLONE", and `keras_tensor_80CLONE` became the served input's name."""
+    import keras
+    import tensorflow as tf
+
+    from tfpilot.train.fit.artifacts import signature_inputs
+
+    def build():
+        raw = keras.Input((3,))
+        encoded = keras.layers.Dense(4)(raw)  # an intermediate tensor, as FeatureSpace hands out
+        return keras.Model(encoded, keras.layers.Dense(1)(encoded))
+
+    first, second = build(), build()
+    assert first.inputs[0].name.endswith("CLONE") and first.inputs[0].name != second.inputs[0].name
+    spec = tf.TensorSpec((None, 4), tf.float32)
+    assert [i["name"] for i in signature_inputs(first, spec)] == ["inputs"]
+    assert signature_inputs(first, spec) == signature_inputs(second, spec)
+
+
+def test_a_nan_in_one_of_a_list_of_inputs_is_named_as_the_signature_names_it():
+    """keras-io's lstm_seq2seq trains on [encoder_input, decoder_input]; the finding said the NaN
+    was in input `0`, the served signature calls that input `input_0`."""
+    from tfpilot.train.guard import nonfinite_inputs
+
+    encoder, decoder = np.zeros((4, 3, 2), "float32"), np.zeros((4, 5, 2), "float32")
+    decoder[2, 1, 0] = np.nan
+    found = nonfinite_inputs(([encoder, decoder], np.zeros((4, 5, 2), "float32")))
+    assert found is not None and found["input"] == "input_1" and found["input_rows"] == [2]
+    found = nonfinite_inputs(({"tags": decoder}, np.zeros((4, 1), "float32")))
+    assert found is not None and found["input"] == "tags"

@@ -26,6 +26,7 @@ import inspect
 import logging
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,16 @@ def _resume(
     return done, history
 
 
+def _trained_steps_counter(model: keras.Model, step: GuardedStep | None, before: int) -> Callable[[], int]:
+    """Training steps run so far (history.json's `step`): the guard's count of steps that trained,
+    after the `before` steps of resumed epochs. Not an optimizer's iterations, which a step may
+    advance several times (WGAN-GP's critic: 3 updates a batch). Without the guard (under a
+    distribution strategy) the optimizers' iterations are all there is."""
+    if step is None:
+        return lambda: applied_steps(model)
+    return lambda: before + step.trained_steps()
+
+
 def _features_of(batch: Any) -> Any:
     x, _, _ = keras.utils.unpack_x_y_sample_weight(batch)
     return x
@@ -359,6 +370,7 @@ def fit(
         shutil.rmtree(run.logs, ignore_errors=True)
         shutil.rmtree(run.checkpoints, ignore_errors=True)
     dump_config(config, run.config_path)
+    run.fit_dir.mkdir(exist_ok=True)  # marks a tfpilot.fit run (RunDir.is_fit_run) from the start
 
     guard = NanGuard(policy=train.nan_policy.value, max_retries=train.nan_max_retries, location=str(run.root))
     step = GuardedStep(model, policy=train.nan_policy.value, max_retries=train.nan_max_retries)
@@ -399,17 +411,25 @@ def fit(
     manager, epoch_variable = _checkpoint(model, run, max_to_keep=train.max_checkpoints)
     initial_epoch = 0
     keras_history = None
+    trained_steps = _trained_steps_counter(model, step if guarded else None, 0)
     try:
         if resume:
             initial_epoch, history_rows = _resume(model, run, manager, epoch_variable)
+        steps_before = int(history_rows[-1].get("step", 0)) if history_rows else 0
+        trained_steps = _trained_steps_counter(model, step if guarded else None, steps_before)
         run_callbacks = [
-            *([GuardCallback(step=step, guard=guard, train_step=own_step)] if guarded else []),
+            *(
+                [GuardCallback(step=step, guard=guard, train_step=own_step, trained_steps=trained_steps)]
+                if guarded
+                else []
+            ),
             RunDirCallback(
                 run=run,
                 manager=manager,
                 epoch=epoch_variable,
                 history=history_rows,
                 histogram_every_epochs=train.histogram_every_epochs,
+                trained_steps=trained_steps,
             ),
         ]
         stopping = _early_stopping(config)
@@ -505,7 +525,7 @@ def fit(
         findings=findings,
         stopped_early=stopped_early,
         epochs_run=len(history_rows),
-        global_step=applied_steps(model),
+        global_step=trained_steps(),
         keras_history=keras_history,
         run=run,
     )

@@ -40,6 +40,9 @@ FIT_SPEC_KIND = "tfpilot.fit"
 # Names Keras gives inputs nobody named; they count up with the process's history, so a served
 # input called `keras_tensor_56` would change name from one training process to the next.
 _AUTOMATIC_NAME = re.compile(r"^(keras_tensor|input_layer|input)(_\d+)?$")
+# A model whose input is an intermediate tensor (FeatureSpace.get_encoded_features()) gets an
+# Input Keras names after that tensor plus "CLONE" (Functional's input cloning): `keras_tensor_80CLONE`.
+_CLONE_SUFFIX = re.compile(r"(CLONE)+$")
 # Modules whose objects Keras deserialises by itself.
 _KNOWN_PACKAGES = ("keras", "tensorflow", "tf_keras", "builtins", "numpy", "tfpilot")
 
@@ -69,6 +72,7 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
         names = [getattr(tensor, "name", None) for tensor in (getattr(model, "inputs", None) or [])]
     except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
         names = []
+    names = [_CLONE_SUFFIX.sub("", name) if isinstance(name, str) else name for name in names]
     if len(names) == len(leaves) and all(names) and not any(_AUTOMATIC_NAME.match(str(n)) for n in names):
         return [str(name) for name in names]
     return ["inputs"] if len(leaves) == 1 else [f"input_{i}" for i in range(len(leaves))]
@@ -161,7 +165,25 @@ def import_modules(modules: list[str]) -> None:
 # ------------------------------------------------------------------------------------ run dir
 
 
+def unusable_reason(run: RunDir) -> str:
+    """Why a tfpilot.fit run has no model to load or serve, in the run's own words: its
+    FIT-NOTHING-TO-SERVE or FIT-MODEL-NOT-SAVED finding (findings.json), with the fix."""
+    try:
+        findings = json.loads(run.findings_path.read_text())
+    except (OSError, ValueError):
+        findings = []
+    for code in ("FIT-NOTHING-TO-SERVE", "FIT-MODEL-NOT-SAVED"):
+        for finding in findings if isinstance(findings, list) else []:
+            if isinstance(finding, dict) and finding.get("code") == code:
+                fix = f"; fix: {finding['fix']}" if finding.get("fix") else ""
+                return f"{code}: {finding.get('message', '')}{fix}"
+    return "see findings.json for why it was not saved"
+
+
 def read_fit_spec(run: RunDir) -> dict[str, Any]:
+    if not run.fit_spec_path.is_file():
+        # tfpilot.fit writes no spec when there is no forward pass to serve (a GAN without call()).
+        raise ConfigError(f"run `{run.root}` has no model to evaluate or export ({unusable_reason(run)})")
     spec: dict[str, Any] = json.loads(run.fit_spec_path.read_text())
     if spec.get("kind") != FIT_SPEC_KIND:
         raise ConfigError(f"`{run.fit_spec_path}` is not a tfpilot.fit spec (kind {spec.get('kind')!r})")
@@ -176,9 +198,7 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
     after importing the modules that define its custom objects."""
     path = run.fit_model_path
     if not path.is_file():
-        raise ConfigError(
-            f"run `{run.root}` has no saved model ({path} is missing; see findings.json for why it was not saved)"
-        )
+        raise ConfigError(f"run `{run.root}` has no saved model ({path} is missing: {unusable_reason(run)})")
     spec = read_fit_spec(run) if run.fit_spec_path.is_file() else {}
     recorded = list(spec.get("modules") or [])
     modules = [*recorded, *(extra_modules or [])]
@@ -216,6 +236,17 @@ def _chain_text(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+def _is_subclassed_model(model: keras.Model, class_name: str) -> bool:
+    """Whether the model, or a part of it, of this class name is a user's keras.Model subclass
+    (Keras' own Functional and Sequential are rebuilt from their layers)."""
+    from tfpilot import _tf_private
+
+    for part in _tf_private.flatten_layers(model, include_self=True):
+        if type(part).__name__ == class_name:
+            return isinstance(part, keras.Model) and not type(part).__module__.startswith("keras.")
+    return False
+
+
 def save_model(model: keras.Model, run: RunDir) -> Finding | None:
     """model.keras, written beside and renamed (never half-written); a finding if Keras cannot."""
     run.fit_dir.mkdir(parents=True, exist_ok=True)
@@ -250,13 +281,22 @@ def save_model(model: keras.Model, run: RunDir) -> Finding | None:
         elif "get_config" in str(exc):
             name = re.search(r"Object (\w+) was created", str(exc))
             culprit = f"`{name.group(1)}`" if name else "a class of the model"
-            cause = (
-                f"Keras cannot rebuild {culprit} from its config: its __init__ takes arguments (sub-models, "
-                "layers) that its get_config() does not describe"
-            )
+            if name and _is_subclassed_model(model, name.group(1)):
+                # Keras' own sentence blames "non-serializable argument values" even for plain
+                # numbers: Model.__new__ hands Operation.__new__ none of the arguments to record.
+                why = (
+                    "Keras records no __init__ arguments of a subclassed Model (not even numbers or strings), so "
+                    "only its own get_config() can describe them"
+                )
+            else:
+                why = (
+                    "its __init__ takes arguments that its get_config() does not describe (Keras records a layer's "
+                    "arguments itself only when all are str, int, float, bool or None; not sub-models or layers)"
+                )
+            cause = f"Keras cannot rebuild {culprit} from its config: {why}"
             fix = (
-                f"give {culprit} get_config() returning its __init__ arguments (serialised with "
-                "keras.saving.serialize_keras_object) and a from_config() that deserialises them"
+                f"give {culprit} get_config() returning its __init__ arguments (sub-models and layers serialised "
+                "with keras.saving.serialize_keras_object) and a from_config() that deserialises them"
             )
         elif lambda_layer:
             cause = "a Lambda layer cannot be loaded in Keras' safe mode"

@@ -14,6 +14,7 @@ asynchronously as it does for model.fit without batch-level callbacks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -22,7 +23,7 @@ import tensorflow as tf
 from tfpilot.atomic import atomic_write_json
 from tfpilot.errors import TrainError
 from tfpilot.rundir import RunDir
-from tfpilot.train.fit.guarded_step import GuardedStep, applied_steps, model_optimizers
+from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
 from tfpilot.train.guard import NanGuard, nonfinite_inputs, under_check_numerics
 from tfpilot.train.summaries import SummaryWriters
 
@@ -70,9 +71,19 @@ class GuardCallback(keras.callbacks.Callback):
     It has no on_train_batch_end on purpose: a callback that has one makes Keras turn every
     batch's logs into Python numbers and stop dispatching batch callbacks asynchronously."""
 
-    def __init__(self, *, step: GuardedStep, guard: NanGuard, train_step: Any, read_every: int = 32) -> None:
-        """`train_step`: the model's own step (not the guarded one), for the check_numerics replay."""
+    def __init__(
+        self,
+        *,
+        step: GuardedStep,
+        guard: NanGuard,
+        train_step: Any,
+        trained_steps: Callable[[], int],
+        read_every: int = 32,
+    ) -> None:
+        """`train_step`: the model's own step (not the guarded one), for the check_numerics replay;
+        `trained_steps`: the training steps run so far, the global step events are recorded at."""
         super().__init__()
+        self.trained_steps = trained_steps
         self.step = step
         self.guard = guard
         self.train_step = train_step
@@ -116,7 +127,7 @@ class GuardCallback(keras.callbacks.Callback):
                 }
             else:
                 evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
-        global_step = applied_steps(self.model) if model_optimizers(self.model) else steps
+        global_step = self.trained_steps()
         for index in indices:
             if index < 0 or index != self._last_bad + 1:
                 self.guard.note_progress()  # batches trained between this bad one and the last
@@ -151,8 +162,10 @@ class RunDirCallback(keras.callbacks.Callback):
         epoch: tf.Variable,
         history: list[dict[str, Any]],
         histogram_every_epochs: int = 0,
+        trained_steps: Callable[[], int],
     ) -> None:
         super().__init__()
+        self.trained_steps = trained_steps
         self.run = run
         self.manager = manager
         self.epoch_variable = epoch
@@ -161,7 +174,7 @@ class RunDirCallback(keras.callbacks.Callback):
         self.writers = SummaryWriters(run)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        step = applied_steps(self.model) if model_optimizers(self.model) else epoch + 1
+        step = self.trained_steps()
         values = _python_logs(logs)
         self.history.append({"epoch": epoch, "step": step, **values})
         self.writers.scalars(

@@ -189,6 +189,12 @@ class GuardedStep:
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
         self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfpilot_guard_steps")
+        # Steps that trained (not skipped). Not an optimizer's iterations: a step may apply one
+        # optimizer several times (WGAN-GP's critic: 3 updates per batch) or none.
+        self.trained = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfpilot_guard_trained")
+        # The last good step's value of each float log that is no metric result (a train_step may
+        # return a raw loss): what a skipped step reports instead of its NaN.
+        self._last_good: dict[str, tf.Variable] = {}
         # [bad steps in all, bad steps in a row, index of the last bad step, halted (0/1)]
         self.record = tf.Variable([0, 0, -2, 0], dtype=tf.int64, trainable=False, name="tfpilot_guard_record")
         self.ring = tf.Variable(
@@ -273,7 +279,12 @@ class GuardedStep:
             index = self.steps.read_value()
             tensor_keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
 
+            held = self._holders(logs, tensor_keys)
+
             def on_good() -> list[tf.Tensor]:
+                for k, variable in held.items():
+                    variable.assign(logs[k])
+                self.trained.assign_add(1)
                 return [tf.identity(logs[k]) for k in tensor_keys]
 
             def on_bad() -> list[tf.Tensor]:
@@ -293,11 +304,16 @@ class GuardedStep:
                     return tf.constant(True)
 
                 tf.cond(new_event, record_event, lambda: tf.constant(False))
-                # The logs the step returned hold its NaN: report the metrics as restored instead.
+                # The logs the step returned hold its NaN: report the metrics as restored instead,
+                # and a log that is no metric (a raw loss) as the last good step reported it.
                 current = self.model.get_metrics_result()
-                return [_restored(logs[k], current.get(k)) for k in tensor_keys]
+                return [_restored(logs[k], current[k] if k in current else held.get(k, logs[k])) for k in tensor_keys]
 
-            values = tf.cond(good, on_good, on_bad) if tensor_keys else []
+            if tensor_keys:
+                values = tf.cond(good, on_good, on_bad)
+            else:
+                values = []
+                self.trained.assign_add(tf.cast(good, tf.int64))
             with tf.control_dependencies(values or [good]):
                 self.steps.assign_add(1)
             if not tensor_keys:
@@ -306,7 +322,32 @@ class GuardedStep:
 
         return guarded_train_step
 
+    def _holders(self, logs: Any, keys: list[str]) -> dict[str, tf.Variable]:
+        """A variable per float log of a fixed shape that is no metric result, created once
+        (outside the trace), holding the last good step's value; NaN until a step trains."""
+        metric_names = set(self.model.get_metrics_result())  # reads only: pruned from the graph
+        held: dict[str, tf.Variable] = {}
+        for key in keys:
+            value = logs[key]
+            if key in metric_names or not value.dtype.is_floating or not value.shape.is_fully_defined():
+                continue
+            variable = self._last_good.get(key)
+            if variable is None or variable.dtype != value.dtype or variable.shape != value.shape:
+                with tf.init_scope():
+                    variable = tf.Variable(
+                        tf.fill(value.shape, tf.constant(float("nan"), value.dtype)),
+                        trainable=False,
+                        name=f"tfpilot_last_good_{len(self._last_good)}",
+                    )
+                self._last_good[key] = variable
+            held[key] = variable
+        return held
+
     # ------------------------------------------------------------------ host side
+    def trained_steps(self) -> int:
+        """Training steps this call trained (skipped ones not counted)."""
+        return int(self.trained.numpy())
+
     def read(self) -> tuple[int, list[int], bool]:
         """(steps run, indices of bad steps not yet read (-1 where the ring overflowed), halted)."""
         steps, record, ring = self.steps.numpy(), self.record.numpy(), self.ring.numpy()
