@@ -4,7 +4,8 @@ A Watcher patches a few Python-level entry points of TensorFlow (never the kerne
 
 - ``Function.__call__``: top-level calls of every tf.function (timing, tracing count, and the
   argument signature of each new trace, so the retracing rule can say what changed);
-- ``EagerTensor.numpy`` / ``__float__`` / ``__int__`` / ``__bool__`` / ``__array__``: host syncs
+- ``EagerTensor.numpy`` / ``__float__`` / ``__int__`` / ``__bool__`` / ``__array__`` / ``__format__`` /
+  ``__str__`` / ``__repr__`` (f-strings, print): host syncs
   from user code (with the user's file:line), and non-finite values that trigger a numerics replay;
 - ``OwnedIterator.__next__``: time spent waiting for tf.data in the Python loop;
 - ``GradientTape.gradient`` called eagerly: an uncompiled training step.
@@ -347,7 +348,19 @@ class Watcher:
 
             return sync
 
-        for name in ("numpy", "__float__", "__int__", "__bool__", "__array__", "__index__"):
+        # f"{loss:.4f}" and print(loss) read the value through _numpy() inside __format__ / __str__ /
+        # __repr__, never through numpy(): a status line printed every step is a host sync like float(loss).
+        for name in (
+            "numpy",
+            "__float__",
+            "__int__",
+            "__bool__",
+            "__array__",
+            "__index__",
+            "__format__",
+            "__str__",
+            "__repr__",
+        ):
             self._patch(eager_tensor_base, name, make_sync(name))
 
         original_next = iterator_ops.OwnedIterator.__next__

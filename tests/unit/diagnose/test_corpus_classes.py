@@ -140,3 +140,34 @@ def test_a_profiled_eager_loop_counts_its_ops_and_a_compiled_one_does_not_gain_e
             compiled_step()
     assert compiled.summary is not None
     assert not any(op.eager for op in compiled.summary.top_ops)
+
+
+# ------------------------------------------------------- a status line printed every step reads the loss
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda loss: f"loss {loss:.4f}", id="f-string"),
+        pytest.param(lambda loss: str(loss), id="str"),
+        pytest.param(lambda loss: repr(loss), id="repr"),
+        pytest.param(lambda loss: float(loss), id="float"),
+    ],
+)
+def test_a_value_printed_or_formatted_every_step_is_a_host_sync(read):
+    @tf.function
+    def step(x):
+        return tf.reduce_sum(x * x)
+
+    with watch(profile=False) as session:
+        for _ in range(12):
+            read(step(tf.ones([4])))
+    timing = session.report.timing
+    assert timing is not None and timing.syncs_per_step == pytest.approx(1.0, abs=0.1)
+    (location,) = timing.sync_locations  # the user's line that formats it (the lambda above)
+    assert location.rsplit(":", 1)[0].endswith("test_corpus_classes.py")
+    # Invalid: nothing read inside the loop, one read after it: no sync per step.
+    with watch(profile=False) as once:
+        for _ in range(12):
+            loss = step(tf.ones([4]))
+        read(loss)
+    assert once.report.timing is not None and once.report.timing.syncs_per_step < 0.2
+
