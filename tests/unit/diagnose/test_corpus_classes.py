@@ -170,4 +170,3 @@ def test_a_value_printed_or_formatted_every_step_is_a_host_sync(read):
             loss = step(tf.ones([4]))
         read(loss)
     assert once.report.timing is not None and once.report.timing.syncs_per_step < 0.2
-
