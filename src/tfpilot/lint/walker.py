@@ -131,6 +131,9 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
     if value is None:
         return
     scope = context.scope
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            _unpacked_pipelines(context, target, value)
     if isinstance(value, ast.Call):
         qualname = context.qualname(value.func)
         for target in targets:
@@ -164,6 +167,26 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
             for target in targets:
                 if isinstance(target, ast.Name):
                     scope.tensor_names.add(target.id)
+
+
+def _unpacked_pipelines(context: FileContext, target: ast.Tuple | ast.List, value: ast.expr) -> None:
+    """`ds, info = tfds.load(..., with_info=True)` rebinds every unpacked name: what an earlier
+    statement built under those names is no longer their pipeline (a `.repeat()` two cells up is
+    not this dataset's). A dataset constructor's first element is a fresh, rooted dataset."""
+    from tfpilot.lint.apis import is_dataset_constructor
+    from tfpilot.lint.chains import Pipeline
+
+    scope = context.scope
+    for name_node in ast.walk(target):
+        if isinstance(name_node, ast.Name):
+            scope.pipelines.pop(name_node.id, None)
+    first = target.elts[0] if target.elts else None
+    if (
+        isinstance(first, ast.Name)
+        and isinstance(value, ast.Call)
+        and is_dataset_constructor(context.qualname(value.func))
+    ):
+        scope.pipelines[first.id] = Pipeline((), True, origin=value, rooted=True)
 
 
 def _may_be_pipeline(call: ast.Call, context: FileContext) -> bool:

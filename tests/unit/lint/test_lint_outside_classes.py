@@ -379,3 +379,71 @@ def test_seed_before_a_model_from_another_modules_factory():
     assert [line for line, *_ in _findings(source, "TFP506")] == [6]
     flax = source.replace("import uncertainty_baselines as ub", "import flax\nimport uncertainty_baselines as ub")
     assert _findings(flax, "TFP506") == []
+
+
+def test_a_python_callback_map_is_one_claim_tfp305s_and_tfp301_a_note():
+    source = """
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.range(4).map(lambda x: tf.py_function(slow, [x], tf.int64))
+        noisy = tf.data.Dataset.range(4).map(lambda x: x + tf.random.uniform([], 0, 5, tf.int64))
+    """
+    # INVALID for a warning: the py_function map (TFP305 warns; num_parallel_calls buys little under the GIL).
+    assert [(line, severity) for line, _, severity, _ in _findings(source, "TFP301")] == [
+        (4, Severity.INFO),
+        (5, Severity.WARNING),  # VALID: a random op keeps the map sequential, and parallel calls do help
+    ]
+    assert [(line, severity) for line, _, severity, _ in _findings(source, "TFP305")] == [(4, Severity.WARNING)]
+
+
+def test_names_rebound_by_tuple_unpacking_start_a_new_pipeline():
+    source = """
+        import tensorflow_datasets as tfds
+
+        ds_train, ds_info = tfds.load("fashion_mnist", split="train", with_info=True)
+        ds_train = ds_train.cache().shuffle(1000).batch(32).repeat()
+
+        ds_train, ds_info = tfds.load("mnist", split="train", with_info=True)
+        ds_train = ds_train.cache()
+        ds_train = ds_train.shuffle(1000)
+
+        other, info = tfds.load("mnist", split="train", with_info=True)
+        other = other.shuffle(100).cache()
+    """
+    # VALID: lines 8-9 build a new dataset; the first one's repeat and batch are not theirs.
+    for code in ("TFP303", "TFP306"):
+        assert _findings(source, code) == []
+    # INVALID: the unpacked dataset is known as one, so its own cache after shuffle is reported.
+    assert [line for line, *_ in _findings(source, "TFP307")] == [12]
+
+
+def test_what_a_tape_differentiates_and_calls_is_the_model_whatever_its_name():
+    invalid = """
+        import tensorflow as tf
+
+        class GAN:
+            def __init__(self, generator, discriminator):
+                self.G = generator
+                self.D = discriminator
+
+            def train_step(self, z, real):
+                with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+                    fake = self.G(z)
+                    score = self.D(fake)
+                    extra = self.scale(fake)
+                g_grads = g_tape.gradient(score, self.G.trainable_variables)
+                d_grads = d_tape.gradient(score, self.D.trainable_variables)
+                return g_grads, d_grads, extra
+    """
+    # `self.G` and `self.D` are differentiated by the step's tapes: models, whatever they are called.
+    assert [line for line, *_ in _findings(invalid, "TFP201")] == [11, 12]
+    valid = """
+        import tensorflow as tf
+
+        layer = tf.keras.layers.Dense(2)
+        with tf.GradientTape() as tape:
+            y = layer(tf.ones([1, 3]))
+        grads = tape.gradient(y, layer.trainable_variables)
+    """
+    # A layer built here is judged by what it is (a Dense layer has no training behaviour), not by being differentiated.
+    assert all(severity == Severity.INFO for _, _, severity, _ in _findings(valid, "TFP201"))

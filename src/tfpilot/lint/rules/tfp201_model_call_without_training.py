@@ -465,6 +465,7 @@ train_step(classifier, tf.ones((2, 3)))
         # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
         # the call, the function it is in).
         self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
+        self._trained: dict[int, set[str]] = {}  # per function: what its tapes differentiate
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -528,7 +529,7 @@ train_step(classifier, tf.ones((2, 3)))
             return  # `net(x, is_training=True)`: the model's own training flag, passed
         if any(training_flag(argument) is not None for argument in node.args[1:]):
             return  # `generator(z, is_training)`: the flag passed positionally
-        if not is_model_call(node, context):
+        if not is_model_call(node, context) and not self._differentiated_here(node.func):
             return
         callee = context.dotted(node.func) or "model"
         keras_self = None
@@ -544,6 +545,27 @@ train_step(classifier, tf.ones((2, 3)))
             "BatchNormalization run in inference mode",
             fix_data={"description": "training=True added"},
         )
+
+    def _differentiated_here(self, func: ast.expr) -> bool:
+        """``self.G(z)`` in a tape whose function also takes ``self.G.trainable_variables``: whatever it is
+        called, what the step differentiates and calls is the model being trained (GANs' G and D)."""
+        name = self.context.dotted(func)
+        if name is None or name == "self" or name in self.context.assigned_calls:
+            # Built here from a call (`layer = Dense(2)`, `model = build_model()`): the other checks judge
+            # what it is; this one is for what arrives from outside (`self.G = generator`).
+            return False
+        scope = self.context.scope.node
+        cached = self._trained.get(id(scope))
+        if cached is None:
+            cached = {
+                key
+                for inner in ast.walk(scope)
+                if isinstance(inner, ast.Attribute)
+                and inner.attr in ("trainable_variables", "trainable_weights")
+                and (key := self.context.dotted(inner.value)) is not None
+            }
+            self._trained[id(scope)] = cached
+        return name in cached
 
     def _through_helper(self, node: ast.Call) -> None:
         """``loss_value = loss(model, x, y)`` in the tape, ``y_ = model(x)`` in ``loss``: the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.patterns import has_keyword, has_star_kwargs
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.statefulness import stateful_use
@@ -169,6 +170,17 @@ records = files.interleave(tf.data.TFRecordDataset, cycle_length=4)
         use = stateful_use(function, self.context, node)
         # a stateful TF function is tf.data code even when the receiver's name proves nothing more
         if use is None or not (pipeline.is_dataset or _named_like_data(func.value)):
+            return
+        if any(name in use.what for name in ("py_function", "numpy_function", "py_func")):
+            # One cause, one claim: TFP305 warns about the Python callback itself, and num_parallel_calls
+            # buys little for Python that holds the GIL (only I/O or NumPy that releases it runs in parallel).
+            self.report(
+                node,
+                f"dataset.map() without num_parallel_calls over a Python callback ({use.what}, line {use.line}); "
+                "a note beside TFP305: parallel calls help only where the callback releases the GIL (I/O, NumPy)",
+                fix_data=fix_data,
+                severity=Severity.INFO,
+            )
             return
         self.report(
             node,
