@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tfpilot.lint.apis import keras_name
 
@@ -107,11 +107,20 @@ class _Finder:
         self.context = context
         self.seen: set[int] = set()
 
-    def function(self, function: ast.AST | None, at: ast.AST, depth: int) -> StatefulUse | None:
-        if function is None or depth > _MAX_DEPTH or id(function) in self.seen:
+    def function(
+        self, function: ast.AST | None, at: ast.AST, depth: int, call: ast.Call | None = None
+    ) -> StatefulUse | None:
+        """`call`: the call that reaches `function` (`preprocess(x, mode="eval")`), whose constant
+        arguments decide which branches of its body run."""
+        if function is None or depth > _MAX_DEPTH:
+            return None
+        context = self.context
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and call is not None:
+            # Judged per call: the same function may run its random branch for one map and not another.
+            return self.body(function.body, depth, _constant_arguments(function, call))
+        if id(function) in self.seen:
             return None
         self.seen.add(id(function))
-        context = self.context
         if isinstance(function, ast.Lambda):
             return self.body([function.body], depth)
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -124,7 +133,7 @@ class _Finder:
         if isinstance(function, ast.Name):
             definition = context.resolve_function(function.id, at)
             if definition is not None:
-                return self.function(definition, at, depth + 1)
+                return self.function(definition, at, depth + 1, call)
             for value in context.bindings.values(function.id, at, context.scope.node):
                 found = self.function(value, at, depth + 1)
                 if found is not None:
@@ -182,10 +191,10 @@ class _Finder:
                         return inner
         return None
 
-    def body(self, statements: Sequence[ast.AST], depth: int) -> StatefulUse | None:
+    def body(self, statements: Sequence[ast.AST], depth: int, env: dict[str, Any] | None = None) -> StatefulUse | None:
         context = self.context
         for statement in statements:
-            for node in ast.walk(statement):
+            for node in _live_nodes(statement, env or {}):
                 if not isinstance(node, ast.Call):
                     continue
                 qualname = context.qualname(node.func) or ""
@@ -195,10 +204,76 @@ class _Finder:
                 if isinstance(node.func, ast.Attribute) and node.func.attr == "lookup" and not qualname:
                     return StatefulUse(".lookup() on a table", node.lineno)
                 if isinstance(node.func, (ast.Name, ast.Attribute)) and not qualname.startswith("tensorflow."):
-                    found = self.function(node.func, node, depth + 1)
+                    found = self.function(node.func, node, depth + 1, node if isinstance(node.func, ast.Name) else None)
                     if found is not None:
                         return found
         return None
+
+
+_UNKNOWN = object()
+
+
+def _constant_arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, Any]:
+    """The parameters of `function` whose value at `call` is a literal (passed, or the default)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    env: dict[str, Any] = {}
+    for parameter, default in zip(
+        positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True
+    ):
+        env[parameter.arg] = default.value if isinstance(default, ast.Constant) else _UNKNOWN
+    for parameter, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if keyword_default is not None:
+            env[parameter.arg] = keyword_default.value if isinstance(keyword_default, ast.Constant) else _UNKNOWN
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return {}  # *args / **kwargs: which parameter gets what is unknown
+    for parameter, value in zip(positional, call.args, strict=False):
+        env[parameter.arg] = value.value if isinstance(value, ast.Constant) else _UNKNOWN
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            env[keyword.arg] = keyword.value.value if isinstance(keyword.value, ast.Constant) else _UNKNOWN
+    return {name: value for name, value in env.items() if value is not _UNKNOWN}
+
+
+def _decided(test: ast.expr, env: dict[str, Any]) -> bool | None:
+    """The value of an `if` test that only compares a parameter with a literal, when the parameter's is known."""
+    if isinstance(test, ast.Name) and test.id in env:
+        return bool(env[test.id])
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _decided(test.operand, env)
+        return None if inner is None else not inner
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+    ):
+        left, right = test.left, test.comparators[0]
+        if isinstance(left, ast.Constant) and isinstance(right, ast.Name):
+            left, right = right, left
+        if isinstance(left, ast.Name) and left.id in env and isinstance(right, ast.Constant):
+            equal = env[left.id] == right.value
+            return equal if isinstance(test.ops[0], (ast.Eq, ast.Is)) else not equal
+    return None
+
+
+def _live_nodes(statement: ast.AST, env: dict[str, Any]) -> list[ast.AST]:
+    """ast.walk of `statement`, leaving out the branches a known argument rules out
+    (`if mode == "train": random_crop(...)` under `mode="eval"`)."""
+    if not env:
+        return list(ast.walk(statement))
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, (ast.If, ast.IfExp)):
+            decided = _decided(node.test, env)
+            if decided is not None:
+                taken = node.body if decided else node.orelse
+                stack.extend(reversed(taken if isinstance(taken, list) else [taken]))
+                continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
 
 
 def _stateful_qualname(qualname: str) -> str | None:

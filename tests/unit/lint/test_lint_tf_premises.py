@@ -44,6 +44,20 @@ MAP_FUNCTIONS = [
         True,
     ),
     (
+        "a literal argument picks the branch without random ops",
+        "def augment(x, mode='train'):\n    if mode == 'train':\n"
+        "        return x + tf.random.uniform([], 0, 5, tf.int64)\n    return x * 2\n\n"
+        "fn = lambda x: augment(x, mode='eval')",
+        False,
+    ),
+    (
+        "... and the default picks the random one",
+        "def augment(x, mode='train'):\n    if mode == 'train':\n"
+        "        return x + tf.random.uniform([], 0, 5, tf.int64)\n    return x * 2\n\n"
+        "fn = lambda x: augment(x)",
+        True,
+    ),
+    (
         "Keras lookup layer",
         "lookup = keras.layers.IntegerLookup(vocabulary=[1, 2, 3])\nfn = lambda x: lookup(x)",
         True,
