@@ -447,3 +447,32 @@ def test_what_a_tape_differentiates_and_calls_is_the_model_whatever_its_name():
     """
     # A layer built here is judged by what it is (a Dense layer has no training behaviour), not by being differentiated.
     assert all(severity == Severity.INFO for _, _, severity, _ in _findings(valid, "TFP201"))
+
+
+def test_a_random_draw_of_python_or_numpy_inside_a_traced_function():
+    invalid = """
+        import random
+        import tensorflow as tf
+
+        @tf.function
+        def jitter(image, transforms):
+            random.shuffle(transforms)
+            return image
+    """
+    assert [(line, severity) for line, _, severity, _ in _findings(invalid, "TFP101")] == [(7, Severity.WARNING)]
+    valid = """
+        import random
+        import numpy as np
+        import tensorflow as tf
+
+        @tf.function
+        def folded(x):
+            a = tf.constant(np.random.randn(4, 4), dtype=tf.float32)
+            return x @ a
+
+        def make_batch():
+            random.shuffle(items)
+            return np.random.rand(3)
+    """
+    # A draw that builds a constant is a note; outside a traced function nothing is said.
+    assert [(line, severity) for line, _, severity, _ in _findings(valid, "TFP101")] == [(8, Severity.INFO)]

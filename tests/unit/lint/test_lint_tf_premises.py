@@ -154,3 +154,27 @@ def test_tfp507_keras3_refuses_a_positional_training_flag():
         "generator = Generator()\nis_training = True\ny = generator(x, is_training)\n"
     )
     assert [f.code for f in lint_source(source, path="p.py") if f.code == "TFP507"] == ["TFP507"]
+
+
+def test_tfp101_a_python_or_numpy_draw_in_a_traced_function_is_drawn_once():
+    import numpy as np
+
+    # A map function's np.random draw is made while tracing: every element gets the same value.
+    values = list(
+        tf.data.Dataset.range(5).map(lambda x: tf.cast(x, tf.float64) * 0 + np.random.normal()).as_numpy_iterator()
+    )
+    assert len(set(values)) == 1, "TensorFlow's own behaviour changed"
+    draws = []
+
+    @tf.function
+    def step():
+        draws.append(np.random.randint(0, 1000))
+        return tf.constant(draws[-1])
+
+    assert len({int(step()) for _ in range(4)}) == 1 and len(draws) == 1
+    source = (
+        "import numpy as np\nimport tensorflow as tf\n\n@tf.function\ndef step(x):\n"
+        "    return x + np.random.randint(0, 4)\n\ndef noisy(x):\n    return x + np.random.rand()\n\n"
+        "ds = tf.data.Dataset.range(3).map(noisy)\n"
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP101"] == ["6", "9"]

@@ -14,6 +14,35 @@ _MUTATORS = frozenset(
 )
 _CONTAINER_CALLS = frozenset({"list", "dict", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
 _TF_PRINT_KEYWORDS = frozenset({"sep", "end"})
+# Python's and NumPy's random draws: in a traced function they run once, while tracing.
+_DRAWS = frozenset(
+    {
+        "random",
+        "uniform",
+        "randint",
+        "randrange",
+        "choice",
+        "choices",
+        "shuffle",
+        "sample",
+        "gauss",
+        "normalvariate",
+        "rand",
+        "randn",
+        "random_sample",
+        "normal",
+        "permutation",
+        "binomial",
+        "poisson",
+        "beta",
+        "gamma",
+        "exponential",
+        "standard_normal",
+        "integers",
+        "lognormal",
+        "triangular",
+    }
+)
 
 
 def _is_container(value: ast.AST | None) -> bool:
@@ -58,7 +87,7 @@ class PythonSideEffectInTfFunction(Rule):
     )
     category = "tf.function"
     tokens = ("tensorflow", "keras")
-    calls = _MUTATORS | {"print", "next"}
+    calls = _MUTATORS | _DRAWS | {"print", "next"}
     fixable = True
     VALID = [
         """
@@ -232,6 +261,19 @@ class Trainer:
                     f"next() on a Python iterator in a {scope.graph_reason} runs once, while tracing: "
                     "every call gets the element it got then",
                 )
+        elif (qualname := self.context.qualname(func) or "").startswith(("random.", "numpy.random.")) and (
+            qualname.rsplit(".", 1)[-1] in _DRAWS
+        ):
+            module = "np.random" if qualname.startswith("numpy.") else "random"
+            message = (
+                f"{module}.{qualname.rsplit('.', 1)[-1]}() in a {scope.graph_reason} draws once, while tracing: "
+                "every call (every element of a map) reuses that draw; use tf.random (or a tf.random.Generator)"
+            )
+            if self._builds_a_constant():
+                # `tf.constant(np.random.randn(n, n))`: a fixed random constant, which is what tracing makes of it.
+                self.report(node, f"{message}; a note here: it builds a constant", severity=Severity.INFO)
+            else:
+                self.report(node, message)
         elif isinstance(func, ast.Attribute) and func.attr in _MUTATORS and self._is_outer(func.value):
             target = self.context.dotted(func.value)
             self.report(
@@ -239,6 +281,16 @@ class Trainer:
                 f"`{target}.{func.attr}()` changes Python state from a {scope.graph_reason}: "
                 "it runs once per trace, not once per step",
             )
+
+    def _builds_a_constant(self) -> bool:
+        """The draw is the value of tf.constant / tf.Variable / tf.convert_to_tensor (its nearest enclosing call)."""
+        for ancestor in self.context.ancestors():
+            if isinstance(ancestor, ast.Call):
+                qualname = self.context.qualname(ancestor.func) or ""
+                return qualname in ("tensorflow.constant", "tensorflow.Variable", "tensorflow.convert_to_tensor")
+            if isinstance(ancestor, ast.stmt):
+                return False
+        return False
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.context.scope.is_graph:
