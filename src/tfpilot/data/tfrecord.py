@@ -24,6 +24,7 @@ from tfpilot.data.image_resize import decode_and_resize
 from tfpilot.data.sources import Source, register_source
 from tfpilot.data.tfrecord_check import (
     ShardRecords,
+    labels_outside_problem,
     read_shards,
     settle_record_problems,
     undecodable_records,
@@ -162,16 +163,11 @@ def _record_problems(
     num_classes = len(options.class_names) if options.class_names else int(max(in_good.max(initial=-1), -1)) + 1
     outside = [int(i) for i in good if not 0 <= labels[i] < num_classes]
     if outside:
-        expected = (
-            f"0..{num_classes - 1} (data.tfrecord.class_names has {num_classes} names)"
-            if options.class_names
-            else "0 or more"
-        )
         problems.append(
-            Problem(
-                f"{len(outside)} record(s) have a label outside the classes {expected}",
+            labels_outside_problem(
                 [f"{records.names[i]} ({options.label_key}={labels[i]})" for i in outside],
-                "correct those labels, or data.tfrecord.class_names",
+                num_classes=num_classes,
+                named=bool(options.class_names),
             )
         )
         bad.update({i: f"label {labels[i]} outside the classes" for i in outside})

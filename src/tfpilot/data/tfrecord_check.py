@@ -216,3 +216,14 @@ def settle_record_problems(
             )
         )
     return findings
+
+
+def labels_outside_problem(items: list[str], *, num_classes: int, named: bool) -> Problem:
+    """Records whose label is no class: `items` name each (`shard record 7 (label=9)`); `named`: the
+    classes come from data.tfrecord.class_names."""
+    expected = f"0..{num_classes - 1} (data.tfrecord.class_names has {num_classes} names)" if named else "0 or more"
+    return Problem(
+        f"{len(items)} record(s) have a label outside the classes {expected}",
+        items,
+        "correct those labels, or data.tfrecord.class_names",
+    )

@@ -30,7 +30,12 @@ from tfpilot.data.tfrecord import (
     shard_files,
     tabular_columns,
 )
-from tfpilot.data.tfrecord_check import damaged_shards, settle_record_problems, unparsable_records
+from tfpilot.data.tfrecord_check import (
+    damaged_shards,
+    labels_outside_problem,
+    settle_record_problems,
+    unparsable_records,
+)
 from tfpilot.errors import DataError
 
 __all__ = ["StreamedSplits", "streamed_source", "split_shards", "read_records"]
@@ -260,16 +265,11 @@ def streamed_source(config: DataConfig) -> Source:
             {p: int(label) for p, label, k in zip(scanned[split].positions, labels, keep[split], strict=True) if not k}
         )
     if outside:
-        expected = (
-            f"0..{num_classes - 1} (data.tfrecord.class_names has {num_classes} names)"
-            if options.class_names
-            else "0 or more"
-        )
         problems.append(
-            Problem(
-                f"{len(outside)} record(s) have a label outside the classes {expected}",
+            labels_outside_problem(
                 [f"{path} record {index} ({options.label_key}={label})" for (path, index), label in outside.items()],
-                "correct those labels, or data.tfrecord.class_names",
+                num_classes=num_classes,
+                named=bool(options.class_names),
             )
         )
         bad.update({p: f"label {label} outside the classes" for p, label in outside.items()})
