@@ -54,7 +54,14 @@ def is_model_name(name: str) -> bool:
     lower = name.lower()
     if lower in _MODEL_WORDS or lower.endswith("model"):
         return True
-    return any(lower.endswith("_" + word) for word in _MODEL_WORDS)
+    # `q_network`, and the pairs of image-to-image GANs: `generator_AB`, `discriminator_B`.
+    return any(lower.endswith("_" + word) or _pair_suffix(lower, word) for word in _MODEL_WORDS)
+
+
+def _pair_suffix(lower: str, word: str) -> bool:
+    """`generator_ab`, `discriminator_b`, `encoder_2`: a model word and a short tag of letters or digits."""
+    head, _, tag = lower.rpartition("_")
+    return head == word and 0 < len(tag) <= 2 and tag.isalnum()
 
 
 def is_frozen_model_name(name: str) -> bool:

@@ -476,3 +476,22 @@ def test_a_random_draw_of_python_or_numpy_inside_a_traced_function():
     """
     # A draw that builds a constant is a note; outside a traced function nothing is said.
     assert [(line, severity) for line, _, severity, _ in _findings(valid, "TFP101")] == [(8, Severity.INFO)]
+
+
+def test_the_model_pairs_of_image_to_image_gans_are_models():
+    invalid = """
+        import tensorflow as tf
+
+        cyclegan.generator_AB.save("./models/cyclegan_AB")
+        cyclegan.discriminator_B.save("./models/d_B")
+    """
+    assert [line for line, *_ in _findings(invalid, "TFP403")] == [4, 5]
+    valid = """
+        import tensorflow as tf
+
+        cyclegan.generator_AB.save("./models/cyclegan_AB.keras")
+        generator_settings.save("./models/settings")
+        report.generator_version.save("./out")
+    """
+    # A .keras path is right; a name that only starts with a model word is not a model.
+    assert _findings(valid, "TFP403") == []
