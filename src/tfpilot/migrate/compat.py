@@ -142,7 +142,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 3
+SHIMS_VERSION = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,7 +241,7 @@ ESTIMATOR_COVERAGE = (
     "loss + train_op, EVAL loss + tf.compat.v1.metrics eval_metric_ops, PREDICT predictions + export_outputs), "
     "ModeKeys, RunConfig, numpy_input_fn, TrainSpec / EvalSpec / train_and_evaluate (local, Latest / Final "
     "exporters), the serving receivers and export outputs, DNNClassifier / DNNRegressor / LinearClassifier / "
-    "LinearRegressor on tf.feature_column columns. Refused (NotImplementedError): warm_start_from, "
+    "LinearRegressor on tf.feature_column columns. Refused (TF1OptionRefused, a NotImplementedError): warm_start_from, "
     "distribution strategies and device_fn, a multi-worker TF_CONFIG, canned label_vocabulary / weight_column "
     "/ batch_norm, Keras optimizers in canned estimators, Keras metric objects in eval_metric_ops; any other "
     "tf.estimator name (BoostedTrees*, DNNLinearCombined*, pandas_input_fn, hooks from tf.estimator) stops the file"
@@ -396,6 +396,11 @@ def shim_source(helper: str) -> str:
     return text.split("# --- emitted below ---\n", 1)[1].strip("\n")
 
 
+def _refusal_source() -> str:
+    text = importlib.resources.files("tfpilot.migrate.shims").joinpath("refusal.py").read_text(encoding="utf-8")
+    return text.split("# --- emitted below ---\n", 1)[1].strip("\n")
+
+
 def _selected_helper(helper: str, members: Iterable[str]) -> tuple[list[str], str]:
     """(import lines, class source) of one helper, keeping only ``members`` and what they use.
 
@@ -457,6 +462,9 @@ def render_shims(helpers: Mapping[str, Iterable[str]]) -> str:
         helper_imports, body = _selected_helper(helper, helpers[helper])
         imports += [line for line in helper_imports if line not in imports]
         bodies.append(body)
+    if any("TF1OptionRefused" in body for body in bodies):
+        # The helpers refuse TF1 options they do not reproduce with one named exception (shims/refusal.py).
+        bodies.insert(0, _refusal_source())
     standard = sorted(line for line in imports if "numpy" not in line and "tensorflow" not in line)
     third_party = sorted(line for line in imports if line not in standard)
     parts = [SHIM_BEGIN, *standard, *([""] if standard and third_party else []), *third_party, "", ""]

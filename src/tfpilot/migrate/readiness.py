@@ -68,7 +68,7 @@ class Blocker:
     fix: str
 
 
-# TF1 options the compat shims (migrate/shims/) refuse with NotImplementedError when the
+# TF1 options the compat shims (migrate/shims/) refuse with TF1OptionRefused (a NotImplementedError) when the
 # migrated file runs: (callee's last name, keyword, the value that does no harm). Named here so
 # the report says "will not run" before anyone runs it. The shims refuse rather than guess: each
 # option changes what the layer computes (peepholes, projections, renorm, variational dropout).

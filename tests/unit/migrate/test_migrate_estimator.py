@@ -20,7 +20,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tfpilot.migrate.command import migrate, render_markdown  # noqa: E402
-from tfpilot.migrate.compat import ESTIMATOR_COVERAGE, HELPER_NAMES, render_shim_module  # noqa: E402
+from tfpilot.migrate.compat import ESTIMATOR_COVERAGE, HELPER_NAMES, SHIMS_VERSION, render_shim_module  # noqa: E402
 from tfpilot.migrate.readiness import check_runs  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -155,7 +155,7 @@ def test_refused_canned_options_are_blockers() -> None:
 
 def test_shim_module_is_versioned_and_lists_the_estimator_helper() -> None:
     text = render_shim_module(["_tf1_estimator"])
-    assert "TF1_COMPAT_SHIMS_VERSION = 3" in text and "HELPERS = ('_tf1_estimator',)" in text
+    assert f"TF1_COMPAT_SHIMS_VERSION = {SHIMS_VERSION}" in text and "HELPERS = ('_tf1_estimator',)" in text
     namespace: dict[str, object] = {}
     exec(compile(text, "tf1_compat_shims.py", "exec"), namespace)  # the emitted text is importable on its own
     helper = namespace["_tf1_estimator"]

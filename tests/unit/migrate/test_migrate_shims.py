@@ -196,3 +196,19 @@ def test_next_batch_wraps_epochs_and_reshuffles(tmp_path, monkeypatch, mnist_arr
     assert len(images) == 30 and train.epochs_completed == 1
     first_epoch = np.concatenate([*seen, labels[:10]])
     np.testing.assert_array_equal(np.sort(first_epoch), np.sort(mnist_arrays["y_train"][5000:]))
+
+
+def test_a_refused_tf1_option_is_one_named_exception_in_the_written_module(tmp_path):
+    """The helpers refuse what they do not reproduce with TF1OptionRefused (a NotImplementedError, so code
+    that caught TF1's errors still does), defined once in the written tf1_compat_shims.py."""
+    from tfpilot.migrate.compat import render_shim_module
+
+    text = render_shim_module(["_tf1_rnn"])
+    assert text.count("class TF1OptionRefused(NotImplementedError)") == 1
+    namespace: dict = {}
+    exec(compile(text, str(tmp_path / "tf1_compat_shims.py"), "exec"), namespace)
+    with pytest.raises(NotImplementedError, match="peepholes") as caught:
+        namespace["_tf1_rnn"].LSTMCell(4, use_peepholes=True)
+    assert type(caught.value).__name__ == "TF1OptionRefused"
+    # A helper that refuses nothing gets no such class.
+    assert "TF1OptionRefused" not in render_shim_module(["_tf1_mnist"])

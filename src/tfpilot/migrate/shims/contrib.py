@@ -11,6 +11,7 @@ cross-entropy, averaged over time steps and / or the batch as its flags say).
 # tfpilot: noqa-file[TFP6]
 
 from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401, I001 - written next to this helper in DEST
+from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 # --- emitted below ---
 import tensorflow as _tf
@@ -181,7 +182,7 @@ class _tf1_contrib:
         scope=None,
     ):
         if batch_weights is not None or zero_debias_moving_mean:
-            raise NotImplementedError("the migrated batch_norm has no batch_weights / zero_debias_moving_mean")
+            raise TF1OptionRefused("the migrated batch_norm has no batch_weights / zero_debias_moving_mean")
         initializers = param_initializers or {}
         regularizers = param_regularizers or {}
         updates = _tf.compat.v1.get_collection_ref(_tf.compat.v1.GraphKeys.UPDATE_OPS)

@@ -25,7 +25,6 @@ estimator, Keras metric objects in ``eval_metric_ops``, and a multi-worker ``TF_
 
 # These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
 # tfpilot: noqa-file[TFP6]
-
 # --- emitted below ---
 import collections as _collections
 import inspect as _inspect
@@ -37,6 +36,8 @@ import time as _time
 
 import numpy as _np
 import tensorflow as _tf
+
+from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 
 class _tf1_estimator:
@@ -71,9 +72,9 @@ class _tf1_estimator:
             checkpoint_save_graph_def=True,
         ):
             if train_distribute is not None or eval_distribute is not None or experimental_distribute is not None:
-                raise NotImplementedError("the migrated RunConfig trains on one device: no train_distribute")
+                raise TF1OptionRefused("the migrated RunConfig trains on one device: no train_distribute")
             if device_fn is not None:
-                raise NotImplementedError("the migrated RunConfig has no device_fn")
+                raise TF1OptionRefused("the migrated RunConfig has no device_fn")
             if save_checkpoints_steps is not None and save_checkpoints_secs not in (None, "default"):
                 raise ValueError("Can not provide both save_checkpoints_steps and save_checkpoints_secs.")
             if save_checkpoints_secs == "default":
@@ -152,7 +153,7 @@ class _tf1_estimator:
                 raise ValueError("Missing predictions: EstimatorSpec in PREDICT mode needs them.")
             for name, metric in (eval_metric_ops or {}).items():
                 if not isinstance(metric, (tuple, list)) or len(metric) != 2:
-                    raise NotImplementedError(
+                    raise TF1OptionRefused(
                         f"eval_metric_ops[{name!r}]: the migrated Estimator takes (value, update_op) pairs from "
                         "tf.compat.v1.metrics, not Keras metric objects"
                     )
@@ -331,9 +332,7 @@ class _tf1_estimator:
     class Estimator:
         def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
             if warm_start_from is not None:
-                raise NotImplementedError(
-                    "the migrated Estimator has no warm_start_from: restore the variables by hand"
-                )
+                raise TF1OptionRefused("the migrated Estimator has no warm_start_from: restore the variables by hand")
             config = config if config is not None else _tf1_estimator.RunConfig()
             model_dir = model_dir or config.model_dir
             if model_dir is None:
@@ -515,7 +514,7 @@ class _tf1_estimator:
             experimental_mode="infer",
         ):
             if experimental_mode != _tf1_estimator.ModeKeys.PREDICT:
-                raise NotImplementedError("the migrated Estimator exports the PREDICT graph only")
+                raise TF1OptionRefused("the migrated Estimator exports the PREDICT graph only")
             checkpoint = checkpoint_path or self.latest_checkpoint()
             if not checkpoint:
                 raise ValueError(f"Couldn't find trained model at {self._model_dir}.")
@@ -560,7 +559,7 @@ class _tf1_estimator:
         """Local train_and_evaluate: evaluate on new checkpoints at most every throttle_secs, and at the end."""
         cluster = _json.loads(_os.environ.get("TF_CONFIG") or "{}").get("cluster")
         if cluster and sum(len(tasks) for tasks in cluster.values()) > 1:
-            raise NotImplementedError("the migrated train_and_evaluate runs locally: no multi-worker TF_CONFIG")
+            raise TF1OptionRefused("the migrated train_and_evaluate runs locally: no multi-worker TF_CONFIG")
         state: dict = {"last": None, "time": _time.time(), "first": True, "result": None, "exports": []}
 
         def evaluate(is_final):
@@ -605,7 +604,7 @@ class _tf1_estimator:
         if callable(optimizer) and not isinstance(optimizer, _tf.compat.v1.train.Optimizer):
             optimizer = optimizer()
         if not isinstance(optimizer, _tf.compat.v1.train.Optimizer):
-            raise NotImplementedError(
+            raise TF1OptionRefused(
                 "the migrated canned estimators take a tf.compat.v1.train optimizer or its name, not a Keras optimizer"
             )
         return optimizer
@@ -673,7 +672,7 @@ class _tf1_estimator:
     @staticmethod
     def _refuse_canned(label_vocabulary, weight_column, batch_norm):
         if label_vocabulary is not None or weight_column is not None or batch_norm:
-            raise NotImplementedError(
+            raise TF1OptionRefused(
                 "the migrated canned estimators have no label_vocabulary / weight_column / batch_norm"
             )
 

@@ -10,9 +10,10 @@ into the migrated graph because the names match.
 
 # These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
 # tfpilot: noqa-file[TFP6]
-
 # --- emitted below ---
 import tensorflow as _tf
+
+from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 
 class _tf1_layers:
@@ -270,7 +271,7 @@ class _tf1_layers:
         reuse=None,
     ):
         if data_format != "channels_last":
-            raise NotImplementedError("the migrated conv2d_transpose supports data_format='channels_last' only")
+            raise TF1OptionRefused("the migrated conv2d_transpose supports data_format='channels_last' only")
         inputs = _tf.convert_to_tensor(inputs)
         dtype = inputs.dtype.base_dtype
         kernel_h, kernel_w = _tf1_layers._pair(kernel_size)
@@ -391,7 +392,7 @@ class _tf1_layers:
         adjustment=None,
     ):
         if renorm or virtual_batch_size is not None or adjustment is not None:
-            raise NotImplementedError("the migrated batch_normalization has no renorm / virtual batches")
+            raise TF1OptionRefused("the migrated batch_normalization has no renorm / virtual batches")
         inputs = _tf.convert_to_tensor(inputs)
         ndims = inputs.shape.ndims
         axes = [axis] if isinstance(axis, int) else list(axis)

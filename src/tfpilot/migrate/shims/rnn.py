@@ -10,12 +10,13 @@ caller's variable scope: ``rnn/basic_lstm_cell/kernel``, ``rnn/multi_rnn_cell/ce
 
 # These helpers are TF1 graph code on purpose (they stand in for removed TF1 APIs).
 # tfpilot: noqa-file[TFP6]
-
 # --- emitted below ---
 import abc as _abc
 import collections as _collections
 
 import tensorflow as _tf
+
+from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 
 class _tf1_rnn:
@@ -181,7 +182,7 @@ class _tf1_rnn:
             dtype=None,
         ):
             if use_peepholes or num_proj is not None or cell_clip is not None:
-                raise NotImplementedError("the migrated LSTMCell has no peepholes, projection or cell clipping")
+                raise TF1OptionRefused("the migrated LSTMCell has no peepholes, projection or cell clipping")
             super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype, initializer)
 
     class MultiRNNCell:
@@ -204,7 +205,7 @@ class _tf1_rnn:
 
         def __call__(self, inputs, state, scope=None):
             if not self._state_is_tuple:
-                raise NotImplementedError("the migrated MultiRNNCell needs state_is_tuple=True")
+                raise TF1OptionRefused("the migrated MultiRNNCell needs state_is_tuple=True")
             if self._scope is None:
                 with _tf.compat.v1.variable_scope(scope, default_name="multi_rnn_cell") as captured:
                     self._scope = captured
@@ -229,7 +230,7 @@ class _tf1_rnn:
             seed=None,
         ):
             if variational_recurrent:
-                raise NotImplementedError("the migrated DropoutWrapper has no variational_recurrent mode")
+                raise TF1OptionRefused("the migrated DropoutWrapper has no variational_recurrent mode")
             self._cell = cell
             self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
             self._seed = seed
