@@ -105,7 +105,9 @@ def stateful_use(function: ast.AST | None, context: FileContext, at: ast.AST) ->
 class _Finder:
     def __init__(self, context: FileContext) -> None:
         self.context = context
-        self.seen: set[int] = set()
+        # What was read already: a function by itself, or a function under one set of literal arguments
+        # (the same helper called with other literals is read again; with the same ones, never twice).
+        self.seen: set[tuple[int, tuple[tuple[str, Any], ...]]] = set()
 
     def function(
         self, function: ast.AST | None, at: ast.AST, depth: int, call: ast.Call | None = None
@@ -115,12 +117,16 @@ class _Finder:
         if function is None or depth > _MAX_DEPTH:
             return None
         context = self.context
+        env: dict[str, Any] = {}
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and call is not None:
             # Judged per call: the same function may run its random branch for one map and not another.
-            return self.body(function.body, depth, _constant_arguments(function, call))
-        if id(function) in self.seen:
+            env = _constant_arguments(function, call)
+        key = (id(function), tuple(sorted(env.items(), key=lambda item: item[0])))
+        if key in self.seen:
             return None
-        self.seen.add(id(function))
+        self.seen.add(key)
+        if env and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self.body(function.body, depth, env)
         if isinstance(function, ast.Lambda):
             return self.body([function.body], depth)
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import time
@@ -62,7 +63,7 @@ def machine_identity() -> dict[str, Any]:
         "machine": platform.machine(),
         "tensorflow": tf.__version__,
         "keras": keras.__version__,
-        "devices": sorted(f"{d.device_type}" for d in tf.config.list_logical_devices()),
+        "devices": sorted(device.device_type for device in tf.config.list_logical_devices()),
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", ""),
     }
 

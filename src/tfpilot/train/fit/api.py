@@ -26,6 +26,7 @@ import inspect
 import logging
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,6 @@ class FitResult:
 
 def _fresh_run_name(model: keras.Model, runs_dir: str | Path) -> str:
     """`<model name>-<YYYYmmdd-HHMMSS>`, never an existing run's (a second call in the same second gets `-2`)."""
-    import time
-
     base = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(model, "name", "") or "model")).lstrip("._-") or "model"
     stamp = f"{base}-{time.strftime('%Y%m%d-%H%M%S')}"
     name, counter = stamp, 1
