@@ -112,9 +112,7 @@ def store_choice(key: str, *, jit_compile: bool, stack_batches: bool, steps_per_
         "stack_batches": bool(stack_batches),
         "steps_per_execution": int(steps_per_execution),
         # JSON has no inf: a candidate XLA could not compile is left out.
-        "timings": {
-            name: float(value) for name, value in timings.items() if value == value and abs(value) != float("inf")
-        },
+        "timings": {name: float(value) for name, value in timings.items() if math.isfinite(value)},
         "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     if len(entries) > MAX_ENTRIES:
