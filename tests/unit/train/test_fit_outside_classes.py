@@ -64,6 +64,71 @@ def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_pat
     assert "`model.generator`" in finding.fix and "`Gan`" in finding.message
 
 
+def _two_optimizer_gan():
+    import keras
+    import tensorflow as tf
+
+    class Gan(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8)])
+            self.discriminator = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+
+        def compile(self, g_optimizer, d_optimizer):
+            super().compile()
+            self.g_optimizer, self.d_optimizer = g_optimizer, d_optimizer
+
+        def train_step(self, real):
+            noise = tf.random.stateless_normal((tf.shape(real)[0], 4), seed=(1, 2))
+            with tf.GradientTape() as tape:
+                d_loss = tf.reduce_mean(self.discriminator(real)) - tf.reduce_mean(
+                    self.discriminator(self.generator(noise))
+                )
+            grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+            self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights, strict=True))
+            with tf.GradientTape() as tape:
+                # never sees the real batch: finite even when the batch is NaN
+                g_loss = tf.reduce_mean(self.discriminator(self.generator(noise)))
+            grads = tape.gradient(g_loss, self.generator.trainable_weights)
+            self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights, strict=True))
+            return {"d_loss": d_loss, "g_loss": g_loss}
+
+    keras.utils.set_random_seed(0)
+    gan = Gan()
+    gan.compile(keras.optimizers.Adam(1e-2), keras.optimizers.Adam(1e-2))
+    return gan
+
+
+def test_a_refused_critic_update_refuses_the_generator_update_of_the_same_batch(tmp_path):
+    """Part 4: after a skipped batch every variable is as before it. The critic's gradients hold
+    the batch's NaN; the generator's loss never sees the batch, so only refusing the step's later
+    updates with the first keeps the generator as it was."""
+    import tensorflow as tf
+
+    import tfpilot
+
+    real = np.random.default_rng(0).random((48, 8)).astype("float32")
+    poisoned = real.copy()
+    poisoned[20, 3] = np.nan  # the second batch of 16
+    clean = np.concatenate([real[:16], real[32:]])
+
+    expected = _two_optimizer_gan()
+    expected.fit(tf.data.Dataset.from_tensor_slices(clean).batch(16), epochs=1, verbose=0)
+    guarded = _two_optimizer_gan()
+    result = tfpilot.fit(
+        guarded,
+        tf.data.Dataset.from_tensor_slices(poisoned).batch(16),
+        epochs=1,
+        name="gan",
+        runs_dir=tmp_path,
+        nan_policy="skip_batch",
+    )
+    assert any(f.code == "TRAIN-SKIPPED-BATCHES" for f in result.findings)
+    for ours, theirs in zip(guarded.variables, expected.variables, strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7, err_msg=ours.path)
+    assert int(guarded.g_optimizer.iterations.numpy()) == int(guarded.d_optimizer.iterations.numpy()) == 2
+
+
 def test_rows_kept_to_verify_the_export_skip_the_nan_row_the_guard_skipped(tmp_path):
     """The first training rows verify the export; with a NaN among them every export looked
     unfaithful (NaN never equals NaN) or 'sampling'."""

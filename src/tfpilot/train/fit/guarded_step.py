@@ -25,8 +25,10 @@ first batch and recomputed the metrics on every step 13%. So the good path is th
 one sum per gradient, a read of the small state and one counter increment; the host reads every
 few dozen calls and at the end of each epoch.
 
-Multi-optimizer steps (a GAN's two updates): each optimizer's update is refused on its own
-gradients; the step counts as bad when any was, and the small state is put back.
+Multi-optimizer steps (a GAN's two updates): an update is refused on its own gradients, and every
+later update of the same step is refused with it; the step counts as bad when any was, and the
+small state is put back. Updates applied before the first refused one stay applied (undoing them
+would need a copy of the weights every step).
 """
 
 from __future__ import annotations
@@ -235,10 +237,14 @@ class GuardedStep:
                 # Building creates variables, which a cond branch may not.
                 optimizer.build(trainable_variables)
             finite = _gradients_finite(grads)
+            # A halted run (the policy stopped it) changes nothing any more, and once one update of
+            # this step was refused, the step's later updates are too: a GAN whose critic update
+            # saw the NaN batch must not train its generator on that batch (its g_loss, which never
+            # sees the real images, is finite), or the skipped batch would change the weights.
+            blocked = [self.halted, *(self._refused or [])]
+            allowed = tf.logical_and(finite, tf.logical_not(tf.reduce_any(tf.stack(blocked))))
             if self._refused is not None:
-                self._refused.append(tf.logical_not(finite))
-            # A halted run (the policy stopped it) changes nothing any more.
-            allowed = tf.logical_and(finite, tf.logical_not(self.halted))
+                self._refused.append(tf.logical_not(allowed))
 
             def update() -> tf.Tensor:
                 original(grads, trainable_variables)
