@@ -392,3 +392,25 @@ def test_a_model_that_samples_at_inference_is_named_not_exported_unverified(tmp_
     result = tfpilot.fit(model, x, x.sum(axis=1), batch_size=8, epochs=1, name="noisy", runs_dir=tmp_path)
     finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
     assert "differs between two inference calls" in finding.message
+
+
+def test_model_fit_positional_arguments_and_initial_epoch_read_the_same(tmp_path):
+    """A `model.fit(x, y, 16, 3, 0, initial_epoch=1)` call renamed to tfpilot.fit keeps meaning
+    what it meant: batch size 16, epochs 1 and 2 run (the epoch numbers of fit's History)."""
+    import keras
+
+    import tfpilot
+
+    def build():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    x = np.random.default_rng(0).random((64, 3)).astype("float32")
+    y = x.sum(axis=1)
+    expected = build().fit(x, y, 16, 3, 0, shuffle=False, initial_epoch=1)
+    result = tfpilot.fit(build(), x, y, 16, 3, 0, shuffle=False, initial_epoch=1, name="pos", runs_dir=tmp_path)
+    assert [row["epoch"] for row in result.history] == expected.epoch == [1, 2]
+    np.testing.assert_allclose([row["loss"] for row in result.history], expected.history["loss"], rtol=RTOL)
+    assert result.global_step == 8  # 4 batches of 16 in each of the two epochs run

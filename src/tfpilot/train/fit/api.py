@@ -257,7 +257,7 @@ def fit(
     model: keras.Model,
     x: Any = None,
     y: Any = None,
-    *,
+    # model.fit's arguments in model.fit's order, so a positional call reads the same
     batch_size: int | None = None,
     epochs: int = 1,
     verbose: Any = 0,
@@ -267,10 +267,12 @@ def fit(
     shuffle: bool = True,
     class_weight: dict[int, float] | None = None,
     sample_weight: Any = None,
+    initial_epoch: int = 0,
     steps_per_epoch: int | None = None,
     validation_steps: int | None = None,
     validation_batch_size: int | None = None,
     validation_freq: int = 1,
+    *,
     name: str | None = None,
     runs_dir: str | Path = "runs",
     resume: bool = False,
@@ -408,11 +410,11 @@ def fit(
     model.train_step = train_step
     history_rows: list[dict[str, Any]] = []
     manager, epoch_variable = _checkpoint(model, run, max_to_keep=train.max_checkpoints)
-    initial_epoch = 0
     keras_history = None
     trained_steps = _trained_steps_counter(model, step if guarded else None, 0)
     try:
         if resume:
+            # the checkpoint's epoch, not the argument: resuming continues where the run stopped
             initial_epoch, history_rows = _resume(model, run, manager, epoch_variable)
         steps_before = int(history_rows[-1].get("step", 0)) if history_rows else 0
         trained_steps = _trained_steps_counter(model, step if guarded else None, steps_before)
