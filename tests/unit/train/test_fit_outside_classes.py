@@ -404,3 +404,62 @@ def test_a_nan_in_one_of_a_list_of_inputs_is_named_as_the_signature_names_it():
     assert found is not None and found["input"] == "input_1" and found["input_rows"] == [2]
     found = nonfinite_inputs(({"tags": decoder}, np.zeros((4, 1), "float32")))
     assert found is not None and found["input"] == "tags"
+
+
+def test_serving_inputs_take_the_dtypes_the_models_inputs_declare(tmp_path):
+    """Integer CSV columns fed to float32 Inputs (the model converts them at its Inputs, as
+    model.export() serves them): the signature takes float32, so a JSON client's 108.0 is accepted;
+    a string Input keeps DT_STRING, and a subclassed model (no declared Inputs) keeps the data's."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+
+    keras.utils.set_random_seed(0)
+    aspect = keras.Input((), name="aspect", dtype="float32")
+    area = keras.Input((), name="area", dtype="string")
+    index = keras.layers.StringLookup(vocabulary=["north", "south"])(area)
+    joined = keras.layers.Concatenate()(
+        [keras.ops.expand_dims(aspect, -1), keras.ops.expand_dims(keras.ops.cast(index, "float32"), -1)]
+    )
+    model = keras.Model({"aspect": aspect, "area": area}, keras.layers.Dense(1, name="out")(joined))
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(0)
+    features = {
+        "aspect": rng.integers(0, 360, 64).astype("int32"),
+        "area": rng.choice(np.array([b"north", b"south"]), 64),
+    }
+    data = tf.data.Dataset.from_tensor_slices((features, rng.random(64).astype("float32"))).batch(16)
+    tfpilot.fit(model, data, epochs=1, name="declared", runs_dir=tmp_path)
+    exported = export_fit_run(RunDir.at(tmp_path / "declared"))
+    signature = tf.saved_model.load(str(exported.path)).signatures["serving_default"]
+    specs = signature.structured_input_signature[1]
+    assert specs["aspect"].dtype == tf.float32 and specs["area"].dtype == tf.string
+    served = signature(aspect=tf.constant([108.0, 20.0]), area=tf.constant([b"north", b"south"]))
+    expected = model.predict(
+        {"aspect": tf.constant([108, 20], tf.int32), "area": tf.constant([b"north", b"south"])}, verbose=0
+    )
+    np.testing.assert_allclose(served["out"].numpy(), expected, rtol=1e-5)
+
+
+def test_a_model_without_declared_inputs_serves_the_dtypes_its_step_received():
+    import keras
+    import tensorflow as tf
+
+    from tfpilot.train.fit.api import _serving_dtypes
+
+    class Scaled(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(keras.ops.cast(x, "float32"))
+
+    ints = tf.constant([[1, 2]], tf.int32)
+    assert _serving_dtypes(Scaled(), ints).dtype == tf.int32
+    assert _serving_dtypes(Scaled(), tf.constant([[1.0, 2.0]], tf.float64)).dtype == tf.float32
+    declared = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    assert _serving_dtypes(declared, ints).dtype == tf.float32

@@ -533,11 +533,56 @@ def fit(
 
 
 def _serving_dtypes(model: keras.Model, features: Any) -> Any:
-    """float64 features serve as the float type the model computes in (a float32 model casts
-    float64 data at its first layer; a DT_DOUBLE signature would make clients send doubles)."""
+    """The dtypes the model computes its inputs in, which the serving signature takes.
+
+    A model with declared Inputs (functional, Sequential) converts each input to its Input's dtype
+    before its first layer (Functional._convert_inputs_to_tensors), so int32 CSV columns fed to a
+    float32 Input are float32 to the model, and `model.export()` serves the Input's dtype too; a
+    signature of the data's int32 would refuse the 108.0 a JSON client sends. Elsewhere float64
+    features serve as the float type the model computes in (Keras' adapters cast float64 arrays)."""
+    declared = _declared_input_dtypes(model, features)
+    if declared is not None:
+        features = tf.nest.map_structure(
+            lambda t, dtype: tf.cast(t, dtype) if dtype is not None and dtype != t.dtype else t, features, declared
+        )
     policy = getattr(model, "dtype_policy", None)
     target = "float64" if getattr(policy, "variable_dtype", "float32") == "float64" else "float32"
     return tf.nest.map_structure(lambda t: tf.cast(t, target) if t.dtype == tf.float64 else t, features)
+
+
+def _numeric(dtype: tf.DType) -> bool:
+    return dtype.is_integer or dtype.is_floating
+
+
+def _declared_input_dtypes(model: keras.Model, features: Any) -> Any | None:
+    """Per feature (the features' structure), the dtype of the model Input it feeds where that is
+    a number type and the feature is one too (None elsewhere); None when the model declares no
+    Inputs (a subclassed model) or the features cannot be matched to them."""
+    try:
+        inputs = list(tf.nest.flatten(getattr(model, "inputs", None) or []))
+    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
+        return None
+    if not inputs:
+        return None
+    if isinstance(features, dict):
+        by_name = {getattr(tensor, "name", None): tensor for tensor in inputs}
+        if not all(key in by_name for key in features):
+            return None
+        matched: Any = {key: by_name[key] for key in features}
+    else:
+        leaves = tf.nest.flatten(features)
+        if len(leaves) != len(inputs):
+            return None
+        matched = tf.nest.pack_sequence_as(features, inputs)
+
+    def dtype_of(feature: Any, tensor: Any) -> tf.DType | None:
+        try:
+            declared = tf.as_dtype(tensor.dtype)
+        except TypeError:
+            return None
+        return declared if _numeric(declared) and _numeric(tf.as_dtype(feature.dtype)) else None
+
+    return tf.nest.map_structure(dtype_of, features, matched)
 
 
 def _no_forward_pass(model: keras.Model, run: RunDir) -> Finding:
