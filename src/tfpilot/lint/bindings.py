@@ -24,6 +24,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.local_modules import imported_function
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -217,6 +218,8 @@ class Bindings:
             # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
             if not constructor and isinstance(call.func, ast.Attribute) != method:
                 continue
+            if method and not constructor and klass is not None and self._other_class_self_call(call, owner, klass):
+                continue
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1
             if method:
@@ -245,6 +248,17 @@ class Bindings:
             elif passed not in found:
                 found.append(passed)
         return found
+
+    def _other_class_self_call(self, call: ast.Call, owner: ast.AST | None, klass: ast.ClassDef) -> bool:
+        """``self.compute_loss(...)`` in a method of another class (an Actor's and a Critic's
+        ``compute_loss`` are two functions) that does not inherit from ``klass``."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self") or owner is None:
+            return False
+        caller = self._method_class.get(id(owner))
+        if caller is None or caller is klass:
+            return False
+        return not any(isinstance(base, ast.Name) and base.id == klass.name for base in caller.bases)
 
     def method_calls(self, method: str) -> list[tuple[ast.Call, ast.AST | None]]:
         """Every ``receiver.method(...)`` call in the file, with its enclosing function."""
@@ -322,6 +336,10 @@ class Bindings:
                         return KERAS
                     if kind == "tf-module":
                         return TF_MODULE
+                    # a model factory of the project's own modules (`from models import YoloV3`)
+                    factory = imported_function(context, value.func.id)
+                    if factory is not None:
+                        return factory[1].bindings._returned_kind(factory[0], depth + 1)
         return UNKNOWN
 
     def _returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:

@@ -6,7 +6,8 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
-from tfpilot.lint.patterns import is_constant, keyword, path_literals
+from tfpilot.lint.paths import possible_tails
+from tfpilot.lint.patterns import is_constant, keyword
 from tfpilot.lint.rule import Invalid, Rule
 
 
@@ -84,8 +85,9 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
             what = "ModelCheckpoint(save_weights_only=True)"
         else:
             return
-        for path in path_literals(target, self.context):
-            if not path.endswith(".weights.h5"):
+        # every value that may reach the call: one that cannot be read never hides one that can
+        for path in possible_tails(target, self.context):
+            if path is not None and not path.endswith(".weights.h5"):
                 self.report(node, f"{what} to {path!r}: Keras 3 requires a name ending in .weights.h5")
                 return
 
