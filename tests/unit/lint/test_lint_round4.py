@@ -171,3 +171,239 @@ def test_from_logits_loss_made_in_init_or_a_helper_and_the_softmax_model_in_a_fa
         "logits = self.head(states)\n                    loss = self.compute_loss(actions, logits) + 0 * self.compute_loss(actions, probs) + ",
     )
     assert [line for line, _ in _findings(mixed, "TFP206")] == [8]
+
+
+# --- TFP404: a model built by a factory function of another module of the project --------------
+
+
+def test_saved_model_save_of_a_model_from_a_project_factory(tmp_path):
+    (tmp_path / "models.py").write_text(
+        textwrap.dedent(
+            """
+            import tensorflow as tf
+            from tensorflow.keras import Model
+            from tensorflow.keras.layers import Dense, Input
+
+            def build_detector(classes=80):
+                inputs = Input((416, 416, 3))
+                outputs = Dense(classes)(inputs)
+                return Model(inputs, outputs, name="detector")
+
+            class Scaler(tf.Module):
+                @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+                def __call__(self, x):
+                    return 2.0 * x
+
+            def build_scaler():
+                return Scaler()
+            """
+        )
+    )
+    export = """
+        import tensorflow as tf
+        from models import build_detector, build_scaler
+
+        def main(tiny):
+            if tiny:
+                detector = build_detector(classes=20)
+            else:
+                detector = build_detector()
+            tf.saved_model.save(detector, "serving/1")
+            scaler = build_scaler()
+            tf.saved_model.save(scaler, "scaler/1")
+    """
+    path = tmp_path / "export.py"
+    path.write_text(textwrap.dedent(export))
+    assert _findings(path.read_text(), "TFP404", path=str(path)) == [(10, Severity.ERROR)]
+
+
+# --- TFP504: Keras 2 APIs that Keras 3 removed (premises run in test_lint_tf_premises.py) ------
+
+
+def test_removed_layer_node_methods_and_fit_worker_arguments():
+    invalid = """
+        import keras
+
+        def freeze_like(model, other):
+            shape = model.layers[0].get_input_shape_at(0)
+            out = other.get_output_shape_at(0)
+            model.fit(train_sequence, epochs=3, use_multiprocessing=True, workers=4)
+            model.evaluate(test_sequence, max_queue_size=10)
+            model.predict(x, workers=2)
+    """
+    assert [line for line, _ in _findings(invalid, "TFP504")] == [5, 6, 7, 8, 9]
+    valid = """
+        import keras
+
+        def freeze_like(model, other):
+            shape = model.layers[0].input.shape
+            out = other.output.shape
+            sequence = MySequence(workers=4, use_multiprocessing=True)
+            model.fit(sequence, epochs=3)
+    """
+    assert _findings(valid, "TFP504") == []
+
+
+def test_load_weights_result_used_as_a_checkpoint_status_or_rebinding_the_model():
+    invalid = """
+        import keras
+
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.load_weights("ckpt/model.weights.h5").expect_partial()
+        vae = keras.Sequential([keras.layers.Dense(2)])
+        vae = vae.load_weights("vae.weights.h5")
+    """
+    assert [line for line, _ in _findings(invalid, "TFP504")] == [5, 7]
+    valid = """
+        import keras
+        import tensorflow as tf
+
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.load_weights("ckpt/model.weights.h5")
+        checkpoint = tf.train.Checkpoint(model=model)
+        checkpoint.restore("ckpt/ckpt-1").expect_partial()
+        status = checkpoint.read("ckpt/ckpt-1")
+    """
+    assert _findings(valid, "TFP504") == []
+
+
+def test_tensorflow_ops_and_add_loss_on_keras_tensors_of_a_functional_model():
+    invalid = """
+        from tensorflow.keras import backend as K
+        from tensorflow.keras.layers import Dense, Input
+        from tensorflow.keras.losses import mse
+        from tensorflow.keras.models import Model
+
+        inputs = Input(shape=(784,))
+        hidden = Dense(64, activation="relu")(inputs)
+        z_mean = Dense(2)(hidden)
+        z_log_var = Dense(2)(hidden)
+        decoder = Model(inputs, Dense(784)(z_mean))
+        outputs = decoder(inputs)
+        vae = Model(inputs, outputs)
+        reconstruction = mse(inputs, outputs)
+        reconstruction *= 784
+        kl = 1 + z_log_var - K.square(z_mean) - K.exp(z_log_var)
+        kl = K.sum(kl, axis=-1) * -0.5
+        vae.add_loss(K.mean(reconstruction + kl))
+    """
+    found = lint_source(textwrap.dedent(invalid), path="case.py")
+    messages = [(int(f.location.split(":")[-2]), f.message) for f in found if f.code == "TFP504"]
+    # one finding for the TensorFlow ops (the first stops the script; the message counts the rest)
+    assert [line for line, _ in messages] == [16, 18]
+    assert "K.square" in messages[0][1] and "(and 3 more in this file)" in messages[0][1]
+    assert "add_loss" in messages[1][1]
+    # keras.ops on KerasTensors is Keras 3's way; backend ops inside a Lambda's function see real tensors
+    valid = """
+        import keras
+        from tensorflow.keras import backend as K
+        from tensorflow.keras.layers import Dense, Input, Lambda
+
+        def sampling(args):
+            z_mean, z_log_var = args
+            epsilon = K.random_normal(shape=(K.shape(z_mean)[0], 2))
+            return z_mean + K.exp(0.5 * z_log_var) * epsilon
+
+        inputs = Input(shape=(784,))
+        z_mean = Dense(2)(inputs)
+        z_log_var = Dense(2)(inputs)
+        z = Lambda(sampling)([z_mean, z_log_var])
+        kl = 1 + z_log_var - keras.ops.square(z_mean) - keras.ops.exp(z_log_var)
+        z_mean = K.ones_like(real_batch)
+        value = K.square(z_mean)
+    """
+    assert _findings(valid, "TFP504") == []
+
+
+# --- TFP508: the Keras 2 GAN recipe freezes the discriminator for good in Keras 3 ----------------
+
+
+def test_discriminator_frozen_after_compile_before_its_first_train_on_batch():
+    invalid = """
+        import keras
+
+        def build_and_train(generator, discriminator, noise, batches):
+            discriminator.compile(loss="binary_crossentropy", optimizer="rmsprop")
+            discriminator.trainable = False
+            adversarial = keras.Model(noise, discriminator(generator(noise)))
+            adversarial.compile(loss="binary_crossentropy", optimizer="rmsprop")
+            for x, y in batches:
+                discriminator.train_on_batch(x, y)
+                adversarial.train_on_batch(x, y)
+    """
+    assert _findings(invalid, "TFP508") == [(6, Severity.WARNING)]
+    # toggled by hand around each step, or never trained on its own (a frozen feature extractor)
+    toggled = invalid.replace(
+        "discriminator.train_on_batch(x, y)",
+        "discriminator.trainable = True\n                discriminator.train_on_batch(x, y)",
+    )
+    assert _findings(toggled, "TFP508") == []
+    extractor = """
+        import keras
+
+        base = keras.applications.MobileNetV2(include_top=False)
+        base.compile(loss="mse")
+        base.trainable = False
+        model = keras.Sequential([base, keras.layers.Dense(1)])
+        model.compile(loss="mse")
+        model.fit(x, y)
+    """
+    assert _findings(extractor, "TFP508") == []
+    # in a file that runs on Keras 2 the recipe works: a note
+    keras2 = "import tf_keras as keras\n" + textwrap.dedent(invalid).replace("import keras\n", "")
+    assert [severity for _, severity in _findings(keras2, "TFP508")] == [Severity.INFO]
+
+
+# --- TFP201: models built by factory methods, judged by their own layers ------------------------
+
+
+def test_models_of_factory_methods_without_training_dependent_layers_are_notes():
+    source = """
+        import tensorflow as tf
+        from tensorflow.keras.layers import Dense, Dropout, Input, Lambda, concatenate
+
+        class Actor:
+            def __init__(self, state_dim, bound):
+                self.bound = bound
+                self.model = self.create_model(state_dim)
+
+            def create_model(self, state_dim):
+                return tf.keras.Sequential([Input((state_dim,)), Dense(32, activation="relu"),
+                                            Dense(1, activation="tanh"), Lambda(lambda x: x * self.bound)])
+
+            def train(self, states, q_grads):
+                with tf.GradientTape() as tape:
+                    grads = tape.gradient(self.model(states), self.model.trainable_variables, -q_grads)
+                self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+
+        class Critic:
+            def __init__(self, state_dim):
+                self.model = self.create_model(state_dim)
+
+            def create_model(self, state_dim):
+                state_input = Input((state_dim,))
+                action_input = Input((1,))
+                merged = concatenate([Dense(16)(state_input), Dense(16)(action_input)], axis=-1)
+                return tf.keras.Model([state_input, action_input], Dense(1)(merged))
+
+            def q_grads(self, states, actions):
+                with tf.GradientTape() as tape:
+                    tape.watch(actions)
+                    q_values = self.model([states, actions])
+                return tape.gradient(q_values, actions)
+
+        class Policy:
+            def __init__(self, state_dim):
+                self.model = self.create_model(state_dim)
+
+            def create_model(self, state_dim):
+                return tf.keras.Sequential([Input((state_dim,)), Dense(32), Dropout(0.5), Dense(2)])
+
+            def train(self, states):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(self.model(states))
+                return tape.gradient(loss, self.model.trainable_variables)
+    """
+    # the actor (Dense + Lambda) and the critic (Dense + concatenate) are notes; the policy, whose
+    # Dropout does depend on training=, keeps the warning
+    assert _findings(source, "TFP201") == [(16, Severity.INFO), (32, Severity.INFO), (44, Severity.WARNING)]
