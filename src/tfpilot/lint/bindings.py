@@ -247,6 +247,8 @@ class Bindings:
                 continue
             if method and not constructor and klass is not None and self._other_class_self_call(call, owner, klass):
                 continue
+            if owner is function:
+                continue  # a call inside the function itself passes on what its own callers passed
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1
             if method:

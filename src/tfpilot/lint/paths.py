@@ -23,7 +23,7 @@ from tfpilot.lint.patterns import path_literal, string_value
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["possible_tails", "reaching_values"]
+__all__ = ["possible_tails", "possible_values", "reaching_values"]
 
 _MAX_DEPTH = 6
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -85,11 +85,106 @@ def _name_tails(node: ast.Name, context: FileContext, owner: ast.AST | None, dep
         return [None]
     tails: list[str | None] = []
     for value in values:
-        if isinstance(value, (ast.expr, ast.AugAssign)):
+        unpacking = _unpacking(value, context)
+        if unpacking is not None:
+            # `actor_path, critic_path = paths`: the element of what was unpacked
+            for element in _elements(unpacking, node.id, context, depth):
+                tails.extend(_tails(element, context, _owner_of(element, context.tree), depth + 1))
+        elif isinstance(value, (ast.expr, ast.AugAssign)):
             tails.extend(_tails(value, context, _owner_of(value, context.tree), depth + 1))
         else:
-            tails.append(None)  # a loop variable, an import, a tuple element
+            tails.append(None)  # a loop variable, an import
     return tails
+
+
+def _unpacking(value: ast.AST, context: FileContext) -> ast.Assign | None:
+    """The assignment that unpacks into a name: the statement itself (from ``reaching_values``)
+    or the assignment holding the target tuple (from the binding layer)."""
+    if isinstance(value, ast.Assign):
+        return value if any(isinstance(t, (ast.Tuple, ast.List)) for t in value.targets) else None
+    if isinstance(value, (ast.Tuple, ast.List)) and isinstance(value.ctx, ast.Store):
+        line = value.lineno
+        for node in ast.walk(context.tree):
+            if isinstance(node, ast.Assign) and node.lineno == line and any(t is value for t in node.targets):
+                return node
+    return None
+
+
+def _elements(assign: ast.Assign, name: str, context: FileContext, depth: int) -> list[ast.expr]:
+    """What ``name`` receives from ``a, name = value``: the element of a tuple literal, of the
+    tuple a name holds, or of the tuple a function of this file returns. Empty when unknown."""
+    target = next((t for t in assign.targets if isinstance(t, (ast.Tuple, ast.List))), None)
+    if target is None or any(isinstance(e, ast.Starred) for e in target.elts):
+        return []
+    index = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name), None)
+    if index is None or depth > _MAX_DEPTH:
+        return []
+    owner = _owner_of(assign, context.tree)
+    found: list[ast.expr] = []
+    for source in _tuple_sources(assign.value, owner, context, depth):
+        if isinstance(source, (ast.Tuple, ast.List)) and len(source.elts) == len(target.elts):
+            found.append(source.elts[index])
+        else:
+            return []
+    return found
+
+
+def _tuple_sources(value: ast.expr, owner: ast.AST | None, context: FileContext, depth: int) -> list[ast.AST]:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return [value]
+    if isinstance(value, ast.Name):
+        reached, complete = reaching_values(value.id, value, owner if owner is not None else context.tree)
+        sources: list[ast.AST] = []
+        for item in reached if complete else []:
+            unpacking = _unpacking(item, context)
+            if unpacking is not None:
+                elements = _elements(unpacking, value.id, context, depth + 1)
+                for element in elements:
+                    sources.extend(_tuple_sources(element, _owner_of(element, context.tree), context, depth + 1))
+                if not elements:
+                    sources.append(item)
+            elif isinstance(item, ast.expr):
+                sources.extend(_tuple_sources(item, _owner_of(item, context.tree), context, depth + 1))
+            else:
+                sources.append(item)
+        return sources
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        # `weights, misc = setup_files(args)`: what the module-level function returns
+        function = next(
+            (d for d in reversed(context.tree.body) if isinstance(d, _FUNCTIONS) and d.name == value.func.id), None
+        )
+        if function is None:
+            return [value]
+        returned: list[ast.AST] = []
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                returned.extend(_tuple_sources(node.value, function, context, depth + 1))
+        return returned or [value]
+    return [value]
+
+
+def possible_values(node: ast.Name, context: FileContext, depth: int = 0) -> list[ast.AST]:
+    """The expressions a name may hold where it is used, names followed to their values and
+    tuple unpacking to the element (``agent, train = setup_agent(args)`` -> each ``agent = ...``
+    of setup_agent); a value that cannot be followed is kept as it is."""
+    if depth > _MAX_DEPTH:
+        return [node]
+    owner = _owner_of(node, context.tree)
+    scope = owner if owner is not None else context.tree
+    reached, complete = reaching_values(node.id, node, scope)
+    values: list[ast.AST] = list(reached)
+    if not complete:
+        values.extend(v for v in context.bindings.values(node.id, node, owner) if v not in values)
+    found: list[ast.AST] = []
+    for value in values:
+        unpacking = _unpacking(value, context)
+        expanded: list[ast.AST] = list(_elements(unpacking, node.id, context, depth)) if unpacking else [value]
+        for item in expanded or [value]:
+            if isinstance(item, ast.Name) and item is not node:
+                found.extend(v for v in possible_values(item, context, depth + 1) if v not in found)
+            elif item not in found:
+                found.append(item)
+    return found
 
 
 def _attribute_tails(node: ast.Attribute, context: FileContext, depth: int) -> list[str | None]:

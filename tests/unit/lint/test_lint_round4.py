@@ -407,3 +407,39 @@ def test_models_of_factory_methods_without_training_dependent_layers_are_notes()
     # the actor (Dense + Lambda) and the critic (Dense + concatenate) are notes; the policy, whose
     # Dropout does depend on training=, keeps the warning
     assert _findings(source, "TFP201") == [(16, Severity.INFO), (32, Severity.INFO), (44, Severity.WARNING)]
+
+
+def test_save_weights_path_unpacked_from_a_helper_and_the_projects_own_save_weights_method():
+    invalid = """
+        import os
+        import keras
+
+        class Agent:
+            def save_weights(self, actor_path, critic_path):
+                self.actor.save_weights(actor_path)
+                self.critic.save_weights(critic_path)
+
+        class A2CAgent(Agent):
+            pass
+
+        def setup_files(run_id):
+            actor_path = os.path.join("runs", "actor-%s.h5" % run_id)
+            critic_path = os.path.join("runs", "critic-%s.weights.h5" % run_id)
+            paths = (actor_path, critic_path)
+            return paths, run_id
+
+        def make_agent():
+            agent = A2CAgent()
+            return agent, 3
+
+        if __name__ == "__main__":
+            paths, run_id = setup_files(7)
+            actor_path, critic_path = paths
+            agent, steps = make_agent()
+            agent.save_weights(actor_path, critic_path)
+    """
+    # reported in the method, at the Keras call; the critic's name is right; the agent's own
+    # save_weights is no Keras call
+    assert _findings(invalid, "TFP406") == [(7, Severity.ERROR)]
+    valid = invalid.replace('"actor-%s.h5"', '"actor-%s.weights.h5"')
+    assert _findings(valid, "TFP406") == []
