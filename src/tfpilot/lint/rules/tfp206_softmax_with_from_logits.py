@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, TypeVar
 
 from tfpilot.findings import Severity
@@ -11,6 +12,8 @@ from tfpilot.lint.patterns import is_constant, keyword, string_value, walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
 _PROBABILITY_ACTIVATIONS = frozenset({"softmax", "sigmoid"})
+# a probability layer or activation anywhere in the file: only then is following bindings worth it
+_PROBABILITY_TEXT = re.compile(r"""['"](?:softmax|sigmoid)['"]|Softmax\(|\.(?:softmax|sigmoid)\b""")
 _T = TypeVar("_T")
 
 
@@ -132,6 +135,8 @@ def train_step(x, y):
         self._logit_losses: dict[tuple[int, str], ast.keyword] = {}
         # from_logits=True keyword -> the loss constructor holding it (where a finding points)
         self._flag_calls: dict[int, ast.Call] = {}
+        self._all_definitions: list[ast.AST] | None = None
+        self._has_probability = _PROBABILITY_TEXT.search(context.source) is not None
 
     # --- bindings: each name lives in its function (or `self.x` in its class), latest wins ------
 
@@ -171,7 +176,7 @@ def train_step(x, y):
             if not isinstance(value, ast.Call):
                 continue
             softmax_line = self._model_softmax_line(value)
-            if softmax_line is None:
+            if softmax_line is None and self._has_probability:
                 softmax_line = self._factory_softmax_line(value)
             if softmax_line is not None:
                 self._softmax_models[key] = softmax_line
@@ -234,7 +239,7 @@ def train_step(x, y):
             model_line = self._lookup(self._softmax_models, self.context.dotted(predictions.func))
         else:
             model_line = self._lookup(self._softmax_outputs, self.context.dotted(predictions))
-        if model_line is None:
+        if model_line is None and self._has_probability:
             model_line = self._bound_softmax_output(predictions, node)
         if model_line is not None:
             self._flag(flag, model_line, f"it is applied to the model's output on line {node.lineno}")
@@ -311,7 +316,9 @@ def train_step(x, y):
             ]
             return found[-1] if found else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            klass = self._class_holding(call)
+            klass = self.context.current_class() if self.context.stack else None
+            if klass is None or not (klass.lineno <= call.lineno <= (klass.end_lineno or 0)):
+                klass = self._class_holding(call)
             if klass is None:
                 return None
             methods = [d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -319,22 +326,32 @@ def train_step(x, y):
             return found[-1] if found else None
         return None
 
+    def _definitions(self) -> list[ast.AST]:
+        """Every class and function of the file, in walk order (collected once)."""
+        if self._all_definitions is None:
+            self._all_definitions = [
+                n
+                for n in ast.walk(self.context.tree)
+                if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        return self._all_definitions
+
     def _class_holding(self, node: ast.AST) -> ast.ClassDef | None:
         line = getattr(node, "lineno", 0)
         holding = None
-        for candidate in ast.walk(self.context.tree):
+        for candidate in self._definitions():
             if isinstance(candidate, ast.ClassDef) and candidate.lineno <= line <= (candidate.end_lineno or 0):
                 holding = candidate
         return holding
 
     def _function_holding(self, node: ast.AST) -> ast.AST | None:
         line = getattr(node, "lineno", 0)
-        holding = None
-        for candidate in ast.walk(self.context.tree):
+        holding: ast.AST | None = None
+        for candidate in self._definitions():
             if isinstance(candidate, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
                 candidate.lineno < line <= (candidate.end_lineno or 0)
             ):
-                if holding is None or candidate.lineno > holding.lineno:
+                if holding is None or candidate.lineno > getattr(holding, "lineno", 0):
                     holding = candidate
         return holding
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
-from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
@@ -161,7 +160,7 @@ session = K.get_session()
         self._symbolic_ops: tuple[int, int] | None = None
         # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
         self._functional_scopes: dict[int, bool] = {}
-        self._may_build = "Input" in context.source
+        self._may_build = "Input(" in context.source
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -268,11 +267,10 @@ session = K.get_session()
         scope = self.context.scope.node
         known = self._functional_scopes.get(id(scope))
         if known is None:
-            body = getattr(scope, "body", [])
-            known = any(
-                isinstance(n, ast.Call)
-                and (keras_name(self.context.qualname(n.func)) or ("", ""))[1] in ("Input", "layers.Input")
-                for n in walk_body(body if isinstance(body, list) else [body])
+            # a text test of the scope's lines (the module: the whole file, already tested)
+            start, end = getattr(scope, "lineno", 0), getattr(scope, "end_lineno", 0)
+            known = isinstance(scope, ast.Module) or any(
+                "Input(" in line for line in self.context.lines[start - 1 : end]
             )
             self._functional_scopes[id(scope)] = known
         return known

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.findings import Severity
-from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
 _TRAIN_METHODS = frozenset({"train_on_batch", "fit"})
@@ -34,7 +34,8 @@ class TrainableAfterCompile(Rule):
     severity = Severity.WARNING
     category = "keras 3"
     keras3_only = True
-    tokens = ("trainable",)
+    tokens = (".trainable =",)
+    calls = frozenset({"compile", *_TRAIN_METHODS})
     VALID = [
         # Keras 3's way: one model, its own train_step
         """
@@ -76,35 +77,46 @@ def train(generator, discriminator, adversarial, x, y):
         ),
     ]
 
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._trained: set[str] = set()  # receivers whose own training is in this file
+        self._unfrozen: set[str] = set()  # receivers set trainable = True somewhere (toggled by hand)
+        # per scope (a function or the module): receiver -> [(line, compile / train / freeze, node)]
+        self._events: dict[int, dict[str, list[tuple[int, str, ast.AST]]]] = {}
+
+    def _record(self, receiver: str, kind: str, node: ast.AST) -> None:
+        scope = self._events.setdefault(id(self.context.scope.node), {})
+        scope.setdefault(receiver, []).append((getattr(node, "lineno", 0), kind, node))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not isinstance(node.func, ast.Attribute):
+            return
+        receiver = self.context.dotted(node.func.value)
+        if receiver is None:
+            return
+        kind = "compile" if node.func.attr == "compile" else "train"
+        self._record(receiver, kind, node)
+        if kind == "train":
+            self._trained.add(receiver)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, bool):
+            return
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr == "trainable":
+                receiver = self.context.dotted(target.value)
+                if receiver is None:
+                    continue
+                if node.value.value:
+                    self._unfrozen.add(receiver)
+                else:
+                    self._record(receiver, "freeze", node)
+
     def finish(self) -> None:
-        tree = self.context.tree
-        trained: set[str] = set()  # receivers whose own training is in this file
-        unfrozen: set[str] = set()  # receivers set trainable = True somewhere (toggled by hand)
+        trained, unfrozen = self._trained, self._unfrozen
         suspects: list[tuple[str, int, ast.AST]] = []
-        scopes: list[list[ast.stmt]] = [tree.body]
-        scopes.extend(n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        for body in scopes:
-            events: dict[str, list[tuple[int, str, ast.AST]]] = {}
-            for node in walk_body(body):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    receiver = self.context.dotted(node.func.value)
-                    if receiver is not None and node.func.attr == "compile":
-                        events.setdefault(receiver, []).append((node.lineno, "compile", node))
-                    elif receiver is not None and node.func.attr in _TRAIN_METHODS:
-                        events.setdefault(receiver, []).append((node.lineno, "train", node))
-                        trained.add(receiver)
-                elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-                    for target in node.targets:
-                        if not isinstance(target, ast.Attribute) or target.attr != "trainable":
-                            continue
-                        receiver = self.context.dotted(target.value)
-                        if receiver is None:
-                            continue
-                        if node.value.value is False:
-                            events.setdefault(receiver, []).append((node.lineno, "freeze", node))
-                        elif node.value.value is True:
-                            unfrozen.add(receiver)
-            suspects.extend(_frozen_after_compile(events))
+        for scope_events in self._events.values():
+            suspects.extend(_frozen_after_compile(scope_events))
         for receiver, compile_line, node in suspects:
             if receiver in trained and receiver not in unfrozen:
                 self.report(
