@@ -167,14 +167,15 @@ session = K.get_session()
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
             return
-        if func.attr in _REMOVED_LAYER_METHODS:
+        # the checks below judge Keras objects: a file that imports neither TF nor Keras has none
+        if func.attr in _REMOVED_LAYER_METHODS and self.context.uses_tensorflow:
             self.report(
                 node,
                 f"`.{func.attr}()` was removed in Keras 3 (AttributeError): read "
                 f"`{_REMOVED_LAYER_METHODS[func.attr]}` instead",
             )
             return
-        if func.attr in _TRAINING_METHODS or func.attr in KERAS_REMOVED_METHODS:
+        if self.context.uses_tensorflow and (func.attr in _TRAINING_METHODS or func.attr in KERAS_REMOVED_METHODS):
             for name in _WORKER_ARGUMENTS:
                 found = next((k for k in node.keywords if k.arg == name), None)
                 if found is not None:
@@ -185,7 +186,7 @@ session = K.get_session()
                         "keras.utils.PyDataset instead, or drop them",
                     )
                     break
-        if func.attr in _STATUS_METHODS:
+        if func.attr in _STATUS_METHODS and self.context.uses_tensorflow:
             inner = func.value
             if (
                 isinstance(inner, ast.Call)
