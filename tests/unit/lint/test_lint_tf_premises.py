@@ -261,7 +261,12 @@ def test_tfp508_keras3_freezes_a_discriminator_set_untrainable_before_its_first_
                 discriminator.train_on_batch(x, y)
         else:
             discriminator.train_on_batch(x, y)
-        return any(not np.allclose(a, b.numpy()) for a, b in zip(before, discriminator.weights, strict=True))
+        trained = any(not np.allclose(a, b.numpy()) for a, b in zip(before, discriminator.weights, strict=True))
+        # the fix the rule names: the combined model's steps still leave the discriminator alone
+        after_own_step = [w.numpy().copy() for w in discriminator.weights]
+        adversarial.train_on_batch(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
+        assert all(np.allclose(a, b.numpy()) for a, b in zip(after_own_step, discriminator.weights, strict=True))
+        return trained
 
     assert not discriminator_after(freeze_before_first_step=True)  # Keras 2's recipe: never trains
     assert discriminator_after(freeze_before_first_step=False)
