@@ -24,6 +24,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.local_modules import imported_function
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -140,12 +141,12 @@ class Bindings:
         if isinstance(function, ast.Module):
             function = None
         if name.startswith("self."):
-            held: list[ast.AST] = []
-            for value, owner in self._attributes.get(name, ()):
-                # `self.encoder = encoder`: what the method's parameter receives
-                inner = self.context.dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
-                resolved = self.values(inner, value, owner, depth + 1) if inner and inner != name else [value]
-                held.extend(v for v in resolved if v not in held)
+            assignments = self._attributes.get(name, [])
+            own = self._same_class(assignments, function)
+            held = self._attribute_values(name, own, depth)
+            if not held and len(own) < len(assignments):
+                # its own class's value is unknown: what the file's other classes assign is the best guess
+                held = self._attribute_values(name, assignments, depth)
             return held
         if "." in name:
             return []
@@ -177,6 +178,33 @@ class Bindings:
                 if above and above[-1] not in found:
                     found.append(above[-1])
         return found or [bindings[-1][1]]
+
+    def _attribute_values(
+        self, name: str, assignments: list[tuple[ast.AST, ast.AST | None]], depth: int
+    ) -> list[ast.AST]:
+        held: list[ast.AST] = []
+        for value, owner in assignments:
+            # `self.encoder = encoder`: what the method's parameter receives
+            inner = self.context.dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+            resolved = self.values(inner, value, owner, depth + 1) if inner and inner != name else [value]
+            held.extend(v for v in resolved if v not in held)
+        return held
+
+    def _same_class(
+        self, assignments: list[tuple[ast.AST, ast.AST | None]], function: ast.AST | None
+    ) -> list[tuple[ast.AST, ast.AST | None]]:
+        """``self.model`` read in a method: what the methods of its own class (and classes related
+        to it by inheritance) assign, not another class's ``self.model`` (an Actor's and a
+        Critic's). Unchanged when the class of either side is not known."""
+        klass = self._method_class.get(id(function)) if function is not None else None
+        if klass is None:
+            return assignments
+        kept = []
+        for value, owner in assignments:
+            other = self._method_class.get(id(owner)) if owner is not None else None
+            if other is None or other is klass or _related(klass, other):
+                kept.append((value, owner))
+        return kept or assignments
 
     def top_level_of(self, at: ast.AST) -> ast.AST:
         """The top-level function or class holding ``at``, or the module itself."""
@@ -217,6 +245,10 @@ class Bindings:
             # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
             if not constructor and isinstance(call.func, ast.Attribute) != method:
                 continue
+            if method and not constructor and klass is not None and self._other_class_self_call(call, owner, klass):
+                continue
+            if owner is function:
+                continue  # a call inside the function itself passes on what its own callers passed
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1
             if method:
@@ -245,6 +277,17 @@ class Bindings:
             elif passed not in found:
                 found.append(passed)
         return found
+
+    def _other_class_self_call(self, call: ast.Call, owner: ast.AST | None, klass: ast.ClassDef) -> bool:
+        """``self.compute_loss(...)`` in a method of another class (an Actor's and a Critic's
+        ``compute_loss`` are two functions) that does not inherit from ``klass``."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self") or owner is None:
+            return False
+        caller = self._method_class.get(id(owner))
+        if caller is None or caller is klass:
+            return False
+        return not any(isinstance(base, ast.Name) and base.id == klass.name for base in caller.bases)
 
     def method_calls(self, method: str) -> list[tuple[ast.Call, ast.AST | None]]:
         """Every ``receiver.method(...)`` call in the file, with its enclosing function."""
@@ -314,7 +357,7 @@ class Bindings:
                         return PLAIN_CLASS
                     return UNKNOWN
                 if isinstance(definition, _FUNCTIONS):
-                    return self._returned_kind(definition, depth + 1)
+                    return self.returned_kind(definition, depth + 1)
                 if isinstance(definition, ast.ImportFrom):
                     # a class of the project's own modules (`from network import VGG16`)
                     kind = context.class_kind(value.func.id)
@@ -322,9 +365,13 @@ class Bindings:
                         return KERAS
                     if kind == "tf-module":
                         return TF_MODULE
+                    # a model factory of the project's own modules (`from models import YoloV3`)
+                    factory = imported_function(context, value.func.id)
+                    if factory is not None:
+                        return factory[1].bindings.returned_kind(factory[0], depth + 1)
         return UNKNOWN
 
-    def _returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:
+    def returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:
         """The kind a factory function returns (``def get_model(): ...; return model``)."""
         kinds: set[str] = set()
         for node in ast.walk(function):
@@ -336,3 +383,10 @@ class Bindings:
                 else:
                     kinds.add(self.kind_of(value, depth))
         return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
+
+def _related(first: ast.ClassDef, second: ast.ClassDef) -> bool:
+    """One class names the other as a base (or they share a base of this file's naming)."""
+    first_bases = {b.id for b in first.bases if isinstance(b, ast.Name)}
+    second_bases = {b.id for b in second.bases if isinstance(b, ast.Name)}
+    return second.name in first_bases or first.name in second_bases or bool(first_bases & second_bases - {"object"})

@@ -121,6 +121,8 @@ class FileContext:
         self._keras2_reason: str | None | bool = False  # False: not computed yet
         self._bindings: Bindings | None = None
         self._returns_dataset: dict[str, bool] = {}
+        # command-line option -> literal default (lint.paths; built on the first question)
+        self.flag_defaults: dict[str, str] | None = None
 
     @property
     def bindings(self) -> Bindings:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["imported_class"]
+__all__ = ["imported_class", "imported_function"]
 
 _MAX_LEVELS = 4  # how far above the importing file an absolute module is looked for
 _MAX_BYTES = 2_000_000
@@ -26,6 +26,30 @@ _MAX_BYTES = 2_000_000
 def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileContext] | None:
     """The class ``name`` that ``context``'s file imports from a module of its own project, with
     that module's context; None when it is not imported so, or the module is not on disk."""
+    found = _imported_module(context, name)
+    if found is None:
+        return None
+    other, attribute = found
+    definitions = other.class_defs(attribute)
+    return (definitions[-1], other) if definitions else None
+
+
+def imported_function(
+    context: FileContext, name: str
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, FileContext] | None:
+    """The module-level function ``name`` (``from yolo.models import YoloV3``, a model factory)
+    imported from a module of the project, with that module's context; None otherwise."""
+    found = _imported_module(context, name)
+    if found is None:
+        return None
+    other, attribute = found
+    definitions = [
+        d for d in other.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == attribute
+    ]
+    return (definitions[-1], other) if definitions else None
+
+
+def _imported_module(context: FileContext, name: str) -> tuple[FileContext, str] | None:
     origin = context.local_imports.get(name)
     if origin is None:
         return None
@@ -38,10 +62,7 @@ def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileC
     if path is None:
         return None
     other = _context_of(str(path))
-    if other is None:
-        return None
-    definitions = other.class_defs(attribute)
-    return (definitions[-1], other) if definitions else None
+    return (other, attribute) if other is not None else None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -178,3 +178,104 @@ def test_tfp101_a_python_or_numpy_draw_in_a_traced_function_is_drawn_once():
         "ds = tf.data.Dataset.range(3).map(noisy)\n"
     )
     assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP101"] == ["6", "9"]
+
+
+def _codes(source: str, code: str) -> list[int]:
+    found = lint_source(textwrap.dedent(source), path="premise.py")
+    return [int(f.location.split(":")[-2]) for f in found if f.code == code]
+
+
+def test_tfp504_keras3_removed_layer_node_methods_and_fit_worker_arguments():
+    layer = keras.layers.Dense(2)
+    for method in ("get_input_shape_at", "get_output_shape_at", "get_input_at", "get_output_at"):
+        assert not hasattr(layer, method), method
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(loss="mse")
+    x, y = np.ones((4, 3), "float32"), np.ones((4, 2), "float32")
+    with pytest.raises(TypeError, match="use_multiprocessing"):
+        model.fit(x, y, use_multiprocessing=False, verbose=0)
+    with pytest.raises((TypeError, ValueError), match="workers"):
+        model.evaluate(x, y, workers=2, verbose=0)
+    with pytest.raises(TypeError, match="max_queue_size"):
+        model.predict(x, max_queue_size=2, verbose=0)
+    source = """
+        import keras
+
+        shape = model.layers[0].get_input_shape_at(0)
+        model.fit(x, y, use_multiprocessing=False)
+    """
+    assert _codes(source, "TFP504") == [4, 5]
+
+
+def test_tfp504_keras3_load_weights_returns_none(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    path = str(tmp_path / "m.weights.h5")
+    model.save_weights(path)
+    assert model.load_weights(path) is None  # so `.expect_partial()` raises AttributeError
+    source = "import keras\n\nmodel.load_weights(path).expect_partial()\n"
+    assert _codes(source, "TFP504") == [3]
+
+
+def test_tfp504_keras3_refuses_tensorflow_ops_and_add_loss_on_keras_tensors():
+    from tensorflow.keras import backend as K
+
+    inputs = keras.Input((3,))
+    outputs = keras.layers.Dense(3)(inputs)
+    for op in (K.square, tf.square, K.exp):
+        with pytest.raises(ValueError, match="A KerasTensor cannot be used as input to a TensorFlow function"):
+            op(outputs)
+    loss = keras.ops.mean(keras.ops.square(inputs - outputs))  # Keras 3's own ops take KerasTensors
+    model = keras.Model(inputs, outputs)
+    with pytest.raises(NotImplementedError):
+        model.add_loss(loss)
+    source = """
+        from tensorflow.keras import backend as K
+        from tensorflow.keras.layers import Dense, Input
+        from tensorflow.keras.models import Model
+
+        inputs = Input((3,))
+        outputs = Dense(3)(inputs)
+        model = Model(inputs, outputs)
+        square = K.square(outputs)
+        model.add_loss(K.mean(square))
+    """
+    assert _codes(source, "TFP504") == [9, 10]
+
+
+def test_tfp508_keras3_freezes_a_discriminator_set_untrainable_before_its_first_train_on_batch():
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+
+    def discriminator_after(freeze_before_first_step: bool) -> bool:
+        discriminator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        discriminator.compile(loss="mse", optimizer="sgd")
+        if not freeze_before_first_step:
+            discriminator.train_on_batch(x, y)
+        discriminator.trainable = False
+        noise = keras.Input((3,))
+        generator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        adversarial = keras.Model(noise, discriminator(generator(noise)))
+        adversarial.compile(loss="mse", optimizer="sgd")
+        before = [w.numpy().copy() for w in discriminator.weights]
+        if freeze_before_first_step:
+            with pytest.warns(UserWarning, match="does not have any trainable weights"):
+                discriminator.train_on_batch(x, y)
+        else:
+            discriminator.train_on_batch(x, y)
+        trained = any(not np.allclose(a, b.numpy()) for a, b in zip(before, discriminator.weights, strict=True))
+        # the fix the rule names: the combined model's steps still leave the discriminator alone
+        after_own_step = [w.numpy().copy() for w in discriminator.weights]
+        adversarial.train_on_batch(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
+        assert all(np.allclose(a, b.numpy()) for a, b in zip(after_own_step, discriminator.weights, strict=True))
+        return trained
+
+    assert not discriminator_after(freeze_before_first_step=True)  # Keras 2's recipe: never trains
+    assert discriminator_after(freeze_before_first_step=False)
+    source = """
+        import keras
+
+        discriminator = keras.Sequential([keras.layers.Dense(1)])
+        discriminator.compile(loss="mse", optimizer="sgd")
+        discriminator.trainable = False
+        discriminator.train_on_batch(x, y)
+    """
+    assert _codes(source, "TFP508") == [6]

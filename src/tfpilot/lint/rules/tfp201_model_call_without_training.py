@@ -90,6 +90,15 @@ _INVARIANT_LAYERS = frozenset(
         "Attention",
         "AdditiveAttention",
         "Lambda",
+        # the functional forms of the merge layers
+        "concatenate",
+        "add",
+        "multiply",
+        "subtract",
+        "average",
+        "maximum",
+        "minimum",
+        "dot",
         "LSTM",
         "GRU",
         "SimpleRNN",
@@ -191,10 +200,17 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                     return None
                 names |= inner
                 continue
-            elif isinstance(value.func, ast.Name) and context.function_defs(value.func.id):
-                # `model = build_model()`: the layers the factory of this file builds
-                factory = context.function_defs(value.func.id)[-1]
-                if id(factory) in seen:
+            elif (isinstance(value.func, ast.Name) and context.function_defs(value.func.id)) or (
+                _factory_method(value, context) is not None
+            ):
+                # `model = build_model()`, `self.model = self.create_model()`: the layers the
+                # factory of this file builds
+                factory = (
+                    context.function_defs(value.func.id)[-1]
+                    if isinstance(value.func, ast.Name)
+                    else _factory_method(value, context)
+                )
+                if factory is None or id(factory) in seen:
                     return None
                 seen = seen | {id(factory)}
                 calls = [n for n in ast.walk(factory) if isinstance(n, ast.Call)]
@@ -219,6 +235,22 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
             found_names = {"TF ops"}  # a Keras subclass of matmuls and activations, no sub-layers
         names |= found_names
     return names if values else None
+
+
+def _factory_method(call: ast.Call, context: Any) -> ast.AST | None:
+    """``self.create_model()``: the method of the class holding the call, else None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return None
+    line = call.lineno
+    for klass in ast.walk(context.tree):
+        if isinstance(klass, ast.ClassDef) and klass.lineno <= line <= (klass.end_lineno or klass.lineno):
+            methods = [
+                d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
+            ]
+            if methods:
+                return methods[-1]
+    return None
 
 
 def _invariant_layers(values: list[Any], context: Any) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, TypeVar
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
-from tfpilot.lint.patterns import is_constant, keyword, string_value
+from tfpilot.lint.patterns import is_constant, keyword, string_value, walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
 _PROBABILITY_ACTIVATIONS = frozenset({"softmax", "sigmoid"})
+# a probability layer or activation anywhere in the file: only then is following bindings worth it
+_PROBABILITY_TEXT = re.compile(r"""['"](?:softmax|sigmoid)['"]|Softmax\(|\.(?:softmax|sigmoid)\b""")
 _T = TypeVar("_T")
 
 
@@ -130,6 +133,10 @@ def train_step(x, y):
         self._softmax_outputs: dict[tuple[int, str], int] = {}
         # Names bound to a loss object built with from_logits=True -> that keyword.
         self._logit_losses: dict[tuple[int, str], ast.keyword] = {}
+        # from_logits=True keyword -> the loss constructor holding it (where a finding points)
+        self._flag_calls: dict[int, ast.Call] = {}
+        self._all_definitions: list[ast.AST] | None = None
+        self._has_probability = _PROBABILITY_TEXT.search(context.source) is not None
 
     # --- bindings: each name lives in its function (or `self.x` in its class), latest wins ------
 
@@ -169,6 +176,8 @@ def train_step(x, y):
             if not isinstance(value, ast.Call):
                 continue
             softmax_line = self._model_softmax_line(value)
+            if softmax_line is None and self._has_probability:
+                softmax_line = self._factory_softmax_line(value)
             if softmax_line is not None:
                 self._softmax_models[key] = softmax_line
                 continue
@@ -222,6 +231,7 @@ def train_step(x, y):
             if not is_constant(direct.value, True):
                 return
             flag = direct  # keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True)
+            self._flag_calls[id(flag)] = node
         predictions = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "y_pred"), "value", None)
         if predictions is None:
             return
@@ -229,12 +239,125 @@ def train_step(x, y):
             model_line = self._lookup(self._softmax_models, self.context.dotted(predictions.func))
         else:
             model_line = self._lookup(self._softmax_outputs, self.context.dotted(predictions))
+        if model_line is None and self._has_probability:
+            model_line = self._bound_softmax_output(predictions, node)
         if model_line is not None:
             self._flag(flag, model_line, f"it is applied to the model's output on line {node.lineno}")
 
+    # --- through the binding layer: models made by factories, outputs passed to helpers ----------
+
+    def _bound_softmax_output(self, predictions: ast.expr, at: ast.AST) -> int | None:
+        """`ce(actions, logits)` in a helper whose every caller passes `self.model(states)`, with
+        `self.model = self.create_model()` ending in softmax: the softmax line, else None.
+        Every value the name may hold must be such an output, so a helper also fed logits is left
+        alone."""
+        if isinstance(predictions, ast.Call):
+            values: list[ast.AST] = [predictions]
+        else:
+            name = self.context.dotted(predictions)
+            if name is None:
+                return None
+            values = self.context.bindings.values(name, at, self.context.scope.node)
+        lines: list[int | None] = []
+        for value in values:
+            if not isinstance(value, ast.Call) or value.args == [] and not value.keywords:
+                return None
+            lines.append(self._softmax_model_line(value.func, value))
+        return lines[0] if lines and all(line is not None for line in lines) and len(set(lines)) == 1 else None
+
+    def _softmax_model_line(self, model: ast.expr, at: ast.AST) -> int | None:
+        """The softmax line of the model every binding of ``model`` holds, else None."""
+        name = self.context.dotted(model)
+        if name is None:
+            return None
+        known = self._lookup(self._softmax_models, name)
+        if known is not None:
+            return known
+        owner = self._function_holding(at)
+        values = self.context.bindings.values(name, at, owner)
+        lines = [self._built_softmax_line(v, 0) if isinstance(v, ast.Call) else None for v in values]
+        return lines[0] if lines and all(line is not None for line in lines) else None
+
+    def _built_softmax_line(self, call: ast.Call, depth: int) -> int | None:
+        """A Keras Sequential / Model built here, or a factory of this file returning one."""
+        line = self._model_softmax_line(call)
+        return line if line is not None else self._factory_softmax_line(call, depth)
+
+    def _factory_softmax_line(self, call: ast.Call, depth: int = 0) -> int | None:
+        """`build_model()` / `self.create_model()` of this file whose every return is a model
+        ending in softmax: that line, else None."""
+        if depth > 3:
+            return None
+        definition = self._factory_definition(call)
+        if definition is None:
+            return None
+        lines: list[int | None] = []
+        for node in walk_body(definition.body):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            value = node.value
+            if isinstance(value, ast.Call):
+                lines.append(self._built_softmax_line(value, depth + 1))
+            elif isinstance(value, ast.Name):
+                bound = self.context.bindings.values(value.id, value, definition)
+                found = [self._built_softmax_line(v, depth + 1) if isinstance(v, ast.Call) else None for v in bound]
+                lines.append(found[-1] if found and all(line is not None for line in found) else None)
+            else:
+                lines.append(None)
+        return lines[0] if lines and all(line is not None for line in lines) else None
+
+    def _factory_definition(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            found = [
+                d
+                for d in self.context.tree.body
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.id
+            ]
+            return found[-1] if found else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            klass = self.context.current_class() if self.context.stack else None
+            if klass is None or not (klass.lineno <= call.lineno <= (klass.end_lineno or 0)):
+                klass = self._class_holding(call)
+            if klass is None:
+                return None
+            methods = [d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            found = [d for d in methods if d.name == func.attr]
+            return found[-1] if found else None
+        return None
+
+    def _definitions(self) -> list[ast.AST]:
+        """Every class and function of the file, in walk order (collected once)."""
+        if self._all_definitions is None:
+            self._all_definitions = [
+                n
+                for n in ast.walk(self.context.tree)
+                if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        return self._all_definitions
+
+    def _class_holding(self, node: ast.AST) -> ast.ClassDef | None:
+        line = getattr(node, "lineno", 0)
+        holding = None
+        for candidate in self._definitions():
+            if isinstance(candidate, ast.ClassDef) and candidate.lineno <= line <= (candidate.end_lineno or 0):
+                holding = candidate
+        return holding
+
+    def _function_holding(self, node: ast.AST) -> ast.AST | None:
+        line = getattr(node, "lineno", 0)
+        holding: ast.AST | None = None
+        for candidate in self._definitions():
+            if isinstance(candidate, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                candidate.lineno < line <= (candidate.end_lineno or 0)
+            ):
+                if holding is None or candidate.lineno > getattr(holding, "lineno", 0):
+                    holding = candidate
+        return holding
+
     def _flag(self, flag: ast.keyword, softmax_line: int, link: str) -> None:
         self.report(
-            flag,
+            self._flag_calls.get(id(flag), flag),
             f"from_logits=True but {link}, and that model's last layer (line {softmax_line}) already "
             "applies softmax/sigmoid: the loss squashes probabilities a second time",
         )
@@ -252,7 +375,10 @@ def train_step(x, y):
         if found is None or not found[1].startswith("losses."):
             return None
         flag = keyword(call, "from_logits")
-        return flag if flag is not None and is_constant(flag.value, True) else None
+        if flag is None or not is_constant(flag.value, True):
+            return None
+        self._flag_calls[id(flag)] = call
+        return flag
 
     def _model_softmax_line(self, call: ast.Call) -> int | None:
         """Line of the probability layer that ends a Sequential / functional Model built here."""

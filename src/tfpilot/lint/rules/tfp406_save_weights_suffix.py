@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
-from tfpilot.lint.patterns import is_constant, keyword, path_literals
+from tfpilot.lint.paths import possible_tails, possible_values
+from tfpilot.lint.patterns import is_constant, keyword
 from tfpilot.lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
 
 
 class SaveWeightsSuffix(Rule):
@@ -77,6 +82,8 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "save_weights" and node.args:
+            if self._own_save_weights(func.value, node):
+                return  # `agent.save_weights(actor_path, critic_path)`: the project's own method
             target: ast.AST | None = node.args[0]
             what = "save_weights"
         elif is_keras_path(self.context.qualname(func), "callbacks.ModelCheckpoint") and _weights_only(node):
@@ -84,10 +91,39 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
             what = "ModelCheckpoint(save_weights_only=True)"
         else:
             return
-        for path in path_literals(target, self.context):
-            if not path.endswith(".weights.h5"):
+        # every value that may reach the call: one that cannot be read never hides one that can
+        for path in possible_tails(target, self.context):
+            if path is not None and not path.endswith(".weights.h5"):
                 self.report(node, f"{what} to {path!r}: Keras 3 requires a name ending in .weights.h5")
                 return
+
+    def _own_save_weights(self, receiver: ast.expr, at: ast.Call) -> bool:
+        """The receiver is an instance of a class of this file that defines save_weights itself
+        (its Keras calls inside that method are judged where they are)."""
+        name = self.context.dotted(receiver)
+        if name is None or name == "self" or name.startswith("self."):
+            return False
+        if isinstance(receiver, ast.Name):
+            values = possible_values(receiver, self.context)
+        else:
+            values = self.context.bindings.values(name, at, self.context.scope.node)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and _defines(self.context, v.func.id, set())
+            for v in values
+        )
+
+
+def _defines(context: FileContext, class_name: str, seen: set[str]) -> bool:
+    """``class_name`` (a class of this file) or one of its bases of this file defines save_weights."""
+    if class_name in seen:
+        return False
+    seen.add(class_name)
+    for klass in context.class_defs(class_name):
+        if any(isinstance(d, ast.FunctionDef) and d.name == "save_weights" for d in klass.body):
+            return True
+        if any(isinstance(b, ast.Name) and _defines(context, b.id, seen) for b in klass.bases):
+            return True
+    return False
 
 
 def _weights_only(call: ast.Call) -> bool:

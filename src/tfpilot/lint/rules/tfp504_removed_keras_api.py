@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.rule import Invalid, Rule
+from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
+
+# Layer methods of Keras 2's node graph that Keras 3 removed (AttributeError).
+_REMOVED_LAYER_METHODS = {
+    "get_input_shape_at": "layer.input.shape",
+    "get_output_shape_at": "layer.output.shape",
+    "get_input_at": "layer.input",
+    "get_output_at": "layer.output",
+}
+# Keras 2's fit/evaluate/predict took these for Sequence workers; Keras 3 moved them to
+# keras.utils.PyDataset(workers=, use_multiprocessing=, max_queue_size=) and rejects them here.
+_WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
+_TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
+# What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
+_STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
 
 
 class RemovedKerasApi(Rule):
@@ -26,8 +42,8 @@ class RemovedKerasApi(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("keras", "_generator")
-    calls = frozenset(KERAS_REMOVED_METHODS)
+    tokens = ("keras", "_generator", "_shape_at", "use_multiprocessing", "max_queue_size", "load_weights")
+    # every call: a TensorFlow op on a KerasTensor can be any op (gated by _builds_functional_model)
     fixable = True
     VALID = [
         """
@@ -138,8 +154,61 @@ session = K.get_session()
                 self.report(node, f"`{alias.name}` was removed in Keras 3: {entry.hint}")  # type: ignore[union-attr]
                 return
 
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        # the first TensorFlow op on a KerasTensor in this file: (its violation index, how many)
+        self._symbolic_ops: tuple[int, int] | None = None
+        # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
+        self._functional_scopes: dict[int, bool] = {}
+        self._may_build = "Input(" in context.source
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if not isinstance(func, ast.Attribute):
+            self._check_symbolic_op(node)
+            return
+        # the checks below judge Keras objects: a file that imports neither TF nor Keras has none
+        if func.attr in _REMOVED_LAYER_METHODS and self.context.uses_tensorflow:
+            self.report(
+                node,
+                f"`.{func.attr}()` was removed in Keras 3 (AttributeError): read "
+                f"`{_REMOVED_LAYER_METHODS[func.attr]}` instead",
+            )
+            return
+        if self.context.uses_tensorflow and (func.attr in _TRAINING_METHODS or func.attr in KERAS_REMOVED_METHODS):
+            for name in _WORKER_ARGUMENTS:
+                found = next((k for k in node.keywords if k.arg == name), None)
+                if found is not None:
+                    self.report(
+                        node,
+                        f"`{func.attr}({name}=...)` was removed in Keras 3 (TypeError: unexpected keyword "
+                        "argument): pass workers / use_multiprocessing / max_queue_size to a "
+                        "keras.utils.PyDataset instead, or drop them",
+                    )
+                    break
+        if func.attr in _STATUS_METHODS and self.context.uses_tensorflow:
+            inner = func.value
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr == "load_weights"
+            ):
+                self.report(
+                    node,
+                    f"`load_weights(...).{func.attr}()`: Keras 3's load_weights returns None "
+                    "(AttributeError); drop the call (Keras 3 reads .weights.h5 files, not TF checkpoints)",
+                )
+            return
+        if func.attr == "add_loss" and node.args and self._symbolic(node.args[0]):
+            if self.context.current_class() is None or self.context.scope.node is self.context.tree:
+                self.report(
+                    node,
+                    "`add_loss` of a symbolic tensor (a loss built from the functional model's "
+                    "KerasTensors): Keras 3 raises NotImplementedError; compute the loss in a "
+                    "custom train_step / compute_loss, or in a layer's call() with self.add_loss",
+                )
+            return
+        self._check_symbolic_op(node)
         if isinstance(func, ast.Attribute) and func.attr in KERAS_REMOVED_METHODS:
             new = KERAS_REMOVED_METHODS[func.attr]
             self.report(
@@ -147,6 +216,65 @@ session = K.get_session()
                 f"`.{func.attr}()` was removed in Keras 3; `.{new}()` accepts generators and datasets",
                 fix_data={"method": new, "description": f".{func.attr}() -> .{new}()"},
             )
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `model = model.load_weights(path)`: rebinds the model to None in Keras 3
+        value = node.value
+        if not (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "load_weights"
+        ):
+            return
+        receiver = self.context.dotted(value.func.value)
+        if receiver is not None and any(self.context.dotted(target) == receiver for target in node.targets):
+            self.report(
+                value,
+                f"`{receiver} = {receiver}.load_weights(...)`: Keras 3's load_weights returns None, "
+                f"so `{receiver}` is None from here on; call it without assigning",
+            )
+
+    def _symbolic(self, node: ast.AST) -> bool:
+        return is_symbolic(node, self.context, self.context.scope.node)
+
+    def _check_symbolic_op(self, node: ast.Call) -> None:
+        """`K.square(z_mean)` / `tf.concat([a, b], -1)` on a layer's output while the functional
+        model is built: Keras 3 refuses TensorFlow ops on KerasTensors. One finding per file."""
+        if not self._may_build or not node.args or not self._builds_functional_model():
+            return
+        op = is_tensorflow_op(node, self.context)
+        if op is None:
+            return
+        arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+        symbolic = next((a for a in flat if self._symbolic(a)), None)
+        if symbolic is None:
+            return
+        if self._symbolic_ops is not None:
+            index, count = self._symbolic_ops
+            self._symbolic_ops = (index, count + 1)
+            first = self.violations[index]
+            self.violations[index] = dataclasses.replace(
+                first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
+            )
+            return
+        self.report(
+            node,
+            f"`{op}(...)` on a Keras symbolic tensor (`{ast.unparse(symbolic)}`, a layer output): Keras 3 raises "
+            "'A KerasTensor cannot be used as input to a TensorFlow function'; use keras.ops "
+            "(keras.ops.square) or move the computation into a Layer's call()",
+        )
+        self._symbolic_ops = (len(self.violations) - 1, 1)
+
+    def _builds_functional_model(self) -> bool:
+        scope = self.context.scope.node
+        known = self._functional_scopes.get(id(scope))
+        if known is None:
+            # a text test of the scope's lines (the module: the whole file, already tested)
+            start, end = getattr(scope, "lineno", 0), getattr(scope, "end_lineno", 0)
+            known = isinstance(scope, ast.Module) or any(
+                "Input(" in line for line in self.context.lines[start - 1 : end]
+            )
+            self._functional_scopes[id(scope)] = known
+        return known
 
     @classmethod
     def fix(cls, node: Any, data: dict[str, Any]) -> Any:
