@@ -6,15 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_path):
-    """A model that drives two sub-models and two optimizers from its own train_step and defines
-    no call(): model.fit never calls it, so tfpilot.fit must not either."""
+def _gan_base():
+    """A model with a generator, a discriminator and two optimizers of its own compile(), no call()."""
     import keras
-    import tensorflow as tf
 
-    import tfpilot
-
-    class Gan(keras.Model):
+    class GanBase(keras.Model):
         def __init__(self):
             super().__init__()
             self.generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8)])
@@ -25,6 +21,18 @@ def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_pat
             self.g_optimizer, self.d_optimizer = g_optimizer, d_optimizer
             self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
 
+    return GanBase
+
+
+def test_a_gan_without_call_trains_like_model_fit_and_says_what_to_serve(tmp_path):
+    """A model that drives two sub-models and two optimizers from its own train_step and defines
+    no call(): model.fit never calls it, so tfpilot.fit must not either."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    class Gan(_gan_base()):
         def train_step(self, real):
             noise = tf.random.stateless_normal((tf.shape(real)[0], 4), seed=(1, 2))
             with tf.GradientTape() as tape:
@@ -68,16 +76,7 @@ def _two_optimizer_gan():
     import keras
     import tensorflow as tf
 
-    class Gan(keras.Model):
-        def __init__(self):
-            super().__init__()
-            self.generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8)])
-            self.discriminator = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
-
-        def compile(self, g_optimizer, d_optimizer):
-            super().compile()
-            self.g_optimizer, self.d_optimizer = g_optimizer, d_optimizer
-
+    class Gan(_gan_base()):
         def train_step(self, real):
             noise = tf.random.stateless_normal((tf.shape(real)[0], 4), seed=(1, 2))
             with tf.GradientTape() as tape:
