@@ -98,6 +98,11 @@ _CREATES_VARIABLES = re.compile(
     r"^tensorflow\.(Variable|compat\.v1\.(Variable|get_variable)|get_variable|compat\.v1\.layers\.|layers\.|contrib\.|"
     r"nn\.rnn_cell\.|compat\.v1\.nn\.rnn_cell\.|keras\.layers\.)|^keras\.layers\."
 )
+# Graph state made at module level: with the Session in a function, the rewrite would leave it there.
+_MODULE_GRAPH = re.compile(
+    r"^tensorflow\.(compat\.v1\.)?(placeholder|Variable|get_variable|layers\.|train\.\w*Optimizer|"
+    r"global_variables_initializer|summary\.|nn\.rnn_cell\.)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +215,22 @@ def _bound_names(statement: cst.CSTNode) -> list[str]:
     return bound
 
 
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either order, either quotes)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    sides = {type(test.left), type(target.comparator)}
+    names = [side for side in (test.left, target.comparator) if isinstance(side, cst.Name)]
+    strings = [side for side in (test.left, target.comparator) if isinstance(side, cst.SimpleString)]
+    return (
+        isinstance(target.operator, cst.Equal)
+        and sides == {cst.Name, cst.SimpleString}
+        and names[0].value == "__name__"
+        and strings[0].evaluated_value == "__main__"
+    )
+
+
 def _indent(code: str, prefix: str) -> str:
     return "".join(prefix + line if line.strip() else line for line in code.splitlines(keepends=True))
 
@@ -258,24 +279,113 @@ class _Rewrite:
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
-    # --- the module body, with top-level Session blocks opened ---------------------------
+    # --- the scope that holds the Session, with its Session and Graph blocks opened ------
+    def find_scope(self) -> None:
+        """The statements the rewrite works on: the module, or the one function / main block with the Session.
+
+        TensorFlow's own tutorials build the graph and run it inside ``main()`` (started by
+        ``tf.app.run``) or under ``if __name__ == "__main__":``; the rewrite then stays inside that
+        function, and its tf.functions and layers become locals of it, made once per call as the
+        TF1 graph was.
+        """
+        self.scope_owner: cst.FunctionDef | cst.If | None = None
+        self.scope: Sequence[cst.BaseStatement] = self.module.body
+        if self.holds_session(self.module.body):
+            return
+        owners: list[cst.FunctionDef | cst.If] = []
+        for statement in self.module.body:
+            if isinstance(statement, cst.ClassDef) and self.holds_session_anywhere(statement):
+                raise _Fallback(
+                    self.line(statement),
+                    f"the Session lives in class `{statement.name.value}` (graph and Session as attributes "
+                    "are not rewritten)",
+                )
+            if isinstance(statement, (cst.FunctionDef, cst.If)) and self.holds_session_anywhere(statement):
+                owners.append(statement)
+        if not owners:
+            raise _Fallback(1, "no tf.compat.v1.Session in the module, a function or the main block")
+        if len(owners) > 1:
+            raise _Fallback(self.line(owners[1]), "Sessions in more than one function or block")
+        owner = owners[0]
+        if isinstance(owner, cst.If) and (owner.orelse is not None or not _is_main_test(owner.test)):
+            raise _Fallback(self.line(owner), "a Session inside an `if` other than `if __name__ == '__main__':`")
+        if isinstance(owner, cst.FunctionDef) and owner.decorators:
+            raise _Fallback(self.line(owner), f"a Session in the decorated function `{owner.name.value}`")
+        assert isinstance(owner.body, cst.IndentedBlock)
+        if not self.holds_session(owner.body.body):
+            raise _Fallback(self.line(owner), "a Session nested in a loop or branch of its function")
+        self.check_module_graph_free(owner)
+        self.scope_owner = owner
+        self.scope = owner.body.body
+
+    def holds_session(self, statements: Sequence[cst.BaseStatement]) -> bool:
+        """A Session is made by one of these statements, or in a Session / Graph block among them."""
+        for statement in statements:
+            if isinstance(statement, cst.With) and len(statement.items) == 1:
+                item = statement.items[0].item
+                if self.is_session(item) or self.is_graph_block(item):
+                    return True
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                small = statement.body[0]
+                if isinstance(small, cst.Assign) and self.is_session(small.value):
+                    return True
+        return False
+
+    def holds_session_anywhere(self, node: cst.CSTNode) -> bool:
+        rewrite = self
+        found = False
+
+        class Finder(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                found = found or rewrite.is_session(node)
+
+        node.visit(Finder())
+        return found
+
+    def check_module_graph_free(self, owner: cst.CSTNode) -> None:
+        """With the Session in a function, nothing at module level may build graph state it reads."""
+        for statement in self.module.body:
+            if statement is owner or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            for name in self.calls_in(statement):
+                if _MODULE_GRAPH.match(name):
+                    raise _Fallback(
+                        self.line(statement), f"`{name}` at module level while the Session runs in a function"
+                    )
+
     def flatten(self) -> None:
         self.body: list[cst.BaseStatement] = []
         self.sessions: list[tuple[str, int]] = []  # (name, index of its first statement)
         self.session_name: str | None = None
-        for statement in self.module.body:
+        self.open(self.scope)
+        if not self.sessions:
+            raise _Fallback(1, "no tf.compat.v1.Session at module level")
+
+    def open(self, statements: Sequence[cst.BaseStatement]) -> None:
+        for statement in statements:
             if isinstance(statement, cst.With) and len(statement.items) == 1:
                 item = statement.items[0]
+                if self.is_graph_block(item.item):
+                    # TF2 has no graphs to choose between: the block's body runs as it stands.
+                    assert isinstance(statement.body, cst.IndentedBlock)
+                    self.changes.append(
+                        CompatChange(
+                            self.line(statement), 1, "removed `with tf.Graph().as_default()`: TF2 runs eagerly"
+                        )
+                    )
+                    self.open(statement.body.body)
+                    continue
                 if self.is_session(item.item):
                     if item.asname is None or not isinstance(item.asname.name, cst.Name):
                         raise _Fallback(self.line(statement), "a Session used without `as NAME`")
                     self.use_session(item.asname.name.value, item.item, statement)
                     self.sessions.append((item.asname.name.value, len(self.body)))
                     assert isinstance(statement.body, cst.IndentedBlock)
-                    self.body.extend(statement.body.body)
                     self.changes.append(
                         CompatChange(self.line(statement), 1, "removed the Session block: TF2 runs eagerly")
                     )
+                    self.open(statement.body.body)
                     continue
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
                 small = statement.body[0]
@@ -288,8 +398,18 @@ class _Rewrite:
                     self.changes.append(CompatChange(self.line(statement), 1, "removed the Session: TF2 runs eagerly"))
                     continue
             self.body.append(statement)
-        if not self.sessions:
-            raise _Fallback(1, "no tf.compat.v1.Session at module level")
+
+    def is_graph_block(self, node: cst.BaseExpression) -> bool:
+        """``tf.Graph().as_default()``."""
+        return (
+            isinstance(node, cst.Call)
+            and not node.args
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "as_default"
+            and isinstance(node.func.value, cst.Call)
+            and not node.func.value.args
+            and self.qualified(node.func.value.func) in ("tensorflow.Graph", _V1 + "Graph")
+        )
 
     def is_session(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and self.qualified(node.func) in (
@@ -1015,23 +1135,26 @@ class _Rewrite:
             if by_top.get(top) and emitted:  # PEP 8: two blank lines after a function
                 first = emitted[0]
                 assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                emitted[0] = first.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *first.leading_lines])
+                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *first.leading_lines])
             new_body += emitted
+        module_body = self.splice(new_body)
         if self.keras is not None and "keras" not in self.bindings.values():
             at = next(
                 index
-                for index, statement in enumerate(new_body)
+                for index, statement in enumerate(module_body)
                 if isinstance(statement, cst.SimpleStatementLine)
                 and any(isinstance(small, cst.Import) for small in statement.body)
                 and self.tf in set(_bound_names(statement)) | {self.code(statement).split()[-1]}
             )
-            new_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
-        module = self.module.with_changes(body=new_body)
+            module_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
+        module_body = self.rewrite_app(module_body)
+        module = self.module.with_changes(body=module_body)
         # Nothing of the TF1 graph may be left at module level.
         left = (
             (set(self.placeholders) | self.init_names | {self.session_name or ""} | self.graph_names())
             - set(self.optimizers)
             - self.holders_names()
+            - {name for name, _, _, _ in functions.values()}  # a train op's name reused by its step
         )
         for statement in new_body:
             if id(statement) in generated or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
@@ -1041,6 +1164,95 @@ class _Rewrite:
                     1, f"`{name}` is still used at module level after the rewrite: {rewrite.code(statement)[:80]!r}"
                 )
         return module.code
+
+    def rewrite_app(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``tf.compat.v1.app.run`` / ``flags`` -> absl, which they wrapped."""
+        rewrite = self
+        uses_flags = False
+        runs: list[cst.Call] = []
+
+        class Finder(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                nonlocal uses_flags
+                name = rewrite.qualified(node)
+                if name in (_V1 + "flags", _V1 + "app.flags"):
+                    uses_flags = True
+                    return False
+                return True
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if rewrite.qualified(node.func) == _V1 + "app.run":
+                    runs.append(node)
+
+        module = self.module.with_changes(body=body)
+        module.visit(Finder())
+        if not runs and not uses_flags:
+            return body
+        imports: list[str] = []
+        replacements: dict[int, cst.BaseExpression] = {}
+        for run in runs:
+            given = {
+                arg.keyword.value if arg.keyword is not None else ("main", "argv")[position]: self.code(arg.value)
+                for position, arg in enumerate(run.args)
+            }
+            main = given.get("main", "main")
+            if uses_flags:
+                argv = f", argv={given['argv']}" if "argv" in given else ""
+                replacements[id(run)] = cst.parse_expression(f"app.run({main}{argv})")
+                self.notes.append(
+                    CompatChange(
+                        self.line(run),
+                        1,
+                        "tf.app.run -> absl's app.run (what it wrapped): absl stops on a command-line flag it does "
+                        "not know, where tf.app.run ignored it",
+                        blocks_run=False,
+                    )
+                )
+            else:
+                replacements[id(run)] = cst.parse_expression(f"sys.exit({main}({given.get('argv', 'sys.argv')}))")
+                self.changes.append(
+                    CompatChange(self.line(run), 1, "tf.app.run(main) -> sys.exit(main(argv)): no flags to parse")
+                )
+        if uses_flags:
+            imports += ["from absl import app\n"] if runs else []
+            imports.append("from absl import flags\n")
+            if {"app", "flags"} & self.used_names:
+                raise _Fallback(self.line(runs[0]) if runs else 1, "`app` or `flags` is already a name in the file")
+        elif "sys" not in self.bindings:
+            imports.append("import sys\n")
+
+        class Replace(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return replacements.get(id(original), updated)
+
+            def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                if rewrite.qualified(original) in (_V1 + "flags", _V1 + "app.flags"):
+                    return cst.Name("flags")
+                return updated
+
+        new: list[cst.BaseStatement] = list(module.visit(Replace()).body)
+        at = next(
+            index
+            for index, statement in enumerate(new)
+            if isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+        )
+        return new[: at + 1] + [cst.parse_statement(line) for line in imports] + new[at + 1 :]
+
+    def blank_lines(self) -> list[cst.EmptyLine]:
+        """PEP 8: two blank lines around a module-level function, one around a nested one."""
+        return [cst.EmptyLine(indent=False)] * (2 if self.scope_owner is None else 1)
+
+    def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The module's statements with the rewritten scope in place of the old one."""
+        owner = self.scope_owner
+        if owner is None:
+            return new_body
+        assert isinstance(owner.body, cst.IndentedBlock)
+        if not new_body:
+            new_body = [cst.SimpleStatementLine([cst.Pass()])]
+        replaced = owner.with_changes(body=owner.body.with_changes(body=new_body))
+        return [replaced if statement is owner else statement for statement in self.module.body]
 
     def function(
         self, site: _Site, train: _Definition | None, others: list[tuple[str, _Definition | str]]
@@ -1053,7 +1265,8 @@ class _Rewrite:
         placeholders = tape_placeholders | rest_placeholders
         params = sorted(placeholders, key=lambda name: self.placeholders[name][0])
         if train is not None:
-            name = self.fresh("train_step")
+            # The train op's own name is free once its definition is gone (nothing else may read it).
+            name = train.targets[0] if train.targets == ("train_step",) else self.fresh("train_step")
         else:
             name = self.fresh("compute_" + "_".join(site.fetches))
         lines = [f"@{tf}.function\n", f"def {name}({', '.join(params)}):\n"]
@@ -1087,7 +1300,7 @@ class _Rewrite:
             text = text.replace(f"    return {returned[0]}\n", f"    return ({returned[0]},)\n")
         function = cst.parse_module(text).body[0]
         assert isinstance(function, cst.FunctionDef)
-        function = function.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        function = function.with_changes(leading_lines=self.blank_lines())
         what = "train step (GradientTape + Keras optimizer)" if train is not None else "direct call"
         self.changes.append(
             CompatChange(site.line, 1, f"sess.run of {', '.join(site.fetches)} -> `{name}`, a tf.function {what}")
@@ -1181,6 +1394,7 @@ def rewrite_native(source: str) -> NativeResult:
     try:
         rewrite = _Rewrite(source)
         rewrite.prescan_static()
+        rewrite.find_scope()
         rewrite.flatten()
         rewrite.analyse()
         rewrite.find_sites()
