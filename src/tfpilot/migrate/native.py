@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from tfpilot.migrate.compat import CompatChange, dotted_name, import_bindings, qualified_name
 
@@ -91,6 +91,7 @@ _LAYERS: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
     ),
     "flatten": ("Flatten", (), frozenset({"name"})),
 }
+_ASSIGNS = frozenset({_V1 + "assign", _V1 + "assign_add", _V1 + "assign_sub"})
 _LAYER_MODULES = ("tensorflow.layers.", "tensorflow.compat.v1.layers.")
 _FLATTEN = "tensorflow.contrib.layers.flatten"
 # Calls that create variables: inside a tf.function they would make new ones on every trace.
@@ -145,6 +146,7 @@ class _Site:
     assign: cst.Assign | None = None  # `_, c = sess.run([train, c], ...)`
     in_expression_statement: bool = False
     function: str = ""
+    as_tuple: bool = False  # sess.run((a, b)) returns a tuple, sess.run([a, b]) a list
 
 
 def _names_read(node: cst.CSTNode) -> set[str]:
@@ -215,6 +217,18 @@ def _bound_names(statement: cst.CSTNode) -> list[str]:
     return bound
 
 
+def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.append(node)
+            return True
+
+    node.visit(Collect())
+    return found
+
+
 def _is_main_test(test: cst.BaseExpression) -> bool:
     """``__name__ == "__main__"`` (either order, either quotes)."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
@@ -240,6 +254,7 @@ class _Rewrite:
         self.module = cst.parse_module(source)
         self.wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         self.positions = self.wrapper.resolve(PositionProvider)
+        self.parents = self.wrapper.resolve(ParentNodeProvider)
         self.bindings = import_bindings(self.module)
         self.changes: list[CompatChange] = []
         self.notes: list[CompatChange] = []
@@ -447,6 +462,8 @@ class _Rewrite:
         self.optimizers: dict[str, tuple[str, int]] = {}  # TF1 optimizer object name -> (keras expr, line)
         self.saver: str | None = None
         self.holders: list[tuple[str, int]] = []  # (name, index): variables, layers, optimizers
+        # tf.Variable names, bound once: a tensor computed from one is recomputed at every run, as in TF1.
+        self.variables: set[str] = set()
         self.binds: dict[str, int] = {}
         for statement in self.body:
             for name in _bound_names(statement):
@@ -480,6 +497,8 @@ class _Rewrite:
             return
         targets = _target_names(small.targets[0].target)
         value = small.value
+        if self.is_feed_dict(value):
+            return  # a feed_dict built ahead of its sess.run: see named_feed
         call_name = self.qualified(value.func) if isinstance(value, cst.Call) else None
         if call_name in (_V1 + "placeholder", "tensorflow.placeholder"):
             assert isinstance(value, cst.Call)
@@ -518,6 +537,8 @@ class _Rewrite:
             return
         if call_name is not None and re.match(r"^tensorflow\.(compat\.v1\.)?Variable$", call_name):
             self.holders.extend((name, index) for name in targets or ())
+            if targets is not None and len(targets) == 1 and self.binds.get(targets[0], 0) == 1:
+                self.variables.add(targets[0])
         elif isinstance(value, (cst.Dict, cst.List, cst.Tuple)) and "Variable" in self.code(value):
             self.holders.extend((name, index) for name in targets or ())
         elif call_name == _V1 + "nn.rnn_cell.BasicRNNCell" and targets is not None and len(targets) == 1:
@@ -538,7 +559,7 @@ class _Rewrite:
             )
             return
         read = self.reads_outside_sites(value, graph)
-        if not read & graph:
+        if not read & (graph | self.variables):
             return
         if targets is None:
             raise _Fallback(line, "a graph tensor assigned to something other than names")
@@ -552,6 +573,73 @@ class _Rewrite:
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def is_feed_dict(self, node: cst.BaseExpression) -> bool:
+        """``{placeholder: value, ...}``."""
+        return (
+            isinstance(node, cst.Dict)
+            and bool(node.elements)
+            and all(
+                isinstance(element, cst.DictElement)
+                and isinstance(element.key, cst.Name)
+                and element.key.value in self.placeholders
+                for element in node.elements
+            )
+        )
+
+    def find_feed_bindings(self) -> None:
+        """``feed = {x: xs, y_: ys}`` statements (a name bound to a feed_dict literal), at any depth."""
+        self.feed_bindings: dict[int, tuple[str, cst.Dict]] = {}  # id(statement) -> (name, dict)
+        rewrite = self
+
+        class Finder(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                if len(node.body) != 1 or not isinstance(node.body[0], cst.Assign):
+                    return
+                assign = node.body[0]
+                if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+                    if rewrite.is_feed_dict(assign.value):
+                        assert isinstance(assign.value, cst.Dict)
+                        rewrite.feed_bindings[id(node)] = (assign.targets[0].target.value, assign.value)
+
+        for statement in self.body:
+            statement.visit(Finder())
+        self.feed_names = {name for name, _ in self.feed_bindings.values()}
+        self.feed_arguments: set[int] = set()  # id() of the Names passed as feed_dict
+
+    def named_feed(self, call: cst.Call, name: str, line: int) -> cst.Dict:
+        """The dict literal that ``feed_dict=name`` passes here, when its values can be read at the call.
+
+        The values are inlined into the call of the step, so none of the names they read may be
+        rebound between the binding and the call, and they may not call anything (a call would run twice).
+        """
+        node: cst.CSTNode = call
+        while True:
+            parent = self.parents.get(node)
+            if parent is None or isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                raise _Fallback(line, f"feed_dict `{name}` is not bound to a {{placeholder: value}} literal before")
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(node, cst.BaseStatement):
+                siblings = list(parent.body)
+                at = next(index for index, statement in enumerate(siblings) if statement is node)
+                for back in range(at - 1, -1, -1):
+                    statement = siblings[back]
+                    if name not in _bound_names(statement):
+                        continue
+                    binding = self.feed_bindings.get(id(statement))
+                    if binding is None:
+                        raise _Fallback(line, f"feed_dict `{name}` is not bound to a {{placeholder: value}} literal")
+                    values = binding[1]
+                    read = set().union(*(_names_read(element.value) for element in values.elements))
+                    for between in siblings[back + 1 : at + 1]:
+                        if set(_bound_names(between)) & read:
+                            raise _Fallback(line, f"feed_dict `{name}` reads names rebound before the sess.run")
+                    if any(isinstance(found, cst.Call) for found in _descendants(values)):
+                        raise _Fallback(line, f"feed_dict `{name}` calls a function in its values")
+                    return values
+            node = parent
 
     def reads_outside_sites(self, node: cst.BaseExpression, graph: set[str]) -> set[str]:
         """Names ``node`` reads, not counting what sess.run / Tensor.eval calls inside it fetch and feed."""
@@ -583,6 +671,7 @@ class _Rewrite:
         return found
 
     def assigns_graph(self, statement: cst.CSTNode, graph: set[str]) -> bool:
+        rewrite = self
         found = False
         session = self.session_name
 
@@ -599,6 +688,8 @@ class _Rewrite:
 
             def visit_Assign(self, node: cst.Assign) -> None:
                 nonlocal found
+                if rewrite.is_feed_dict(node.value):
+                    return
                 if not isinstance(node.value, cst.Call) or self.visit_Call(node.value):
                     found = found or bool(_names_read(node.value) & graph)
 
@@ -671,6 +762,8 @@ class _Rewrite:
                     return rewrite.layer_call(name, updated, definition.line, hoisted)
                 if name in (_V1 + "nn.dynamic_rnn",):
                     return rewrite.rnn_call(updated, definition.line, hoisted)
+                if name in _ASSIGNS:
+                    return rewrite.assign_call(name, updated, definition.line)
                 return updated
 
         before = len(self.holders)
@@ -679,6 +772,14 @@ class _Rewrite:
         assert isinstance(new, cst.SimpleStatementLine)
         definition.function_form = new
         definition.module_form = tuple(hoisted)
+
+    def assign_call(self, name: str, call: cst.Call, line: int) -> cst.BaseExpression:
+        method = name.rpartition(".")[2]
+        if len(call.args) != 2 or any(arg.keyword is not None for arg in call.args):
+            raise _Fallback(line, f"tf.compat.v1.{method} with options (use_locking, validate_shape ...)")
+        variable, value = (arg.value for arg in call.args)
+        self.changes.append(CompatChange(line, 1, f"tf.compat.v1.{method}(ref, value) -> ref.{method}(value)"))
+        return cst.Call(cst.Attribute(variable, cst.Name(method)), [cst.Arg(value)])
 
     def layer_call(self, name: str, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
         member = "flatten" if name == _FLATTEN else name.rpartition(".")[2]
@@ -885,6 +986,9 @@ class _Rewrite:
             else:
                 raise _Fallback(line, "sess.run with options or run_metadata")
         feeds: dict[str, cst.BaseExpression] = {}
+        if isinstance(feed, cst.Name) and feed.value in self.feed_names:
+            self.feed_arguments.add(id(feed))
+            feed = self.named_feed(call, feed.value, line)
         if feed is not None:
             if not isinstance(feed, cst.Dict):
                 raise _Fallback(line, "a feed_dict that is not a {placeholder: value} literal")
@@ -895,12 +999,14 @@ class _Rewrite:
                     raise _Fallback(line, f"feeds `{element.key.value}`, which is not a placeholder")
                 feeds[element.key.value] = element.value
         for name in names:
-            if name not in self.graph_names():
-                raise _Fallback(line, f"sess.run fetches `{name}`, which is not built from placeholders")
-        self.sites.append(_Site(call, top, line, names, single, feeds))
+            if name not in self.graph_names() and name not in self.variables:
+                raise _Fallback(line, f"sess.run fetches `{name}`, which is not built from placeholders or variables")
+        self.sites.append(_Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple)))
 
-    def resolve(self, name: str, top: int) -> _Definition | str:
-        """The definition of ``name`` that a fetch at top-level statement ``top`` sees."""
+    def resolve(self, name: str, top: int) -> _Definition | str | None:
+        """The definition of ``name`` that a fetch at top-level statement ``top`` sees (None: a variable)."""
+        if name in self.variables and name not in self.reaching:
+            return None
         for definition in reversed(self.reaching[name]):
             if isinstance(definition, str) or definition.index < top:
                 return definition
@@ -943,6 +1049,9 @@ class _Rewrite:
                 continue
 
             class Uses(cst.CSTVisitor):
+                def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+                    return id(node) not in rewrite.feed_bindings  # its keys are placeholders, by design
+
                 def visit_Call(self, node: cst.Call) -> bool:
                     if any(site.call is node for site in rewrite.sites):
                         for arg in node.args:
@@ -968,6 +1077,16 @@ class _Rewrite:
                         )
 
             statement.visit(Uses())
+        # A named feed_dict is inlined into its calls: it may not be read anywhere else.
+        for top_statement in self.body:
+            for found in _descendants(top_statement):
+                if (
+                    isinstance(found, cst.Name)
+                    and found.value in self.feed_names
+                    and id(found) not in self.feed_arguments
+                    and not isinstance(self.parents.get(found), cst.AssignTarget)
+                ):
+                    raise _Fallback(self.line(found), f"feed_dict `{found.value}` is used other than as a feed_dict")
         # Later Sessions start from fresh variables in TF1; here only a restore gives the same state.
         for _name, start in self.sessions[1:]:
             uses = sorted(
@@ -1024,6 +1143,18 @@ class _Rewrite:
         assign_targets: dict[int, str] = {}
         for site in self.sites:
             resolved = [self.resolve(name, site.top) for name in site.fetches]
+            if all(item is None for item in resolved):  # variables only: read their values
+                values = [f"{name}.numpy()" for name in site.fetches]
+                call_code[id(site.call)] = (
+                    values[0]
+                    if site.single
+                    else f"({values[0]},)"
+                    if site.as_tuple and len(values) == 1
+                    else f"({', '.join(values)})"
+                    if site.as_tuple
+                    else f"[{', '.join(values)}]"
+                )
+                continue
             trains = [item for item in resolved if isinstance(item, _Definition) and item.train is not None]
             if len(trains) > 1:
                 raise _Fallback(site.line, "one sess.run with two train ops")
@@ -1088,9 +1219,16 @@ class _Rewrite:
                     return updated.with_changes(targets=[cst.AssignTarget(target)])
                 return updated
 
+            def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+                if not updated.body:
+                    return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+                return updated
+
             def leave_SimpleStatementLine(
                 self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
             ) -> cst.BaseStatement | cst.RemovalSentinel:
+                if id(original) in rewrite.feed_bindings:
+                    return cst.RemoveFromParent()  # its values are passed to the step where it was fed
                 if len(original.body) == 1 and isinstance(original.body[0], cst.Expr):
                     value = original.body[0].value
                     if id(value) in init_calls:
@@ -1255,11 +1393,11 @@ class _Rewrite:
         return [replaced if statement is owner else statement for statement in self.module.body]
 
     def function(
-        self, site: _Site, train: _Definition | None, others: list[tuple[str, _Definition | str]]
+        self, site: _Site, train: _Definition | None, others: list[tuple[str, _Definition | str | None]]
     ) -> tuple[str, list[str], cst.FunctionDef, int]:
         tf = self.tf
         tape_part, tape_placeholders = self.closure(train.deps if train is not None else [])
-        rest_all, rest_placeholders = self.closure(item for _, item in others)
+        rest_all, rest_placeholders = self.closure(item for _, item in others if item is not None)
         in_tape = {id(definition) for definition in tape_part}
         rest = [definition for definition in rest_all if id(definition) not in in_tape]
         placeholders = tape_placeholders | rest_placeholders
@@ -1397,6 +1535,7 @@ def rewrite_native(source: str) -> NativeResult:
         rewrite.find_scope()
         rewrite.flatten()
         rewrite.analyse()
+        rewrite.find_feed_bindings()
         rewrite.find_sites()
         rewrite.check()
         code = rewrite.generate()
