@@ -91,6 +91,23 @@ _LAYERS: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
     ),
     "flatten": ("Flatten", (), frozenset({"name"})),
 }
+# tf.compat.v1 call -> (its parameters, all required; the TF2 expression that computes the same).
+# The losses are TF1's defaults (weights=1.0, SUM_BY_NONZERO_WEIGHTS: the mean over every element).
+_V1_CALLS: dict[str, tuple[tuple[str, ...], str]] = {
+    "set_random_seed": (("seed",), "{tf}.random.set_seed({seed})"),
+    "losses.mean_squared_error": (("labels", "predictions"), "{tf}.reduce_mean({tf}.square({labels} - {predictions}))"),
+    "losses.softmax_cross_entropy": (
+        ("onehot_labels", "logits"),
+        "{tf}.reduce_mean({tf}.nn.softmax_cross_entropy_with_logits(labels={onehot_labels}, logits={logits}))",
+    ),
+    "losses.sparse_softmax_cross_entropy": (
+        ("labels", "logits"),
+        "{tf}.reduce_mean({tf}.nn.sparse_softmax_cross_entropy_with_logits(labels={labels}, logits={logits}))",
+    ),
+}
+# Modules whose functions the graph may call: they make no variables behind the rewrite's back.
+_TRUSTED_MODULES = ("tensorflow.", "keras.", "numpy.", "math.", "tensorflow", "numpy", "math")
+_SUMMARY_KINDS = frozenset({"scalar", "histogram", "image", "audio", "text"})
 _ASSIGNS = frozenset({_V1 + "assign", _V1 + "assign_add", _V1 + "assign_sub"})
 _LAYER_MODULES = ("tensorflow.layers.", "tensorflow.compat.v1.layers.")
 _FLATTEN = "tensorflow.contrib.layers.flatten"
@@ -373,14 +390,28 @@ class _Rewrite:
         self.body: list[cst.BaseStatement] = []
         self.sessions: list[tuple[str, int]] = []  # (name, index of its first statement)
         self.session_name: str | None = None
+        self.tag_prefixes: dict[int, str] = {}  # id(statement) -> the name scopes it was in, "a/b/"
         self.open(self.scope)
         if not self.sessions:
             raise _Fallback(1, "no tf.compat.v1.Session at module level")
 
-    def open(self, statements: Sequence[cst.BaseStatement]) -> None:
+    def open(self, statements: Sequence[cst.BaseStatement], prefix: str = "") -> None:
         for statement in statements:
             if isinstance(statement, cst.With) and len(statement.items) == 1:
                 item = statement.items[0]
+                scope = self.name_scope(statement)
+                if scope is not None:
+                    assert isinstance(statement.body, cst.IndentedBlock)
+                    self.changes.append(
+                        CompatChange(
+                            self.line(statement),
+                            1,
+                            f"removed the `{self.code(item.item)}` block: it named graph ops and variables, "
+                            "which TF2 code does not need (summary tags keep the prefix)",
+                        )
+                    )
+                    self.open(statement.body.body, f"{prefix}{scope}/")
+                    continue
                 if self.is_graph_block(item.item):
                     # TF2 has no graphs to choose between: the block's body runs as it stands.
                     assert isinstance(statement.body, cst.IndentedBlock)
@@ -389,7 +420,7 @@ class _Rewrite:
                             self.line(statement), 1, "removed `with tf.Graph().as_default()`: TF2 runs eagerly"
                         )
                     )
-                    self.open(statement.body.body)
+                    self.open(statement.body.body, prefix)
                     continue
                 if self.is_session(item.item):
                     if item.asname is None or not isinstance(item.asname.name, cst.Name):
@@ -400,7 +431,7 @@ class _Rewrite:
                     self.changes.append(
                         CompatChange(self.line(statement), 1, "removed the Session block: TF2 runs eagerly")
                     )
-                    self.open(statement.body.body)
+                    self.open(statement.body.body, prefix)
                     continue
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
                 small = statement.body[0]
@@ -412,7 +443,37 @@ class _Rewrite:
                     self.sessions.append((target.value, len(self.body)))
                     self.changes.append(CompatChange(self.line(statement), 1, "removed the Session: TF2 runs eagerly"))
                     continue
+            if prefix:
+                self.tag_prefixes[id(statement)] = prefix
             self.body.append(statement)
+
+    def name_scope(self, statement: cst.With) -> str | None:
+        """The name of a ``name_scope`` / ``variable_scope`` block that only names things, else None.
+
+        Such a block is opened: TF2 code has no graph whose ops it named. A variable_scope that
+        reuses or makes variables by name (``get_variable``) is not only naming, so it stays (and the
+        file falls back). A scope bound with ``as NAME`` may not have NAME read.
+        """
+        item = statement.items[0]
+        call = item.item
+        if not isinstance(call, cst.Call):
+            return None
+        name = self.qualified(call.func)
+        if name not in ("tensorflow.name_scope", _V1 + "name_scope", _V1 + "variable_scope"):
+            return None
+        if any(arg.keyword is not None and arg.keyword.value not in ("name", "default_name") for arg in call.args):
+            return None
+        if name == _V1 + "variable_scope" and any(
+            found.startswith(_V1 + "get_variable") or found == _V1 + "AUTO_REUSE" for found in self.calls_in(statement)
+        ):
+            return None
+        if item.asname is not None:
+            if not isinstance(item.asname.name, cst.Name) or item.asname.name.value in _names_read(statement.body):
+                return None
+        first = call.args[0].value if call.args else None
+        if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
+            return first.evaluated_value
+        return "" if first is None else None
 
     def is_graph_block(self, node: cst.BaseExpression) -> bool:
         """``tf.Graph().as_default()``."""
@@ -464,6 +525,12 @@ class _Rewrite:
         self.holders: list[tuple[str, int]] = []  # (name, index): variables, layers, optimizers
         # tf.Variable names, bound once: a tensor computed from one is recomputed at every run, as in TF1.
         self.variables: set[str] = set()
+        self.summaries: list[tuple[str, str, str]] = []  # (kind, tag code, tensor code), in program order
+        self.summary_ops: set[str] = set()  # names bound to TF1 summary ops (gone)
+        self.summary_names: set[str] = set()  # names bound to merge_all(): a dict of tensors
+        self.summary_writer_helper = ""
+        self.writers: set[str] = set()
+        self.summary_adds: set[int] = set()  # id() of writer.add_summary(...) calls
         self.binds: dict[str, int] = {}
         for statement in self.body:
             for name in _bound_names(statement):
@@ -489,6 +556,8 @@ class _Rewrite:
             return
         small = statement.body[0]
         line = self.line(statement)
+        if self.summary(index, statement, small):
+            return
         if not isinstance(small, cst.Assign):
             return
         if len(small.targets) != 1:
@@ -573,6 +642,115 @@ class _Rewrite:
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    # --- TF1 summaries -> tf.summary v2 -------------------------------------------------------
+    def summary(self, index: int, statement: cst.SimpleStatementLine, small: cst.BaseSmallStatement) -> bool:
+        """A summary op, ``merge_all()`` or a ``FileWriter``: recorded, and the statement replaced."""
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.qualified(value.func) or ""
+        member = name.rpartition(".")[2]
+        if name.rpartition(".")[0] not in ("tensorflow.summary", _V1 + "summary"):
+            return False
+        line = self.line(statement)
+        targets = _target_names(small.targets[0].target) if isinstance(small, cst.Assign) else ()
+        if isinstance(small, cst.Assign) and (len(small.targets) != 1 or targets is None or len(targets) != 1):
+            raise _Fallback(line, f"tf.summary.{member} bound to something other than one name")
+        assert targets is not None
+        if member in _SUMMARY_KINDS:
+            args = {
+                arg.keyword.value if arg.keyword is not None else ("name", "tensor")[position]: arg.value
+                for position, arg in enumerate(value.args[:2])
+            }
+            if len(value.args) != 2 or set(args) - {"name", "tensor", "values"}:
+                raise _Fallback(line, f"tf.summary.{member} with options (collections, family ...)")
+            tag, tensor = args["name"], args.get("tensor", args.get("values"))
+            assert tensor is not None
+            prefix = self.tag_prefixes.get(id(statement), "")
+            if isinstance(tag, cst.SimpleString) and isinstance(tag.evaluated_value, str):
+                tag_code = repr(prefix + tag.evaluated_value)
+            else:
+                tag_code = f"{prefix!r} + {self.code(tag)}" if prefix else self.code(tag)
+            self.summaries.append((member, tag_code, self.code(tensor)))
+            self.summary_ops.update(targets)
+            self.removed.add(id(statement))
+            self.changes.append(
+                CompatChange(line, 1, f"tf.summary.{member} -> written with tf.summary v2 where merge_all's result is")
+            )
+            return True
+        if member == "merge_all":
+            key = value.args[0].value if value.args else None
+            if key is not None and not (isinstance(key, cst.SimpleString) and key.evaluated_value == "summaries"):
+                raise _Fallback(line, "merge_all of a collection other than the summaries")
+            if not self.summaries or len(targets) != 1:
+                raise _Fallback(line, "merge_all() with no summary before it (TF1 returned None)")
+            kinds: dict[str, list[str]] = {}
+            for kind, tag_code, tensor_code in self.summaries:
+                kinds.setdefault(kind, []).append(f"{tag_code}: {tensor_code}")
+            rendered = ", ".join(f"{kind!r}: {{{', '.join(entries)}}}" for kind, entries in kinds.items())
+            merged = cst.parse_statement(f"{targets[0]} = {{{rendered}}}\n")
+            assert isinstance(merged, cst.SimpleStatementLine)
+            replaced = statement.with_changes(body=merged.body)
+            self.summary_names.add(targets[0])
+            read = _names_read(merged) & self.graph_names()
+            definition = _Definition(
+                index, replaced, (targets[0],), [self.reaching[name][-1] for name in sorted(read)], line
+            )
+            self.hoist(definition)
+            self.module_forms[id(statement)] = definition.module_form
+            if not self.summary_writer_helper:
+                self.summary_writer_helper = self.fresh("write_summaries")
+                lines = [
+                    f"def {self.summary_writer_helper}(writer, summaries, step):\n",
+                    '    """writer.add_summary(merged, step) in TF2: writes what merge_all() collected."""\n',
+                    "    with writer.as_default(step=step):\n",
+                ]
+                for kind in kinds:
+                    lines += [
+                        f"        for tag, value in summaries[{kind!r}].items():\n",
+                        f"            {self.tf}.summary.{kind}(tag, value)\n",
+                    ]
+                helper = cst.parse_statement("".join(lines))
+                assert isinstance(helper, cst.FunctionDef)
+                definition.module_form = (
+                    *definition.module_form,
+                    helper.with_changes(leading_lines=self.blank_lines()),
+                )
+                self.module_forms[id(statement)] = definition.module_form
+            self.definitions.append(definition)
+            self.reaching.setdefault(targets[0], []).append(definition)
+            self.removed.add(id(statement))
+            self.changes.append(
+                CompatChange(line, 1, "merge_all() -> a dict of the summarised tensors, written by `write_summaries`")
+            )
+            return True
+        if member == "FileWriter":
+            if len(targets) != 1 or not value.args or value.args[0].keyword not in (None,):
+                raise _Fallback(line, "a FileWriter not bound to a name, or without its log directory first")
+            extra = value.args[1:]
+            if len(extra) > 1 or any(arg.keyword is not None and arg.keyword.value != "graph" for arg in extra):
+                raise _Fallback(line, "a FileWriter with options (flush_secs, max_queue ...)")
+            created = cst.parse_statement(
+                f"{targets[0]} = {self.tf}.summary.create_file_writer({self.code(value.args[0].value)})\n"
+            )
+            self.writers.add(targets[0])
+            self.removed.add(id(statement))
+            assert isinstance(created, cst.SimpleStatementLine)
+            self.module_forms[id(statement)] = (statement.with_changes(body=created.body),)
+            self.changes.append(CompatChange(line, 1, "FileWriter -> tf.summary.create_file_writer"))
+            if extra:
+                self.notes.append(
+                    CompatChange(
+                        line,
+                        1,
+                        "the FileWriter's graph is not written: TF2 has no Session graph (tf.summary.trace_on / "
+                        "trace_export record a tf.function's graph)",
+                        blocks_run=False,
+                    )
+                )
+            return True
+        raise _Fallback(line, f"tf.summary.{member} has no native rewrite here")
 
     def is_feed_dict(self, node: cst.BaseExpression) -> bool:
         """``{placeholder: value, ...}``."""
@@ -933,6 +1111,15 @@ class _Rewrite:
                         )
                     ):
                         rewrite.session_uses.append((node, rewrite.current_top, "init"))
+                    elif isinstance(owner, cst.Name) and owner.value in rewrite.writers:
+                        if method == "add_summary":
+                            if len(node.args) != 2 or any(arg.keyword is not None for arg in node.args):
+                                raise _Fallback(line, "add_summary without a step (tf.summary v2 needs one)")
+                            if not rewrite.summary_writer_helper:
+                                raise _Fallback(line, "add_summary of something other than merge_all()'s result")
+                            rewrite.summary_adds.add(id(node))
+                        elif method not in ("close", "flush"):
+                            raise _Fallback(line, f"FileWriter.{method} has no native rewrite here")
                     elif isinstance(owner, cst.Name) and owner.value == rewrite.saver and method in ("save", "restore"):
                         if len(node.args) != 2 or not (
                             isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == session
@@ -1029,12 +1216,18 @@ class _Rewrite:
     # --- checks that keep the meaning -----------------------------------------------------
     def check(self) -> None:
         graph = self.graph_names()
-        functions = {s.name.value: s for s in self.body if isinstance(s, cst.FunctionDef)}
+        # A helper the graph calls may be defined in the module or in the scope (main) itself.
+        functions = {
+            statement.name.value: statement
+            for statement in [*self.module.body, *self.body]
+            if isinstance(statement, cst.FunctionDef)
+        }
         for definition in self.definitions:
             node = definition.function_form or definition.statement
             for name in self.calls_in(node):
                 if _CREATES_VARIABLES.match(name):
                     raise _Fallback(definition.line, f"`{name}` in the graph would create new variables on every call")
+            self.check_imported_calls(node, definition.line)
             for name in _names_read(node) - graph:
                 if name in functions:
                     self.check_function(functions[name], functions, graph, set())
@@ -1098,6 +1291,17 @@ class _Rewrite:
                 raise _Fallback(
                     self.line(self.body[start]) if start < len(self.body) else 1,
                     "a second Session starts from fresh variables (TF1) unless it restores a checkpoint first",
+                )
+
+    def check_imported_calls(self, node: cst.CSTNode, line: int) -> None:
+        """A function imported from another module may make variables at each call: not proven here."""
+        for found in _descendants(node):
+            if not isinstance(found, cst.Call):
+                continue
+            name = self.qualified(found.func)
+            if name is not None and not name.startswith(_TRUSTED_MODULES):
+                raise _Fallback(
+                    line, f"the graph calls `{name}`, whose variables (if it makes any) are not traced here"
                 )
 
     def holders_names(self) -> set[str]:
@@ -1183,17 +1387,22 @@ class _Rewrite:
                 if not (isinstance(dropped, cst.Name) and dropped.value == "_"):
                     raise _Fallback(site.line, "the train op's result (None) is assigned to a name")
                 kept = [self.code(element) for index, element in enumerate(elements) if index != position]
+                kept_fetches = [fetch for index, fetch in enumerate(site.fetches) if index != position]
                 assert assign is not None
                 assign_targets[id(assign)] = kept[0] if len(kept) == 1 else ", ".join(kept)
-                call_code[id(site.call)] = (
-                    f"{call}.numpy()" if len(kept) == 1 else f"[value.numpy() for value in {call}]"
-                )
+                if len(kept) == 1:
+                    call_code[id(site.call)] = call if kept_fetches[0] in self.summary_names else f"{call}.numpy()"
+                else:
+                    self.no_summary_in_list(site)
+                    call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
-            elif site.single or len(site.fetches) == 1 and False:
-                call_code[id(site.call)] = f"{call}.numpy()"
+            elif site.single:
+                # merge_all()'s dict of tensors goes to write_summaries as it is
+                call_code[id(site.call)] = call if site.fetches[0] in self.summary_names else f"{call}.numpy()"
             else:
+                self.no_summary_in_list(site)
                 call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
         init_calls = {id(call) for call, _, kind in self.session_uses if kind == "init"}
         saver_calls = {id(call): kind for call, _, kind in self.session_uses if kind in ("save", "restore")}
@@ -1203,6 +1412,12 @@ class _Rewrite:
             def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
                 if id(original) in call_code:
                     return cst.parse_expression(call_code[id(original)])
+                if id(original) in rewrite.summary_adds:
+                    assert isinstance(updated.func, cst.Attribute)
+                    return updated.with_changes(
+                        func=cst.Name(rewrite.summary_writer_helper),
+                        args=[cst.Arg(updated.func.value, comma=cst.MaybeSentinel.DEFAULT), *updated.args],
+                    )
                 kind = saver_calls.get(id(original))
                 if kind is not None:
                     path = rewrite.code(original.args[1].value)
@@ -1285,11 +1500,17 @@ class _Rewrite:
                 and self.tf in set(_bound_names(statement)) | {self.code(statement).split()[-1]}
             )
             module_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
-        module_body = self.rewrite_app(module_body)
+        module_body = self.rewrite_v1_calls(self.rewrite_app(module_body))
         module = self.module.with_changes(body=module_body)
         # Nothing of the TF1 graph may be left at module level.
         left = (
-            (set(self.placeholders) | self.init_names | {self.session_name or ""} | self.graph_names())
+            (
+                set(self.placeholders)
+                | self.init_names
+                | {self.session_name or ""}
+                | self.graph_names()
+                | self.summary_ops
+            )
             - set(self.optimizers)
             - self.holders_names()
             - {name for name, _, _, _ in functions.values()}  # a train op's name reused by its step
@@ -1302,6 +1523,40 @@ class _Rewrite:
                     1, f"`{name}` is still used at module level after the rewrite: {rewrite.code(statement)[:80]!r}"
                 )
         return module.code
+
+    def rewrite_v1_calls(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The tf.compat.v1 calls with a TF2 spelling that computes the same (``_V1_CALLS``)."""
+        rewrite = self
+
+        class Calls(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                name = rewrite.qualified(original.func) or ""
+                if not name.startswith(_V1) or name[len(_V1) :] not in _V1_CALLS:
+                    return updated
+                parameters, template = _V1_CALLS[name[len(_V1) :]]
+                given: dict[str, str] = {}
+                for position, arg in enumerate(updated.args):
+                    if arg.keyword is None and position >= len(parameters) or arg.star:
+                        return updated
+                    key = arg.keyword.value if arg.keyword is not None else parameters[position]
+                    if key == "scope" or key == "name":
+                        continue  # names a graph op: nothing to name in TF2
+                    if key not in parameters:
+                        raise _Fallback(
+                            rewrite.line(original), f"tf.compat.v1.{name[len(_V1) :]}({key}=...) is not rewritten"
+                        )
+                    given[key] = rewrite.code(arg.value)
+                if set(given) != set(parameters):
+                    raise _Fallback(rewrite.line(original), f"tf.compat.v1.{name[len(_V1) :]} without all its inputs")
+                rewrite.changes.append(
+                    CompatChange(
+                        rewrite.line(original), 1, f"tf.compat.v1.{name[len(_V1) :]} -> {template.split('(')[0]}"
+                    )
+                )
+                return cst.parse_expression(template.format(tf=rewrite.tf, **given))
+
+        new = self.module.with_changes(body=body).visit(Calls())
+        return list(new.body)
 
     def rewrite_app(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """``tf.compat.v1.app.run`` / ``flags`` -> absl, which they wrapped."""
@@ -1380,6 +1635,10 @@ class _Rewrite:
     def blank_lines(self) -> list[cst.EmptyLine]:
         """PEP 8: two blank lines around a module-level function, one around a nested one."""
         return [cst.EmptyLine(indent=False)] * (2 if self.scope_owner is None else 1)
+
+    def no_summary_in_list(self, site: _Site) -> None:
+        if set(site.fetches) & self.summary_names:
+            raise _Fallback(site.line, "merge_all()'s result fetched in a list with values read as numbers")
 
     def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """The module's statements with the rewritten scope in place of the old one."""
@@ -1467,10 +1726,12 @@ class _Rewrite:
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
 
 
-def _graph_only_left(source: str) -> tuple[int, str] | None:
-    """The first tf.compat.v1 graph construct left in ``source`` (line, dotted name), if any."""
-    from tfpilot.migrate.compat import _is_graph_only
+def _v1_left(source: str) -> tuple[int, str] | None:
+    """The first tf.compat.v1 or tf.contrib use left in ``source`` (line, dotted name), if any.
 
+    The native output promises TF2 code: a file that still needs tf.compat.v1 after the rewrite
+    keeps the compat output instead, which runs the whole program the TF1 way.
+    """
     module = cst.parse_module(source)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
@@ -1480,7 +1741,7 @@ def _graph_only_left(source: str) -> tuple[int, str] | None:
     class Finder(cst.CSTVisitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             name = qualified_name(node, bindings)
-            if name is not None and (_is_graph_only(name) or name.startswith("tensorflow.contrib")):
+            if name is not None and (name.startswith(_V1) or name.startswith("tensorflow.contrib")):
                 found.append((positions[node].start.line, dotted_name(node) or name))
                 return False
             return True
@@ -1539,9 +1800,9 @@ def rewrite_native(source: str) -> NativeResult:
         rewrite.find_sites()
         rewrite.check()
         code = rewrite.generate()
-        left = _graph_only_left(code)
+        left = _v1_left(code)
         if left is not None:
-            raise _Fallback(left[0], f"`{left[1]}` only works in a TF1 graph and has no native rewrite here")
+            raise _Fallback(left[0], f"`{left[1]}` has no native rewrite here")
     except _Fallback as fallback:
         return NativeResult(source, False, fallback.message, fallback.line)
     return NativeResult(
