@@ -153,6 +153,21 @@ class _Definition:
 
 
 @dataclasses.dataclass
+class _Helper:
+    """A forward pass that several steps share: one function they call."""
+
+    root: _Definition
+    definitions: list[_Definition]
+    params: list[str]
+    name: str = ""
+    users: set[tuple[int, ...]] = dataclasses.field(default_factory=set)
+    returns: set[str] = dataclasses.field(default_factory=set)
+
+    def ordered_returns(self) -> list[str]:
+        return [name for d in self.definitions for name in d.targets if name in self.returns]
+
+
+@dataclasses.dataclass
 class _Site:
     call: cst.Call
     top: int  # index of the top-level statement that holds it
@@ -1345,6 +1360,7 @@ class _Rewrite:
         functions: dict[tuple[int, ...], tuple[str, list[str], cst.FunctionDef, int]] = {}
         call_code: dict[int, str] = {}
         assign_targets: dict[int, str] = {}
+        self.plan_forward()
         for site in self.sites:
             resolved = [self.resolve(name, site.top) for name in site.fetches]
             if all(item is None for item in resolved):  # variables only: read their values
@@ -1454,6 +1470,9 @@ class _Rewrite:
             if kind == "init" and id(init_call) not in self.expression_calls:
                 raise _Fallback(self.line(init_call), "the initializer's run is used as a value")
         by_top: dict[int, list[cst.FunctionDef]] = {}
+        for helper in self.helpers.values():
+            first_top = min(functions[key][3] for key in helper.users)
+            by_top.setdefault(first_top, []).append(self.render_helper(helper))
         for _, _, function, top in functions.values():
             by_top.setdefault(top, []).append(function)
         new_body: list[cst.BaseStatement] = []
@@ -1488,7 +1507,10 @@ class _Rewrite:
             if by_top.get(top) and emitted:  # PEP 8: two blank lines after a function
                 first = emitted[0]
                 assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *first.leading_lines])
+                kept = list(first.leading_lines)
+                while kept and kept[0].comment is None:
+                    kept.pop(0)  # the blank lines after a function are the generated ones
+                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *kept])
             new_body += emitted
         module_body = self.splice(new_body)
         if self.keras is not None and "keras" not in self.bindings.values():
@@ -1651,15 +1673,130 @@ class _Rewrite:
         replaced = owner.with_changes(body=owner.body.with_changes(body=new_body))
         return [replaced if statement is owner else statement for statement in self.module.body]
 
-    def function(
-        self, site: _Site, train: _Definition | None, others: list[tuple[str, _Definition | str | None]]
-    ) -> tuple[str, list[str], cst.FunctionDef, int]:
-        tf = self.tf
+    def parts(
+        self, train: _Definition | None, others: list[tuple[str, _Definition | str | None]]
+    ) -> tuple[list[_Definition], list[_Definition], set[str]]:
+        """What a step computes under the tape (the loss), what after, and the placeholders it reads."""
         tape_part, tape_placeholders = self.closure(train.deps if train is not None else [])
         rest_all, rest_placeholders = self.closure(item for _, item in others if item is not None)
         in_tape = {id(definition) for definition in tape_part}
         rest = [definition for definition in rest_all if id(definition) not in in_tape]
-        placeholders = tape_placeholders | rest_placeholders
+        return tape_part, rest, tape_placeholders | rest_placeholders
+
+    # --- one forward pass, shared by the steps that compute it ----------------------------
+    def plan_forward(self) -> None:
+        """Definitions that two or more steps compute become one helper function they all call.
+
+        A helper is rooted at the last shared tensor of a step (the model's output, the loss):
+        everything that tensor depends on is shared too, so each step keeps only what is its own.
+        """
+        self.helpers: dict[int, _Helper] = {}
+        self.closure_ids: dict[int, set[int]] = {}
+        self.step_members: dict[tuple[int, ...], list[_Definition]] = {}
+        self.step_returns: dict[tuple[int, ...], set[str]] = {}
+        for site in self.sites:
+            resolved = [self.resolve(name, site.top) for name in site.fetches]
+            if all(item is None for item in resolved):
+                continue
+            trains = [item for item in resolved if isinstance(item, _Definition) and item.train is not None]
+            train = trains[0] if len(trains) == 1 else None
+            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
+            key = tuple(id(item) for item in resolved)
+            if key not in self.step_members:
+                tape_part, rest, _ = self.parts(train, others)
+                self.step_members[key] = tape_part + rest
+                returns = {name for name, _ in others}
+                if train is not None and train.train is not None:
+                    returns.add(train.train[1])
+                self.step_returns[key] = returns
+        users: dict[int, set[tuple[int, ...]]] = {}
+        for key, members in self.step_members.items():
+            for definition in members:
+                users.setdefault(id(definition), set()).add(key)
+                self.closure_ids[id(definition)] = {id(d) for d in self.closure([definition])[0]}
+        shared = [d for members in self.step_members.values() for d in members if len(users[id(d)]) > 1]
+        shared_ids = {id(d) for d in shared}
+        for key, members in self.step_members.items():
+            for root in self.maximal([d for d in members if id(d) in shared_ids]):
+                if id(root) not in self.helpers:
+                    definitions, placeholders = self.closure([root])
+                    params = sorted(placeholders, key=lambda name: self.placeholders[name][0])
+                    self.helpers[id(root)] = _Helper(root, definitions, params)
+                self.helpers[id(root)].users.add(key)
+        for helper in self.helpers.values():
+            base = "forward" if len(self.helpers) == 1 else f"forward_{helper.root.targets[0]}"
+            helper.name = self.fresh(base)
+        for key, members in self.step_members.items():
+            self.layout(members, self.step_returns[key], collect=True)
+
+    def maximal(self, members: list[_Definition]) -> list[_Definition]:
+        """The members no other member depends on."""
+        return [d for d in members if not any(o is not d and id(d) in self.closure_ids[id(o)] for o in members)]
+
+    def layout(
+        self,
+        definitions: list[_Definition],
+        returns: set[str],
+        *,
+        prefix: str = "",
+        collect: bool = False,
+        own: _Definition | None = None,
+    ) -> list[str]:
+        """The lines that compute ``definitions``, with a call of a forward helper for what is shared.
+
+        With ``collect``, only records what each helper must return: the names its caller reads.
+        """
+        calls = self.maximal([d for d in definitions if id(d) in self.helpers and d is not own])
+        covered = set().union(*(self.closure_ids[id(d)] for d in calls)) if calls else set()
+        read = set(returns)
+        for definition in definitions:
+            if id(definition) not in covered:
+                read |= _names_read(definition.function_form or definition.statement)
+        lines: list[str] = []
+        for definition in definitions:
+            if definition in calls:
+                helper = self.helpers[id(definition)]
+                if collect:
+                    inside = {name for d in helper.definitions for name in d.targets}
+                    helper.returns.update((inside & read) | set(definition.targets))
+                    continue
+                targets = [name if name in read else "_" for name in helper.ordered_returns()]
+                lines.append(f"{prefix}{', '.join(targets)} = {helper.name}({', '.join(helper.params)})\n")
+            elif id(definition) not in covered and not collect:
+                form = definition.function_form or definition.statement
+                lines.append(_indent(self.code(form).lstrip("\n"), prefix))
+        return lines
+
+    def own_reads(self, definitions: list[_Definition]) -> set[str]:
+        """Names read by the definitions a step computes itself (not through a forward helper)."""
+        calls = self.maximal([d for d in definitions if id(d) in self.helpers])
+        covered = set().union(*(self.closure_ids[id(d)] for d in calls)) if calls else set()
+        read: set[str] = set()
+        for definition in definitions:
+            if id(definition) not in covered:
+                read |= _names_read(definition.function_form or definition.statement)
+        return read
+
+    def render_helper(self, helper: _Helper) -> cst.FunctionDef:
+        returned = helper.ordered_returns()
+        lines = [
+            f"def {helper.name}({', '.join(helper.params)}):\n",
+            f'    """The forward pass the steps below share (it computes {", ".join(returned)})."""\n',
+            *self.layout(helper.definitions, set(returned), prefix="    ", own=helper.root),
+            f"    return {', '.join(returned)}\n",
+        ]
+        function = cst.parse_module("".join(lines)).body[0]
+        assert isinstance(function, cst.FunctionDef)
+        self.changes.append(
+            CompatChange(helper.root.line, 1, f"the graph that several sess.run calls shared -> `{helper.name}`")
+        )
+        return function.with_changes(leading_lines=self.blank_lines())
+
+    def function(
+        self, site: _Site, train: _Definition | None, others: list[tuple[str, _Definition | str | None]]
+    ) -> tuple[str, list[str], cst.FunctionDef, int]:
+        tf = self.tf
+        tape_part, rest, placeholders = self.parts(train, others)
         params = sorted(placeholders, key=lambda name: self.placeholders[name][0])
         if train is not None:
             # The train op's own name is free once its definition is gone (nothing else may read it).
@@ -1671,10 +1808,11 @@ class _Rewrite:
             if param not in self.static:
                 lines.append(f"    {param} = {tf}.cast({param}, {self.placeholders[param][1]})\n")
 
+        returns = {fetch for fetch, _ in others} | ({train.train[1]} if train is not None and train.train else set())
+        returns |= self.own_reads(tape_part + rest)  # the part after the tape reads what the tape computed
+
         def body(definitions: Iterable[_Definition], prefix: str) -> None:
-            for definition in definitions:
-                form = definition.function_form or definition.statement
-                lines.append(_indent(self.code(form).lstrip("\n"), prefix))
+            lines.extend(self.layout(list(definitions), returns, prefix=prefix))
 
         if train is not None:
             optimizer, loss = train.train or ("", "")
