@@ -1507,10 +1507,10 @@ class _Rewrite:
             if by_top.get(top) and emitted:  # PEP 8: two blank lines after a function
                 first = emitted[0]
                 assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                kept = list(first.leading_lines)
-                while kept and kept[0].comment is None:
-                    kept.pop(0)  # the blank lines after a function are the generated ones
-                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *kept])
+                leading: list[cst.EmptyLine] = list(first.leading_lines)
+                while leading and leading[0].comment is None:
+                    leading.pop(0)  # the blank lines after a function are the generated ones
+                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *leading])
             new_body += emitted
         module_body = self.splice(new_body)
         if self.keras is not None and "keras" not in self.bindings.values():
