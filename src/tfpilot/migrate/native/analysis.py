@@ -65,7 +65,15 @@ class Analysis(CallRewrites):
                 small = statement.body[0]
                 if isinstance(small, cst.Assign) and self.is_session(small.value):
                     return True
+            if statements is self.module.body and self.is_main_block(statement):
+                assert isinstance(statement, cst.If) and isinstance(statement.body, cst.IndentedBlock)
+                if self.holds_session(statement.body.body):
+                    return True
         return False
+
+    def is_main_block(self, statement: cst.BaseStatement) -> bool:
+        """``if __name__ == "__main__":`` with no else."""
+        return isinstance(statement, cst.If) and statement.orelse is None and is_main_test(statement.test)
 
     def holds_session_anywhere(self, node: cst.CSTNode) -> bool:
         rewrite = self
@@ -94,6 +102,8 @@ class Analysis(CallRewrites):
         self.body: list[cst.BaseStatement] = []
         self.sessions: list[tuple[str, int]] = []  # (name, index of its first statement)
         self.session_name: str | None = None
+        self.main_block: cst.If | None = None
+        self.in_main_block: set[int] = set()  # id() of the statements that were in it
         self.tag_prefixes: dict[int, str] = {}  # id(statement) -> the name scopes it was in, "a/b/"
         self.open(self.scope)
         if not self.sessions:
@@ -101,6 +111,14 @@ class Analysis(CallRewrites):
 
     def open(self, statements: Sequence[cst.BaseStatement], prefix: str = "") -> None:
         for statement in statements:
+            if statements is self.module.body and self.is_main_block(statement):
+                # The main block of a module-level graph: opened, and put back around what it became.
+                assert isinstance(statement, cst.If) and isinstance(statement.body, cst.IndentedBlock)
+                self.main_block = statement
+                before = len(self.body)
+                self.open(statement.body.body, prefix)
+                self.in_main_block.update(id(inner) for inner in self.body[before:])
+                continue
             if isinstance(statement, cst.With) and len(statement.items) == 1:
                 item = statement.items[0]
                 scope = self.name_scope(statement)

@@ -147,7 +147,13 @@ class Rewrite(Analysis):
             by_top.setdefault(top, []).append(function)
         new_body: list[cst.BaseStatement] = []
         generated: set[int] = set()
+        outside: list[cst.BaseStatement] = []  # the module's statements while new_body fills the main block
         for top, statement in enumerate(self.body):
+            if id(statement) in self.in_main_block and not outside:
+                outside, new_body = new_body, []
+            elif id(statement) not in self.in_main_block and outside:
+                new_body = self.close_main_block(outside, new_body)
+                outside = []
             for function in by_top.get(top, []):
                 new_body.append(function)
                 generated.add(id(function))
@@ -174,14 +180,17 @@ class Rewrite(Analysis):
                 visited = statement.visit(Sites())
                 if isinstance(visited, cst.BaseStatement):
                     emitted.append(visited)
-            if by_top.get(top) and emitted:  # PEP 8: two blank lines after a function
-                first = emitted[0]
-                assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                leading: list[cst.EmptyLine] = list(first.leading_lines)
-                while leading and leading[0].comment is None:
-                    leading.pop(0)  # the blank lines after a function are the generated ones
-                emitted[0] = first.with_changes(leading_lines=[*self.blank_lines(), *leading])
+            after_function = bool(by_top.get(top)) or bool(new_body and isinstance(new_body[-1], cst.FunctionDef))
+            if after_function and emitted and not isinstance(emitted[0], cst.FunctionDef):
+                emitted[0] = self.after_function(emitted[0])
+            for position in range(1, len(emitted)):  # a generated helper among the emitted statements
+                if isinstance(emitted[position - 1], cst.FunctionDef) and not isinstance(
+                    emitted[position], cst.FunctionDef
+                ):
+                    emitted[position] = self.after_function(emitted[position])
             new_body += emitted
+        if outside:
+            new_body = self.close_main_block(outside, new_body)
         module_body = self.splice(new_body)
         if self.keras is not None and "keras" not in self.bindings.values():
             at = next(
@@ -207,7 +216,13 @@ class Rewrite(Analysis):
             - self.holders_names()
             - {name for name, _, _, _ in functions.values()}  # a train op's name reused by its step
         )
-        for statement in new_body:
+        statements = list(new_body)
+        for block in new_body:
+            if isinstance(block, cst.If) and block.test is getattr(self.main_block, "test", None):
+                assert isinstance(block.body, cst.IndentedBlock)
+                statements += block.body.body  # the main block is checked statement by statement
+                statements.remove(block)
+        for statement in statements:
             if id(statement) in generated or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
             for name in names_read(statement) & left:
@@ -215,6 +230,27 @@ class Rewrite(Analysis):
                     1, f"`{name}` is still used at module level after the rewrite: {rewrite.code(statement)[:80]!r}"
                 )
         return module.code
+
+    def close_main_block(
+        self, outside: list[cst.BaseStatement], inside: list[cst.BaseStatement]
+    ) -> list[cst.BaseStatement]:
+        """The `if __name__ == "__main__":` block back around what its statements became."""
+        assert self.main_block is not None and isinstance(self.main_block.body, cst.IndentedBlock)
+        if not inside:
+            inside = [cst.SimpleStatementLine([cst.Pass()])]
+        first = inside[0]
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            inside = [first.with_changes(leading_lines=[]), *inside[1:]]
+        block = self.main_block.with_changes(body=self.main_block.body.with_changes(body=inside))
+        return [*outside, block]
+
+    def after_function(self, statement: cst.BaseStatement) -> cst.BaseStatement:
+        """PEP 8's blank lines after a function, in place of the blank lines the statement had."""
+        assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        leading: list[cst.EmptyLine] = list(statement.leading_lines)
+        while leading and leading[0].comment is None:
+            leading.pop(0)
+        return statement.with_changes(leading_lines=[*self.blank_lines(), *leading])
 
     def no_summary_in_list(self, site: Site) -> None:
         if set(site.fetches) & self.summary_names:
