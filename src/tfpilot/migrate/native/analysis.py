@@ -402,8 +402,13 @@ class Analysis(CallRewrites):
             key = value.args[0].value if value.args else None
             if key is not None and not (isinstance(key, cst.SimpleString) and key.evaluated_value == "summaries"):
                 raise Fallback(line, "merge_all of a collection other than the summaries")
-            if not self.summaries or len(targets) != 1:
-                raise Fallback(line, "merge_all() with no summary before it (TF1 returned None)")
+            if len(targets) != 1:
+                raise Fallback(line, "merge_all() bound to something other than one name")
+            if not self.summaries:
+                # TF1's merge_all() returned None when no summary was made: the name stays None.
+                self.replacements[id(statement)] = (cst.parse_statement(f"{targets[0]} = None\n"),)
+                self.changes.append(CompatChange(line, 1, "merge_all() with no summary before it -> None (as in TF1)"))
+                return True
             kinds: dict[str, list[str]] = {}
             for kind, tag_code, tensor_code in self.summaries:
                 kinds.setdefault(kind, []).append(f"{tag_code}: {tensor_code}")
