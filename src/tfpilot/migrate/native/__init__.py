@@ -7,7 +7,10 @@ the compat output (which runs as a TF1 graph) for that file.
 
 What is rewritten, and why each step keeps the program's meaning:
 
-* Every module-level tensor that depends on a placeholder (the graph) is moved into the
+* The scope that holds the Session is the module, one function (``main()`` under ``tf.app.run``)
+  or the ``if __name__ == "__main__":`` block; Graph, name-scope and naming variable-scope blocks are
+  opened. In a function the generated steps are its locals: made once per call, as its graph was.
+* Every tensor that depends on a placeholder or a ``tf.Variable`` (the graph) is moved into the
   functions that fetch it. One ``tf.function`` per distinct ``sess.run`` / ``Tensor.eval`` call
   (same fetches, same placeholders) computes exactly what that call fetched, each tensor once per
   call, from the values the call fed: what ``Session.run`` did.
@@ -26,6 +29,14 @@ What is rewritten, and why each step keeps the program's meaning:
   ``save`` / ``restore`` become ``write`` / ``read(...).assert_consumed()``.
 * Sessions and initializers go: TF2 variables hold their value from creation. A second Session
   only keeps TF1's meaning when it starts by restoring the checkpoint, so that is required.
+* What several steps compute in common becomes one ``forward`` helper they call; TF1 summaries
+  become a dict of tensors a step returns and a ``write_summaries`` helper over a TF2 file writer.
+* Nothing of ``tf.compat.v1`` may be left: what has no TF2 spelling here keeps the file on compat.
+
+Layout: ``tables`` (what TF1 calls become), ``syntax`` (names a node reads and binds), ``parts``
+(definitions, sess.run sites, forward helpers), ``base`` (the parsed module and shared state),
+``calls`` (one-call rewrites), ``analysis`` (the scope, the graph, the sites, the checks that keep
+the meaning) and ``codegen`` (the steps, the helpers, the new module).
 
 Everything here works on source text with libcst and imports no TensorFlow.
 """
