@@ -152,6 +152,30 @@ with tf.compat.v1.Session() as sess:
         absent=("compat.v1",),
     ),
     Case(
+        "a tensor of constants is computed once, eagerly; sess.close() goes",
+        """
+import tensorflow as tf
+a = tf.constant([[2, 2]])
+product = tf.matmul(a, tf.constant([[3], [3]]))
+doubled = product * 2
+sess = tf.compat.v1.Session()
+print(sess.run(product), sess.run([product, doubled]))
+sess.close()
+""",
+        contains=("product = tf.matmul(", "print(product.numpy(), [product.numpy(), doubled.numpy()])"),
+        absent=("close", "Session"),
+    ),
+    Case(
+        "a random tensor is not a constant: each sess.run drew anew",
+        "import tensorflow as tf\nc = tf.random.normal([])\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
+        fallback="sess.run fetches `c`, which is not built from placeholders or variables",
+    ),
+    Case(
+        "a tensor printed outside sess.run (TF1 printed its description, TF2 its value)",
+        "import tensorflow as tf\nc = tf.constant(3)\nprint(c)\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
+        fallback="tensor `c` is used outside sess.run",
+    ),
+    Case(
         "a feed_dict bound to a name is inlined where it is fed",
         MODULE_STEP.replace(
             "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",

@@ -11,7 +11,15 @@ from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.calls import CallRewrites
 from tfpilot.migrate.native.parts import Definition, Fallback, Site
 from tfpilot.migrate.native.syntax import bound_names, descendants, is_main_test, names_read, target_names
-from tfpilot.migrate.native.tables import CREATES_VARIABLES, MODULE_GRAPH, SUMMARY_KINDS, TRUSTED_MODULES, V1
+from tfpilot.migrate.native.tables import (
+    CREATES_VARIABLES,
+    MODULE_GRAPH,
+    RANDOM,
+    SUMMARY_KINDS,
+    TENSOR_OP,
+    TRUSTED_MODULES,
+    V1,
+)
 
 
 class Analysis(CallRewrites):
@@ -247,6 +255,9 @@ class Analysis(CallRewrites):
         self.holders: list[tuple[str, int]] = []  # (name, index): variables, layers, optimizers
         # tf.Variable names, bound once: a tensor computed from one is recomputed at every run, as in TF1.
         self.variables: set[str] = set()
+        # Tensors of constants only (no placeholder, variable or random op): eager values, read once.
+        self.constants: set[str] = set()
+        self.constant_statements: set[int] = set()
         self.summaries: list[tuple[str, str, str]] = []  # (kind, tag code, tensor code), in program order
         self.summary_ops: set[str] = set()  # names bound to TF1 summary ops (gone)
         self.summary_names: set[str] = set()  # names bound to merge_all(): a dict of tensors
@@ -348,6 +359,7 @@ class Analysis(CallRewrites):
             return
         read = self.reads_outside_sites(value, graph)
         if not read & (graph | self.variables):
+            self.constant(statement, targets, value, read)
             return
         if targets is None:
             raise Fallback(line, "a graph tensor assigned to something other than names")
@@ -475,6 +487,30 @@ class Analysis(CallRewrites):
                 )
             return True
         raise Fallback(line, f"tf.summary.{member} has no native rewrite here")
+
+    def constant(
+        self,
+        statement: cst.SimpleStatementLine,
+        targets: tuple[str, ...] | None,
+        value: cst.BaseExpression,
+        read: set[str],
+    ) -> None:
+        """A tensor computed from constants only: computed once, eagerly, where it stands.
+
+        ``sess.run`` of it gives the same value each time, so ``.numpy()`` reads it; random ops are
+        not constants (each run drew anew), and neither is a name bound twice.
+        """
+        if targets is None or len(targets) != 1 or self.binds.get(targets[0], 0) != 1:
+            return
+        calls = [self.qualified(node.func) or "" for node in descendants(value) if isinstance(node, cst.Call)]
+        if not all(TENSOR_OP.match(name) and not CREATES_VARIABLES.match(name) for name in calls):
+            return  # something other than a TensorFlow op is called (a loader, a variable, a Python helper)
+        if not (calls and isinstance(value, cst.Call)) and not read & self.constants:
+            return
+        if any(RANDOM.search(name) for name in calls) or read & self.variables:
+            return
+        self.constants.add(targets[0])
+        self.constant_statements.add(id(statement))
 
     def is_feed_dict(self, node: cst.BaseExpression) -> bool:
         """``{placeholder: value, ...}``."""
@@ -632,7 +668,10 @@ class Analysis(CallRewrites):
                     owner = func.value
                     method = func.attr.value
                     line = rewrite.line(node)
-                    if isinstance(owner, cst.Name) and owner.value == session and method == "run":
+                    if isinstance(owner, cst.Name) and owner.value == session and method == "close" and not node.args:
+                        rewrite.session_uses.append((node, rewrite.current_top, "close"))  # nothing to close in TF2
+                        self.handled.add(id(owner))
+                    elif isinstance(owner, cst.Name) and owner.value == session and method == "run":
                         rewrite.site(
                             node,
                             rewrite.current_top,
@@ -731,13 +770,13 @@ class Analysis(CallRewrites):
                     raise Fallback(line, f"feeds `{element.key.value}`, which is not a placeholder")
                 feeds[element.key.value] = element.value
         for name in names:
-            if name not in self.graph_names() and name not in self.variables:
+            if name not in self.graph_names() and name not in self.variables and name not in self.constants:
                 raise Fallback(line, f"sess.run fetches `{name}`, which is not built from placeholders or variables")
         self.sites.append(Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple)))
 
     def resolve(self, name: str, top: int) -> Definition | str | None:
         """The definition of ``name`` that a fetch at top-level statement ``top`` sees (None: a variable)."""
-        if name in self.variables and name not in self.reaching:
+        if (name in self.variables or name in self.constants) and name not in self.reaching:
             return None
         for definition in reversed(self.reaching[name]):
             if isinstance(definition, str) or definition.index < top:
@@ -787,6 +826,8 @@ class Analysis(CallRewrites):
                 continue
 
             class Uses(cst.CSTVisitor):
+                top = id(statement)
+
                 def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
                     return id(node) not in rewrite.feed_bindings  # its keys are placeholders, by design
 
@@ -809,6 +850,9 @@ class Analysis(CallRewrites):
                     return False
 
                 def visit_Name(self, node: cst.Name) -> None:
+                    if node.value in rewrite.constants and self.top not in rewrite.constant_statements:
+                        # TF1 printed a symbolic tensor where TF2 has its value: not the same program.
+                        raise Fallback(rewrite.line(node), f"tensor `{node.value}` is used outside sess.run / eval")
                     if node.value in graph and node.value not in rewrite.optimizers:
                         raise Fallback(
                             rewrite.line(node), f"graph tensor `{node.value}` is used outside sess.run / eval"
@@ -831,7 +875,7 @@ class Analysis(CallRewrites):
                 [(top, kind) for _, top, kind in self.session_uses if top >= start]
                 + [(site.top, "run") for site in self.sites if site.top >= start]
             )
-            kinds = [kind for _, kind in uses if kind != "init"]
+            kinds = [kind for _, kind in uses if kind not in ("init", "close")]
             if not kinds or kinds[0] != "restore":
                 raise Fallback(
                     self.line(self.body[start]) if start < len(self.body) else 1,

@@ -33,7 +33,7 @@ class Rewrite(Analysis):
         self.plan_forward()
         for site in self.sites:
             resolved = [self.resolve(name, site.top) for name in site.fetches]
-            if all(item is None for item in resolved):  # variables only: read their values
+            if all(item is None for item in resolved):  # variables and constants only: read their values
                 values = [f"{name}.numpy()" for name in site.fetches]
                 call_code[id(site.call)] = (
                     values[0]
@@ -90,7 +90,7 @@ class Rewrite(Analysis):
             else:
                 self.no_summary_in_list(site)
                 call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
-        init_calls = {id(call) for call, _, kind in self.session_uses if kind == "init"}
+        init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
         saver_calls = {id(call): kind for call, _, kind in self.session_uses if kind in ("save", "restore")}
         rewrite = self
 
@@ -137,7 +137,7 @@ class Rewrite(Analysis):
                 return updated
 
         for init_call, _, kind in self.session_uses:
-            if kind == "init" and id(init_call) not in self.expression_calls:
+            if kind in ("init", "close") and id(init_call) not in self.expression_calls:
                 raise Fallback(self.line(init_call), "the initializer's run is used as a value")
         by_top: dict[int, list[cst.FunctionDef]] = {}
         for helper in self.helpers.values():

@@ -91,3 +91,12 @@ ESTIMATOR_REASON = (
     "a tf.estimator program: it runs on the Estimator shim (tf1_compat_shims._tf1_estimator); porting the "
     "model_fn to a keras.Model trained with fit is not automated"
 )
+
+# Ops that draw anew at every run: a tensor built with one is not a constant.
+RANDOM = re.compile(r"random|dropout|shuffle|multinomial|truncated_normal|categorical")
+# A TensorFlow op that computes a tensor from its inputs (tf.constant, tf.matmul, tf.nn.relu ...):
+# lower-case functions of tf, tf.math, tf.nn ... (classes such as tf.Variable and modules such as
+# tf.train or tf.summary are not ops).
+TENSOR_OP = re.compile(
+    r"^tensorflow\.(compat\.v1\.)?((math|nn|linalg|strings|bitwise|signal|image|sparse)\.)?[a-z][a-z_0-9]*$"
+)
