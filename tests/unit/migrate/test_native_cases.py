@@ -242,16 +242,18 @@ sess.close()
     ),
     Case(
         "two runs that share the forward pass call one helper",
-        MODULE_STEP.replace(
+        MODULE_STEP.replace("pred = tf.matmul(x, W)", "hidden = tf.matmul(x, W)\npred = tf.nn.relu(hidden)")
+        .replace(
             "with tf.compat.v1.Session() as sess:",
             "error = tf.reduce_mean(tf.abs(y - pred))\nwith tf.compat.v1.Session() as sess:",
-        ).replace("    print(value)", "    print(value, sess.run(error, feed_dict={x: xs, y: ys}))"),
+        )
+        .replace("    print(value)", "    print(value, sess.run(error, feed_dict={x: xs, y: ys}))"),
         contains=(
             "def forward(x):\n",
             "        pred = forward(x)\n        loss = ",
             "    pred = forward(x)\n    error = ",
         ),
-        once=("pred = tf.matmul(x, W)",),
+        once=("hidden = tf.matmul(x, W)",),
     ),
     Case(
         "the graph calls a function imported from another module",

@@ -312,6 +312,8 @@ class Rewrite(Analysis):
         shared_ids = {id(d) for d in shared}
         for key, members in self.step_members.items():
             for root in self.maximal([d for d in members if id(d) in shared_ids]):
+                if len(self.closure_ids[id(root)]) == 1:
+                    continue  # one shared statement (a call of the model function): a helper would only wrap it
                 if id(root) not in self.helpers:
                     definitions, placeholders = self.closure([root])
                     params = sorted(placeholders, key=lambda name: self.placeholders[name][0])
