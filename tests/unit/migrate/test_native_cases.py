@@ -312,3 +312,12 @@ def test_native_case(case: Case) -> None:
         assert result.source.count(text) == 1, result.source
     for text in case.absent:
         assert text not in result.source, f"{text!r} in:\n{result.source}"
+
+
+def test_random_draws_are_noted_where_numbers_can_differ_from_tf1() -> None:
+    """TF1 and TF2 draw different random streams under one seed: the report says so, at the first draw."""
+    source = MODULE_STEP.replace("tf.zeros([2, 1])", "tf.random.normal([2, 1], seed=1)")
+    result = rewrite_native(textwrap.dedent(source).lstrip("\n"))
+    assert result.converted, result.reason
+    assert [note.line for note in result.notes if "random numbers" in note.message] == [4]
+    assert not rewrite_native(textwrap.dedent(MODULE_STEP).lstrip("\n")).notes

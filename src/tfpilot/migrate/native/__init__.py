@@ -48,7 +48,7 @@ import dataclasses
 from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.codegen import Rewrite
 from tfpilot.migrate.native.parts import Fallback
-from tfpilot.migrate.native.syntax import estimator_line, v1_left
+from tfpilot.migrate.native.syntax import estimator_line, random_line, v1_left
 from tfpilot.migrate.native.tables import ESTIMATOR_REASON
 
 __all__ = ["NativeResult", "rewrite_native"]
@@ -82,6 +82,18 @@ def rewrite_native(source: str) -> NativeResult:
         left = v1_left(code)
         if left is not None:
             raise Fallback(left[0], f"`{left[1]}` has no native rewrite here")
+        random = random_line(source)
+        if random is not None:
+            rewrite.notes.append(
+                CompatChange(
+                    random,
+                    1,
+                    "TF2 draws random numbers (initial weights, dropout masks, samples) from another stream than "
+                    "TF1 under the same seed: what the program prints after training matches TF1 in distribution, "
+                    "not digit for digit",
+                    blocks_run=False,
+                )
+            )
     except Fallback as fallback:
         return NativeResult(source, False, fallback.message, fallback.line)
     return NativeResult(

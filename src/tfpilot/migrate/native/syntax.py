@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -10,7 +11,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from tfpilot.migrate.compat import dotted_name, import_bindings, qualified_name
 
 # bound_names, descendants, estimator_line, indent, is_main_test, names_read, target_names, v1_left
-from tfpilot.migrate.native.tables import ESTIMATOR_MODULES, V1
+from tfpilot.migrate.native.tables import ESTIMATOR_MODULES, RANDOM, V1
 
 
 def names_read(node: cst.CSTNode) -> set[str]:
@@ -161,3 +162,26 @@ def estimator_line(source: str) -> int | None:
                 if any(name == module or name.startswith(module + ".") for module in ESTIMATOR_MODULES):
                     lines.append(node.lineno)
     return min(lines, default=None)
+
+
+def random_line(source: str) -> int | None:
+    """The first line that draws TensorFlow random numbers (a random op or a Keras layer's initializer)."""
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    bindings = import_bindings(module)
+    found: list[int] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            name = qualified_name(node.func, bindings) or ""
+            draws = name.startswith("tensorflow.") and RANDOM.search(name) and not name.endswith("seed")
+            if draws or re.match(
+                r"^(keras\.layers\.(?!Flatten|MaxPooling|AveragePooling)|tensorflow\.(compat\.v1\.)?layers\."
+                r"(?!flatten|max_pooling|average_pooling))",
+                name,
+            ):
+                found.append(positions[node].start.line)
+
+    module.visit(Finder())
+    return min(found, default=None)
