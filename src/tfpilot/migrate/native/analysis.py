@@ -23,6 +23,8 @@ from tfpilot.migrate.native.tables import (
 
 
 class Analysis(CallRewrites):
+    """Where the Session is, what the graph is, where it runs, and the checks that keep its meaning."""
+
     # --- the scope that holds the Session, with its Session and Graph blocks opened ------
     def find_scope(self) -> None:
         """The statements the rewrite works on: the module, or the one function / main block with the Session.

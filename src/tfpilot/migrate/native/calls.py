@@ -21,6 +21,8 @@ from tfpilot.migrate.native.tables import (
 
 
 class CallRewrites(Base):
+    """TF1 calls rewritten one at a time from the tables (optimizers, layers, cells, assign, tf.app)."""
+
     def optimizer_expression(self, call: cst.Call, line: int) -> str | None:
         name = self.qualified(call.func)
         if name is None or not name.startswith(V1 + "train."):

@@ -13,6 +13,8 @@ from tfpilot.migrate.native.syntax import bound_names, indent, names_read
 
 
 class Rewrite(Analysis):
+    """The whole native rewrite: the analysis, then the steps, the helpers and the new module."""
+
     # --- the new module -------------------------------------------------------------------
     def generate(self) -> str:
         tf = self.tf
