@@ -105,6 +105,23 @@ CASES = [
         absent=("as_default", "Graph()"),
     ),
     Case(
+        "graph = tf.Graph() built under `with graph.as_default()` and run by Session(graph=graph)",
+        "import tensorflow as tf\ngraph = tf.Graph()\nwith graph.as_default():\n"
+        + textwrap.indent(
+            MODULE_STEP.replace("import tensorflow as tf\n", "").split("with tf.compat.v1.Session")[0], "    "
+        )
+        + "with tf.compat.v1.Session(graph=graph) as sess:"
+        + MODULE_STEP.split("with tf.compat.v1.Session() as sess:")[1],
+        contains=("def train_step(x, y):",),
+        absent=("graph", "Session"),
+    ),
+    Case(
+        "a tf.Graph() used for more than as_default / Session(graph=)",
+        "import tensorflow as tf\ngraph = tf.Graph()\nwith graph.as_default():\n    x = tf.constant(1)\ngraph.finalize()\n"
+        "with tf.compat.v1.Session(graph=graph) as sess:\n    print(sess.run(x))\n",
+        fallback="a Session with a target or graph argument",
+    ),
+    Case(
         "a Session kept in a class",
         "import tensorflow as tf\nclass Model:\n    def __init__(self):\n        self.sess = tf.compat.v1.Session()\n",
         fallback="the Session lives in class `Model`",

@@ -34,6 +34,7 @@ class Analysis(CallRewrites):
         function, and its tf.functions and layers become locals of it, made once per call as the
         TF1 graph was.
         """
+        self.find_graph_objects()
         self.scope_owner: cst.FunctionDef | cst.If | None = None
         self.scope: Sequence[cst.BaseStatement] = self.module.body
         if self.holds_session(self.module.body):
@@ -167,6 +168,16 @@ class Analysis(CallRewrites):
                     continue
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
                 small = statement.body[0]
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value in self.graph_objects
+                ):
+                    self.changes.append(
+                        CompatChange(self.line(statement), 1, "removed the tf.Graph(): TF2 runs eagerly")
+                    )
+                    continue
                 if isinstance(small, cst.Assign) and len(small.targets) == 1 and self.is_session(small.value):
                     target = small.targets[0].target
                     if not isinstance(target, cst.Name):
@@ -208,16 +219,47 @@ class Analysis(CallRewrites):
         return "" if first is None else None
 
     def is_graph_block(self, node: cst.BaseExpression) -> bool:
-        """``tf.Graph().as_default()``."""
-        return (
+        """``tf.Graph().as_default()``, or ``graph.as_default()`` with ``graph = tf.Graph()``."""
+        if not (
             isinstance(node, cst.Call)
             and not node.args
             and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == "as_default"
-            and isinstance(node.func.value, cst.Call)
-            and not node.func.value.args
-            and self.qualified(node.func.value.func) in ("tensorflow.Graph", V1 + "Graph")
+        ):
+            return False
+        owner = node.func.value
+        return self.is_new_graph(owner) or (isinstance(owner, cst.Name) and owner.value in self.graph_objects)
+
+    def is_new_graph(self, node: cst.BaseExpression) -> bool:
+        return (
+            isinstance(node, cst.Call)
+            and not node.args
+            and self.qualified(node.func) in ("tensorflow.Graph", V1 + "Graph")
         )
+
+    def find_graph_objects(self) -> None:
+        """Names bound once, to ``tf.Graph()``: the one graph a script builds into and runs."""
+        bound: dict[str, int] = {}
+        self.graph_objects: set[str] = set()
+        for node in descendants(self.module):
+            if isinstance(node, cst.AssignTarget):
+                for name in target_names(node.target) or ():
+                    bound[name] = bound.get(name, 0) + 1
+            if (
+                isinstance(node, cst.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name)
+                and self.is_new_graph(node.value)
+            ):
+                self.graph_objects.add(node.targets[0].target.value)
+        self.graph_objects = {name for name in self.graph_objects if bound.get(name) == 1}
+        for node in descendants(self.module):  # used only as `with graph.as_default()` or `Session(graph=graph)`
+            if isinstance(node, cst.Name) and node.value in self.graph_objects:
+                parent = self.parents.get(node)
+                as_default = isinstance(parent, cst.Attribute) and parent.attr.value == "as_default"
+                passed = isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "graph"
+                if not (as_default or passed or isinstance(parent, cst.AssignTarget)):
+                    self.graph_objects.discard(node.value)
 
     def is_session(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and self.qualified(node.func) in (
@@ -232,6 +274,13 @@ class Analysis(CallRewrites):
         self.session_name = name
         assert isinstance(call, cst.Call)
         for arg in call.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "graph"
+                and isinstance(arg.value, cst.Name)
+                and arg.value.value in self.graph_objects
+            ):
+                continue  # the one graph the script built: TF2 has none to pass
             if arg.keyword is not None and arg.keyword.value == "config":
                 self.notes.append(
                     CompatChange(

@@ -217,6 +217,7 @@ class Rewrite(Analysis):
             - set(self.optimizers)
             - self.holders_names()
             - {name for name, _, _, _ in functions.values()}  # a train op's name reused by its step
+            | self.graph_objects
         )
         statements = list(new_body)
         for block in new_body:
