@@ -183,6 +183,11 @@ sess.close()
         absent=("close", "Session"),
     ),
     Case(
+        "a variable printed itself (TF1 printed its name and shape, TF2 its value)",
+        MODULE_STEP.replace("    print(value)", "    print(value, W)"),
+        fallback="variable `W` is printed itself",
+    ),
+    Case(
         "a random tensor is not a constant: each sess.run drew anew",
         "import tensorflow as tf\nc = tf.random.normal([])\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
         fallback="sess.run fetches `c`, which is not built from placeholders or variables",

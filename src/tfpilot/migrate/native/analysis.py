@@ -883,6 +883,11 @@ class Analysis(CallRewrites):
                     return id(node) not in rewrite.feed_bindings  # its keys are placeholders, by design
 
                 def visit_Call(self, node: cst.Call) -> bool:
+                    if isinstance(node.func, cst.Name) and node.func.value in ("print", "str", "repr"):
+                        for arg in node.args:
+                            if isinstance(arg.value, cst.Name) and arg.value.value in rewrite.variables:
+                                # TF1 printed the variable's name and shape; a TF2 variable prints its value.
+                                raise Fallback(rewrite.line(node), f"variable `{arg.value.value}` is printed itself")
                     if any(site.call is node for site in rewrite.sites):
                         for arg in node.args:
                             if isinstance(arg.value, cst.Dict):
