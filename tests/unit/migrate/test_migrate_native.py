@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,29 @@ def test_unsupported_construct_falls_back_to_compat_with_a_reason(migrated):
     assert any("--mode native cannot rewrite this file" in line for line in lines)
     rendered = (out / "MIGRATION_REPORT.md").read_text()
     assert "| rewritten as |" in rendered and "| native |" in rendered
+
+
+def numbers(text: str) -> list[float]:
+    return [float(token) for token in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", text)]
+
+
+@pytest.mark.parametrize("name", ["native_main.py", "native_summaries.py"])
+def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):
+    """The TF2 rewrite against the compat output (the TF1 program on tf.compat.v1): same numbers, 1e-4."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / name).write_text((FIXTURES / name).read_text())
+    outputs = {}
+    for mode in ("native", "compat"):
+        report = migrate(source, tmp_path / mode, mode=mode)
+        if mode == "native":
+            assert report.statuses[0].rewrite == "native", report.statuses[0].rewrite
+            text = (tmp_path / mode / name).read_text()
+            for gone in ("compat.v1", "Session(", "placeholder(", "feed_dict"):
+                assert gone not in text
+        outputs[mode] = run(tmp_path / mode / name)
+    native, compat = numbers(outputs["native"]), numbers(outputs["compat"])
+    assert len(native) == len(compat) > 3, outputs
+    assert native == pytest.approx(compat, rel=1e-4, abs=1e-4), outputs
+    if name == "native_summaries.py":  # the summaries were written, as TF1's FileWriter wrote them
+        assert list((tmp_path / "native" / "logs").glob("events.out.tfevents.*"))

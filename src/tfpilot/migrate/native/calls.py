@@ -1,0 +1,293 @@
+"""Rewrites of single TF1 calls: optimizers, minimize, tf.layers, RNN cells, assign, tf.compat.v1 calls, tf.app."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tfpilot.migrate.compat import CompatChange
+from tfpilot.migrate.native.base import Base
+from tfpilot.migrate.native.parts import Definition, Fallback
+from tfpilot.migrate.native.syntax import names_read
+from tfpilot.migrate.native.tables import (
+    ASSIGNS,
+    FLATTEN,
+    IGNORED_OPTIMIZER_ARGS,
+    LAYER_MODULES,
+    LAYERS,
+    OPTIMIZERS,
+    V1,
+    V1_CALLS,
+)
+
+
+class CallRewrites(Base):
+    """TF1 calls rewritten one at a time from the tables (optimizers, layers, cells, assign, tf.app)."""
+
+    def optimizer_expression(self, call: cst.Call, line: int) -> str | None:
+        name = self.qualified(call.func)
+        if name is None or not name.startswith(V1 + "train."):
+            return None
+        kind = name[len(V1 + "train.") :]
+        if not kind.endswith("Optimizer"):
+            return None
+        if kind not in OPTIMIZERS:
+            raise Fallback(line, f"tf.compat.v1.train.{kind} has no Keras optimizer with the same update rule here")
+        keras_class, positional, renames, defaults = OPTIMIZERS[kind]
+        arguments: dict[str, str] = {}
+        for position, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword is not None else positional[position]
+            if key in IGNORED_OPTIMIZER_ARGS:
+                continue
+            if key not in renames:
+                raise Fallback(line, f"{kind}({key}=...) has no Keras counterpart here")
+            arguments[renames[key]] = self.code(arg.value)
+        for key, value in defaults.items():
+            arguments.setdefault(key, value)
+        rendered = ", ".join(f"{key}={value}" for key, value in arguments.items())
+        self.changes.append(
+            CompatChange(line, 1, f"tf.compat.v1.train.{kind} -> keras.optimizers.{keras_class} (same update rule)")
+        )
+        return f"{self.keras_name()}.optimizers.{keras_class}({rendered})"
+
+    def minimize(self, value: cst.BaseExpression, index: int, line: int) -> tuple[str, str] | None:
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "minimize"
+        ):
+            return None
+        if (
+            len(value.args) != 1
+            or value.args[0].keyword not in (None,)
+            or not isinstance(value.args[0].value, cst.Name)
+        ):
+            raise Fallback(line, "minimize() with more than the loss (global_step, var_list ...)")
+        loss = value.args[0].value.value
+        owner = value.func.value
+        if isinstance(owner, cst.Name) and owner.value in self.optimizers:
+            return owner.value, loss
+        if isinstance(owner, cst.Call):
+            expression = self.optimizer_expression(owner, line)
+            if expression is not None:
+                return expression, loss
+        raise Fallback(line, "minimize() on something other than a tf.compat.v1.train optimizer")
+
+    # --- tf.layers calls -> Keras layers made once ---------------------------------------
+    def hoist(self, definition: Definition) -> None:
+        rewrite = self
+        hoisted: list[cst.BaseStatement] = []
+
+        class Hoister(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                name = rewrite.qualified(original.func)
+                if name is None:
+                    return updated
+                if name == FLATTEN or any(name.startswith(prefix) for prefix in LAYER_MODULES):
+                    return rewrite.layer_call(name, updated, definition.line, hoisted)
+                if name in (V1 + "nn.dynamic_rnn",):
+                    return rewrite.rnn_call(updated, definition.line, hoisted)
+                if name in ASSIGNS:
+                    return rewrite.assign_call(name, updated, definition.line)
+                return updated
+
+        before = len(self.holders)
+        new = definition.statement.visit(Hoister())
+        self.holders[before:] = [(name, definition.index) for name, _ in self.holders[before:]]
+        assert isinstance(new, cst.SimpleStatementLine)
+        definition.function_form = new
+        definition.module_form = tuple(hoisted)
+
+    def assign_call(self, name: str, call: cst.Call, line: int) -> cst.BaseExpression:
+        method = name.rpartition(".")[2]
+        if len(call.args) != 2 or any(arg.keyword is not None for arg in call.args):
+            raise Fallback(line, f"tf.compat.v1.{method} with options (use_locking, validate_shape ...)")
+        variable, value = (arg.value for arg in call.args)
+        self.changes.append(CompatChange(line, 1, f"tf.compat.v1.{method}(ref, value) -> ref.{method}(value)"))
+        return cst.Call(cst.Attribute(variable, cst.Name(method)), [cst.Arg(value)])
+
+    def layer_call(self, name: str, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
+        member = "flatten" if name == FLATTEN else name.rpartition(".")[2]
+        if not call.args or call.args[0].keyword is not None:
+            raise Fallback(line, f"tf.layers.{member} without its input as the first argument")
+        inputs = call.args[0].value
+        graph = self.graph_names()
+        if member == "dropout":
+            parameters = ("rate", "noise_shape", "seed", "training", "name")
+            given: dict[str, cst.BaseExpression] = {}
+            for position, arg in enumerate(call.args[1:]):
+                given[arg.keyword.value if arg.keyword is not None else parameters[position]] = arg.value
+            training = given.get("training")
+            if training is None or (isinstance(training, cst.Name) and training.value == "False"):
+                # TF1's tf.layers.dropout defaults to training=False: it never dropped anything.
+                self.changes.append(
+                    CompatChange(
+                        line,
+                        1,
+                        "tf.layers.dropout without training= never drops (TF1's default is training=False): "
+                        "rewritten as tf.identity; pass training= if dropout was meant",
+                    )
+                )
+                return cst.parse_expression(f"{self.tf}.identity({self.code(inputs)})")
+            if not (isinstance(training, cst.Name) and (training.value in self.static or training.value == "True")):
+                raise Fallback(line, "tf.layers.dropout(training=...) fed a tensor (Keras Dropout wants a Python bool)")
+            options = {key: value for key, value in given.items() if key in ("rate", "noise_shape", "seed")}
+            keras_class = "Dropout"
+            call_suffix = f", training={training.value}"
+        else:
+            if member not in LAYERS:
+                raise Fallback(line, f"tf.layers.{member} has no Keras rewrite here")
+            keras_class, positional, allowed = LAYERS[member]
+            options = {}
+            for position, arg in enumerate(call.args[1:]):
+                if arg.keyword is None and position >= len(positional):
+                    raise Fallback(line, f"tf.layers.{member} with more positional arguments than it takes")
+                key = arg.keyword.value if arg.keyword is not None else positional[position]
+                if key not in allowed:
+                    raise Fallback(line, f"tf.layers.{member}({key}=...) has no Keras rewrite here")
+                options[key] = arg.value
+            call_suffix = ""
+        for value in options.values():
+            if names_read(value) & graph:
+                raise Fallback(line, f"tf.layers.{member}'s settings depend on a graph tensor")
+            for node_name in self.calls_in(value):
+                if node_name.startswith("tensorflow.contrib") or node_name.startswith(V1):
+                    raise Fallback(line, f"tf.layers.{member} with a TF1-only argument ({node_name})")
+        count = self.layer_counts[member] = self.layer_counts.get(member, 0) + 1
+        variable = self.fresh(f"{member}_{count}")
+        rendered = ", ".join(f"{key}={self.code(value)}" for key, value in options.items())
+        hoisted.append(cst.parse_statement(f"{variable} = {self.keras_name()}.layers.{keras_class}({rendered})\n"))
+        self.holders.append((variable, -1))
+        self.changes.append(
+            CompatChange(line, 1, f"tf.layers.{member} -> keras.layers.{keras_class} `{variable}`, created once")
+        )
+        return cst.parse_expression(f"{variable}({self.code(inputs)}{call_suffix})")
+
+    def rnn_call(self, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
+        cells: set[str] = getattr(self, "cells", set())
+        arguments = {
+            arg.keyword.value if arg.keyword else ("cell", "inputs")[i]: arg.value for i, arg in enumerate(call.args)
+        }
+        cell = arguments.get("cell")
+        if not (isinstance(cell, cst.Name) and cell.value in cells) or set(arguments) - {"cell", "inputs", "dtype"}:
+            raise Fallback(line, "dynamic_rnn with a cell other than a module-level BasicRNNCell, or extra options")
+        variable = self.fresh("rnn_1")
+        hoisted.append(
+            cst.parse_statement(
+                f"{variable} = {self.keras_name()}.layers.RNN({cell.value}, return_sequences=True, return_state=True)\n"
+            )
+        )
+        self.holders.append((variable, -1))
+        self.changes.append(
+            CompatChange(
+                line, 1, f"dynamic_rnn -> keras.layers.RNN `{variable}` (outputs and final state), created once"
+            )
+        )
+        return cst.parse_expression(f"{variable}({self.code(arguments['inputs'])})")
+
+    def rewrite_v1_calls(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The tf.compat.v1 calls with a TF2 spelling that computes the same (``V1_CALLS``)."""
+        rewrite = self
+
+        class Calls(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                name = rewrite.qualified(original.func) or ""
+                if not name.startswith(V1) or name[len(V1) :] not in V1_CALLS:
+                    return updated
+                parameters, template = V1_CALLS[name[len(V1) :]]
+                given: dict[str, str] = {}
+                for position, arg in enumerate(updated.args):
+                    if arg.keyword is None and position >= len(parameters) or arg.star:
+                        return updated
+                    key = arg.keyword.value if arg.keyword is not None else parameters[position]
+                    if key == "scope" or key == "name":
+                        continue  # names a graph op: nothing to name in TF2
+                    if key not in parameters:
+                        raise Fallback(
+                            rewrite.line(original), f"tf.compat.v1.{name[len(V1) :]}({key}=...) is not rewritten"
+                        )
+                    given[key] = rewrite.code(arg.value)
+                if set(given) != set(parameters):
+                    raise Fallback(rewrite.line(original), f"tf.compat.v1.{name[len(V1) :]} without all its inputs")
+                rewrite.changes.append(
+                    CompatChange(
+                        rewrite.line(original), 1, f"tf.compat.v1.{name[len(V1) :]} -> {template.split('(')[0]}"
+                    )
+                )
+                return cst.parse_expression(template.format(tf=rewrite.tf, **given))
+
+        new = self.module.with_changes(body=body).visit(Calls())
+        return list(new.body)
+
+    def rewrite_app(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``tf.compat.v1.app.run`` / ``flags`` -> absl, which they wrapped."""
+        rewrite = self
+        uses_flags = False
+        runs: list[cst.Call] = []
+
+        class Finder(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                nonlocal uses_flags
+                name = rewrite.qualified(node)
+                if name in (V1 + "flags", V1 + "app.flags"):
+                    uses_flags = True
+                    return False
+                return True
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if rewrite.qualified(node.func) == V1 + "app.run":
+                    runs.append(node)
+
+        module = self.module.with_changes(body=body)
+        module.visit(Finder())
+        if not runs and not uses_flags:
+            return body
+        imports: list[str] = []
+        replacements: dict[int, cst.BaseExpression] = {}
+        for run in runs:
+            given = {
+                arg.keyword.value if arg.keyword is not None else ("main", "argv")[position]: self.code(arg.value)
+                for position, arg in enumerate(run.args)
+            }
+            main = given.get("main", "main")
+            if uses_flags:
+                argv = f", argv={given['argv']}" if "argv" in given else ""
+                replacements[id(run)] = cst.parse_expression(f"app.run({main}{argv})")
+                self.notes.append(
+                    CompatChange(
+                        self.line(run),
+                        1,
+                        "tf.app.run -> absl's app.run (what it wrapped): absl stops on a command-line flag it does "
+                        "not know, where tf.app.run ignored it",
+                        blocks_run=False,
+                    )
+                )
+            else:
+                replacements[id(run)] = cst.parse_expression(f"sys.exit({main}({given.get('argv', 'sys.argv')}))")
+                self.changes.append(
+                    CompatChange(self.line(run), 1, "tf.app.run(main) -> sys.exit(main(argv)): no flags to parse")
+                )
+        if uses_flags:
+            imports += ["from absl import app\n"] if runs else []
+            imports.append("from absl import flags\n")
+            if {"app", "flags"} & self.used_names:
+                raise Fallback(self.line(runs[0]) if runs else 1, "`app` or `flags` is already a name in the file")
+        elif "sys" not in self.bindings:
+            imports.append("import sys\n")
+
+        class Replace(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return replacements.get(id(original), updated)
+
+            def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                if rewrite.qualified(original) in (V1 + "flags", V1 + "app.flags"):
+                    return cst.Name("flags")
+                return updated
+
+        new: list[cst.BaseStatement] = list(module.visit(Replace()).body)
+        at = next(
+            index
+            for index, statement in enumerate(new)
+            if isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+        )
+        return new[: at + 1] + [cst.parse_statement(line) for line in imports] + new[at + 1 :]

@@ -1,0 +1,55 @@
+"""The parts of a TF1 program the native rewrite works with: definitions, sess.run sites, shared forward passes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+
+class Fallback(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+@dataclasses.dataclass
+class Definition:
+    index: int  # position in the flattened module body
+    statement: cst.SimpleStatementLine
+    targets: tuple[str, ...]
+    deps: list[Definition | str]  # reaching definitions and placeholder names it reads
+    line: int
+    function_form: cst.SimpleStatementLine | None = None  # the statement as it runs in a tf.function
+    module_form: tuple[cst.BaseStatement, ...] = ()  # what stays at module level (hoisted layers)
+    train: tuple[str, str] | None = None  # (keras optimizer name, loss name) for `T = opt.minimize(loss)`
+
+
+@dataclasses.dataclass
+class Helper:
+    """A forward pass that several steps share: one function they call."""
+
+    root: Definition
+    definitions: list[Definition]
+    params: list[str]
+    name: str = ""
+    users: set[tuple[int, ...]] = dataclasses.field(default_factory=set)
+    returns: set[str] = dataclasses.field(default_factory=set)
+
+    def ordered_returns(self) -> list[str]:
+        return [name for d in self.definitions for name in d.targets if name in self.returns]
+
+
+@dataclasses.dataclass
+class Site:
+    call: cst.Call
+    top: int  # index of the top-level statement that holds it
+    line: int
+    fetches: tuple[str, ...]
+    single: bool  # fetch was one name, not a list
+    feeds: dict[str, cst.BaseExpression]  # placeholder -> fed value
+    assign: cst.Assign | None = None  # `_, c = sess.run([train, c], ...)`
+    in_expression_statement: bool = False
+    function: str = ""
+    as_tuple: bool = False  # sess.run((a, b)) returns a tuple, sess.run([a, b]) a list

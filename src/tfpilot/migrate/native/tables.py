@@ -1,0 +1,102 @@
+"""What --mode native rewrites TF1 calls into: one table per kind of call, and the names it knows."""
+
+from __future__ import annotations
+
+import re
+
+V1 = "tensorflow.compat.v1."
+
+# TF1 optimizer -> (Keras class, TF1 positional parameter names, TF1 keyword -> Keras keyword,
+# keywords Keras needs to match TF1's defaults).
+OPTIMIZERS: dict[str, tuple[str, tuple[str, ...], dict[str, str], dict[str, str]]] = {
+    "GradientDescentOptimizer": ("SGD", ("learning_rate",), {"learning_rate": "learning_rate"}, {}),
+    "AdamOptimizer": (
+        "Adam",
+        ("learning_rate", "beta1", "beta2", "epsilon"),
+        {"learning_rate": "learning_rate", "beta1": "beta_1", "beta2": "beta_2", "epsilon": "epsilon"},
+        {"epsilon": "1e-08"},
+    ),
+    "MomentumOptimizer": (
+        "SGD",
+        ("learning_rate", "momentum", "use_locking", "name", "use_nesterov"),
+        {"learning_rate": "learning_rate", "momentum": "momentum", "use_nesterov": "nesterov"},
+        {},
+    ),
+}
+IGNORED_OPTIMIZER_ARGS = frozenset({"name"})
+
+# tf.layers function -> (Keras class, TF1 positional parameters after `inputs`, allowed keywords).
+LAYERS: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
+    "dense": (
+        "Dense",
+        ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer"),
+        frozenset({"units", "activation", "use_bias", "kernel_initializer", "bias_initializer", "name"}),
+    ),
+    "conv2d": (
+        "Conv2D",
+        ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "activation", "use_bias"),
+        frozenset(
+            {"filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "activation", "use_bias"}
+            | {"kernel_initializer", "bias_initializer", "name"}
+        ),
+    ),
+    "max_pooling2d": (
+        "MaxPooling2D",
+        ("pool_size", "strides", "padding", "data_format"),
+        frozenset({"pool_size", "strides", "padding", "data_format", "name"}),
+    ),
+    "average_pooling2d": (
+        "AveragePooling2D",
+        ("pool_size", "strides", "padding", "data_format"),
+        frozenset({"pool_size", "strides", "padding", "data_format", "name"}),
+    ),
+    "flatten": ("Flatten", (), frozenset({"name"})),
+}
+# tf.compat.v1 call -> (its parameters, all required; the TF2 expression that computes the same).
+# The losses are TF1's defaults (weights=1.0, SUM_BY_NONZERO_WEIGHTS: the mean over every element).
+V1_CALLS: dict[str, tuple[tuple[str, ...], str]] = {
+    "set_random_seed": (("seed",), "{tf}.random.set_seed({seed})"),
+    "losses.mean_squared_error": (("labels", "predictions"), "{tf}.reduce_mean({tf}.square({labels} - {predictions}))"),
+    "losses.softmax_cross_entropy": (
+        ("onehot_labels", "logits"),
+        "{tf}.reduce_mean({tf}.nn.softmax_cross_entropy_with_logits(labels={onehot_labels}, logits={logits}))",
+    ),
+    "losses.sparse_softmax_cross_entropy": (
+        ("labels", "logits"),
+        "{tf}.reduce_mean({tf}.nn.sparse_softmax_cross_entropy_with_logits(labels={labels}, logits={logits}))",
+    ),
+}
+# Modules whose functions the graph may call: they make no variables behind the rewrite's back.
+TRUSTED_MODULES = ("tensorflow.", "keras.", "numpy.", "math.", "tensorflow", "numpy", "math")
+SUMMARY_KINDS = frozenset({"scalar", "histogram", "image", "audio", "text"})
+ASSIGNS = frozenset({V1 + "assign", V1 + "assign_add", V1 + "assign_sub"})
+LAYER_MODULES = ("tensorflow.layers.", "tensorflow.compat.v1.layers.")
+FLATTEN = "tensorflow.contrib.layers.flatten"
+# Calls that create variables: inside a tf.function they would make new ones on every trace.
+CREATES_VARIABLES = re.compile(
+    r"^tensorflow\.(Variable|compat\.v1\.(Variable|get_variable)|get_variable|compat\.v1\.layers\.|layers\.|contrib\.|"
+    r"nn\.rnn_cell\.|compat\.v1\.nn\.rnn_cell\.|keras\.layers\.)|^keras\.layers\."
+)
+# Graph state made at module level: with the Session in a function, the rewrite would leave it there.
+MODULE_GRAPH = re.compile(
+    r"^tensorflow\.(compat\.v1\.)?(placeholder|Variable|get_variable|layers\.|train\.\w*Optimizer|"
+    r"global_variables_initializer|summary\.|nn\.rnn_cell\.)"
+)
+
+
+# A tf.estimator program stays on compat output, where the Estimator shim runs its model_fn in a
+# TF1 graph with checkpoints in model_dir; porting a model_fn to keras.Model + fit is not automated.
+ESTIMATOR_MODULES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator")
+ESTIMATOR_REASON = (
+    "a tf.estimator program: it runs on the Estimator shim (tf1_compat_shims._tf1_estimator); porting the "
+    "model_fn to a keras.Model trained with fit is not automated"
+)
+
+# Ops that draw anew at every run: a tensor built with one is not a constant.
+RANDOM = re.compile(r"random|dropout|shuffle|multinomial|truncated_normal|categorical")
+# A TensorFlow op that computes a tensor from its inputs (tf.constant, tf.matmul, tf.nn.relu ...):
+# lower-case functions of tf, tf.math, tf.nn ... (classes such as tf.Variable and modules such as
+# tf.train or tf.summary are not ops).
+TENSOR_OP = re.compile(
+    r"^tensorflow\.(compat\.v1\.)?((math|nn|linalg|strings|bitwise|signal|image|sparse)\.)?[a-z][a-z_0-9]*$"
+)

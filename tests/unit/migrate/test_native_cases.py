@@ -1,0 +1,345 @@
+"""--mode native from a table of cases: tf_upgrade_v2-style TF1 input -> what the TF2 output holds, or why not.
+
+The inputs are written as tf_upgrade_v2 leaves them (``tf.compat.v1.placeholder``, ``tf.compat.v1.Session``),
+which is what :func:`rewrite_native` receives inside ``tfpilot migrate``. No TensorFlow runs here: the
+programs are run, against their TF1 meaning, in test_migrate_native.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+
+import pytest
+
+from tfpilot.migrate.native import rewrite_native
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    source: str
+    contains: tuple[str, ...] = ()  # in the native output
+    absent: tuple[str, ...] = ()  # not in the native output
+    fallback: str = ""  # the start of the reason when the file stays on compat
+    once: tuple[str, ...] = ()  # exactly once in the native output (no duplicated forward pass)
+
+
+MODULE_STEP = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+y = tf.compat.v1.placeholder(tf.float32, [None, 1])
+W = tf.Variable(tf.zeros([2, 1]))
+pred = tf.matmul(x, W)
+loss = tf.reduce_mean(tf.square(y - pred))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})
+    print(value)
+"""
+
+MAIN_STEP = """
+import tensorflow as tf
+
+def main(_):
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+    y = tf.compat.v1.placeholder(tf.float32, [None, 1])
+    W = tf.Variable(tf.zeros([2, 1]))
+    loss = tf.reduce_mean(tf.square(y - tf.matmul(x, W)))
+    train_step = tf.compat.v1.train.AdamOptimizer(0.1).minimize(loss)
+    sess = tf.compat.v1.InteractiveSession()
+    tf.compat.v1.global_variables_initializer().run()
+    for _ in range(3):
+        sess.run(train_step, feed_dict={x: xs, y: ys})
+    print(sess.run(loss, feed_dict={x: xs, y: ys}))
+
+if __name__ == "__main__":
+    tf.compat.v1.app.run(main=main)
+"""
+
+CASES = [
+    Case(
+        "module-level Session: one train step returning the fetched loss",
+        MODULE_STEP,
+        contains=("@tf.function\ndef train_step(x, y):", "tf.GradientTape()", "value = train_step(xs, ys).numpy()"),
+        absent=("Session", "placeholder", "compat.v1", "global_variables_initializer"),
+    ),
+    Case(
+        "Session in main() started by tf.app.run: nested steps, sys.exit(main(argv))",
+        MAIN_STEP,
+        contains=(
+            "def main(_):\n",
+            "    @tf.function\n    def train_step(x, y):",
+            "keras.optimizers.Adam(learning_rate=0.1, epsilon=1e-08)",
+            "sys.exit(main(sys.argv))",
+            "import sys",
+        ),
+        absent=("Session", "compat.v1", ".run()"),
+    ),
+    Case(
+        "graph at module level, Session under `if __name__ == '__main__':` (the block is kept around the loop)",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session() as sess:", "if __name__ == '__main__':\n  with tf.compat.v1.Session() as sess:"
+        ).replace("\n    ", "\n      "),
+        contains=(
+            "if __name__ == '__main__':\n  @tf.function\n  def train_step(x, y):",
+            "  value = train_step(xs, ys).numpy()",
+        ),
+        absent=("Session", "compat.v1"),
+    ),
+    Case(
+        "graph and Session both under `if __name__ == '__main__':`",
+        "import tensorflow as tf\nif __name__ == '__main__':\n"
+        + textwrap.indent(MODULE_STEP.replace("import tensorflow as tf\n", ""), "    "),
+        contains=("if __name__ == '__main__':\n", "    @tf.function\n    def train_step(x, y):"),
+        absent=("Session", "compat.v1"),
+    ),
+    Case(
+        "tf.Graph().as_default() block in main",
+        MAIN_STEP.replace("def main(_):\n", "def main(_):\n  with tf.Graph().as_default():\n").replace(
+            "\n    ", "\n      "
+        ),
+        contains=("def train_step(x, y):",),
+        absent=("as_default", "Graph()"),
+    ),
+    Case(
+        "graph = tf.Graph() built under `with graph.as_default()` and run by Session(graph=graph)",
+        "import tensorflow as tf\ngraph = tf.Graph()\nwith graph.as_default():\n"
+        + textwrap.indent(
+            MODULE_STEP.replace("import tensorflow as tf\n", "").split("with tf.compat.v1.Session")[0], "    "
+        )
+        + "with tf.compat.v1.Session(graph=graph) as sess:"
+        + MODULE_STEP.split("with tf.compat.v1.Session() as sess:")[1],
+        contains=("def train_step(x, y):",),
+        absent=("graph", "Session"),
+    ),
+    Case(
+        "a tf.Graph() used for more than as_default / Session(graph=)",
+        "import tensorflow as tf\ngraph = tf.Graph()\nwith graph.as_default():\n    x = tf.constant(1)\ngraph.finalize()\n"
+        "with tf.compat.v1.Session(graph=graph) as sess:\n    print(sess.run(x))\n",
+        fallback="a Session with a target or graph argument",
+    ),
+    Case(
+        "a Session kept in a class",
+        "import tensorflow as tf\nclass Model:\n    def __init__(self):\n        self.sess = tf.compat.v1.Session()\n",
+        fallback="the Session lives in class `Model`",
+    ),
+    Case(
+        "Sessions in two functions",
+        "import tensorflow as tf\ndef a():\n    s = tf.compat.v1.Session()\ndef b():\n    s = tf.compat.v1.Session()\n",
+        fallback="Sessions in more than one function",
+    ),
+    Case(
+        "graph at module level, Session in main",
+        "import tensorflow as tf\nx = tf.compat.v1.placeholder(tf.float32)\ndef main():\n"
+        "    with tf.compat.v1.Session() as sess:\n        print(sess.run(x * 2, {x: 1.0}))\n",
+        fallback="`tensorflow.compat.v1.placeholder` at module level while the Session runs in a function",
+    ),
+    Case(
+        "a train op on variables only, variables fetched as a tuple",
+        """
+import tensorflow as tf
+m = tf.Variable(-0.5)
+b = tf.Variable(1.0)
+error = tf.reduce_sum((ys - (m * xs + b)) ** 2)
+step = tf.compat.v1.train.GradientDescentOptimizer(learning_rate=0.001).minimize(error)
+with tf.compat.v1.Session() as session:
+    session.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(10):
+        session.run(step)
+    slope, intercept = session.run((m, b))
+""",
+        contains=("def train_step():", "        error = tf.reduce_sum(", "slope, intercept = (m.numpy(), b.numpy())"),
+        absent=("Session",),
+    ),
+    Case(
+        "tf.compat.v1.assign_add -> Variable.assign_add, recomputed at every run",
+        """
+import tensorflow as tf
+counter = tf.Variable(0)
+increment = tf.compat.v1.assign_add(counter, 1)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        print(sess.run(increment))
+""",
+        contains=("increment = counter.assign_add(1)", "print(compute_increment().numpy())"),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a tensor of constants is computed once, eagerly; sess.close() goes",
+        """
+import tensorflow as tf
+a = tf.constant([[2, 2]])
+product = tf.matmul(a, tf.constant([[3], [3]]))
+doubled = product * 2
+sess = tf.compat.v1.Session()
+print(sess.run(product), sess.run([product, doubled]))
+sess.close()
+""",
+        contains=("product = tf.matmul(", "print(product.numpy(), [product.numpy(), doubled.numpy()])"),
+        absent=("close", "Session"),
+    ),
+    Case(
+        "a variable printed itself (TF1 printed its name and shape, TF2 its value)",
+        MODULE_STEP.replace("    print(value)", "    print(value, W)"),
+        fallback="variable `W` is printed itself",
+    ),
+    Case(
+        "a random tensor is not a constant: each sess.run drew anew",
+        "import tensorflow as tf\nc = tf.random.normal([])\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
+        fallback="sess.run fetches `c`, which is not built from placeholders or variables",
+    ),
+    Case(
+        "a tensor printed outside sess.run (TF1 printed its description, TF2 its value)",
+        "import tensorflow as tf\nc = tf.constant(3)\nprint(c)\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
+        fallback="tensor `c` is used outside sess.run",
+    ),
+    Case(
+        "a feed_dict bound to a name is inlined where it is fed",
+        MODULE_STEP.replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+            "    for batch in batches:\n        feed = {x: batch[0], y: batch[1]}\n"
+            "        _, value = sess.run([train_op, loss], feed_dict=feed)",
+        ),
+        contains=("value = train_step(batch[0], batch[1]).numpy()",),
+        absent=("feed =", "feed_dict"),
+    ),
+    Case(
+        "a named feed_dict whose values are rebound before its sess.run",
+        MODULE_STEP.replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+            "    feed = {x: xs, y: ys}\n    xs = xs * 2\n    _, value = sess.run([train_op, loss], feed_dict=feed)",
+        ),
+        fallback="feed_dict `feed` reads names rebound before the sess.run",
+    ),
+    Case(
+        "a named feed_dict read other than as a feed",
+        MODULE_STEP.replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+            "    feed = {x: xs, y: ys}\n    print(len(feed))\n    _, value = sess.run([train_op, loss], feed_dict=feed)",
+        ),
+        fallback="feed_dict `feed` is used other than as a feed_dict",
+    ),
+    Case(
+        "summaries: merge_all -> a dict of tensors, FileWriter -> create_file_writer, tags keep the name scope",
+        MODULE_STEP.replace(
+            "loss = tf.reduce_mean(tf.square(y - pred))",
+            "with tf.compat.v1.name_scope('cost'):\n    loss = tf.reduce_mean(tf.square(y - pred))\n"
+            "    tf.summary.scalar('loss', loss)\ntf.summary.histogram('weights', W)",
+        ).replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+            "    merged = tf.compat.v1.summary.merge_all()\n"
+            "    writer = tf.compat.v1.summary.FileWriter('logs', sess.graph)\n"
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})\n"
+            "    writer.add_summary(sess.run(merged, feed_dict={x: xs, y: ys}), 0)",
+        ),
+        contains=(
+            "writer = tf.summary.create_file_writer('logs')",
+            "{'scalar': {'cost/loss': loss}, 'histogram': {'weights': W}}",
+            "write_summaries(writer, compute_merged(xs, ys), 0)",
+            "with writer.as_default(step=step):",
+        ),
+        absent=("compat.v1", "name_scope", "sess.graph"),
+    ),
+    Case(
+        "add_summary without a step",
+        MODULE_STEP.replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+            "    tf.summary.scalar('loss', loss)\n    merged = tf.compat.v1.summary.merge_all()\n"
+            "    writer = tf.compat.v1.summary.FileWriter('logs')\n"
+            "    writer.add_summary(sess.run(merged, feed_dict={x: xs, y: ys}))",
+        ),
+        fallback="add_summary without a step",
+    ),
+    Case(
+        "a name scope whose `as` name is read stays (the graph is then inside a block)",
+        MODULE_STEP.replace(
+            "pred = tf.matmul(x, W)",
+            "with tf.compat.v1.name_scope('model') as scope:\n    pred = tf.matmul(x, W, name=scope)",
+        ),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "two runs that share the forward pass call one helper",
+        MODULE_STEP.replace("pred = tf.matmul(x, W)", "hidden = tf.matmul(x, W)\npred = tf.nn.relu(hidden)")
+        .replace(
+            "with tf.compat.v1.Session() as sess:",
+            "error = tf.reduce_mean(tf.abs(y - pred))\nwith tf.compat.v1.Session() as sess:",
+        )
+        .replace("    print(value)", "    print(value, sess.run(error, feed_dict={x: xs, y: ys}))"),
+        contains=(
+            "def forward(x):\n",
+            "        pred = forward(x)\n        loss = ",
+            "    pred = forward(x)\n    error = ",
+        ),
+        once=("hidden = tf.matmul(x, W)",),
+    ),
+    Case(
+        "the graph calls a function imported from another module",
+        MODULE_STEP.replace("import tensorflow as tf\n", "import tensorflow as tf\nfrom layers import dense\n").replace(
+            "pred = tf.matmul(x, W)", "pred = dense(x, W)"
+        ),
+        fallback="the graph calls `layers.dense`",
+    ),
+    Case(
+        "tf.app.flags -> absl flags, tf.app.run -> absl app.run",
+        "import tensorflow as tf\nFLAGS = tf.compat.v1.app.flags.FLAGS\n"
+        "tf.compat.v1.app.flags.DEFINE_integer('steps', 3, 'steps')\n"
+        + MAIN_STEP.replace("import tensorflow as tf\n", "").replace("range(3)", "range(FLAGS.steps)"),
+        contains=(
+            "from absl import app",
+            "from absl import flags",
+            "FLAGS = flags.FLAGS",
+            "app.run(main)",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "RMSProp keeps compat: TF1 starts the mean square at 1, Keras at 0",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1)"),
+        fallback="tf.compat.v1.train.RMSPropOptimizer has no Keras optimizer with the same update rule here",
+    ),
+    Case(
+        "a tf.compat.v1 call with no TF2 rewrite left in the output",
+        MODULE_STEP.replace("    print(value)", "    print(value, tf.compat.v1.get_default_graph())"),
+        fallback="`tf.compat.v1.get_default_graph` has no native rewrite here",
+    ),
+    Case(
+        "tf.compat.v1.losses.mean_squared_error -> the mean of the squared difference",
+        MODULE_STEP.replace(
+            "loss = tf.reduce_mean(tf.square(y - pred))",
+            "loss = tf.compat.v1.losses.mean_squared_error(y, pred, scope='loss')",
+        ),
+        contains=("loss = tf.reduce_mean(tf.square(y - pred))",),
+        absent=("compat.v1",),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_native_case(case: Case) -> None:
+    result = rewrite_native(textwrap.dedent(case.source).lstrip("\n"))
+    if case.fallback:
+        assert not result.converted, result.source
+        assert result.reason.startswith(case.fallback), result.reason
+        return
+    assert result.converted, result.reason
+    ast.parse(result.source)
+    for text in case.contains:
+        assert text in result.source, f"{text!r} not in:\n{result.source}"
+    for text in case.once:
+        assert result.source.count(text) == 1, result.source
+    for text in case.absent:
+        assert text not in result.source, f"{text!r} in:\n{result.source}"
+
+
+def test_random_draws_are_noted_where_numbers_can_differ_from_tf1() -> None:
+    """TF1 and TF2 draw different random streams under one seed: the report says so, at the first draw."""
+    source = MODULE_STEP.replace("tf.zeros([2, 1])", "tf.random.normal([2, 1], seed=1)")
+    result = rewrite_native(textwrap.dedent(source).lstrip("\n"))
+    assert result.converted, result.reason
+    assert [note.line for note in result.notes if "random numbers" in note.message] == [4]
+    assert not rewrite_native(textwrap.dedent(MODULE_STEP).lstrip("\n")).notes
