@@ -81,6 +81,10 @@ class StepTiming:
     step_median_ms: float = 0.0
     # Steps before this one (warm-up, an epoch filling a cache) are left out of the timing.
     measured_from_step: int = 0
+    # Top-level calls of other tf.functions between two driver calls (an RL loop's action step beside its
+    # train step): compiled work, counted in the step and never as idle.
+    other_calls_per_step: float = 0.0
+    other_call_ms: float = 0.0
 
 
 @dataclasses.dataclass
@@ -109,6 +113,8 @@ class WatchReport:
     # Eager tf.data iterators the script made (one per epoch in a usual loop; one per step when every step
     # makes its own, as model.predict / model.evaluate called per step or next(iter(ds)) in the loop do).
     iterators_created: int = 0
+    # A GPU or TPU was visible to the script: its steps run asynchronously to Python, so a read waits for them.
+    async_device: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -153,6 +159,17 @@ _VALUE_READS = frozenset(
         "__str__",
     }
 )
+
+
+def _async_device_visible() -> bool:
+    """Whether a GPU or TPU is visible: there a step runs asynchronously to Python (on CPU the call returns when done)."""
+    import tensorflow as tf
+
+    try:
+        # Physical devices: listing them does not initialise the runtime, so the script can still configure it.
+        return any(device.device_type in ("GPU", "TPU") for device in tf.config.list_physical_devices())
+    except Exception:  # the runtime could not be asked: judge as a synchronous (CPU) step
+        return False
 
 
 def _user_location(frame) -> str | None:
@@ -284,6 +301,7 @@ class Watcher:
         self.cache_filled_step: int | None = None
         # Which dataset each eager iterator reads (weakly: iterators come and go with epochs).
         self._iterator_datasets: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self.async_device = False
 
     # ------------------------------------------------------------------ install / remove
     def start(self) -> Watcher:
@@ -294,6 +312,7 @@ class Watcher:
 
         watcher = self
         self._started = time.perf_counter()
+        self.async_device = _async_device_visible()
         original_call = polymorphic_function.Function.__call__
 
         def call(function, *args, **kwargs):
@@ -656,10 +675,12 @@ class Watcher:
         if len(boundaries) < 3:
             return None
         # Only whole steps between the first and last boundary; boundaries are in time order.
+        # Other tf.functions' top-level calls between the driver's ("call" events of another key) are compiled work.
         waits = sorted(
             (s, e, k, key)
             for k, s, e, key in self.events
-            if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1]
+            if (k in ("next", "sync", "overhead") or (k == kind and key != driver))
+            and boundaries[0][1] <= s <= boundaries[-1][1]
         )
         steps = len(boundaries) - 1
         step_times, idle_times = [], []
@@ -667,13 +688,14 @@ class Watcher:
         for (_, previous_end), (next_start, next_end) in zip(boundaries, boundaries[1:], strict=False):
             # Everything between two driver calls that is neither input, sync nor the watcher's own work is idle.
             inside = waits[bisect.bisect_left(starts, previous_end) : bisect.bisect_right(starts, next_start)]
-            explained = sum(e - s for s, e, k, _ in inside if k in ("next", "sync"))
+            explained = sum(e - s for s, e, k, _ in inside if k in ("next", "sync", kind))
             overhead = sum(e - s for s, e, k, _ in inside if k == "overhead")
             idle_times.append(max(next_start - previous_end - explained - overhead, 0.0))
             step_times.append(next_end - previous_end - overhead)
         total_input = sum(e - s for s, e, k, _ in waits if k == "next")
         total_sync = sum(e - s for s, e, k, _ in waits if k == "sync")
         syncs = Counter(key for _, _, k, key in waits if k == "sync")
+        other_calls = [e - s for s, e, k, _ in waits if k == kind]
         overhead = sum(e - s for s, e, k, _ in waits if k == "overhead")
         total = boundaries[-1][1] - boundaries[0][1] - overhead
         gaps = sum(boundaries[i + 1][0] - boundaries[i][1] for i in range(steps)) - overhead
@@ -696,6 +718,8 @@ class Watcher:
             idle_median_ms=1e3 * statistics.median(idle_times),
             step_median_ms=1e3 * statistics.median(step_times),
             measured_from_step=skip,
+            other_calls_per_step=len(other_calls) / steps,
+            other_call_ms=sum(other_calls) * per,
         )
 
     def report(self) -> WatchReport:
@@ -735,6 +759,7 @@ class Watcher:
             profile_window="steady" if steady else "cache-fill" if filling else None,
             pipelines=self.pipelines,
             iterators_created=self.iterators_created,
+            async_device=self.async_device,
             cache_filled_step=self.cache_filled_step,
             # Whether the timing covers only steps after the cache filled (None: no cache stage).
             cache_filled=None

@@ -17,6 +17,13 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
 - the median profiled step must wait too: one step in five that found the prefetch buffer empty
   (the scheduler kept tf.data's threads off the CPUs for a while) is no input-bound program, a
   pipeline that cannot keep up makes every step wait.
+
+Judged on the steady state: the window's first measured steps may still be served from buffers filled
+during warm-up (an AUTOTUNE prefetch grows past what the profile's earliest iterator stats say, so the
+drain estimate can be short). A pipeline slower than the step drains those buffers and then makes every
+step wait; one that keeps up never waits. The profile verdict therefore reads the last half of the
+measured steps (STEADY_FRACTION, at least MIN_STEADY_STEPS of them; all when fewer): its mean wait, and
+its median step's wait, against the same 5% / 20% lines.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ HIGH_PERCENT = 20.0
 MIN_INPUT_MS = 1.0
 # Python-side next() timing includes the call's own overhead (~0.3-1 ms on a loaded 2-core host).
 MIN_WATCHER_INPUT_MS = 2.0
+# The steady state: the last half of the measured steps, when that leaves at least MIN_STEADY_STEPS.
+STEADY_FRACTION = 0.5
+MIN_STEADY_STEPS = 3
 # Pipeline work per step below this fraction of the wait: the host was oversubscribed, not the pipeline slow.
 CONTENTION_RATIO = 0.25
 # About one new eager iterator per step (model.predict or evaluate called every step, next(iter(ds)) in the loop):
@@ -240,9 +250,21 @@ def pipeline_work_ms_per_step(observations: Observations) -> float | None:
     return busy / summary.captured_steps
 
 
-def _median_step_input_percent(observations: Observations) -> float | None:
+def steady_rows(observations: Observations) -> list[dict]:
+    """The measured steps past any buffer that warm-up filled: the last half of them, or all when too few."""
+    rows = list(observations.summary.steps.per_step) if observations.summary is not None else []
+    rows.sort(key=lambda r: _row_step(r.get("step")))
+    tail = len(rows) - int(len(rows) * STEADY_FRACTION)
+    return rows[-tail:] if tail >= MIN_STEADY_STEPS else rows
+
+
+def _row_step(name: object) -> int:
+    last = str(name).rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+def _median_step_input_percent(rows: list[dict]) -> float | None:
     """Input share of the median profiled step (None with fewer than 3 per-step rows)."""
-    rows = observations.summary.steps.per_step if observations.summary is not None else []
     if len(rows) < 3:
         return None
     shares = [100.0 * r["input_ms"] / r["step_ms"] for r in rows if r.get("step_ms")]
@@ -250,22 +272,28 @@ def _median_step_input_percent(observations: Observations) -> float | None:
 
 
 def _profile_verdict(observations: Observations) -> tuple[float, float, float] | None:
-    """(percent, input_ms, step_ms) when the profile window says the steps wait for input, else None."""
+    """(percent, input_ms, step_ms) when the profile window's steady steps wait for input, else None."""
     summary = observations.summary
     if summary is None or not summary.steps.steps:
         return None
     if summary.capture.get("in_cache_fill"):
         return None  # the script ended inside the epoch that fills its cache: waiting there is expected
-    steps = summary.steps
-    if steps.input_percent < MODERATE_PERCENT or steps.input_ms < MIN_INPUT_MS:
+    rows = steady_rows(observations)
+    if rows and all(r.get("step_ms") for r in rows):
+        step_ms = statistics.fmean(float(r["step_ms"]) for r in rows)
+        input_ms = statistics.fmean(float(r["input_ms"]) for r in rows)
+        percent = 100.0 * input_ms / step_ms
+    else:  # no per-step rows (the wall-clock fallback of an old summary): the window's means
+        step_ms, input_ms, percent = summary.steps.step_ms, summary.steps.input_ms, summary.steps.input_percent
+    if percent < MODERATE_PERCENT or input_ms < MIN_INPUT_MS:
         return None
     work_ms = pipeline_work_ms_per_step(observations)
-    if work_ms is not None and work_ms < CONTENTION_RATIO * steps.input_ms:
+    if work_ms is not None and work_ms < CONTENTION_RATIO * input_ms:
         return None
-    median_percent = _median_step_input_percent(observations)
+    median_percent = _median_step_input_percent(rows)
     if median_percent is not None and median_percent < MODERATE_PERCENT:
         return None
-    return steps.input_percent, steps.input_ms, steps.step_ms
+    return percent, input_ms, step_ms
 
 
 def _watcher_verdict(observations: Observations) -> tuple[float, float, float] | None:
@@ -346,6 +374,12 @@ def _check(observations: Observations) -> list[Finding]:
     }
     if source == "watcher" and summary is not None and summary.steps.steps:
         evidence["profile_input_percent"] = round(summary.steps.input_percent, 1)
+    if source == "profile" and summary is not None:
+        steady = len(steady_rows(observations))
+        if steady and steady < len(summary.steps.per_step):
+            # Judged on the last steps of the window; the whole window's mean stays beside it.
+            evidence["steady_steps"] = steady
+            evidence["window_input_percent"] = round(summary.steps.input_percent, 1)
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
