@@ -256,6 +256,23 @@ def test_old_watch_reports_without_medians_fall_back_to_means():
     assert codes(watch=old)["DOC-STEP-GAP"].evidence["idle_ms_per_step"] == 2.0
 
 
+def test_input_bound_is_judged_on_the_steady_last_half_of_the_window():
+    # p_py_function_map's quiet window: 6 measured steps read batches buffered during warm-up, then every step
+    # waited. The median of all 11 steps did not wait; the last half (6 steps, 5 waiting) does.
+    rows = [(9.0, 0.06)] * 6 + [(17.0, 12.0)] * 5
+    drained = summary(step_ms=12.6, input_ms=5.5, stages=(("MapAndBatch", 60.0),), per_step=rows, steps=11)
+    assert [r["input_ms"] for r in input_bound.steady_rows(Observations(summary=drained))] == [0.06] + [12.0] * 5
+    finding = codes(summary=drained)["DOC-INPUT-BOUND"]
+    assert finding.severity.value == "error" and finding.evidence["steady_steps"] == 6
+    assert finding.evidence["window_input_percent"] == pytest.approx(43.7, abs=0.1)
+    # The reverse (a slow start the pipeline caught up on) is no steady wait.
+    caught_up = summary(step_ms=12.6, input_ms=5.5, stages=(("MapAndBatch", 60.0),), per_step=rows[::-1], steps=11)
+    assert "DOC-INPUT-BOUND" not in codes(summary=caught_up)
+    # Fewer than 5 rows (a last half of fewer than 3): all of them are the steady state.
+    short = summary(per_step=[(10.0, 0.0)] * 2 + [(10.0, 9.0)] * 2, steps=4)
+    assert len(input_bound.steady_rows(Observations(summary=short))) == 4
+
+
 def test_one_stalled_step_of_five_is_not_input_bound():
     # f_parallel_py_map on a loaded host: a parallel, prefetched map that keeps up, but one profiled step of
     # five found the buffer empty (14 of 47 ms). The mean (3.1 of 37.7 ms, 8%) passes the threshold, the

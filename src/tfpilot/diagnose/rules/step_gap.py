@@ -5,7 +5,9 @@ leaves the accelerator idle. Measured from wall-clock step boundaries (watcher o
 
 Decided by ratios and counts, never by a gap in microseconds (a loaded host stretches every gap):
 
-- the gap's share of the step: the *median* idle over the *median* step (the step includes its gap).
+- the gap's share of the step: the *median* idle over the *median* step (the step includes its gap), in
+  wall time and in CPU time (the main thread's CPU in the gap over the process's CPU per step), the larger
+  of the two: load stretches a tiny step's wall time but not the CPU its work and the gap's Python take.
   Host work in the loop recurs in every step and moves the median; the scheduler stopping a loaded
   process at random points, or a GC pause, hits a minority of gaps and does not. The watcher leaves
   out its own bookkeeping and the profiler's start/stop, and counts other tf.functions' top-level calls
@@ -66,7 +68,26 @@ def _from_watcher(observations: Observations) -> tuple[float, float, int] | None
     # watch.json written before the medians existed carries zeros: fall back to the means.
     idle = timing.idle_median_ms if timing.step_median_ms else timing.idle_ms
     step = timing.step_median_ms or timing.step_ms
-    return idle, 100.0 * idle / step if step else 0.0, timing.steps
+    return idle, max(100.0 * idle / step if step else 0.0, cpu_share(timing)), timing.steps
+
+
+def wall_share(timing) -> float:
+    step = timing.step_median_ms or timing.step_ms
+    idle = timing.idle_median_ms if timing.step_median_ms else timing.idle_ms
+    return 100.0 * idle / step if step else 0.0
+
+
+def cpu_share(timing) -> float:
+    """The gap's Python work in CPU time over the step's CPU time (0 when the watcher did not measure CPU).
+
+    A loaded host stretches a tiny compiled call's wall time (its kernels wait for threads to be scheduled) far more
+    than the main thread's Python work, so the wall share of a status line printed after every step fell from 57% to
+    27% with one CPU burner and under 1% at load 10; the CPU share stays. Sleeps and waits use no CPU: the wall share
+    still sees them. The rule takes the larger of the two.
+    """
+    if not timing.step_cpu_median_ms:
+        return 0.0
+    return 100.0 * timing.idle_cpu_median_ms / timing.step_cpu_median_ms
 
 
 def _gap_evidence(observations: Observations) -> dict[str, float]:
@@ -81,6 +102,9 @@ def _gap_evidence(observations: Observations) -> dict[str, float]:
         evidence["iterators_per_step"] = round(watch.iterators_created / driver.calls, 2)
     if timing.other_calls_per_step:
         evidence["other_calls_per_step"] = round(timing.other_calls_per_step, 2)
+    evidence["idle_wall_percent"] = round(wall_share(timing), 1)
+    if timing.step_cpu_median_ms:
+        evidence["idle_cpu_percent"] = round(cpu_share(timing), 1)
     return evidence
 
 
