@@ -89,6 +89,9 @@ class StepTiming:
     # and the process's CPU per step. Load stretches a step's wall time, not the CPU its work takes.
     idle_cpu_median_ms: float = 0.0
     step_cpu_median_ms: float = 0.0
+    # Means per step in CPU time: the reads' main-thread CPU (their copy), and the process's CPU per step.
+    sync_cpu_ms: float = 0.0
+    step_cpu_ms: float = 0.0
 
 
 @dataclasses.dataclass
@@ -729,6 +732,7 @@ class Watcher:
                 step_cpu.append(max(following[4] - previous[4] - overhead_cpu, 0.0))
         total_input = sum(e - s for s, e, k, _, _ in waits if k == "next")
         total_sync = sum(e - s for s, e, k, _, _ in waits if k == "sync")
+        total_sync_cpu = sum(cpu for _, _, k, _, cpu in waits if k == "sync")
         syncs = Counter(key for _, _, k, key, _ in waits if k == "sync")
         other_calls = [e - s for s, e, k, _, _ in waits if k == kind]
         overhead = sum(e - s for s, e, k, _, _ in waits if k == "overhead")
@@ -757,6 +761,8 @@ class Watcher:
             other_call_ms=sum(other_calls) * per,
             idle_cpu_median_ms=1e3 * statistics.median(idle_cpu) if idle_cpu else 0.0,
             step_cpu_median_ms=1e3 * statistics.median(step_cpu) if step_cpu else 0.0,
+            sync_cpu_ms=total_sync_cpu * per if step_cpu else 0.0,
+            step_cpu_ms=1e3 * statistics.fmean(step_cpu) if step_cpu else 0.0,
         )
 
     def report(self) -> WatchReport:

@@ -10,7 +10,10 @@ MATERIAL_PERCENT (5%) of the step, info below.
 - CPU (no GPU/TPU visible): a tf.function call returns when its kernels are done, so nothing queued is
   left for a read to wait for and host and step never overlap, read or no read. The read costs its copy:
   its own measured time (a 0.02 ms scalar read after a synchronous CPU step costs nothing worth changing
-  code for; a 2 MB logits copy every step is the copy's time).
+  code for; a 2 MB logits copy every step is the copy's time), as a share of the step in CPU time (the
+  read's main-thread CPU over the process's CPU per step; wall time when CPU was not measured): a loaded
+  host deschedules a read mid-way and stretches a tiny call's wall time, not the CPU of the copy or of
+  the step's work (p_status_bar_each_step's reads: 4.4% of the step's CPU, 39% of its wall time at load 8).
 - GPU/TPU: the call returns once its kernels are queued and the read waits for them, so the host's work
   between steps (input, Python, the next dispatch) no longer overlaps the device's step. The read's cost is
   that lost overlap: the smaller of the time the read waited (the device's remaining work, a lower bound on
@@ -55,8 +58,13 @@ def check(observations: Observations) -> list[Finding]:
     if timing is None or timing.syncs_per_step < MIN_SYNCS_PER_STEP:
         return []
     location = next(iter(timing.sync_locations), observations.location)
-    forced_ms = read_cost_ms(timing.sync_ms, timing.step_ms, asynchronous=bool(watch and watch.async_device))
+    asynchronous = bool(watch and watch.async_device)
+    forced_ms = read_cost_ms(timing.sync_ms, timing.step_ms, asynchronous=asynchronous)
     share = 100.0 * forced_ms / timing.step_ms if timing.step_ms else 0.0
+    cpu_share = 100.0 * timing.sync_cpu_ms / timing.step_cpu_ms if timing.step_cpu_ms and not asynchronous else None
+    wall_share = share
+    if cpu_share is not None:
+        share = cpu_share  # the copy is CPU work: its CPU over the step's, whatever the load does to wall time
     severity = severity_for_share(share)
     cost = (
         ""
@@ -83,6 +91,8 @@ def check(observations: Observations) -> list[Finding]:
                 "sync_ms_per_step": round(timing.sync_ms, 3),
                 "sync_share_percent": round(share, 1),
                 "cost_ms_per_step": round(forced_ms, 3),
+                "sync_wall_share_percent": round(wall_share, 1),
+                "sync_cpu_share_percent": None if cpu_share is None else round(cpu_share, 1),
                 "cost_counted": _counted(watch),
                 "gap_ms": round(timing.gap_ms, 3),
                 "steps": timing.steps,

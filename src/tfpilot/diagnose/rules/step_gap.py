@@ -6,8 +6,10 @@ leaves the accelerator idle. Measured from wall-clock step boundaries (watcher o
 Decided by ratios and counts, never by a gap in microseconds (a loaded host stretches every gap):
 
 - the gap's share of the step: the *median* idle over the *median* step (the step includes its gap), in
-  wall time and in CPU time (the main thread's CPU in the gap over the process's CPU per step), the larger
-  of the two: load stretches a tiny step's wall time but not the CPU its work and the gap's Python take.
+  CPU time (the main thread's CPU in the gap over the process's CPU per step): load stretches wall time
+  unevenly, not the CPU that the step's work and the gap's Python take. Time the gap spends off the CPU
+  (a sleep, a wait on I/O) is a finding when it is half the step's wall time (UNATTRIBUTED_PERCENT), with
+  or without reads: a loaded host's scheduler stops look the same;
   Host work in the loop recurs in every step and moves the median; the scheduler stopping a loaded
   process at random points, or a GC pause, hits a minority of gaps and does not. The watcher leaves
   out its own bookkeeping and the profiler's start/stop, and counts other tf.functions' top-level calls
@@ -67,27 +69,37 @@ def _from_watcher(observations: Observations) -> tuple[float, float, int] | None
         return None
     # watch.json written before the medians existed carries zeros: fall back to the means.
     idle = timing.idle_median_ms if timing.step_median_ms else timing.idle_ms
-    step = timing.step_median_ms or timing.step_ms
-    return idle, max(100.0 * idle / step if step else 0.0, cpu_share(timing)), timing.steps
+    return idle, work_share(timing), timing.steps
 
 
 def wall_share(timing) -> float:
+    """Median idle over median step, in wall time."""
     step = timing.step_median_ms or timing.step_ms
     idle = timing.idle_median_ms if timing.step_median_ms else timing.idle_ms
     return 100.0 * idle / step if step else 0.0
 
 
-def cpu_share(timing) -> float:
-    """The gap's Python work in CPU time over the step's CPU time (0 when the watcher did not measure CPU).
+def work_share(timing) -> float:
+    """The gap's Python work as a share of the step: in CPU time when the watcher measured it, else wall time.
 
-    A loaded host stretches a tiny compiled call's wall time (its kernels wait for threads to be scheduled) far more
-    than the main thread's Python work, so the wall share of a status line printed after every step fell from 57% to
-    27% with one CPU burner and under 1% at load 10; the CPU share stays. Sleeps and waits use no CPU: the wall share
-    still sees them. The rule takes the larger of the two.
+    The main thread's CPU in the gap (outside reads, input and other calls) over the process's CPU per step. A
+    loaded host stretches wall time unevenly: a tiny compiled call waits for its threads to be scheduled (the
+    wall share of a status line printed after every step fell from 57% to 27% with one CPU burner), and a
+    read or a line of Python is descheduled mid-way (the same reads' wall share rose from 4% to 39% at load 8);
+    the CPU that the work takes does not move.
     """
     if not timing.step_cpu_median_ms:
-        return 0.0
+        return wall_share(timing)
     return 100.0 * timing.idle_cpu_median_ms / timing.step_cpu_median_ms
+
+
+def wait_share(timing) -> float:
+    """The gap's time off the CPU (a sleep, a wait on I/O or a lock) as a share of the step, in wall time."""
+    if not timing.step_cpu_median_ms:
+        return 0.0
+    step = timing.step_median_ms or timing.step_ms
+    off_cpu = max(timing.idle_median_ms - timing.idle_cpu_median_ms, 0.0)
+    return 100.0 * off_cpu / step if step else 0.0
 
 
 def _gap_evidence(observations: Observations) -> dict[str, float]:
@@ -104,7 +116,8 @@ def _gap_evidence(observations: Observations) -> dict[str, float]:
         evidence["other_calls_per_step"] = round(timing.other_calls_per_step, 2)
     evidence["idle_wall_percent"] = round(wall_share(timing), 1)
     if timing.step_cpu_median_ms:
-        evidence["idle_cpu_percent"] = round(cpu_share(timing), 1)
+        evidence["idle_cpu_percent"] = round(work_share(timing), 1)
+        evidence["idle_off_cpu_percent"] = round(wait_share(timing), 1)
     return evidence
 
 
@@ -132,8 +145,13 @@ def check(observations: Observations) -> list[Finding]:
     attributed = _attributed(evidence)
     # The profile hook's wall-clock capture counts nothing in its gaps: it needs the unattributed share too.
     needed = IDLE_PERCENT if attributed else UNATTRIBUTED_PERCENT
-    if percent < needed:
+    # Time off the CPU in the gap (sleeps, I/O) cannot be told from a loaded host's scheduler stops by its
+    # count of reads: it is a finding from the unattributed share only.
+    waiting = wait_share(timing) if source == "watcher" and timing is not None else 0.0
+    if percent < needed and waiting < UNATTRIBUTED_PERCENT:
         return []
+    if percent < needed:  # found by its time off the CPU
+        percent, needed = waiting, UNATTRIBUTED_PERCENT
     made_of = f"; per step the gap holds {' and '.join(attributed)}" if attributed else ""
     return [
         Finding(
