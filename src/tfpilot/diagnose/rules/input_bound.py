@@ -21,9 +21,10 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
 Judged on the steady state: the window's first measured steps may still be served from buffers filled
 during warm-up (an AUTOTUNE prefetch grows past what the profile's earliest iterator stats say, so the
 drain estimate can be short). A pipeline slower than the step drains those buffers and then makes every
-step wait; one that keeps up never waits. The profile verdict therefore reads the last half of the
-measured steps (STEADY_FRACTION, at least MIN_STEADY_STEPS of them; all when fewer): its mean wait, and
-its median step's wait, against the same 5% / 20% lines.
+step wait; one that keeps up never waits. When the whole window does not say input-bound, the profile
+verdict reads its last half (STEADY_FRACTION, at least MIN_STEADY_STEPS steps): its mean wait, and its
+median step's wait, against the same 5% / 20% lines. The whole window is read first: on a borderline
+pipeline the half window's median is the noisier of the two.
 """
 
 from __future__ import annotations
@@ -271,14 +272,10 @@ def _median_step_input_percent(rows: list[dict]) -> float | None:
     return statistics.median(shares) if shares else None
 
 
-def _profile_verdict(observations: Observations) -> tuple[float, float, float] | None:
-    """(percent, input_ms, step_ms) when the profile window's steady steps wait for input, else None."""
+def _rows_verdict(observations: Observations, rows: list[dict]) -> tuple[float, float, float] | None:
+    """(percent, input_ms, step_ms) when these measured steps wait for input, else None."""
     summary = observations.summary
-    if summary is None or not summary.steps.steps:
-        return None
-    if summary.capture.get("in_cache_fill"):
-        return None  # the script ended inside the epoch that fills its cache: waiting there is expected
-    rows = steady_rows(observations)
+    assert summary is not None
     if rows and all(r.get("step_ms") for r in rows):
         step_ms = statistics.fmean(float(r["step_ms"]) for r in rows)
         input_ms = statistics.fmean(float(r["input_ms"]) for r in rows)
@@ -294,6 +291,28 @@ def _profile_verdict(observations: Observations) -> tuple[float, float, float] |
     if median_percent is not None and median_percent < MODERATE_PERCENT:
         return None
     return percent, input_ms, step_ms
+
+
+def _profile_verdict(observations: Observations) -> tuple[float, float, float, int | None] | None:
+    """(percent, input_ms, step_ms, steady steps or None) when the window's steps wait for input, else None.
+
+    The whole window first (most of its steps waited), then its steady last half (the first steps read batches
+    that warm-up buffered, the rest waited): a wait in either is the program's.
+    """
+    summary = observations.summary
+    if summary is None or not summary.steps.steps:
+        return None
+    if summary.capture.get("in_cache_fill"):
+        return None  # the script ended inside the epoch that fills its cache: waiting there is expected
+    rows = list(summary.steps.per_step)
+    whole = _rows_verdict(observations, rows)
+    if whole is not None:
+        return (*whole, None)
+    steady = steady_rows(observations)
+    if len(steady) == len(rows):
+        return None
+    tail = _rows_verdict(observations, steady)
+    return None if tail is None else (*tail, len(steady))
 
 
 def _watcher_verdict(observations: Observations) -> tuple[float, float, float] | None:
@@ -354,8 +373,12 @@ def check(observations: Observations) -> list[Finding]:
 def _check(observations: Observations) -> list[Finding]:
     summary = observations.summary
     source = "profile"
-    verdict = _profile_verdict(observations)
-    if verdict is None:
+    steady: int | None = None
+    profiled = _profile_verdict(observations)
+    verdict = None if profiled is None else profiled[:3]
+    if profiled is not None:
+        steady = profiled[3]
+    else:
         # The profile's window (or no profile) does not show it: the watcher's whole-run timing may.
         verdict, source = _watcher_verdict(observations), "watcher"
     if verdict is None:
@@ -374,12 +397,10 @@ def _check(observations: Observations) -> list[Finding]:
     }
     if source == "watcher" and summary is not None and summary.steps.steps:
         evidence["profile_input_percent"] = round(summary.steps.input_percent, 1)
-    if source == "profile" and summary is not None:
-        steady = len(steady_rows(observations))
-        if steady and steady < len(summary.steps.per_step):
-            # Judged on the last steps of the window; the whole window's mean stays beside it.
-            evidence["steady_steps"] = steady
-            evidence["window_input_percent"] = round(summary.steps.input_percent, 1)
+    if steady is not None and summary is not None:
+        # Judged on the last steps of the window; the whole window's mean stays beside it.
+        evidence["steady_steps"] = steady
+        evidence["window_input_percent"] = round(summary.steps.input_percent, 1)
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"
