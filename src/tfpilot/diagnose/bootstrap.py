@@ -8,6 +8,7 @@ script fails, so the doctor can still explain a crash or a NaN.
 from __future__ import annotations
 
 import argparse
+import gc
 import runpy
 import sys
 import traceback
@@ -60,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report = WatchReport.unobserved(watchers_off)
         atomic_write_json(output / WATCH_FILE, report.to_dict())
+        # Leave what is still alive to the process's end, uncollected. Finalization's last garbage collection can
+        # free a tf.data iterator over a Python generator (from_generator) whose producer thread is inside the
+        # generator: TensorFlow waits for that thread in the iterator's destructor while holding the GIL the
+        # generator needs, and the process never exits (p_generator_line_parse, after watch.json was written).
+        gc.freeze()
     return status
 
 

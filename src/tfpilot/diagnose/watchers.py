@@ -81,6 +81,17 @@ class StepTiming:
     step_median_ms: float = 0.0
     # Steps before this one (warm-up, an epoch filling a cache) are left out of the timing.
     measured_from_step: int = 0
+    # Top-level calls of other tf.functions between two driver calls (an RL loop's action step beside its
+    # train step): compiled work, counted in the step and never as idle.
+    other_calls_per_step: float = 0.0
+    other_call_ms: float = 0.0
+    # Medians in CPU time: the main thread's CPU between steps outside reads, input and other calls (Python work),
+    # and the process's CPU per step. Load stretches a step's wall time, not the CPU its work takes.
+    idle_cpu_median_ms: float = 0.0
+    step_cpu_median_ms: float = 0.0
+    # Means per step in CPU time: the reads' main-thread CPU (their copy), and the process's CPU per step.
+    sync_cpu_ms: float = 0.0
+    step_cpu_ms: float = 0.0
 
 
 @dataclasses.dataclass
@@ -109,6 +120,8 @@ class WatchReport:
     # Eager tf.data iterators the script made (one per epoch in a usual loop; one per step when every step
     # makes its own, as model.predict / model.evaluate called per step or next(iter(ds)) in the loop do).
     iterators_created: int = 0
+    # A GPU or TPU was visible to the script: its steps run asynchronously to Python, so a read waits for them.
+    async_device: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -153,6 +166,17 @@ _VALUE_READS = frozenset(
         "__str__",
     }
 )
+
+
+def _async_device_visible() -> bool:
+    """Whether a GPU or TPU is visible: there a step runs asynchronously to Python (on CPU the call returns when done)."""
+    import tensorflow as tf
+
+    try:
+        # Physical devices: listing them does not initialise the runtime, so the script can still configure it.
+        return any(device.device_type in ("GPU", "TPU") for device in tf.config.list_physical_devices())
+    except Exception:  # the runtime could not be asked: judge as a synchronous (CPU) step
+        return False
 
 
 def _user_location(frame) -> str | None:
@@ -255,7 +279,8 @@ class Watcher:
         self.profile_start = profile_start
         self.profile_steps = profile_steps
         self.replay_numerics = replay_numerics
-        self.events: list[tuple[str, float, float, str]] = []
+        # (kind, wall start, wall end, key, main-thread CPU at start, at end, process CPU at end or 0.0)
+        self.events: list[tuple[str, float, float, str, float, float, float]] = []
         self.functions: dict[str, dict[str, Any]] = {}
         self.boundaries: Counter[str] = Counter()
         self.eager_gradient_calls = 0
@@ -284,6 +309,7 @@ class Watcher:
         self.cache_filled_step: int | None = None
         # Which dataset each eager iterator reads (weakly: iterators come and go with epochs).
         self._iterator_datasets: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self.async_device = False
 
     # ------------------------------------------------------------------ install / remove
     def start(self) -> Watcher:
@@ -294,6 +320,7 @@ class Watcher:
 
         watcher = self
         self._started = time.perf_counter()
+        self.async_device = _async_device_visible()
         original_call = polymorphic_function.Function.__call__
 
         def call(function, *args, **kwargs):
@@ -301,7 +328,7 @@ class Watcher:
 
             if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
                 return original_call(function, *args, **kwargs)
-            entered = time.perf_counter()
+            entered, entered_cpu = time.perf_counter(), time.thread_time()
             watcher._depth += 1
             before = function.experimental_get_tracing_count()
             # A function object never traced before: remember where the script calls it (a new tf.function
@@ -310,22 +337,31 @@ class Watcher:
             numerics = watcher.numerics
             if numerics is not None:
                 numerics.before(function, args, kwargs)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             outputs: Any = None
             try:
                 outputs = original_call(function, *args, **kwargs)
                 return outputs
             finally:
-                end = time.perf_counter()
+                end, end_cpu, end_process = time.perf_counter(), time.thread_time(), time.process_time()
                 if numerics is not None and outputs is not None:
                     found = numerics.after(function, outputs)
                     if found is not None and watcher.nonfinite is None:
                         watcher.nonfinite = found
                 watcher._depth -= 1
-                watcher._on_call(function, args, kwargs, before=before, start=start, end=end, site=site)
+                watcher._on_call(
+                    function,
+                    args,
+                    kwargs,
+                    before=before,
+                    start=start,
+                    end=end,
+                    site=site,
+                    cpu=(start_cpu, end_cpu, end_process),
+                )
                 # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
-                watcher._record("overhead", entered, start, "")
-                watcher._record("overhead", end, time.perf_counter(), "")
+                watcher._record("overhead", entered, start, "", (entered_cpu, start_cpu))
+                watcher._record("overhead", end, time.perf_counter(), "", (end_cpu, time.thread_time()))
 
         self._patch(polymorphic_function.Function, "__call__", call)
 
@@ -336,14 +372,14 @@ class Watcher:
                 if watcher._in_sync or watcher._depth or threading.get_ident() != watcher._main_thread:
                     return original(tensor, *args, **kwargs)
                 watcher._in_sync = True
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.thread_time()
                 try:
                     value = original(tensor, *args, **kwargs)
                 finally:
                     watcher._in_sync = False
-                end = time.perf_counter()
-                watcher.on_sync(tensor, value, start=start, end=end, frame=_caller_frame())
-                watcher._record("overhead", end, time.perf_counter(), "")
+                end, end_cpu = time.perf_counter(), time.thread_time()
+                watcher.on_sync(tensor, value, start=start, end=end, frame=_caller_frame(), cpu=(start_cpu, end_cpu))
+                watcher._record("overhead", end, time.perf_counter(), "", (end_cpu, time.thread_time()))
                 return value
 
             return sync
@@ -368,14 +404,14 @@ class Watcher:
         def next_(iterator):
             if watcher._depth or threading.get_ident() != watcher._main_thread:
                 return original_next(iterator)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             try:
                 return original_next(iterator)
             except StopIteration:
                 watcher._on_epoch_end(iterator)
                 raise
             finally:
-                watcher._record("next", start, time.perf_counter(), "")
+                watcher._record("next", start, time.perf_counter(), "", (start_cpu, time.thread_time()))
 
         self._patch(iterator_ops.OwnedIterator, "__next__", next_)
 
@@ -389,9 +425,9 @@ class Watcher:
                 return
             if not tf.executing_eagerly():
                 return
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             watcher._on_iterator(iterator, dataset)
-            watcher._record("overhead", start, time.perf_counter(), "")
+            watcher._record("overhead", start, time.perf_counter(), "", (start_cpu, time.thread_time()))
 
         self._patch(iterator_ops.OwnedIterator, "__init__", init)
 
@@ -402,16 +438,16 @@ class Watcher:
 
             if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
                 return original_gradient(tape, *args, **kwargs)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             result = original_gradient(tape, *args, **kwargs)
-            end = time.perf_counter()
+            end, end_cpu, end_process = time.perf_counter(), time.thread_time(), time.process_time()
             watcher.eager_gradient_calls += 1
             caller = _caller_frame()
             if caller is not None and str(caller.f_globals.get("__name__", "")).startswith(KERAS_TRAINER_MODULE):
                 watcher.eager_fit_gradient_calls += 1  # model.fit's own train_step, run eagerly (run_eagerly=True)
-            watcher._record("grad", start, end, EAGER_DRIVER)
+            watcher._record("grad", start, end, EAGER_DRIVER, (start_cpu, end_cpu, end_process))
             watcher._boundary(EAGER_DRIVER)
-            watcher._record("overhead", end, time.perf_counter(), "")
+            watcher._record("overhead", end, time.perf_counter(), "", (end_cpu, time.thread_time()))
             return result
 
         self._patch(backprop.GradientTape, "gradient", gradient)
@@ -445,12 +481,23 @@ class Watcher:
         self.stop()
 
     # ------------------------------------------------------------------ recording
-    def _record(self, kind: str, start: float, end: float, key: str) -> None:
+    def _record(self, kind: str, start: float, end: float, key: str, cpu: tuple[float, ...] = ()) -> None:
+        """One event: wall times, and ``cpu`` = (main-thread CPU at start, at end[, process CPU at end])."""
         if len(self.events) < _MAX_EVENTS:
-            self.events.append((kind, start, end, key))
+            thread_start, thread_end, process_end = (*cpu, 0.0, 0.0, 0.0)[:3] if cpu else (0.0, 0.0, 0.0)
+            self.events.append((kind, start, end, key, thread_start, thread_end, process_end))
 
     def _on_call(
-        self, function, args: tuple, kwargs: dict, *, before: int, start: float, end: float, site: str | None = None
+        self,
+        function,
+        args: tuple,
+        kwargs: dict,
+        *,
+        before: int,
+        start: float,
+        end: float,
+        site: str | None = None,
+        cpu: tuple[float, ...] = (),
     ) -> None:
         key, name, location = _function_identity(function)
         record = self.functions.setdefault(
@@ -485,7 +532,7 @@ class Watcher:
             if len(record["traces"]) <= 3:  # a function retraced every call would be inspected every call
                 record["python_ops"] = sorted(_graph_python_ops(function))
         self._last_call = (function, args, kwargs)
-        self._record("call", start, end, key)
+        self._record("call", start, end, key, cpu)
         self._boundary(key)
 
     def _steps_so_far(self) -> int:
@@ -596,13 +643,13 @@ class Watcher:
         self.fill_window.end_step(last_step=count - 1)
         self.fill_window.begin_step(count)
 
-    def on_sync(self, tensor, value, *, start: float, end: float, frame) -> None:
+    def on_sync(self, tensor, value, *, start: float, end: float, frame, cpu: tuple[float, ...] = ()) -> None:
         user, called = first_user_frame(frame)
         if user is None or _issued_by_tensorflow(called):
             return  # e.g. the eager gradient of reduce_sum reads its axes with .numpy(): not the user's sync
         location = f"{user.f_code.co_filename}:{user.f_lineno}"
         self.sync_count += 1
-        self._record("sync", start, end, location)
+        self._record("sync", start, end, location, cpu)
         if self.nonfinite is None and self.replay_numerics:
             self._check_finite(value, location)
         elif self.nonfinite is not None and "seen_at" not in self.nonfinite and self._is_nonfinite(value):
@@ -648,7 +695,8 @@ class Watcher:
         if driver is None:
             return None
         kind = "grad" if driver == EAGER_DRIVER else "call"
-        boundaries = [(s, e) for k, s, e, key in self.events if k == kind and key == driver]
+        # (wall start, wall end, main-thread CPU at start, at end, process CPU at end) of each driver call.
+        boundaries = [(s, e, t0, t1, p1) for k, s, e, key, t0, t1, p1 in self.events if k == kind and key == driver]
         skip = _SKIP_WARMUP_STEPS
         if self.cache_filled_step is not None and self.cache_filled_step + 1 < len(boundaries) - 3:
             skip = max(skip, self.cache_filled_step + 1)  # the epoch that filled the cache is not the steady state
@@ -656,28 +704,41 @@ class Watcher:
         if len(boundaries) < 3:
             return None
         # Only whole steps between the first and last boundary; boundaries are in time order.
+        # Other tf.functions' top-level calls between the driver's ("call" events of another key) are compiled work.
         waits = sorted(
-            (s, e, k, key)
-            for k, s, e, key in self.events
-            if k in ("next", "sync", "overhead") and boundaries[0][1] <= s <= boundaries[-1][1]
+            (s, e, k, key, t1 - t0)
+            for k, s, e, key, t0, t1, _ in self.events
+            if (k in ("next", "sync", "overhead") or (k == kind and key != driver))
+            and boundaries[0][1] <= s <= boundaries[-1][1]
         )
         steps = len(boundaries) - 1
-        step_times, idle_times = [], []
+        step_times, idle_times, step_cpu, idle_cpu = [], [], [], []
         starts = [w[0] for w in waits]
-        for (_, previous_end), (next_start, next_end) in zip(boundaries, boundaries[1:], strict=False):
+        for previous, following in zip(boundaries, boundaries[1:], strict=False):
+            previous_end, next_start, next_end = previous[1], following[0], following[1]
             # Everything between two driver calls that is neither input, sync nor the watcher's own work is idle.
             inside = waits[bisect.bisect_left(starts, previous_end) : bisect.bisect_right(starts, next_start)]
-            explained = sum(e - s for s, e, k, _ in inside if k in ("next", "sync"))
-            overhead = sum(e - s for s, e, k, _ in inside if k == "overhead")
+            explained = sum(e - s for s, e, k, _, _ in inside if k in ("next", "sync", kind))
+            overhead = sum(e - s for s, e, k, _, _ in inside if k == "overhead")
             idle_times.append(max(next_start - previous_end - explained - overhead, 0.0))
             step_times.append(next_end - previous_end - overhead)
-        total_input = sum(e - s for s, e, k, _ in waits if k == "next")
-        total_sync = sum(e - s for s, e, k, _ in waits if k == "sync")
-        syncs = Counter(key for _, _, k, key in waits if k == "sync")
-        overhead = sum(e - s for s, e, k, _ in waits if k == "overhead")
+            # The same split in CPU seconds: the main thread's CPU in the gap outside those events (Python work
+            # between steps), and the process's CPU over the whole step. A loaded host stretches wall time (a
+            # tiny compiled call waits for its threads to be scheduled), not the CPU the work takes.
+            if previous[4] and following[4]:
+                inside_cpu = sum(cpu for _, _, _, _, cpu in inside)
+                idle_cpu.append(max(following[2] - previous[3] - inside_cpu, 0.0))
+                overhead_cpu = sum(cpu for _, _, k, _, cpu in inside if k == "overhead")
+                step_cpu.append(max(following[4] - previous[4] - overhead_cpu, 0.0))
+        total_input = sum(e - s for s, e, k, _, _ in waits if k == "next")
+        total_sync = sum(e - s for s, e, k, _, _ in waits if k == "sync")
+        total_sync_cpu = sum(cpu for _, _, k, _, cpu in waits if k == "sync")
+        syncs = Counter(key for _, _, k, key, _ in waits if k == "sync")
+        other_calls = [e - s for s, e, k, _, _ in waits if k == kind]
+        overhead = sum(e - s for s, e, k, _, _ in waits if k == "overhead")
         total = boundaries[-1][1] - boundaries[0][1] - overhead
         gaps = sum(boundaries[i + 1][0] - boundaries[i][1] for i in range(steps)) - overhead
-        calls = sum(e - s for s, e in boundaries[1:])
+        calls = sum(b[1] - b[0] for b in boundaries[1:])
         idle = sum(idle_times)
         per = 1e3 / steps
         return StepTiming(
@@ -696,6 +757,12 @@ class Watcher:
             idle_median_ms=1e3 * statistics.median(idle_times),
             step_median_ms=1e3 * statistics.median(step_times),
             measured_from_step=skip,
+            other_calls_per_step=len(other_calls) / steps,
+            other_call_ms=sum(other_calls) * per,
+            idle_cpu_median_ms=1e3 * statistics.median(idle_cpu) if idle_cpu else 0.0,
+            step_cpu_median_ms=1e3 * statistics.median(step_cpu) if step_cpu else 0.0,
+            sync_cpu_ms=total_sync_cpu * per if step_cpu else 0.0,
+            step_cpu_ms=1e3 * statistics.fmean(step_cpu) if step_cpu else 0.0,
         )
 
     def report(self) -> WatchReport:
@@ -735,6 +802,7 @@ class Watcher:
             profile_window="steady" if steady else "cache-fill" if filling else None,
             pipelines=self.pipelines,
             iterators_created=self.iterators_created,
+            async_device=self.async_device,
             cache_filled_step=self.cache_filled_step,
             # Whether the timing covers only steps after the cache filled (None: no cache stage).
             cache_filled=None

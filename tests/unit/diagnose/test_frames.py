@@ -45,5 +45,5 @@ def test_reads_through_keras_are_the_users_and_tensorflows_own_reads_are_not():
         tape.gradient(total, x)  # the eager gradient reads its axes with .numpy(): TensorFlow's own read
     finally:
         watcher.stop()
-    locations = [key for kind, _, _, key in watcher.events if kind == "sync"]
+    locations = [key for kind, _, _, key, *_ in watcher.events if kind == "sync"]
     assert locations == [_line_of("# read-1"), _line_of("# read-2")]

@@ -202,23 +202,34 @@ def test_tiny_ops_verdict_does_not_move_when_load_stretches_ops_and_steps_alike(
 
 # ------------------------------------------------------------------------------ DOC-STEP-GAP
 def test_step_gap_from_the_profile_hooks_wall_clock_capture():
-    # 3 ms steps with 1.5 ms between them (median of the gaps): 33% of wall time idle.
-    observed = summary(gaps_ms=(1.4, 1.6, 1.5), step_times_ms=(3.0, 3.0, 3.0, 3.0))
+    # 3 ms steps with 3.5 ms between them (median of the gaps): 54% of wall time idle. The capture counts nothing
+    # in its gaps (no reads, no iterators), so the gap must hold half the step.
+    observed = summary(gaps_ms=(3.4, 3.6, 3.5), step_times_ms=(3.0, 3.0, 3.0, 3.0))
     finding = codes(summary=observed)["DOC-STEP-GAP"]
     assert finding.evidence == {
-        "idle_ms_per_step": 1.5,
-        "idle_percent": 33.3,
+        "idle_ms_per_step": 3.5,
+        "idle_percent": 53.8,
         "steps": 3,
         "measured_by": "profile hook",
+        "threshold_percent": 50.0,
     }
+    assert step_gap.check(Observations(summary=summary(gaps_ms=(1.4, 1.6, 1.5), step_times_ms=(3.0,) * 4))) == []
 
 
 def test_step_gap_from_the_watcher_and_its_thresholds():
-    finding = codes(watch=watch_report(idle_ms=2.0, step_ms=8.0))["DOC-STEP-GAP"]
+    # Reads into Python in every gap attribute it to the user's code: 10% of the step is material.
+    finding = codes(watch=watch_report(idle_ms=2.0, step_ms=8.0, syncs_per_step=1.0))["DOC-STEP-GAP"]
     assert finding.evidence["idle_percent"] == 25.0 and finding.evidence["measured_by"] == "watcher"
-    assert finding.evidence["idle_ms_per_step"] == 2.0
-    assert step_gap.check(Observations(watch=watch_report(idle_ms=0.5, step_ms=2.0))) == []  # 25% but under 1 ms
-    assert step_gap.check(Observations(watch=watch_report(idle_ms=1.5, step_ms=30.0))) == []  # 1.5 ms but 5%
+    assert finding.evidence["idle_ms_per_step"] == 2.0 and finding.evidence["threshold_percent"] == 10.0
+    assert "1.0 reads of a tensor into Python" in finding.message
+    # No floor in milliseconds: a 0.3 ms gap is 15% of a 2 ms step whatever the host's load.
+    assert codes(watch=watch_report(idle_ms=0.3, step_ms=2.0, syncs_per_step=4.0))["DOC-STEP-GAP"]
+    # Without reads or new iterators in the gaps, the gap must hold half the step (the loop's own dispatch
+    # between tiny steps is not host work to remove).
+    assert step_gap.check(Observations(watch=watch_report(idle_ms=2.0, step_ms=8.0))) == []
+    unattributed = codes(watch=watch_report(idle_ms=5.0, step_ms=8.0))["DOC-STEP-GAP"]
+    assert unattributed.evidence["threshold_percent"] == 50.0
+    assert step_gap.check(Observations(watch=watch_report(idle_ms=1.5, step_ms=30.0, syncs_per_step=1.0))) == []
     assert (
         step_gap.check(Observations(summary=summary(gaps_ms=(5.0, 5.0), step_times_ms=(1.0, 1.0, 1.0)))) == []
     )  # two gaps are no pattern
@@ -227,22 +238,40 @@ def test_step_gap_from_the_watcher_and_its_thresholds():
 def test_scheduler_stops_in_a_few_gaps_are_not_a_step_gap():
     # The good script on a loaded 2-core host: 40 us of loop overhead per step, but 4 of 20 gaps caught a
     # ~10 ms scheduler stop, so the mean gap is 2 ms (25% of 8 ms). The medians say the loop is not idle.
-    loaded = watch_report(idle_ms=2.0, step_ms=8.0, idle_median_ms=0.04, step_median_ms=5.5)
+    loaded = watch_report(idle_ms=2.0, step_ms=8.0, idle_median_ms=0.04, step_median_ms=5.5, syncs_per_step=1.0)
     assert step_gap.check(Observations(watch=loaded)) == []
     stopped = summary(gaps_ms=(0.02, 9.5, 0.03, 0.02), step_times_ms=(4.0, 4.1, 3.9, 4.0, 4.0))
     assert step_gap.check(Observations(summary=stopped)) == []
     # The same mean with host work in every gap is a finding.
-    steady = summary(gaps_ms=(2.4, 2.5, 2.3, 2.5), step_times_ms=(4.0, 4.1, 3.9, 4.0, 4.0))
-    assert codes(summary=steady)["DOC-STEP-GAP"].evidence["idle_ms_per_step"] == 2.45
+    steady = summary(gaps_ms=(4.4, 4.5, 4.3, 4.5), step_times_ms=(4.0, 4.1, 3.9, 4.0, 4.0))
+    assert codes(summary=steady)["DOC-STEP-GAP"].evidence["idle_ms_per_step"] == 4.45
 
 
 def test_old_watch_reports_without_medians_fall_back_to_means():
-    report = WatchReport.from_dict(watch_report(idle_ms=2.0, step_ms=8.0).to_dict())
+    report = WatchReport.from_dict(watch_report(idle_ms=2.0, step_ms=8.0, syncs_per_step=1.0).to_dict())
     data = report.to_dict()
     del data["timing"]["idle_median_ms"], data["timing"]["step_median_ms"]
     old = WatchReport.from_dict(data)
     assert old.timing.step_median_ms == 0.0
     assert codes(watch=old)["DOC-STEP-GAP"].evidence["idle_ms_per_step"] == 2.0
+
+
+def test_input_bound_is_judged_on_the_steady_last_half_of_the_window():
+    # p_py_function_map's quiet window: 6 measured steps read batches buffered during warm-up, then every step
+    # waited. The median of all 11 steps did not wait (the whole window's verdict: none); the last half (6 steps,
+    # 5 waiting) does.
+    rows = [(9.0, 0.06)] * 6 + [(17.0, 12.0)] * 5
+    drained = summary(step_ms=12.6, input_ms=5.5, stages=(("MapAndBatch", 60.0),), per_step=rows, steps=11)
+    assert [r["input_ms"] for r in input_bound.steady_rows(Observations(summary=drained))] == [0.06] + [12.0] * 5
+    finding = codes(summary=drained)["DOC-INPUT-BOUND"]
+    assert finding.severity.value == "error" and finding.evidence["steady_steps"] == 6
+    assert finding.evidence["window_input_percent"] == pytest.approx(43.7, abs=0.1)
+    # The reverse (a slow start the pipeline caught up on) is no steady wait.
+    caught_up = summary(step_ms=12.6, input_ms=5.5, stages=(("MapAndBatch", 60.0),), per_step=rows[::-1], steps=11)
+    assert "DOC-INPUT-BOUND" not in codes(summary=caught_up)
+    # Fewer than 5 rows (a last half of fewer than 3): all of them are the steady state.
+    short = summary(per_step=[(10.0, 0.0)] * 2 + [(10.0, 9.0)] * 2, steps=4)
+    assert len(input_bound.steady_rows(Observations(summary=short))) == 4
 
 
 def test_one_stalled_step_of_five_is_not_input_bound():

@@ -17,6 +17,14 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
 - the median profiled step must wait too: one step in five that found the prefetch buffer empty
   (the scheduler kept tf.data's threads off the CPUs for a while) is no input-bound program, a
   pipeline that cannot keep up makes every step wait.
+
+Judged on the steady state: the window's first measured steps may still be served from buffers filled
+during warm-up (an AUTOTUNE prefetch grows past what the profile's earliest iterator stats say, so the
+drain estimate can be short). A pipeline slower than the step drains those buffers and then makes every
+step wait; one that keeps up never waits. When the whole window does not say input-bound, the profile
+verdict reads its last half (STEADY_FRACTION, at least MIN_STEADY_STEPS steps): its mean wait, and its
+median step's wait, against the same 5% / 20% lines. The whole window is read first: on a borderline
+pipeline the half window's median is the noisier of the two.
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ HIGH_PERCENT = 20.0
 MIN_INPUT_MS = 1.0
 # Python-side next() timing includes the call's own overhead (~0.3-1 ms on a loaded 2-core host).
 MIN_WATCHER_INPUT_MS = 2.0
+# The steady state: the last half of the measured steps, when that leaves at least MIN_STEADY_STEPS.
+STEADY_FRACTION = 0.5
+MIN_STEADY_STEPS = 3
 # Pipeline work per step below this fraction of the wait: the host was oversubscribed, not the pipeline slow.
 CONTENTION_RATIO = 0.25
 # About one new eager iterator per step (model.predict or evaluate called every step, next(iter(ds)) in the loop):
@@ -240,32 +251,68 @@ def pipeline_work_ms_per_step(observations: Observations) -> float | None:
     return busy / summary.captured_steps
 
 
-def _median_step_input_percent(observations: Observations) -> float | None:
+def steady_rows(observations: Observations) -> list[dict]:
+    """The measured steps past any buffer that warm-up filled: the last half of them, or all when too few."""
+    rows = list(observations.summary.steps.per_step) if observations.summary is not None else []
+    rows.sort(key=lambda r: _row_step(r.get("step")))
+    tail = len(rows) - int(len(rows) * STEADY_FRACTION)
+    return rows[-tail:] if tail >= MIN_STEADY_STEPS else rows
+
+
+def _row_step(name: object) -> int:
+    last = str(name).rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+def _median_step_input_percent(rows: list[dict]) -> float | None:
     """Input share of the median profiled step (None with fewer than 3 per-step rows)."""
-    rows = observations.summary.steps.per_step if observations.summary is not None else []
     if len(rows) < 3:
         return None
     shares = [100.0 * r["input_ms"] / r["step_ms"] for r in rows if r.get("step_ms")]
     return statistics.median(shares) if shares else None
 
 
-def _profile_verdict(observations: Observations) -> tuple[float, float, float] | None:
-    """(percent, input_ms, step_ms) when the profile window says the steps wait for input, else None."""
+def _rows_verdict(observations: Observations, rows: list[dict]) -> tuple[float, float, float] | None:
+    """(percent, input_ms, step_ms) when these measured steps wait for input, else None."""
+    summary = observations.summary
+    assert summary is not None
+    if rows and all(r.get("step_ms") for r in rows):
+        step_ms = statistics.fmean(float(r["step_ms"]) for r in rows)
+        input_ms = statistics.fmean(float(r["input_ms"]) for r in rows)
+        percent = 100.0 * input_ms / step_ms
+    else:  # no per-step rows (the wall-clock fallback of an old summary): the window's means
+        step_ms, input_ms, percent = summary.steps.step_ms, summary.steps.input_ms, summary.steps.input_percent
+    if percent < MODERATE_PERCENT or input_ms < MIN_INPUT_MS:
+        return None
+    work_ms = pipeline_work_ms_per_step(observations)
+    if work_ms is not None and work_ms < CONTENTION_RATIO * input_ms:
+        return None
+    median_percent = _median_step_input_percent(rows)
+    if median_percent is not None and median_percent < MODERATE_PERCENT:
+        return None
+    return percent, input_ms, step_ms
+
+
+def _profile_verdict(observations: Observations) -> tuple[float, float, float, int | None] | None:
+    """(percent, input_ms, step_ms, steady steps or None) when the window's steps wait for input, else None.
+
+    The whole window first (most of its steps waited), then its steady last half (the first steps read batches
+    that warm-up buffered, the rest waited): a wait in either is the program's.
+    """
     summary = observations.summary
     if summary is None or not summary.steps.steps:
         return None
     if summary.capture.get("in_cache_fill"):
         return None  # the script ended inside the epoch that fills its cache: waiting there is expected
-    steps = summary.steps
-    if steps.input_percent < MODERATE_PERCENT or steps.input_ms < MIN_INPUT_MS:
+    rows = list(summary.steps.per_step)
+    whole = _rows_verdict(observations, rows)
+    if whole is not None:
+        return (*whole, None)
+    steady = steady_rows(observations)
+    if len(steady) == len(rows):
         return None
-    work_ms = pipeline_work_ms_per_step(observations)
-    if work_ms is not None and work_ms < CONTENTION_RATIO * steps.input_ms:
-        return None
-    median_percent = _median_step_input_percent(observations)
-    if median_percent is not None and median_percent < MODERATE_PERCENT:
-        return None
-    return steps.input_percent, steps.input_ms, steps.step_ms
+    tail = _rows_verdict(observations, steady)
+    return None if tail is None else (*tail, len(steady))
 
 
 def _watcher_verdict(observations: Observations) -> tuple[float, float, float] | None:
@@ -326,8 +373,12 @@ def check(observations: Observations) -> list[Finding]:
 def _check(observations: Observations) -> list[Finding]:
     summary = observations.summary
     source = "profile"
-    verdict = _profile_verdict(observations)
-    if verdict is None:
+    steady: int | None = None
+    profiled = _profile_verdict(observations)
+    verdict = None if profiled is None else profiled[:3]
+    if profiled is not None:
+        steady = profiled[3]
+    else:
         # The profile's window (or no profile) does not show it: the watcher's whole-run timing may.
         verdict, source = _watcher_verdict(observations), "watcher"
     if verdict is None:
@@ -346,6 +397,10 @@ def _check(observations: Observations) -> list[Finding]:
     }
     if source == "watcher" and summary is not None and summary.steps.steps:
         evidence["profile_input_percent"] = round(summary.steps.input_percent, 1)
+    if steady is not None and summary is not None:
+        # Judged on the last steps of the window; the whole window's mean stays beside it.
+        evidence["steady_steps"] = steady
+        evidence["window_input_percent"] = round(summary.steps.input_percent, 1)
     if work_ms is not None:
         evidence["pipeline_work_ms_per_step"] = round(work_ms, 2)
     message = f"{percent:.1f}% of step time ({input_ms:.1f} of {step_ms:.1f} ms) is spent waiting for input: the program is {level} input-bound"

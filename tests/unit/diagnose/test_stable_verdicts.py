@@ -1,0 +1,269 @@
+"""Issue 31's stable-verdict classes, found on the outside corpus's tuning set, each with a VALID and an INVALID case.
+
+- DOC-STEP-GAP from ratios and counts: host work between steps that the user's code does (reads, prints) is a
+  finding from 10% of the step, the dispatch gap of a tiny-step loop (another compiled call, a few eager ops) is not,
+  and the verdict is the same with a CPU-burning neighbour;
+- DOC-HOST-SYNC counts what a read forces: its copy on a synchronous CPU step, the lost overlap on a GPU/TPU;
+- DOC-INPUT-BOUND is judged on the window's steady state, past buffers that warm-up filled.
+
+The loops run real TensorFlow in this process under ``watch()`` or a ``ProfileWindow``.
+"""
+
+import contextlib
+import dataclasses
+import runpy
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tfpilot.diagnose import ProfileWindow, analyze_profile, summarize_profile, watch
+from tfpilot.diagnose.rules import host_sync, input_bound, step_gap
+from tfpilot.diagnose.rules.base import Observations
+from tfpilot.diagnose.watchers import StepTiming, WatchReport
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "doctor"
+
+
+@contextlib.contextmanager
+def _burner(on: bool):
+    """A CPU-burning neighbour process (the corpus harness's `python -c "while True: pass"`) while the block runs."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if on else None
+    try:
+        yield
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+
+
+def _run_fixture(name: str, output: Path, *args: str):
+    script = FIXTURES / f"{name}.py"
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *args]
+    sys.path.insert(0, str(script.parent))
+    sys.modules.pop("_common", None)
+    try:
+        with watch(output, profile=False) as session:
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        sys.modules.pop("_common", None)
+    return session
+
+
+# ------------------------------------------------------------------------------ DOC-STEP-GAP under load
+@pytest.mark.parametrize("burner", [False, True], ids=["quiet", "with-burner"])
+def test_a_status_line_read_and_printed_after_every_tiny_step_is_a_step_gap(tmp_path, burner):
+    """INVALID (handson-ml3's print_status_bar): reads and formatting between tiny steps, 10% of the step or more."""
+    with _burner(burner):
+        session = _run_fixture("gap_status_bar", tmp_path / "status")
+    found = {f.code: f for f in session.findings}
+    timing = session.report.timing
+    assert "DOC-STEP-GAP" in found, timing
+    gap = found["DOC-STEP-GAP"]
+    assert gap.severity.value == "warning"
+    assert gap.evidence["syncs_per_step"] == pytest.approx(4.0) and gap.evidence["threshold_percent"] == 10.0
+    assert gap.evidence["idle_percent"] >= 10.0 and "idle_cpu_percent" in gap.evidence
+    assert "reads of a tensor into Python" in gap.message
+
+
+@pytest.mark.parametrize("burner", [False, True], ids=["quiet", "with-burner"])
+def test_an_rl_loop_of_tiny_steps_beside_an_action_function_is_no_step_gap(tmp_path, burner):
+    """VALID (f_tensor_epsilon_agent's shape): the other tf.function's call is compiled work, not idle."""
+    with _burner(burner):
+        session = _run_fixture("gap_two_functions", tmp_path / "rl")
+    timing = session.report.timing
+    assert timing.other_calls_per_step == pytest.approx(1.0)
+    assert timing.other_call_ms > 0 and timing.syncs_per_step == 0
+    # What is left between the calls is the loop's own dispatch (a slice, a tf.constant): no reads, under half the step.
+    assert "DOC-STEP-GAP" not in {f.code for f in session.findings}
+
+
+def test_the_gap_share_is_measured_in_cpu_time_and_a_wait_in_wall_time():
+    """p_status_bar_each_step at load ~10: the tiny call's wall time stretched (16.7% wall share), its CPU did not."""
+    timing = StepTiming(
+        driver="train_step",
+        steps=125,
+        step_ms=7.7,
+        call_ms=6.4,
+        gap_ms=1.3,
+        input_ms=0.0,
+        sync_ms=0.02,
+        idle_ms=1.28,
+        syncs_per_step=5.0,
+        idle_percent=16.6,
+        input_percent=0.0,
+        sync_locations={"loop.py:20": 625},
+        idle_median_ms=1.285,
+        step_median_ms=7.703,
+        idle_cpu_median_ms=1.01,
+        step_cpu_median_ms=1.895,
+    )
+    report = WatchReport(
+        functions=[],
+        timing=timing,
+        eager_gradient_calls=0,
+        compiled_calls=127,
+        sync_count=625,
+        nonfinite=None,
+        wall_seconds=1.0,
+        profile_dir=None,
+    )
+    (gap,) = step_gap.check(Observations(watch=report))
+    assert gap.evidence["idle_wall_percent"] == 16.7 and gap.evidence["idle_cpu_percent"] == 53.3
+    assert gap.evidence["idle_percent"] == 53.3 and gap.evidence["threshold_percent"] == 10.0
+    # A sleep (a wait on I/O) uses no CPU: the wall share still sees it (p_python_work_between_steps: 87% wall, 6% CPU).
+    asleep = dataclasses.replace(
+        timing,
+        syncs_per_step=0.0,
+        idle_median_ms=5.1,
+        step_median_ms=5.9,
+        idle_cpu_median_ms=0.05,
+        step_cpu_median_ms=0.73,
+    )
+    (slept,) = step_gap.check(Observations(watch=dataclasses.replace(report, timing=asleep)))
+    assert slept.evidence["idle_percent"] == 85.6 and slept.evidence["threshold_percent"] == 50.0
+    assert slept.evidence["idle_cpu_percent"] == 6.8
+    # The status line's reads at load 8: descheduled mid-way, 39% of the step's wall time, 4.4% of its CPU. The copy
+    # is CPU work: its CPU share decides, and the verdict (info) is the one a quiet host gives.
+    loaded = dataclasses.replace(timing, sync_ms=12.95, step_ms=33.1, sync_cpu_ms=0.167, step_cpu_ms=3.82)
+    (sync,) = host_sync.check(Observations(watch=dataclasses.replace(report, timing=loaded)))
+    assert sync.severity.value == "info" and sync.evidence["sync_cpu_share_percent"] == 4.4
+    assert sync.evidence["sync_wall_share_percent"] == 39.1
+
+
+# ------------------------------------------------------------------------------ DOC-HOST-SYNC: what a read forces
+def test_a_large_read_every_step_costs_its_copy_on_a_cpu_step(tmp_path):
+    """INVALID: a 4 MB output copied to NumPy every step; VALID: the same loop reading a scalar loss."""
+    large = {f.code: f for f in _run_fixture("sync_large_read", tmp_path / "large").findings}["DOC-HOST-SYNC"]
+    scalar = {f.code: f for f in _run_fixture("sync_large_read", tmp_path / "scalar", "--scalar").findings}
+    assert large.severity.value == "warning" and large.evidence["cost_counted"] == "their copy"
+    assert large.evidence["sync_share_percent"] >= 5.0
+    assert scalar["DOC-HOST-SYNC"].severity.value == "info"
+    assert scalar["DOC-HOST-SYNC"].evidence["syncs_per_step"] == pytest.approx(1.0)
+
+
+def _sync_report(*, sync_ms: float, step_ms: float, async_device: bool) -> WatchReport:
+    timing = StepTiming(
+        driver="train_step",
+        steps=30,
+        step_ms=step_ms,
+        call_ms=step_ms - sync_ms,
+        gap_ms=sync_ms,
+        input_ms=0.0,
+        sync_ms=sync_ms,
+        idle_ms=0.0,
+        syncs_per_step=1.0,
+        idle_percent=0.0,
+        input_percent=0.0,
+        sync_locations={"loop.py:9": 30},
+        idle_median_ms=0.0,
+        step_median_ms=step_ms,
+    )
+    return WatchReport(
+        functions=[],
+        timing=timing,
+        eager_gradient_calls=0,
+        compiled_calls=32,
+        sync_count=30,
+        nonfinite=None,
+        wall_seconds=1.0,
+        profile_dir=None,
+        async_device=async_device,
+    )
+
+
+def test_on_an_asynchronous_device_a_read_costs_the_overlap_it_takes_away():
+    # GPU: the call returned once queued, the read waited 8 ms for the device; the host's own work is 2 ms a step.
+    # Without the read those 2 ms would overlap the device's step: that is the cost, not the 8 ms of device work.
+    (gpu,) = host_sync.check(Observations(watch=_sync_report(sync_ms=8.0, step_ms=10.0, async_device=True)))
+    assert gpu.evidence["cost_ms_per_step"] == 2.0 and gpu.severity.value == "warning"
+    assert gpu.evidence["cost_counted"] == "the host/device overlap they take away"
+    # A read that waits for almost nothing takes almost no overlap away.
+    (idle,) = host_sync.check(Observations(watch=_sync_report(sync_ms=0.2, step_ms=10.0, async_device=True)))
+    assert idle.severity.value == "info"
+    # The same 8 ms read on a CPU step is all copy (a CPU call returns when its kernels are done).
+    (cpu,) = host_sync.check(Observations(watch=_sync_report(sync_ms=8.0, step_ms=10.0, async_device=False)))
+    assert cpu.evidence["cost_ms_per_step"] == 8.0 and cpu.evidence["sync_share_percent"] == 80.0
+    assert host_sync.read_cost_ms(1.0, 10.0, asynchronous=True) == host_sync.read_cost_ms(1.0, 10.0, asynchronous=False)
+
+
+# ------------------------------------------------------------------------------ DOC-INPUT-BOUND: the steady state
+def _profiled_loop(tmp_path: Path, *, slow_elements: range, warm_up: bool):
+    """A py_function map (10 ms per element while its index is in ``slow_elements``) behind a 12-batch prefetch,
+    feeding a step of a few ms.
+
+    The window's drain estimate is 0 steps (measure_from = start): what a short estimate of an AUTOTUNE buffer
+    leaves. With ``warm_up`` the loop does 0.3-1 s of compute first, so the buffer is full when the window opens.
+    """
+
+    def produce(index):
+        if int(index.numpy()) in slow_elements:
+            time.sleep(0.01)  # the element's Python work (a decode, a parse) that releases the GIL
+        return tf.cast(index, tf.float32)
+
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    options.experimental_optimization.inject_prefetch = False
+    dataset = (
+        tf.data.Dataset.range(400)
+        .map(lambda i: tf.py_function(produce, [i], tf.float32))
+        .batch(1)
+        .prefetch(12)
+        .with_options(options)
+    )
+    weights = tf.Variable(1.0)
+
+    @tf.function
+    def step(x):
+        # A few ms of compute: a pipeline at 0.3 ms per element keeps up with it even on a loaded host.
+        m = tf.ones([256, 256])
+        for _ in range(4):
+            m = tf.matmul(m, m) / 256.0
+        weights.assign_add(tf.reduce_sum(x) * 0.0 + tf.reduce_sum(m) * 0.0)
+
+    @tf.function
+    def validation_pass(m):
+        for _ in tf.range(8):
+            m = tf.matmul(m, m) / 512.0
+        return tf.reduce_sum(m)
+
+    iterator = iter(dataset)
+    step(next(iterator))
+    if warm_up:
+        validation_pass(tf.ones([512, 512])).numpy()
+    start = 2
+    window = ProfileWindow(tmp_path, start_step=start, stop_step=start + 22, measure_from=start)
+    for number in range(start, start + 23):
+        with window.step(number):
+            step(next(iterator))
+    window.close()
+    summary = summarize_profile(tmp_path)
+    return summary, {f.code: f for f in analyze_profile(summary)}
+
+
+def test_a_pipeline_slower_than_the_step_is_input_bound_once_warm_up_buffers_drain(tmp_path):
+    """INVALID (p_py_function_map): the first measured steps read batches buffered during warm-up, the rest wait."""
+    summary, found = _profiled_loop(tmp_path, slow_elements=range(400), warm_up=True)
+    rows = summary.steps.per_step
+    waited = [r for r in rows if r["input_ms"] >= 5.0]
+    steady = input_bound.steady_rows(Observations(summary=summary))
+    assert len(steady) == len(rows) - len(rows) // 2
+    assert sum(r["input_ms"] >= 5.0 for r in steady) > len(steady) / 2, rows  # the tail waits
+    finding = found["DOC-INPUT-BOUND"]
+    assert finding.severity.value == "error"
+    # Decided by the whole window when most of its steps waited, else by its steady last half.
+    assert finding.evidence.get("steady_steps") in (None, len(steady))
+    if "steady_steps" in finding.evidence:
+        assert finding.evidence["input_percent"] >= finding.evidence["window_input_percent"]
+    assert len(waited) < len(rows)  # some steps were served from the buffer
+
+
+def test_a_pipeline_that_caught_up_after_the_window_opened_is_not_input_bound(tmp_path):
+    """VALID: the first window steps wait (a slow start), the steady tail never does."""
+    _, found = _profiled_loop(tmp_path, slow_elements=range(0, 4), warm_up=False)
+    assert "DOC-INPUT-BOUND" not in found
