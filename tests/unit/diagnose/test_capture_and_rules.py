@@ -47,10 +47,13 @@ def test_profile_window_summary_and_input_bound_finding(tmp_path):
     # 2 elements x 10 ms of Python sleep per step: >= 90% of the step waits for input.
     assert summary.steps.input_percent > 80
     python_ms = sum(op.total_self_time_ms for op in summary.host_python_ops) / 4
-    assert 15 < python_ms < 40
     codes = {f.code: f for f in analyze_profile(summary)}
     assert codes["DOC-INPUT-BOUND"].severity.value == "error"
-    assert 10 <= codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"] < 20
+    per_call = codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"]
+    # A sleep lasts at least what it asks (a loaded host only stretches it), and each step makes
+    # two calls: counted once each, the per-step time is twice the per-call time.
+    assert per_call >= 10 and python_ms >= 20
+    assert 1.5 < python_ms / per_call < 2.5
 
 
 def test_summary_and_rules_run_without_importing_tensorflow(tmp_path):
