@@ -278,6 +278,28 @@ class Bindings:
                 found.append(passed)
         return found
 
+    def passed(self, function: ast.AST, name: str) -> list[tuple[ast.AST | None, ast.AST | None]] | None:
+        """What each of the file's call sites of ``function`` passes for its parameter ``name``,
+        unresolved, with the function holding the call (None where a site leaves the default);
+        None when a site passes ``*args`` / ``**kwargs``."""
+        if not self._built:
+            self._build()
+        arguments = function.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        method = bool(positional) and positional[0] in ("self", "cls")
+        index = positional.index(name) - (1 if method else 0) if name in positional else -1
+        found: list[tuple[ast.AST | None, ast.AST | None]] = []
+        for call, owner, _line in self._calls.get(getattr(function, "name", ""), []):
+            if isinstance(call.func, ast.Attribute) != method or owner is function:
+                continue
+            if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+                return None
+            value: ast.AST | None = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and 0 <= index < len(call.args):
+                value = call.args[index]
+            found.append((value, owner))
+        return found
+
     def _other_class_self_call(self, call: ast.Call, owner: ast.AST | None, klass: ast.ClassDef) -> bool:
         """``self.compute_loss(...)`` in a method of another class (an Actor's and a Critic's
         ``compute_loss`` are two functions) that does not inherit from ``klass``."""
