@@ -126,7 +126,10 @@ model = keras.Sequential([keras.layers.Dense(1)])
             and func.id in self.context.local_imports
             and _builds_keras(self.context, func.id)
         ):
-            return True  # `ModelBuilder(params)`: a class of the project's other modules that builds Keras models
+            self._uses_keras = (
+                True  # `ModelBuilder(params)`: a class of the project's other modules builds Keras models
+            )
+            return True
         # `model = ub.models.wide_resnet(...)`: a model factory of another module (its Keras
         # initializers draw from Keras' generator just the same)
         parent = self.context.parent

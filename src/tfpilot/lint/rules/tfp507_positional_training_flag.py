@@ -121,7 +121,9 @@ class PositionalTrainingFlag(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("train", "True", "False")
+    # a literal flag, a flag's name, a Keras file, or a method of a class whose Keras model is
+    # built by a base class of another module
+    tokens = ("train", "True", "False", "keras", "self.")
     VALID = [
         """
 import keras
