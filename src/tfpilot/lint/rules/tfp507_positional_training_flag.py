@@ -110,7 +110,8 @@ class PositionalTrainingFlag(Rule):
     Keras 2 passed ``model(x, is_training)`` on to ``call(self, x, training=None)``; Keras 3's
     ``Layer.__call__`` raises ``ValueError: Only input tensors may be passed as positional
     arguments`` before the call runs (a GAN's ``generator(z, is_training)`` stops at its first
-    step). Reported where the callee is certainly a Keras model or layer: built by a Keras
+    step), and so does any bool, number or string passed positionally (``self.actor(state, test)``).
+    Reported where the callee is certainly a Keras model or layer: built by a Keras
     factory or a Keras subclass of this project, followed through parameters and attributes.
     """
 
