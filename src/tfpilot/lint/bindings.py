@@ -238,9 +238,25 @@ class Bindings:
         calls = self._calls.get(function_name, [])
         klass = self._method_class.get(id(function))
         constructor = function_name == "__init__" and klass is not None
+        explicit: set[int] = set()
         if constructor:
-            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes
+            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes, and what a subclass
+            # passes to `VAE.__init__(self, encoder)` or `super().__init__(encoder)`
             calls = [c for c in self._calls.get(klass.name, []) if isinstance(c[0].func, ast.Name)]  # type: ignore[union-attr]
+            for call, owner, line in self._calls.get("__init__", []):
+                receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+                if isinstance(receiver, ast.Name) and receiver.id == klass.name:  # type: ignore[union-attr]
+                    explicit.add(id(call))
+                    calls.append((call, owner, line))
+                elif (
+                    isinstance(receiver, ast.Call)
+                    and isinstance(receiver.func, ast.Name)
+                    and receiver.func.id == "super"
+                    and owner is not None
+                    and (caller := self._method_class.get(id(owner))) is not None
+                    and any(isinstance(b, ast.Name) and b.id == klass.name for b in caller.bases)  # type: ignore[union-attr]
+                ):
+                    calls.append((call, owner, line))
         for call, owner, _line in calls:
             # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
             if not constructor and isinstance(call.func, ast.Attribute) != method:
@@ -251,7 +267,7 @@ class Bindings:
                 continue  # a call inside the function itself passes on what its own callers passed
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1
-            if method:
+            if method and id(call) not in explicit:
                 index -= 1
             for keyword in call.keywords:
                 if keyword.arg == name:

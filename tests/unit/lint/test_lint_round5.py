@@ -332,3 +332,39 @@ def test_seed_in_an_entry_point_whose_model_builder_lives_in_another_module(tmp_
     assert _findings(main.format(seed="tf.random.set_seed(seed)"), "TFP506", path) == [(6, Severity.WARNING)]
     # VALID: Keras seeded
     assert _findings(main.format(seed="tf.keras.utils.set_random_seed(seed)"), "TFP506", path) == []
+
+
+def test_models_a_subclass_passes_to_its_base_init_are_resolved():
+    source = """
+        import tensorflow as tf
+        from tensorflow.keras import layers, Sequential
+
+        class GAN:
+            def __init__(self, generator, discriminator):
+                self.G = generator
+                self.D = discriminator
+
+            def train_step(self, z, real):
+                with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+                    fake = self.G(z)
+                    loss = tf.reduce_mean(self.D(fake)) - tf.reduce_mean(self.D(real, training=True))
+                g_tape.gradient(loss, self.G.trainable_variables)
+                d_tape.gradient(loss, self.D.trainable_variables)
+
+        class DCGAN(GAN):
+            def __init__(self):
+                GAN.__init__(self, self.Generator(), self.Discriminator())
+
+            def Generator(self):
+                return Sequential([layers.Dense(8), layers.{layer}(), layers.Dense(4)])
+
+            def Discriminator(self):
+                return Sequential([layers.Dense(1)])
+    """
+    # INVALID: the generator DCGAN passes to GAN.__init__ has BatchNormalization
+    assert _findings(source.format(layer="BatchNormalization"), "TFP201") == [
+        (12, Severity.WARNING),
+        (13, Severity.INFO),
+    ]
+    # VALID (a note): a generator of training-independent layers
+    assert _findings(source.format(layer="ReLU"), "TFP201") == [(12, Severity.INFO), (13, Severity.INFO)]
