@@ -238,9 +238,25 @@ class Bindings:
         calls = self._calls.get(function_name, [])
         klass = self._method_class.get(id(function))
         constructor = function_name == "__init__" and klass is not None
+        explicit: set[int] = set()
         if constructor:
-            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes
+            # `__init__(self, encoder)` receives what `VAE(encoder, ...)` passes, and what a subclass
+            # passes to `VAE.__init__(self, encoder)` or `super().__init__(encoder)`
             calls = [c for c in self._calls.get(klass.name, []) if isinstance(c[0].func, ast.Name)]  # type: ignore[union-attr]
+            for call, owner, line in self._calls.get("__init__", []):
+                receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+                if isinstance(receiver, ast.Name) and receiver.id == klass.name:  # type: ignore[union-attr]
+                    explicit.add(id(call))
+                    calls.append((call, owner, line))
+                elif (
+                    isinstance(receiver, ast.Call)
+                    and isinstance(receiver.func, ast.Name)
+                    and receiver.func.id == "super"
+                    and owner is not None
+                    and (caller := self._method_class.get(id(owner))) is not None
+                    and any(isinstance(b, ast.Name) and b.id == klass.name for b in caller.bases)  # type: ignore[union-attr]
+                ):
+                    calls.append((call, owner, line))
         for call, owner, _line in calls:
             # `obj.step(x)` calls a method, `step(x)` a plain function: the other kind is another def
             if not constructor and isinstance(call.func, ast.Attribute) != method:
@@ -251,7 +267,7 @@ class Bindings:
                 continue  # a call inside the function itself passes on what its own callers passed
             passed: ast.AST | None = None
             index = positional.index(name) if name in positional else -1
-            if method:
+            if method and id(call) not in explicit:
                 index -= 1
             for keyword in call.keywords:
                 if keyword.arg == name:
@@ -276,6 +292,28 @@ class Bindings:
                 found.extend(v for v in resolved if v not in found)
             elif passed not in found:
                 found.append(passed)
+        return found
+
+    def passed(self, function: ast.AST, name: str) -> list[tuple[ast.AST | None, ast.AST | None]] | None:
+        """What each of the file's call sites of ``function`` passes for its parameter ``name``,
+        unresolved, with the function holding the call (None where a site leaves the default);
+        None when a site passes ``*args`` / ``**kwargs``."""
+        if not self._built:
+            self._build()
+        arguments = function.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        method = bool(positional) and positional[0] in ("self", "cls")
+        index = positional.index(name) - (1 if method else 0) if name in positional else -1
+        found: list[tuple[ast.AST | None, ast.AST | None]] = []
+        for call, owner, _line in self._calls.get(getattr(function, "name", ""), []):
+            if isinstance(call.func, ast.Attribute) != method or owner is function:
+                continue
+            if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+                return None
+            value: ast.AST | None = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and 0 <= index < len(call.args):
+                value = call.args[index]
+            found.append((value, owner))
         return found
 
     def _other_class_self_call(self, call: ast.Call, owner: ast.AST | None, klass: ast.ClassDef) -> bool:

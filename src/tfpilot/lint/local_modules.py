@@ -26,12 +26,19 @@ _MAX_BYTES = 2_000_000
 def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileContext] | None:
     """The class ``name`` that ``context``'s file imports from a module of its own project, with
     that module's context; None when it is not imported so, or the module is not on disk."""
-    found = _imported_module(context, name)
-    if found is None:
-        return None
-    other, attribute = found
-    definitions = other.class_defs(attribute)
-    return (definitions[-1], other) if definitions else None
+    for _ in range(3):
+        found = _imported_module(context, name)
+        if found is None:
+            return None
+        other, attribute = found
+        definitions = other.class_defs(attribute)
+        if definitions:
+            return definitions[-1], other
+        if attribute not in other.local_imports or other.path == context.path:
+            return None
+        # `from retinanet.model import ModelBuilder`: the package's __init__ re-exports it
+        context, name = other, attribute
+    return None
 
 
 def imported_function(

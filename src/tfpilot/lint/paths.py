@@ -63,6 +63,10 @@ def _tails(node: ast.AST, context: FileContext, owner: ast.AST | None, depth: in
         name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
         if name in ("join", "Path", "PurePath", "fspath", "str"):
             return _tails(node.args[-1], context, owner, depth + 1)
+        if name in ("basename", "abspath", "normpath", "expanduser", "realpath"):
+            return _tails(node.args[0], context, owner, depth + 1)
+        if name == "latest_checkpoint":
+            return ["<tf.train.latest_checkpoint()>"]  # a TF checkpoint prefix (`ckpt-12`), never a Keras file
         return [None]
     if isinstance(node, ast.Name):
         return _name_tails(node, context, owner, depth)

@@ -62,7 +62,11 @@ def path_literal(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.JoinedStr) and node.values:
         tail = string_value(node.values[-1])
         if tail is None and len(node.values) > 1:
-            return _checkpoint_template(string_value(node.values[-2]))
+            last = node.values[-1]
+            numeric = isinstance(last, ast.FormattedValue) and _numeric_field(
+                string_value(last.format_spec) if last.format_spec is not None else "", last.value
+            )
+            return _checkpoint_template(string_value(node.values[-2]), numeric=numeric)
         return tail
     if (
         isinstance(node, ast.Call)
@@ -72,7 +76,20 @@ def path_literal(node: ast.AST | None) -> str | None:
     ):
         template = string_value(node.func.value) or ""
         tail = template.rsplit("}", 1)[-1] if "}" in template else template
-        return tail or _checkpoint_template(template.rsplit("{", 1)[0])
+        if tail:
+            return tail
+        field = _LAST_FIELD.search(template)
+        numeric = False
+        if field is not None:
+            key, spec = field.group(1), field.group(2) or ""
+            if key == "" and len(node.args) == template.count("{") - 2 * template.count("{{"):
+                argument: ast.expr | None = node.args[-1] if node.args else None
+            elif key.isdigit() and int(key) < len(node.args):
+                argument = node.args[int(key)]
+            else:
+                argument = next((k.value for k in node.keywords if k.arg == key), None)
+            numeric = _numeric_field(spec, argument)
+        return _checkpoint_template(template.rsplit("{", 1)[0], numeric=numeric)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return path_literal(node.right)
     if isinstance(node, ast.Call) and node.args:
@@ -82,12 +99,41 @@ def path_literal(node: ast.AST | None) -> str | None:
     return None
 
 
-def _checkpoint_template(prefix: str | None) -> str | None:
+def _checkpoint_template(prefix: str | None, *, numeric: bool = False) -> str | None:
     """``f"model.ckpt-{step}"``, ``"ckpt/model.ckpt-{}".format(n)``: the name ends in a step
-    number after a TF-checkpoint stem, so its suffix is known not to be a Keras one."""
-    if prefix and ".ckpt" in prefix.rsplit("/", 1)[-1]:
+    number after a TF-checkpoint stem, so its suffix is known not to be a Keras one; so does
+    ``"weights_step_{}".format(step)`` or ``"model_epoch_{:d}"`` (a number ends the name)."""
+    if prefix is not None and (numeric or ".ckpt" in prefix.rsplit("/", 1)[-1]):
         return prefix + "N"
     return None
+
+
+# the last replacement field of a str.format template: {}, {0}, {name}, {:d}, {0:04d}
+_LAST_FIELD = re.compile(r"\{([\w]*)(?:![rsa])?(?::([^{}]*))?\}$")
+# names that hold a step or epoch counter
+_COUNTER = re.compile(
+    r"^(i|j|k|n|e|ep|it|epoch|epochs|step|steps|iteration|iterations|iter|count|counter)$"
+    r"|(_step|_steps|_epoch|_iter|_iteration|_count)$|^(epoch|step|iter|iteration)_"
+)
+
+
+def _numeric_field(spec: str | None, argument: ast.AST | None) -> bool:
+    """A replacement field that certainly renders a number: an integer or float format spec
+    (``:d``, ``:04d``, ``:.2f``), an int literal or ``i + 1``, or a step / epoch counter's name."""
+    if spec and spec[-1] in "bdoxXneEfFgG%":
+        return True
+    if spec:
+        return False
+    if isinstance(argument, ast.Constant):
+        return isinstance(argument.value, int) and not isinstance(argument.value, bool)
+    if isinstance(argument, ast.BinOp) and isinstance(argument.op, (ast.Add, ast.Sub, ast.Mult)):
+        return any(
+            isinstance(side, ast.Constant) and isinstance(side.value, int) for side in (argument.left, argument.right)
+        )
+    name = (
+        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    )
+    return bool(name) and _COUNTER.search(name.lower()) is not None
 
 
 def path_literals(node: ast.AST | None, context: FileContext) -> list[str]:

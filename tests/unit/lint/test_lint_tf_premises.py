@@ -279,3 +279,74 @@ def test_tfp508_keras3_freezes_a_discriminator_set_untrainable_before_its_first_
         discriminator.train_on_batch(x, y)
     """
     assert _codes(source, "TFP508") == [6]
+
+
+def test_tfp507_keras3_refuses_any_positional_python_value_but_not_none_or_tensors():
+    # round 5: the flag need not be called `training` (`self.actor(state, test)`); None passes
+    class Actor(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, states, test=False):
+            return self.dense(states)
+
+    actor, x = Actor(), np.ones((1, 3), "float32")
+    for value in (True, 1, 1.5, "greedy"):
+        with pytest.raises(ValueError, match="Only input tensors may be passed as positional arguments"):
+            actor(x, value)
+    assert actor(x, None).shape == (1, 2)
+    assert actor(x, tf.constant(True)).shape == (1, 2)  # a tensor flag passes positionally
+    source = textwrap.dedent(
+        """
+        import keras
+
+        class Actor(keras.Model):
+            def call(self, states, test=False):
+                return states
+
+        class Agent:
+            def __init__(self):
+                self.actor = Actor()
+
+            def get_action(self, state, test=False):
+                return self._body(state, test)
+
+            def _body(self, state, test):
+                return self.actor(state, test)
+
+            def masked(self, state, mask=None):
+                return self.actor(state, mask)
+        """
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP507"] == ["16"]
+
+
+def test_tfp406_keras3_refuses_weights_paths_that_end_in_a_step_number(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match=r"\.weights\.h5"):
+        model.save_weights(str(tmp_path / "weights_step_10"))
+    with pytest.raises(ValueError, match="File format not supported"):
+        model.load_weights(str(tmp_path / "model_epoch_3"))
+    model.save_weights(str(tmp_path / "weights_step_10.weights.h5"))
+    source = textwrap.dedent(
+        """
+        import os
+        import keras
+
+        def train(model, model_dir, step):
+            model.save_weights(os.path.join(model_dir, "weights_step_{}".format(step)))
+            model.save_weights(os.path.join(model_dir, "weights_step_{}.weights.h5".format(step)))
+        """
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP406"] == ["6"]
+
+
+def test_tfp504_keras3_removed_predict_classes_layer_output_shape_and_loss_scale_methods():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    assert not hasattr(model, "predict_classes")
+    assert not hasattr(model.layers[0], "output_shape")
+    assert hasattr(model, "output_shape")  # a model still has one: only layers are reported
+    optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.Adam())
+    assert not hasattr(optimizer, "get_scaled_loss") and not hasattr(optimizer, "get_unscaled_gradients")
+    assert hasattr(optimizer, "scale_loss")  # what the finding tells users to call instead

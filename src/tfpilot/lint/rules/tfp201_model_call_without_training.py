@@ -9,7 +9,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
-from tfpilot.lint.local_modules import imported_class
+from tfpilot.lint.local_modules import imported_class, imported_function
 from tfpilot.lint.naming import is_frozen_model_name, is_model_name
 from tfpilot.lint.patterns import (
     has_keyword,
@@ -237,6 +237,126 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
     return names if values else None
 
 
+# Keras layers whose output depends on `training` (dropout, noise, batch statistics, augmentation).
+_DEPENDENT_LAYERS = frozenset(
+    {
+        "Dropout",
+        "SpatialDropout1D",
+        "SpatialDropout2D",
+        "SpatialDropout3D",
+        "AlphaDropout",
+        "GaussianDropout",
+        "GaussianNoise",
+        "BatchNormalization",
+        "SyncBatchNormalization",
+        "RandomFlip",
+        "RandomRotation",
+        "RandomZoom",
+        "RandomCrop",
+        "RandomTranslation",
+        "RandomContrast",
+        "RandomBrightness",
+        "RandomHeight",
+        "RandomWidth",
+    }
+)
+# keras.applications without BatchNormalization or Dropout
+_INVARIANT_APPLICATIONS = frozenset({"VGG16", "VGG19"})
+
+
+def _reads_training(function: ast.AST) -> bool:
+    """``call`` uses its ``training`` flag (reads the name, or passes ``training=`` on)."""
+    return any(
+        (isinstance(n, ast.Name) and n.id == "training" and isinstance(n.ctx, ast.Load))
+        or (isinstance(n, ast.keyword) and n.arg == "training")
+        for n in ast.walk(function)
+    )
+
+
+def _depends_on_training(values: list[Any], context: Any, seen: frozenset[int] = frozenset()) -> bool:
+    """Some value is a model the linter resolves to a layer that behaves differently in training
+    (Dropout, BatchNormalization, noise, augmentation, an RNN with dropout) or to a Keras class of
+    the project whose ``call`` reads ``training``. False when none is seen (or nothing resolves)."""
+    for value in values:
+        if id(value) in seen:
+            continue
+        seen = seen | {id(value)}
+        if isinstance(value, ast.ClassDef):
+            if _class_depends(value, context, seen):
+                return True
+        elif isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if _body_depends(value, context, seen):
+                return True
+        elif isinstance(value, ast.Call):
+            found = keras_name(context.qualname(value.func))
+            if found is not None and found[1] in ("Sequential", "models.Sequential"):
+                layers: Any = value.args[0] if value.args else None
+                if isinstance(layers, ast.Name):
+                    bound = context.bindings.values(layers.id, value, context.bindings.top_level_of(value))
+                    layers = bound[0] if len(bound) == 1 else None
+                if layers is not None and _body_depends(layers, context, seen):
+                    return True
+            elif found is not None and found[1] in ("Model", "models.Model"):
+                scope = context.bindings.top_level_of(value)
+                if not isinstance(scope, ast.Module) and _body_depends(scope, context, seen):
+                    return True
+            elif _call_depends(value, context, seen):
+                return True
+    return False
+
+
+def _class_depends(klass: ast.ClassDef, context: Any, seen: frozenset[int]) -> bool:
+    if context.class_kind(klass) not in ("keras-model", "keras-layer"):
+        return False
+    calls = [n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name in ("call", "__call__")]
+    if any(_reads_training(call) for call in calls):
+        return True
+    for base in klass.bases:
+        if isinstance(base, ast.Name):
+            if context.class_defs(base.id):
+                if _depends_on_training([context.class_defs(base.id)[-1]], context, seen):
+                    return True
+            elif (imported := imported_class(context, base.id)) is not None:
+                if _depends_on_training([imported[0]], imported[1], seen):
+                    return True
+    return _body_depends(klass, context, seen)
+
+
+def _body_depends(node: ast.AST, context: Any, seen: frozenset[int]) -> bool:
+    return any(isinstance(n, ast.Call) and _call_depends(n, context, seen) for n in ast.walk(node))
+
+
+def _call_depends(call: ast.Call, context: Any, seen: frozenset[int]) -> bool:
+    """One constructor call builds a training-dependent layer (directly or through a class or
+    factory of the project)."""
+    found = keras_name(context.qualname(call.func))
+    if found is not None:
+        path = found[1]
+        last = path.rsplit(".", 1)[-1]
+        if path.startswith("layers."):
+            if last in _DEPENDENT_LAYERS:
+                return True
+            return any(
+                item.arg in _RNN_DROPOUT and not (isinstance(item.value, ast.Constant) and not item.value.value)
+                for item in call.keywords
+            )
+        if path.startswith("applications."):
+            return last not in _INVARIANT_APPLICATIONS and last[:1].isupper()
+        return False
+    if isinstance(call.func, ast.Name):
+        name = call.func.id
+        if context.class_defs(name):
+            return _depends_on_training([context.class_defs(name)[-1]], context, seen)
+        if context.function_defs(name):
+            return _depends_on_training([context.function_defs(name)[-1]], context, seen)
+        if (imported := imported_class(context, name)) is not None:
+            return _depends_on_training([imported[0]], imported[1], seen)
+        if (factory := imported_function(context, name)) is not None:
+            return _depends_on_training([factory[0]], factory[1], seen)
+    method = _factory_method(call, context)
+    return method is not None and _depends_on_training([method], context, seen)
+
+
 def _factory_method(call: ast.Call, context: Any) -> ast.AST | None:
     """``self.create_model()``: the method of the class holding the call, else None."""
     func = call.func
@@ -260,6 +380,7 @@ def _invariant_layers(values: list[Any], context: Any) -> str:
     return ", ".join(sorted(names)) if names else ""
 
 
+_VARIABLE_ATTRIBUTES = frozenset({"trainable_variables", "trainable_weights", "variables", "weights"})
 _UPDATES = frozenset({"apply_gradients", "minimize", "apply", "assign_sub", "assign_add"})
 
 
@@ -498,6 +619,7 @@ train_step(classifier, tf.ones((2, 3)))
         # the call, the function it is in).
         self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
         self._trained: dict[int, set[str]] = {}  # per function: what its tapes differentiate
+        self._tapes: dict[int, list[ast.With]] = {}  # per reported call: the tape blocks around it
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -570,6 +692,7 @@ train_step(classifier, tf.ones((2, 3)))
             if kind == "tf-module":
                 return
             keras_self = kind in ("keras-model", "keras-layer")
+        self._record_tapes(node)
         self._callees.append((callee, keras_self, node, context.scope.node, context.current_class()))
         self.report(
             node,
@@ -633,6 +756,7 @@ train_step(classifier, tf.ones((2, 3)))
                 callee = name  # a module-level Keras model the helper reads
             else:
                 continue
+            self._record_tapes(node)
             self._callees.append((callee, None, node, self.context.scope.node, None))
             self.report(
                 inner,
@@ -664,6 +788,8 @@ train_step(classifier, tf.ones((2, 3)))
             values: list[ast.AST] | None = [klass] if callee == "self" and klass is not None else None
             if values is None:
                 values = self.context.bindings.values(callee, call, function)
+            if self._only_other_models_trained(callee, call, function):
+                continue  # scores another model's output (a critic in the actor update): inference is right
             layers = _invariant_layers(values, self.context)
             if layers:
                 # right in letter, but nothing in this model behaves differently in training
@@ -673,8 +799,115 @@ train_step(classifier, tf.ones((2, 3)))
                     message=f"{violation.message}; a note here: the model is built from {layers} only, "
                     "which ignore training= (add it before adding Dropout or BatchNormalization)",
                 )
+            elif not _depends_on_training(values or self._same_name_at_module_level(callee, call), self.context):
+                # a warning is earned by a layer that behaves differently in training; here none is seen
+                violation = dataclasses.replace(
+                    violation,
+                    severity=Severity.INFO,
+                    message=f"{violation.message}; a note here: no layer of this model that depends on "
+                    "training (Dropout, BatchNormalization, ...) could be seen",
+                )
             kept.append(violation)
         self.violations = kept
+
+    def _same_name_at_module_level(self, callee: str, call: ast.Call) -> list[ast.AST]:
+        """``def grad(model, ...)`` never called in the file: the module's ``model`` is the one a
+        tutorial passes (the parameter is named after it)."""
+        if "." in callee or callee == "self":
+            return []
+        return self.context.bindings.values(callee, call, None)
+
+    def _record_tapes(self, node: ast.Call) -> None:
+        self._tapes[id(node)] = [tape.node for tape in self.context.tapes if tape.scope is self.context.scope]
+
+    def _only_other_models_trained(self, callee: str, call: ast.Call, function: ast.AST) -> bool:
+        """Every ``tape.gradient(loss, sources)`` of ``function`` differentiates the variables of
+        named models, and ``callee`` is none of them nor one of their attributes: the call scores
+        what the trained model produced (the critic in an actor update, the actor computing the
+        TD target's next actions), and inference mode is what it needs."""
+        if callee == "self" or isinstance(function, ast.Module):
+            return False
+        owners: set[str] = set()
+        for node in self._gradient_calls(call, function):
+            sources: Any = node.args[1] if len(node.args) > 1 else keyword(node, "sources")
+            if isinstance(sources, ast.keyword):
+                sources = sources.value
+            found = self._variable_owners(sources, function, 0) if sources is not None else None
+            if not found:
+                return False
+            owners |= found
+        if not owners or "self" in owners:
+            return False
+        return not any(callee == owner or callee.startswith(owner + ".") for owner in owners)
+
+    def _gradient_calls(self, call: ast.Call, function: ast.AST) -> list[ast.Call]:
+        """The ``tape.gradient(...)`` calls of the tapes around ``call``: on their names, after
+        their ``with``, before the name is bound to another tape."""
+        found: list[ast.Call] = []
+        for block in self._tapes.get(id(call), []):
+            for item in block.items:
+                if not isinstance(item.optional_vars, ast.Name):
+                    continue
+                name = item.optional_vars.id
+                rebound = min(
+                    (
+                        other.lineno
+                        for other in ast.walk(function)
+                        if isinstance(other, ast.With)
+                        and other.lineno > block.lineno
+                        and any(
+                            isinstance(i.optional_vars, ast.Name) and i.optional_vars.id == name for i in other.items
+                        )
+                    ),
+                    default=None,
+                )
+                for node in ast.walk(function):
+                    if (
+                        isinstance(node, ast.Call)
+                        and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "gradient"
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == name
+                        and node.lineno > block.lineno
+                        and (rebound is None or node.lineno < rebound)
+                    ):
+                        found.append(node)
+        return found
+
+    def _variable_owners(self, node: ast.AST, function: ast.AST, depth: int) -> set[str] | None:
+        """``a.trainable_variables + b.trainable_variables`` -> {"a", "b"}; None when some source is
+        not a named model's variables."""
+        if isinstance(node, ast.Attribute) and node.attr in _VARIABLE_ATTRIBUTES:
+            owner = self.context.dotted(node.value)
+            return {owner} if owner else None
+        parts: list[ast.AST]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            parts = list(node.elts)
+        elif isinstance(node, ast.Starred):
+            parts = [node.value]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.Name) and depth < 3:
+            parts = [
+                statement.value
+                for statement in ast.walk(function)
+                if isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and statement.targets[0].id == node.id
+            ]
+            depth += 1
+        else:
+            return None
+        if not parts:
+            return None
+        owners: set[str] = set()
+        for part in parts:
+            found = self._variable_owners(part, function, depth)
+            if found is None:
+                return None
+            owners |= found
+        return owners
 
     @classmethod
     def fix(cls, node: Any, data: dict[str, Any]) -> Any:

@@ -393,8 +393,51 @@ def train_step(x, y):
             outputs = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "outputs"), "value", None)
             if isinstance(outputs, ast.Call):
                 return self._probability_line(outputs)
-            return self._lookup(self._probability_names, self.context.dotted(outputs))
+            found_line = self._lookup(self._probability_names, self.context.dotted(outputs))
+            if found_line is None and isinstance(outputs, ast.Name) and self._has_probability:
+                found_line = self._output_line(outputs, call)
+            return found_line
         return None
+
+    def _output_line(self, outputs: ast.Name, at: ast.Call) -> int | None:
+        """``Model(img, validity)`` with ``validity = model(img)`` a few lines up in the same
+        factory and ``model`` a Sequential whose last ``add`` is a sigmoid/softmax layer (the
+        wrapper a GAN's ``build_discriminator`` returns): that layer's line, read from the bindings
+        (the walk has not reached the factory when a loss helper above it asks)."""
+        owner = self._function_holding(at)
+        if owner is None:
+            return None
+        values = self.context.bindings.values(outputs.id, at, owner)
+        if len(values) != 1 or not isinstance(values[0], ast.Call):
+            return None
+        value = values[0]
+        line = self._probability_line(value)
+        if line is not None or not isinstance(value.func, ast.Name):
+            return line
+        models = self.context.bindings.values(value.func.id, value, owner)
+        if len(models) != 1 or not isinstance(models[0], ast.Call):
+            return None
+        model = models[0]
+        found = keras_name(self.context.qualname(model.func))
+        if found is None or found[1] not in ("Sequential", "models.Sequential"):
+            return None
+        if model.args or model.keywords:
+            return self._model_softmax_line(model)
+        adds = [
+            node
+            for node in ast.walk(owner)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == value.func.id
+            and node.args
+            and node.lineno < value.lineno
+        ]
+        if not adds:
+            return None
+        last = max(adds, key=lambda node: (node.lineno, node.col_offset))
+        return self._layer_probability_line(last.args[0])
 
     def _probability_line(self, call: ast.Call) -> int | None:
         """`Dense(3, activation="softmax")(x)`, `Softmax()(x)` or `tf.nn.softmax(x)`."""

@@ -30,8 +30,8 @@ class SaveWeightsSuffix(Rule):
     severity = Severity.ERROR
     category = "saving"
     keras3_only = True
-    tokens = ("save_weights", "ModelCheckpoint")
-    calls = frozenset({"save_weights", "ModelCheckpoint"})
+    tokens = ("save_weights", "load_weights", "ModelCheckpoint")
+    calls = frozenset({"save_weights", "load_weights", "ModelCheckpoint"})
     VALID = [
         """
 model.save_weights("checkpoints/model.weights.h5")
@@ -81,11 +81,14 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "save_weights" and node.args:
-            if self._own_save_weights(func.value, node):
+        accepted: tuple[str, ...] = (".weights.h5",)
+        if isinstance(func, ast.Attribute) and func.attr in ("save_weights", "load_weights") and node.args:
+            if self._own_save_weights(func.value, node, func.attr):
                 return  # `agent.save_weights(actor_path, critic_path)`: the project's own method
             target: ast.AST | None = node.args[0]
-            what = "save_weights"
+            what = func.attr
+            if what == "load_weights":
+                accepted = (".weights.h5", ".keras", ".h5", ".hdf5")
         elif is_keras_path(self.context.qualname(func), "callbacks.ModelCheckpoint") and _weights_only(node):
             target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
             what = "ModelCheckpoint(save_weights_only=True)"
@@ -93,11 +96,18 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
             return
         # every value that may reach the call: one that cannot be read never hides one that can
         for path in possible_tails(target, self.context):
-            if path is not None and not path.endswith(".weights.h5"):
-                self.report(node, f"{what} to {path!r}: Keras 3 requires a name ending in .weights.h5")
+            if path is not None and not path.endswith(accepted):
+                if what == "load_weights":
+                    self.report(
+                        node,
+                        f"load_weights from {path!r}: Keras 3 reads only .weights.h5, .keras and legacy .h5 "
+                        "files and raises ValueError on a TF checkpoint name",
+                    )
+                else:
+                    self.report(node, f"{what} to {path!r}: Keras 3 requires a name ending in .weights.h5")
                 return
 
-    def _own_save_weights(self, receiver: ast.expr, at: ast.Call) -> bool:
+    def _own_save_weights(self, receiver: ast.expr, at: ast.Call, method: str = "save_weights") -> bool:
         """The receiver is an instance of a class of this file that defines save_weights itself
         (its Keras calls inside that method are judged where they are)."""
         name = self.context.dotted(receiver)
@@ -108,20 +118,22 @@ callback = keras.callbacks.ModelCheckpoint(filepath=checkpoint_path, save_weight
         else:
             values = self.context.bindings.values(name, at, self.context.scope.node)
         return bool(values) and all(
-            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and _defines(self.context, v.func.id, set())
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Name)
+            and _defines(self.context, v.func.id, set(), method)
             for v in values
         )
 
 
-def _defines(context: FileContext, class_name: str, seen: set[str]) -> bool:
+def _defines(context: FileContext, class_name: str, seen: set[str], method: str = "save_weights") -> bool:
     """``class_name`` (a class of this file) or one of its bases of this file defines save_weights."""
     if class_name in seen:
         return False
     seen.add(class_name)
     for klass in context.class_defs(class_name):
-        if any(isinstance(d, ast.FunctionDef) and d.name == "save_weights" for d in klass.body):
+        if any(isinstance(d, ast.FunctionDef) and d.name == method for d in klass.body):
             return True
-        if any(isinstance(b, ast.Name) and _defines(context, b.id, seen) for b in klass.bases):
+        if any(isinstance(b, ast.Name) and _defines(context, b.id, seen, method) for b in klass.bases):
             return True
     return False
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
+from tfpilot.lint.bindings import KERAS, UNKNOWN
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
@@ -26,6 +27,14 @@ _TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
 _STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
 
 
+# Keras 2's LossScaleOptimizer methods for custom loops; Keras 3's scales with scale_loss() and
+# unscales inside apply_gradients().
+_LOSS_SCALE_METHODS = {
+    "get_scaled_loss": "use `optimizer.scale_loss(loss)` before taking the gradients",
+    "get_unscaled_gradients": "Keras 3's apply_gradients() unscales the gradients itself; pass them as they are",
+}
+
+
 class RemovedKerasApi(Rule):
     """Keras 3 removed or moved many Keras 2 APIs; the code fails on import or first call.
 
@@ -42,7 +51,17 @@ class RemovedKerasApi(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("keras", "_generator", "_shape_at", "use_multiprocessing", "max_queue_size", "load_weights")
+    tokens = (
+        "keras",
+        "_generator",
+        "_shape_at",
+        "use_multiprocessing",
+        "max_queue_size",
+        "load_weights",
+        "predict_classes",
+        "output_shape",
+        "_scaled_",
+    )
     # every call: a TensorFlow op on a KerasTensor can be any op (gated by _builds_functional_model)
     fixable = True
     VALID = [
@@ -162,10 +181,89 @@ session = K.get_session()
         self._functional_scopes: dict[int, bool] = {}
         self._may_build = "Input(" in context.source
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        # `layer.output_shape` on a layer of a model: Keras 3 layers have none (models still do)
+        if node.attr != "output_shape" or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
+            return
+        if self._is_layer(node.value):
+            self.report(
+                node,
+                f"`{ast.unparse(node)}`: Keras 3 layers have no output_shape (AttributeError); read "
+                f"`{ast.unparse(node.value)}.output.shape`",
+            )
+
+    def _is_layer(self, receiver: ast.expr) -> bool:
+        """A layer of a model: ``model.layers[i]``, ``model.get_layer(...)``, the loop variable of
+        ``for layer in model.layers`` (or ``enumerate(model.layers)``), or a Keras layer built here."""
+        if isinstance(receiver, ast.Subscript):
+            return isinstance(receiver.value, ast.Attribute) and receiver.value.attr == "layers"
+        if isinstance(receiver, ast.Call):
+            return isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "get_layer"
+        if not isinstance(receiver, ast.Name):
+            return False
+        for value in self.context.bindings.values(receiver.id, receiver, self.context.scope.node):
+            if isinstance(value, ast.Tuple) and len(value.elts) == 2:
+                # `for i, layer in enumerate(model.layers)`: the second name of the loop's target
+                loop = next(
+                    (n for n in ast.walk(self.context.tree) if isinstance(n, ast.For) and n.target is value), None
+                )
+                second = value.elts[1]
+                if not (isinstance(second, ast.Name) and second.id == receiver.id and loop is not None):
+                    return False
+                iterated = loop.iter
+                if not (isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)):
+                    return False
+                if iterated.func.id != "enumerate" or not iterated.args:
+                    return False
+                inner = iterated.args[0]
+                if not (isinstance(inner, ast.Attribute) and inner.attr == "layers"):
+                    return False
+                continue
+            if isinstance(value, ast.For):
+                iterated = value.iter
+                if (
+                    isinstance(iterated, ast.Call)
+                    and isinstance(iterated.func, ast.Name)
+                    and iterated.func.id
+                    in (
+                        "enumerate",
+                        "reversed",
+                    )
+                ):
+                    iterated = iterated.args[0] if iterated.args else iterated
+                if isinstance(iterated, ast.Subscript):
+                    iterated = iterated.value  # model.layers[1:]
+                if isinstance(iterated, ast.Attribute) and iterated.attr == "layers":
+                    continue
+                return False
+            if isinstance(value, ast.Call):
+                found = keras_name(self.context.qualname(value.func))
+                if found is not None and found[1].startswith("layers.") and found[1] != "layers.Input":
+                    continue
+                if isinstance(value.func, ast.Attribute) and value.func.attr == "get_layer":
+                    continue
+            return False
+        return bool(self.context.bindings.values(receiver.id, receiver, self.context.scope.node))
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
+            return
+        if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
+            self.report(
+                node,
+                "`.predict_classes()` was removed from Keras (TF 2.6; AttributeError in Keras 3): use "
+                "`np.argmax(model.predict(x), axis=-1)` (or `(model.predict(x) > 0.5).astype('int32')` "
+                "for a sigmoid output)",
+            )
+            return
+        if func.attr in _LOSS_SCALE_METHODS and self._loss_scale_optimizer(func.value, node):
+            self.report(
+                node,
+                f"`.{func.attr}()` was removed from Keras 3's LossScaleOptimizer (AttributeError): "
+                f"{_LOSS_SCALE_METHODS[func.attr]}",
+            )
             return
         # the checks below judge Keras objects: a file that imports neither TF nor Keras has none
         if func.attr in _REMOVED_LAYER_METHODS and self.context.uses_tensorflow:
@@ -216,6 +314,33 @@ session = K.get_session()
                 f"`.{func.attr}()` was removed in Keras 3; `.{new}()` accepts generators and datasets",
                 fix_data={"method": new, "description": f".{func.attr}() -> .{new}()"},
             )
+
+    def _keras_predict_classes(self, receiver: ast.expr, at: ast.Call) -> bool:
+        """``model.predict_classes(x)`` on what may be a Keras model: not the project's own method
+        (a class of this file defining ``predict_classes``), not ``self``, not an instance of a
+        class of this file that is no Keras model."""
+        if not self.context.uses_tensorflow or self.context.function_defs("predict_classes"):
+            return False
+        name = self.context.dotted(receiver)
+        if name is None or name == "self":
+            return False
+        kinds = {
+            self.context.bindings.kind_of(v) for v in self.context.bindings.values(name, at, self.context.scope.node)
+        }
+        return not kinds or KERAS in kinds or kinds == {UNKNOWN}
+
+    def _loss_scale_optimizer(self, receiver: ast.expr, at: ast.Call) -> bool:
+        """The receiver is a Keras LossScaleOptimizer: built from one here, or the file names the
+        class (``isinstance(self.optimizer, LossScaleOptimizer)``) and the receiver is an optimizer."""
+        name = self.context.dotted(receiver)
+        if name is None or not self.context.uses_tensorflow:
+            return False
+        for value in self.context.bindings.values(name, at, self.context.scope.node):
+            if isinstance(value, ast.Call):
+                found = keras_name(self.context.qualname(value.func))
+                if found is not None and found[1].endswith("LossScaleOptimizer"):
+                    return True
+        return "LossScaleOptimizer" in self.context.source and "optimizer" in name.lower()
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # `model = model.load_weights(path)`: rebinds the model to None in Keras 3

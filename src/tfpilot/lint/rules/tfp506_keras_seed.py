@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import is_keras_path, keras_name
+from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_model_name
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -23,6 +24,21 @@ _NOT_KERAS_FACTORIES = (
     "jax.",
 )
 _KERAS_MODELS = frozenset({"Sequential", "models.Sequential", "Model", "models.Model"})
+
+
+def _builds_keras(context: Any, name: str) -> bool:
+    """``name`` is a class of the project's other modules whose methods build Keras models or
+    layers (a model builder the entry point instantiates)."""
+    found = imported_class(context, name)
+    if found is None:
+        return False
+    klass, other = found
+    for node in ast.walk(klass):
+        if isinstance(node, ast.Call):
+            path = keras_name(other.qualname(node.func))
+            if path is not None and (path[1].startswith(("layers.", "applications.")) or path[1] in _KERAS_MODELS):
+                return True
+    return False
 
 
 class KerasSeed(Rule):
@@ -104,6 +120,15 @@ model = keras.Sequential([keras.layers.Dense(1)])
             return found[1].startswith(("layers.", "initializers.", "applications.")) or found[1] in _KERAS_MODELS
         func = node.func
         if isinstance(func, ast.Name) and self.context.class_kind(func.id) in ("keras-model", "keras-layer"):
+            return True
+        if (
+            isinstance(func, ast.Name)
+            and func.id in self.context.local_imports
+            and _builds_keras(self.context, func.id)
+        ):
+            self._uses_keras = (
+                True  # `ModelBuilder(params)`: a class of the project's other modules builds Keras models
+            )
             return True
         # `model = ub.models.wide_resnet(...)`: a model factory of another module (its Keras
         # initializers draw from Keras' generator just the same)

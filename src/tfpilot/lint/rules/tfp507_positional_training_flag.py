@@ -3,11 +3,105 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.bindings import KERAS
+from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.patterns import training_flag
 from tfpilot.lint.rule import Invalid, Rule
+
+_PYTHON_TYPES = (bool, int, float, str)
+
+
+def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: int) -> bool:
+    """``argument`` is certainly a Python bool, number or string (which Keras 3 refuses as a
+    positional argument; ``None`` passes): a literal, or a parameter of ``function`` that every call
+    site of the file fills with one (or leaves at such a default)."""
+    if isinstance(argument, ast.Constant):
+        return isinstance(argument.value, _PYTHON_TYPES)
+    if not (isinstance(argument, ast.Name) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        return False
+    if depth > 3:
+        return False
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = dict(
+        zip([a.arg for a in positional[len(positional) - len(arguments.defaults) :]], arguments.defaults, strict=True)
+    )
+    defaults.update(
+        {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
+    )
+    names = [a.arg for a in (*positional, *arguments.kwonlyargs)]
+    if argument.id not in names:
+        return False
+    if any(
+        isinstance(node, ast.Name) and node.id == argument.id and isinstance(node.ctx, ast.Store)
+        for node in ast.walk(function)
+    ):
+        return False  # rebound in the body
+    default = defaults.get(argument.id)
+    default_is_python = isinstance(default, ast.Constant) and isinstance(default.value, _PYTHON_TYPES)
+    sites = context.bindings.passed(function, argument.id)
+    if sites == [] and not default_is_python:
+        # a method the file never calls: a base class of the project calls it (`get_action` of
+        # the parent passes its `test=False` on to the `_get_action_body` this class overrides)
+        return _python_in_base(function, argument.id, context, depth)
+    if sites is None:
+        return False
+    for value, owner in sites:
+        if value is None:
+            if not default_is_python:
+                return False
+        elif owner is None or not _python_value(value, owner, context, depth + 1):
+            return False
+    return True
+
+
+def _python_in_base(function: ast.AST, name: str, context: Any, depth: int) -> bool:
+    """The same method of a base class (of this file or of the project) receives a Python value
+    for ``name`` at its call sites."""
+    method = getattr(function, "name", "")
+    for klass in ast.walk(context.tree):
+        if not (isinstance(klass, ast.ClassDef) and function in klass.body):
+            continue
+        for base in klass.bases:
+            if not isinstance(base, ast.Name):
+                continue
+            found = (
+                (context.class_defs(base.id)[-1], context)
+                if context.class_defs(base.id)
+                else imported_class(context, base.id)
+            )
+            if found is None:
+                continue
+            base_class, base_context = found
+            for other in base_class.body:
+                if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other.name == method:
+                    if _python_value(ast.Name(id=name, ctx=ast.Load()), other, base_context, depth + 1):
+                        return True
+    return False
+
+
+def _kinds_in_base(attribute: str, klass: ast.ClassDef | None, context: Any) -> set[str]:
+    """``self.actor`` that no method of this file assigns: what the base class of another module
+    of the project assigns it (``SACAE(SAC)``: SAC's ``__init__`` builds the actor)."""
+    kinds: set[str] = set()
+    for base in klass.bases if klass is not None else ():
+        found = imported_class(context, base.id) if isinstance(base, ast.Name) else None
+        if found is None:
+            continue
+        base_class, other = found
+        method = next((m for m in base_class.body if isinstance(m, ast.FunctionDef)), None)
+        if method is None:
+            continue
+        values = [
+            v
+            for v in other.bindings.values(attribute, method, method)
+            if not (isinstance(v, ast.Constant) and v.value is None)
+        ]
+        kinds |= {other.bindings.kind_of(v) for v in values}
+    return kinds
 
 
 class PositionalTrainingFlag(Rule):
@@ -16,7 +110,8 @@ class PositionalTrainingFlag(Rule):
     Keras 2 passed ``model(x, is_training)`` on to ``call(self, x, training=None)``; Keras 3's
     ``Layer.__call__`` raises ``ValueError: Only input tensors may be passed as positional
     arguments`` before the call runs (a GAN's ``generator(z, is_training)`` stops at its first
-    step). Reported where the callee is certainly a Keras model or layer: built by a Keras
+    step), and so does any bool, number or string passed positionally (``self.actor(state, test)``).
+    Reported where the callee is certainly a Keras model or layer: built by a Keras
     factory or a Keras subclass of this project, followed through parameters and attributes.
     """
 
@@ -27,7 +122,9 @@ class PositionalTrainingFlag(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("train", "True", "False")
+    # a literal flag, a flag's name, a Keras file, or a method of a class whose Keras model is
+    # built by a base class of another module
+    tokens = ("train", "True", "False", "keras", "self.")
     VALID = [
         """
 import keras
@@ -83,6 +180,33 @@ y = dropout(x, True)
             return
         flag = next((found for found in map(training_flag, node.args[1:]) if found is not None), None)
         if flag is None:
+            function = self.context.scope.node
+            value = next(
+                (argument for argument in node.args[1:] if _python_value(argument, function, self.context, 0)),
+                None,
+            )
+            if value is None:
+                return
+            callee = self.context.dotted(node.func)
+            if callee is None or callee == "self":
+                return
+            # `self.actor = None` in the branch that never calls it: what is called is the rest
+            held = [
+                v
+                for v in self.context.bindings.values(callee, node, function)
+                if not (isinstance(v, ast.Constant) and v.value is None)
+            ]
+            kinds = {self.context.bindings.kind_of(v) for v in held}
+            if not held and callee.startswith("self."):
+                kinds = _kinds_in_base(callee, self.context.current_class(), self.context)
+            if kinds != {KERAS}:
+                return
+            text = ast.unparse(value)
+            self.report(
+                node,
+                f"`{callee}(..., {text})`: `{text}` is a Python value, not a tensor; Keras 3 takes only tensors "
+                "positionally and raises ValueError; pass it by keyword",
+            )
             return
         callee = self.context.dotted(node.func)
         if callee is None or callee == "self":
