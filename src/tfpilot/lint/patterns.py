@@ -261,6 +261,21 @@ def under_feature_check(context: FileContext, name: str) -> bool:
     return False
 
 
+# `training`, `is_training`, `phase_train`, `train_mode`: names of a flag. Not every name with
+# "train" in it: `x_train`, `train_ds` and `self.model.trainable_variables` are data and weights.
+_DATA_WORDS = frozenset(
+    {"x", "y", "ds", "data", "dataset", "set", "images", "labels", "loader", "gen", "generator", "iter",
+     "variables", "weights", "vars", "params", "steps", "step", "size", "loss", "acc", "op", "files", "paths",
+     "examples", "batch", "batches", "split", "dir", "path", "len", "count", "samples"}
+)  # fmt: skip
+
+
+def _flag_name(name: str) -> bool:
+    words = set(re.split(r"[_\W]+", name.lower()))
+    # any word with "train" in it (`is_trainig`, a typo seen in a tutorial, is still the flag)
+    return any("train" in word for word in words) and not words & _DATA_WORDS
+
+
 def training_flag(argument: ast.expr) -> str | None:
     """A positional argument that is the training flag: `True` / `False`, or a name that says so
     (`is_training`, `self.training`); None otherwise."""
@@ -269,4 +284,4 @@ def training_flag(argument: ast.expr) -> str | None:
     name = (
         argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
     )
-    return name if "train" in name.lower() else None
+    return name if _flag_name(name) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Any
 
 from tfpilot.findings import Severity
@@ -12,6 +13,41 @@ from tfpilot.lint.patterns import training_flag
 from tfpilot.lint.rule import Invalid, Rule
 
 _PYTHON_TYPES = (bool, int, float, str)
+
+
+_BUILTINS = frozenset(dir(builtins))
+# Methods of Python's own containers and strings, argparse's, and a Keras model's own methods:
+# `d.get(key, 0)`, `s.replace("a", "b")`, `parser.add_argument("--lr", 0.1)`,
+# `model.fit(x_train, y_train)` are no call of a model (whose call is `model(x, ...)`).
+_PLAIN_METHODS = frozenset(
+    name for kind in (dict, str, list, set, bytes) for name in dir(kind) if not name.startswith("_")
+) | {
+    "add_argument",
+    "add_argument_group",
+    "fit",
+    "evaluate",
+    "predict",
+    "compile",
+    "train_on_batch",
+    "test_on_batch",
+    "predict_on_batch",
+    "save",
+    "save_weights",
+    "load_weights",
+    "get_layer",
+    "summary",
+}
+
+
+def _never_a_model(func: ast.expr, context: Any) -> bool:
+    """A callee that cannot hold a model instance: a builtin (`print`, `range`), a container's or
+    a string's method, or a name reached through an import (`tf.reduce_sum`, `np.clip`, `os.path.join`, `logging.info`). Checked first:
+    what a local name holds is asked of the file's bindings index, whose build is the rule's cost."""
+    if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in context.imports:
+        return True
+    if isinstance(func, ast.Attribute) and func.attr in _PLAIN_METHODS:
+        return True
+    return context.qualname(func) is not None
 
 
 def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: int) -> bool:
@@ -177,6 +213,8 @@ y = dropout(x, True)
 
     def visit_Call(self, node: ast.Call) -> None:
         if len(node.args) < 2 or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return
+        if _never_a_model(node.func, self.context):
             return
         flag = next((found for found in map(training_flag, node.args[1:]) if found is not None), None)
         if flag is None:
