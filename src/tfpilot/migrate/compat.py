@@ -286,6 +286,20 @@ _TF1_SUMMARY_OPS = frozenset({"scalar", "histogram", "image", "audio", "text"})
 _DISABLERS = frozenset({"disable_v2_behavior", "disable_eager_execution"})
 _DISABLE_COMMENT = "# tfpilot migrate: TF1 graph code (placeholders, sessions) needs graph mode"
 _IMPORT_COMMENT = "# tfpilot migrate: helpers for removed TF1 APIs"
+_HOME_IMPORT_COMMENT = "# tfpilot migrate: TF 2.21 home of a removed TF1 module"
+# absl 2.x takes only a str or int default for DEFINE_integer (and str, int or float for
+# DEFINE_float): a NumPy number (`np.power(2, 7)`) raises IllegalFlagValueError at definition.
+_FLAG_CASTS = {"DEFINE_integer": "int", "DEFINE_float": "float"}
+_FLAG_MODULES = frozenset(
+    {
+        "tensorflow.flags",
+        "tensorflow.app.flags",
+        "tensorflow.compat.v1.flags",
+        "tensorflow.compat.v1.app.flags",
+        "absl.flags",
+    }
+)
+_FLAG_COMMENT = "# tfpilot migrate: {cast}() on the default: absl 2.x refuses a NumPy number"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -508,9 +522,12 @@ def shim_line_range(source: str) -> range:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, bindings: Mapping[str, str], *, summary_v1: bool = False) -> None:
+    def __init__(
+        self, bindings: Mapping[str, str], *, summary_v1: bool = False, bare_names: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__()
         self.bindings = bindings
+        self.bare_names = bare_names  # names the file uses other than as an attribute or keyword
         self.summary_v1 = summary_v1
         self.tf2_summaries = 0
         self.helpers: dict[str, set[str]] = {}
@@ -519,6 +536,9 @@ class _Rewriter(cst.CSTTransformer):
         self.has_disabler = False
         self.notes: list[tuple[int, int, str]] = []
         self.first_use: dict[str, tuple[int, int]] = {}
+        self.home_imports: dict[str, str] = {}  # TF 2.21 home module -> the local name the code uses
+        self.flag_casts: list[str] = []  # casts added in the statement being visited (for its comment)
+        self.inner: set[int] = set()  # ids of expressions that are the value of an attribute
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         start = self.get_metadata(PositionProvider, node).start
@@ -530,6 +550,9 @@ class _Rewriter(cst.CSTTransformer):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.inner.add(id(node.value))
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         qualified = qualified_name(original, self.bindings)
@@ -543,6 +566,16 @@ class _Rewriter(cst.CSTTransformer):
         if _is_graph_only(qualified):
             self.graph_lines.append(self._position(original)[0])
         helper = _helper_for(qualified)
+        if helper is None and qualified.startswith("tensorflow.contrib.") and id(original) not in self.inner:
+            # A removed contrib module used as a value (`m = tf.contrib.rnn`): the whole helper.
+            namespace = _MODULE_HELPERS.get(qualified)
+            if namespace is not None:
+                self.helpers.setdefault(namespace, set())
+                line, column = self._position(original)
+                self.changes.append(
+                    (line, column, f"`{dotted_name(original)}` -> `{namespace}` ({_WHY[namespace]}; {_WHERE})")
+                )
+                return cst.Name(namespace)
         if helper is None:
             module_name, _, member_name = qualified.rpartition(".")
             if module_name in _MODULE_HELPERS and qualified not in _MODULE_HELPERS:
@@ -581,6 +614,12 @@ class _Rewriter(cst.CSTTransformer):
                 spelled = head + target[len("tensorflow") :]
                 self.changes.append((line, column, f"`{shown}` -> `{spelled}` (removed from the TF2 API)"))
                 return cst.parse_expression(spelled)
+            if not target.startswith("tensorflow."):
+                # `tf.contrib.tensorboard.plugins.projector.X` reached as an attribute chain: the same
+                # home as its import, bound by an import this rewrite adds.
+                local = self.home_imports.setdefault(target, self._home_name(target))
+                self.changes.append((line, column, f"`{shown}` -> `{local}` (`{target}`; removed from the TF2 API)"))
+                return cst.Name(local)
             return None
         attribute = original.attr.value
         v1 = _v1_alias(self.bindings)
@@ -596,6 +635,14 @@ class _Rewriter(cst.CSTTransformer):
             )
             return cst.Call(func=cst.parse_expression(function), args=[cst.Arg(updated.value)])
         return None
+
+    def _home_name(self, target: str) -> str:
+        """The local name for module ``target``: the file's own binding of it, else its last part if free."""
+        for local, full in sorted(self.bindings.items()):
+            if full == target:
+                return local
+        last = target.rpartition(".")[2]
+        return last if last not in self.bindings and last not in self.bare_names else f"_tf1_{last}"
 
     def leave_BinaryOperation(self, original: cst.BinaryOperation, updated: cst.BinaryOperation) -> cst.BaseExpression:
         """``"W: %f" % sess.run(W)`` on a one-element array: NumPy 2 refuses what NumPy 1 converted.
@@ -637,7 +684,47 @@ class _Rewriter(cst.CSTTransformer):
         )
         return updated.with_changes(right=right)
 
+    def _flag_default(self, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        """``DEFINE_integer(name, np.power(2, 7), help)`` -> ``DEFINE_integer(name, int(np.power(2, 7)), help)``."""
+        if not isinstance(original.func, cst.Attribute):
+            return None
+        define = original.func.attr.value
+        cast = _FLAG_CASTS.get(define)
+        if cast is None:
+            return None
+        module = qualified_name(original.func.value, self.bindings)
+        spelled = dotted_name(original.func.value) or ""
+        # `flags = tf.app.flags` is an assignment, not an import: a receiver named `flags` counts too.
+        if module not in _FLAG_MODULES and spelled.rpartition(".")[2] != "flags":
+            return None
+        positional = [index for index, arg in enumerate(original.args) if arg.keyword is None]
+        keyword = [index for index, arg in enumerate(original.args) if arg.keyword and arg.keyword.value == "default"]
+        index = keyword[0] if keyword else positional[1] if len(positional) > 1 else None
+        if index is None or _is_plain_literal(original.args[index].value):
+            return None
+        value = updated.args[index].value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == cast:
+            return None
+        line, column = self._position(original.args[index].value)
+        shown = cst.Module([]).code_for_node(original.args[index].value)
+        self.changes.append(
+            (
+                line,
+                column,
+                f"the default of {define}: `{shown}` -> `{cast}({shown})` (absl 2.x accepts only a Python "
+                f"{'str or int' if cast == 'int' else 'str, int or float'}: a NumPy number raises "
+                "IllegalFlagValueError before the program starts)",
+            )
+        )
+        self.flag_casts.append(cast)
+        args = list(updated.args)
+        args[index] = args[index].with_changes(value=cst.Call(func=cst.Name(cast), args=[cst.Arg(value)]))
+        return updated.with_changes(args=args)
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        flag = self._flag_default(original, updated)
+        if flag is not None:
+            return flag
         # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
         # nothing in a TF1 graph (merge_all() then returns None). A graph file gets TF1's ops back.
         qualified = qualified_name(original.func, self.bindings)
@@ -679,6 +766,14 @@ class _Rewriter(cst.CSTTransformer):
             else:
                 statements.extend(replaced)
                 changed = True
+        if self.flag_casts and updated.trailing_whitespace.comment is None:
+            comment = _FLAG_COMMENT.format(cast="/".join(sorted(set(self.flag_casts))))
+            updated = updated.with_changes(
+                trailing_whitespace=updated.trailing_whitespace.with_changes(
+                    whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(comment)
+                )
+            )
+        self.flag_casts = []
         return updated.with_changes(body=statements) if changed else updated
 
     def _replace_import(self, small: cst.BaseSmallStatement, line: int) -> list[cst.BaseSmallStatement] | None:
@@ -743,6 +838,34 @@ class _Rewriter(cst.CSTTransformer):
 _FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
 _NUMERIC_SPECS = frozenset("diouxXeEfFgG")
 _FETCH_METHODS = frozenset({"run", "eval", "numpy"})
+
+
+def _is_plain_literal(node: cst.BaseExpression) -> bool:
+    """A number, a string, None / True / False (possibly signed): absl takes these as they are."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    return isinstance(node, cst.Name) and node.value in ("None", "True", "False")
+
+
+class _BareNames(cst.CSTVisitor):
+    """Names a module uses other than as an attribute (`x.name`) or a keyword (`f(name=...)`)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.skipped: set[int] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skipped.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skipped.add(id(node.keyword))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self.skipped:
+            self.names.add(node.value)
 
 
 def _is_fetch(node: cst.BaseExpression) -> bool:
@@ -910,7 +1033,10 @@ def rewrite_compat(source: str) -> CompatResult:
     """tf_upgrade_v2's output -> code that runs on TF 2.21 (the input must parse)."""
     module = cst.parse_module(source)
     bindings = import_bindings(module)
-    rewriter = _Rewriter(bindings)
+    bare = _BareNames()
+    module.visit(bare)
+    bare_names = frozenset(bare.names)
+    rewriter = _Rewriter(bindings, bare_names=bare_names)
     rewritten = MetadataWrapper(module).visit(rewriter)
     graph_mode = bool(rewriter.graph_lines) or any(
         helper in ("_tf1_layers", "_tf1_rnn", "_tf1_estimator")
@@ -918,7 +1044,7 @@ def rewrite_compat(source: str) -> CompatResult:
         for helper, members in rewriter.helpers.items()
     )
     if graph_mode and rewriter.tf2_summaries:
-        rewriter = _Rewriter(bindings, summary_v1=True)
+        rewriter = _Rewriter(bindings, summary_v1=True, bare_names=bare_names)
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers
     notes = list(rewriter.notes)
@@ -990,8 +1116,14 @@ def rewrite_compat(source: str) -> CompatResult:
             lines.insert(end_line, f"{v1}.disable_v2_behavior()  {_DISABLE_COMMENT}\n")
             inserted.append((end_line + 1, 1))
             disabled = True
-    if helpers:
-        block = f"from {SHIM_MODULE} import {', '.join(sorted(helpers))}  {_IMPORT_COMMENT}\n"
+    # Homes the code now names that the file does not import yet (its own import of them is kept).
+    home_imports = {target: local for target, local in rewriter.home_imports.items() if bindings.get(local) != target}
+    if helpers or home_imports:
+        block = f"from {SHIM_MODULE} import {', '.join(sorted(helpers))}  {_IMPORT_COMMENT}\n" if helpers else ""
+        for target, local in sorted(home_imports.items()):
+            home, _, last = target.rpartition(".")
+            alias = "" if local == last else f" as {local}"
+            block += f"from {home} import {last}{alias}  {_HOME_IMPORT_COMMENT}\n"
         insert_at = _insertion_index(body)
         if insert_at < len(body):
             statement = body[insert_at]
@@ -1021,6 +1153,13 @@ def rewrite_compat(source: str) -> CompatResult:
                 "added `tf.compat.v1.disable_v2_behavior()` after the TensorFlow import: the file builds a TF1 graph",
             )
         )
+    for number, text in enumerate(result.splitlines(), 1):
+        if text.endswith(_HOME_IMPORT_COMMENT):
+            changes.append(
+                CompatChange(
+                    number, 1, f"added `{text.split('  #')[0]}`: the removed `tf.contrib` attribute chains now name it"
+                )
+            )
     if helpers:
         helper_line = next(i for i, text in enumerate(result.splitlines(), 1) if text.endswith(_IMPORT_COMMENT))
         names = ", ".join(sorted(helpers))
