@@ -10,7 +10,14 @@ import libcst as cst
 from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.calls import CallRewrites
 from tfpilot.migrate.native.parts import Definition, Fallback, Site
-from tfpilot.migrate.native.syntax import bound_names, descendants, is_main_test, names_read, target_names
+from tfpilot.migrate.native.syntax import (
+    bound_names,
+    descendants,
+    is_main_test,
+    is_site_call,
+    names_read,
+    target_names,
+)
 from tfpilot.migrate.native.tables import (
     CREATES_VARIABLES,
     MODULE_GRAPH,
@@ -632,32 +639,7 @@ class Analysis(CallRewrites):
 
     def reads_outside_sites(self, node: cst.BaseExpression, graph: set[str]) -> set[str]:
         """Names ``node`` reads, not counting what sess.run / Tensor.eval calls inside it fetch and feed."""
-        session = self.session_name
-        found: set[str] = set()
-
-        class Reader(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> bool:
-                func = node.func
-                return not (
-                    isinstance(func, cst.Attribute)
-                    and func.attr.value in ("run", "eval")
-                    and isinstance(func.value, cst.Name)
-                    and (func.value.value == session or func.value.value in graph)
-                )
-
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                node.value.visit(self)
-                return False
-
-            def visit_Arg(self, node: cst.Arg) -> bool:
-                node.value.visit(self)
-                return False
-
-            def visit_Name(self, node: cst.Name) -> None:
-                found.add(node.value)
-
-        node.visit(Reader())
-        return found
+        return names_read(node, session=self.session_name, graph=graph)
 
     def assigns_graph(self, statement: cst.CSTNode, graph: set[str]) -> bool:
         rewrite = self
@@ -666,14 +648,8 @@ class Analysis(CallRewrites):
 
         class Finder(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> bool:
-                func = node.func
                 # sess.run / Tensor.eval read the graph by design: they are the call sites.
-                return not (
-                    isinstance(func, cst.Attribute)
-                    and func.attr.value in ("run", "eval")
-                    and isinstance(func.value, cst.Name)
-                    and (func.value.value == session or func.value.value in graph)
-                )
+                return not is_site_call(node, session, graph)
 
             def visit_Assign(self, node: cst.Assign) -> None:
                 nonlocal found

@@ -14,11 +14,26 @@ from tfpilot.migrate.compat import dotted_name, import_bindings, qualified_name
 from tfpilot.migrate.native.tables import ESTIMATOR_MODULES, RANDOM, V1
 
 
-def names_read(node: cst.CSTNode) -> set[str]:
-    """Every Name the node reads (attribute members and keyword names excluded)."""
+def is_site_call(call: cst.Call, session: str | None, graph: set[str]) -> bool:
+    """`sess.run(...)` or `tensor.eval(...)`: the calls that read the graph by design."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("run", "eval")
+        and isinstance(func.value, cst.Name)
+        and (func.value.value == session or func.value.value in graph)
+    )
+
+
+def names_read(node: cst.CSTNode, *, session: str | None = None, graph: set[str] | None = None) -> set[str]:
+    """Every Name the node reads (attribute members and keyword names excluded); with `graph`, not
+    counting what the sess.run / Tensor.eval calls inside it fetch and feed."""
     found: set[str] = set()
 
     class Reader(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            return graph is None or not is_site_call(node, session, graph)
+
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             node.value.visit(self)
             return False
