@@ -51,8 +51,10 @@ def test_profile_window_summary_and_input_bound_finding(tmp_path):
     assert codes["DOC-INPUT-BOUND"].severity.value == "error"
     per_call = codes["DOC-HOST-PYTHON-OP"].evidence["ms_per_call"]
     # A sleep lasts at least what it asks (a loaded host only stretches it), and each step makes
-    # two calls: counted once each, the per-step time is twice the per-call time.
-    assert per_call >= 10 and python_ms >= 20
+    # two calls: counted once each, the per-step time is twice the per-call time. The per-step sum
+    # is not held to 20 ms: tf.data runs the map ahead of the step, so a call at the window's edge
+    # can fall partly outside the trace (CI measured 18.7 ms for 10.7 ms calls).
+    assert per_call >= 10
     assert 1.5 < python_ms / per_call < 2.5
 
 
