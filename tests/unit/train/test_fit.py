@@ -329,7 +329,8 @@ def test_a_run_killed_after_an_epoch_resumes_at_the_next_and_reaches_the_same_we
                 raise _Killed
 
     features, labels = two_headed_arrays(64)
-    options = {"epochs": 3, "runs_dir": tmp_path, "batch_size": 16, "shuffle": False}
+    # A checkpoint at every epoch's end (the default writes one at most every 30 s).
+    options = {"epochs": 3, "runs_dir": tmp_path, "batch_size": 16, "shuffle": False, "checkpoint_every_secs": 0}
     straight = two_headed()
     expected = tfpilot.fit(straight, (features, labels), name="straight", **options)
     with pytest.raises(_Killed):
@@ -414,3 +415,29 @@ def test_model_fit_positional_arguments_and_initial_epoch_read_the_same(tmp_path
     assert [row["epoch"] for row in result.history] == expected.epoch == [1, 2]
     np.testing.assert_allclose([row["loss"] for row in result.history], expected.history["loss"], rtol=RTOL)
     assert result.global_step == 8  # 4 batches of 16 in each of the two epochs run
+
+
+def test_epoch_checkpoints_are_written_at_most_every_checkpoint_every_secs_and_always_at_the_end(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+
+    features, labels = two_headed_arrays(64)
+    options = {"epochs": 3, "runs_dir": tmp_path, "batch_size": 16}
+
+    def saved(name):
+        return [
+            int(p.split("-")[-1])
+            for p in tf.train.get_checkpoint_state(tmp_path / name / "checkpoints").all_model_checkpoint_paths
+        ]
+
+    tfpilot.fit(two_headed(), (features, labels), name="hourly", checkpoint_every_secs=3600, **options)
+    assert saved("hourly") == [3]  # only the end of training
+    tfpilot.fit(two_headed(), (features, labels), name="each", checkpoint_every_secs=0, **options)
+    assert saved("each") == [1, 2, 3]
+    again = two_headed()
+    result = tfpilot.fit(again, (features, labels), name="hourly", resume=True, checkpoint_every_secs=3600, **options)
+    assert [row["epoch"] for row in result.history] == [0, 1, 2] and result.global_step == 12
+    with pytest.raises(Exception) as caught:
+        tfpilot.fit(two_headed(), (features, labels), name="bad", checkpoint_every_secs=-1, **options)
+    assert "checkpoint_every_secs" in str(caught.value) and "\n" not in str(caught.value)

@@ -71,8 +71,8 @@ _REFUSED = {
     "mixed_precision": "build the model after keras.mixed_precision.set_dtype_policy('mixed_float16'); "
     "model.compile then adds loss scaling",
     "l2": "give the layers kernel_regularizer=keras.regularizers.L2(...); the penalty is then in the logged loss",
-    "checkpoint_every_steps": "tfpilot.fit checkpoints every epoch and resumes at an epoch boundary, as Keras' "
-    "BackupAndRestore does",
+    "checkpoint_every_steps": "tfpilot.fit checkpoints at the end of an epoch (at most every checkpoint_every_secs, "
+    "0 for every epoch) and resumes at an epoch boundary, as Keras' BackupAndRestore does",
     "strategy": "build and compile the model inside `with strategy.scope():`; model.fit (and so tfpilot.fit) "
     "trains under that strategy",
     "hooks": "pass Keras callbacks with callbacks=[...]",
@@ -277,6 +277,7 @@ def fit(
     runs_dir: str | Path = "runs",
     resume: bool = False,
     save_validation_data: bool = True,
+    checkpoint_every_secs: float = 30.0,
     **options: Any,
 ) -> FitResult:
     """Train a keras.Model of your own exactly as `model.fit(x, y, ...)` would, with tfpilot's NaN
@@ -289,8 +290,9 @@ def fit(
     ...}), clip_norm (the optimizer's global_clipnorm), steps_per_execution and jit_compile (set on
     the model for this run), seed, deterministic, max_checkpoints, overfit_patience,
     histogram_every_epochs. The run directory `runs_dir/name` gets config.yaml, history.json,
-    TensorBoard logs, checkpoints, metrics.json, findings.json and fit/; `resume=True` continues
-    from its latest epoch checkpoint. Without `name` (a model.fit call changed to tfpilot.fit) the
+    TensorBoard logs, checkpoints, metrics.json, findings.json and fit/. An epoch's end writes a
+    checkpoint when `checkpoint_every_secs` (30) have passed since the last one, and the end of
+    training always does (0: every epoch); `resume=True` continues from the latest. Without `name` (a model.fit call changed to tfpilot.fit) the
     run is `<model name>-<date>-<time>`, a new directory each call, logged (logger `tfpilot.fit`) and in the result's `run.root`.
     """
     from tfpilot.atomic import atomic_write_json
@@ -298,6 +300,15 @@ def fit(
 
     if not isinstance(model, keras.Model):
         raise ModelError(f"tfpilot.fit: `model` must be a keras.Model, got {type(model).__name__}")
+    if (
+        isinstance(checkpoint_every_secs, bool)
+        or not isinstance(checkpoint_every_secs, int | float)
+        or not (checkpoint_every_secs >= 0)
+    ):
+        raise ConfigError(
+            f"tfpilot.fit: checkpoint_every_secs must be a number of seconds >= 0, got {checkpoint_every_secs!r}; "
+            "0 checkpoints every epoch"
+        )
     given = {key: options.pop(key) for key in _COMPILE_ARGUMENTS if key in options}
     for key in options:
         if key in _REFUSED:
@@ -431,6 +442,7 @@ def fit(
                 history=history_rows,
                 histogram_every_epochs=train.histogram_every_epochs,
                 trained_steps=trained_steps,
+                checkpoint_every_secs=checkpoint_every_secs,
             ),
         ]
         stopping = _early_stopping(config)

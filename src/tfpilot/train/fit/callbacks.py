@@ -14,6 +14,7 @@ asynchronously as it does for model.fit without batch-level callbacks.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -163,9 +164,15 @@ class RunDirCallback(keras.callbacks.Callback):
         history: list[dict[str, Any]],
         histogram_every_epochs: int = 0,
         trained_steps: Callable[[], int],
+        checkpoint_every_secs: float = 0.0,
     ) -> None:
+        """`checkpoint_every_secs`: an epoch's end writes a checkpoint only when at least this long
+        has passed since the last one (0: every epoch); the last epoch is always written."""
         super().__init__()
         self.trained_steps = trained_steps
+        self.checkpoint_every_secs = checkpoint_every_secs
+        self._last_save = time.monotonic()
+        self._unsaved = False  # epochs ended since the last checkpoint
         self.run = run
         self.manager = manager
         self.epoch_variable = epoch
@@ -190,7 +197,23 @@ class RunDirCallback(keras.callbacks.Callback):
         # The history goes first: a checkpoint that exists always has history at least as new.
         self.run.root.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.run.history_path, {"epochs": self.history})
-        self.manager.save(checkpoint_number=epoch + 1)
+        self._unsaved = True
+        if time.monotonic() - self._last_save >= self.checkpoint_every_secs:
+            self._save()
+
+    def _save(self) -> None:
+        # A checkpoint costs tens of milliseconds on a small model and most of a second on a large
+        # one, every epoch: as much as the training itself in runs of short epochs. Time-based
+        # saving (Estimator's save_checkpoints_secs) bounds both the cost and the work a kill loses.
+        self.manager.save(checkpoint_number=int(self.epoch_variable.numpy()))
+        self._last_save = time.monotonic()
+        self._unsaved = False
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._last_save = time.monotonic()
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        # The end of training (the last epoch, or an early stop) always leaves a checkpoint of it.
+        if self._unsaved:
+            self._save()
         self.writers.close()
