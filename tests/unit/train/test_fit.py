@@ -441,3 +441,44 @@ def test_epoch_checkpoints_are_written_at_most_every_checkpoint_every_secs_and_a
     with pytest.raises(Exception) as caught:
         tfpilot.fit(two_headed(), (features, labels), name="bad", checkpoint_every_secs=-1, **options)
     assert "checkpoint_every_secs" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_guarded_step_is_traced_once_where_model_fit_traces_its_step_twice(tmp_path):
+    # model.fit builds its compiled metrics (and Adam its slots) inside the first trace, so
+    # tf.function traces the whole step again; tfpilot.fit creates those variables, and its guard's,
+    # outside the trace and traces once. The count is of the model's own train_step.
+    import keras
+
+    import tfpilot
+
+    traces = []
+
+    class Counted(keras.Sequential):
+        def train_step(self, data):
+            traces.append(1)
+            return super().train_step(data)
+
+    def model():
+        keras.utils.set_random_seed(0)
+        built = Counted(
+            [keras.Input((5,)), keras.layers.Dense(8), keras.layers.BatchNormalization(), keras.layers.Dense(3)]
+        )
+        built.compile(
+            optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+        )
+        return built
+
+    rng = np.random.default_rng(0)
+    features, labels = rng.normal(size=(64, 5)).astype("float32"), rng.integers(0, 3, 64)
+    plain = model()
+    expected = plain.fit(features, labels, batch_size=16, epochs=2, verbose=0).history
+    assert len(traces) == 2
+    traces.clear()
+    ours = model()
+    result = tfpilot.fit(
+        ours, features, labels, batch_size=16, epochs=2, name="once", runs_dir=tmp_path, nan_policy="skip_batch"
+    )
+    assert len(traces) == 1
+    np.testing.assert_allclose([row["loss"] for row in result.history], expected["loss"], rtol=1e-6)
+    for a, b in zip(ours.get_weights(), plain.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
