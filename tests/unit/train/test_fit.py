@@ -482,3 +482,61 @@ def test_the_guarded_step_is_traced_once_where_model_fit_traces_its_step_twice(t
     np.testing.assert_allclose([row["loss"] for row in result.history], expected["loss"], rtol=1e-6)
     for a, b in zip(ours.get_weights(), plain.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_serving_shapes_leave_free_the_dimensions_the_model_or_the_data_leave_free(tmp_path):
+    # A sequence dimension the model's Input declares None, or that differs between batches
+    # (padded per batch), must not be fixed to the first batch's length in the signature.
+    import json
+
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    def shapes(name):
+        return [i["shape"] for i in json.loads((tmp_path / name / "fit" / "spec.json").read_text())["inputs"]]
+
+    def text_model(inputs):
+        keras.utils.set_random_seed(0)
+        hidden = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(50, 4)(inputs))
+        built = keras.Model(inputs, keras.layers.Dense(2)(hidden))
+        built.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return built
+
+    rng = np.random.default_rng(0)
+    tokens, labels = rng.integers(1, 50, size=(32, 12)), rng.integers(0, 2, 32)
+    tfpilot.fit(
+        text_model(keras.Input((None,), dtype="int32")),
+        tokens,
+        labels,
+        batch_size=8,
+        name="declared",
+        runs_dir=tmp_path,
+    )
+    assert shapes("declared") == [[None, None]]
+    tfpilot.fit(
+        text_model(keras.Input((12,), dtype="int32")), tokens, labels, batch_size=8, name="fixed", runs_dir=tmp_path
+    )
+    assert shapes("fixed") == [[None, 12]]
+
+    class Subclassed(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.embed = keras.layers.Embedding(50, 4)
+            self.pool = keras.layers.GlobalAveragePooling1D()
+            self.out = keras.layers.Dense(2)
+
+        def call(self, inputs):
+            return self.out(self.pool(self.embed(inputs)))
+
+    lengths = [5, 9, 7, 12]
+    rows = [(list(rng.integers(1, 50, size=n)), int(rng.integers(0, 2))) for n in lengths for _ in range(8)]
+    padded = tf.data.Dataset.from_generator(
+        lambda: iter(rows), output_signature=(tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.int32))
+    ).padded_batch(8)
+    keras.utils.set_random_seed(0)
+    model = Subclassed()
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    tfpilot.fit(model, padded, name="padded", runs_dir=tmp_path)
+    assert shapes("padded") == [[None, None]]

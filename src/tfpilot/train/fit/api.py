@@ -412,10 +412,10 @@ def fit(
     inner = model.train_step
 
     def train_step(data: Any) -> Any:
-        if not traced_spec:
-            # The types the step receives (after Keras' adapters cast them) type the serving inputs;
-            # specs, not the traced tensors, which would keep the trace's graph alive.
-            traced_spec.append(tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data))
+        # The types the step receives (after Keras' adapters cast them) type the serving inputs,
+        # and a dimension that differs between traces (per-batch padding) is None there; specs,
+        # not the traced tensors, which would keep the trace's graph alive.
+        traced_spec.append(tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data))
         return inner(data)
 
     model.train_step = train_step
@@ -525,6 +525,7 @@ def fit(
             run,
             model=model,
             features=features,
+            shapes=_serving_shapes(model, features, traced_spec),
             has_validation=kept_validation is not None and save_validation_data,
             batch_size=batch_size,
         )
@@ -566,9 +567,35 @@ def _numeric(dtype: tf.DType) -> bool:
     return dtype.is_integer or dtype.is_floating
 
 
-def _declared_input_dtypes(model: keras.Model, features: Any) -> Any | None:
-    """Per feature (the features' structure), the dtype of the model Input it feeds where that is
-    a number type and the feature is one too (None elsewhere); None when the model declares no
+def _serving_shapes(model: keras.Model, features: Any, traced: list[Any]) -> list[list[int | None]]:
+    """Per feature leaf (tf.nest.flatten order), the serving shape: a dimension is None where the
+    model's Input declares it None or where it differed between the step's traces (a dataset
+    padded per batch gives None there already), else the sample's. So a text model trained on
+    length-24 batches serves length 30."""
+    leaves = tf.nest.flatten(features)
+    seen: list[list[Any]] = []
+    for spec in traced:
+        flat = tf.nest.flatten(_features_of(spec))
+        if len(flat) == len(leaves):
+            seen.append([s.shape.as_list() if s is not None and s.shape.rank is not None else None for s in flat])
+    declared = _declared_inputs(model, features)
+    if declared is not None:
+        seen.append([list(tensor.shape) for tensor in tf.nest.flatten(declared)])
+    shapes = []
+    for index, leaf in enumerate(leaves):
+        merged: list[int | None] = list(leaf.shape.as_list())
+        for other in (row[index] for row in seen):
+            if other is not None and len(other) == len(merged):
+                merged = [
+                    None if theirs is None or theirs != ours else ours
+                    for ours, theirs in zip(merged, other, strict=True)
+                ]
+        shapes.append([None, *merged[1:]] if merged else merged)
+    return shapes
+
+
+def _declared_inputs(model: keras.Model, features: Any) -> Any | None:
+    """The model's Input tensors in the features' structure; None when the model declares no
     Inputs (a subclassed model) or the features cannot be matched to them."""
     try:
         inputs = list(tf.nest.flatten(getattr(model, "inputs", None) or []))
@@ -580,12 +607,19 @@ def _declared_input_dtypes(model: keras.Model, features: Any) -> Any | None:
         by_name = {getattr(tensor, "name", None): tensor for tensor in inputs}
         if not all(key in by_name for key in features):
             return None
-        matched: Any = {key: by_name[key] for key in features}
-    else:
-        leaves = tf.nest.flatten(features)
-        if len(leaves) != len(inputs):
-            return None
-        matched = tf.nest.pack_sequence_as(features, inputs)
+        return {key: by_name[key] for key in features}
+    if len(tf.nest.flatten(features)) != len(inputs):
+        return None
+    return tf.nest.pack_sequence_as(features, inputs)
+
+
+def _declared_input_dtypes(model: keras.Model, features: Any) -> Any | None:
+    """Per feature (the features' structure), the dtype of the model Input it feeds where that is
+    a number type and the feature is one too (None elsewhere); None when the model declares no
+    Inputs (a subclassed model) or the features cannot be matched to them."""
+    matched = _declared_inputs(model, features)
+    if matched is None:
+        return None
 
     def dtype_of(feature: Any, tensor: Any) -> tf.DType | None:
         try:

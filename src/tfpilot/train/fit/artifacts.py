@@ -348,10 +348,25 @@ def _structure(features: Any) -> str:
     return "list" if tf.nest.is_nested(features) else "tensor"
 
 
-def write_spec(run: RunDir, *, model: keras.Model, features: Any, has_validation: bool, batch_size: int | None) -> None:
+def write_spec(
+    run: RunDir,
+    *,
+    model: keras.Model,
+    features: Any,
+    has_validation: bool,
+    batch_size: int | None,
+    shapes: list[list[int | None]] | None = None,
+) -> None:
+    """`shapes`: per feature leaf (tf.nest.flatten order), the serving shape (None where a
+    dimension may vary); the sample's own shapes (batch None) without it."""
     from tfpilot.atomic import atomic_write_json
 
     features_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, features)
+    if shapes is not None:
+        leaves = tf.nest.flatten(features_spec)
+        features_spec = tf.nest.pack_sequence_as(
+            features_spec, [tf.TensorSpec(shape, spec.dtype) for spec, shape in zip(leaves, shapes, strict=True)]
+        )
     spec = {
         "kind": FIT_SPEC_KIND,
         "features": _structure(features),
