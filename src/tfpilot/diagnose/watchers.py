@@ -92,6 +92,13 @@ class StepTiming:
     # Means per step in CPU time: the reads' main-thread CPU (their copy), and the process's CPU per step.
     sync_cpu_ms: float = 0.0
     step_cpu_ms: float = 0.0
+    # Median per gap of the main thread's CPU in the gap outside input and other calls: the reads and the Python
+    # around them (formatting, print, appends), what the loop's own host work costs every step. One thread: it is
+    # compared with the step on one core's terms (rules.base.step_on_one_core_ms), not with the process's CPU.
+    host_cpu_median_ms: float = 0.0
+    # Median step on one core's terms (its critical path): the main thread's CPU between two calls plus the call's
+    # time, the smaller of its wall and process CPU time (rules.base.step_on_one_core_ms).
+    step_core_median_ms: float = 0.0
 
 
 @dataclasses.dataclass
@@ -279,8 +286,9 @@ class Watcher:
         self.profile_start = profile_start
         self.profile_steps = profile_steps
         self.replay_numerics = replay_numerics
-        # (kind, wall start, wall end, key, main-thread CPU at start, at end, process CPU at end or 0.0)
-        self.events: list[tuple[str, float, float, str, float, float, float]] = []
+        # (kind, wall start, wall end, key, main-thread CPU at start, at end, process CPU at end or 0.0, process CPU
+        # at start or 0.0)
+        self.events: list[tuple[str, float, float, str, float, float, float, float]] = []
         self.functions: dict[str, dict[str, Any]] = {}
         self.boundaries: Counter[str] = Counter()
         self.eager_gradient_calls = 0
@@ -337,7 +345,7 @@ class Watcher:
             numerics = watcher.numerics
             if numerics is not None:
                 numerics.before(function, args, kwargs)
-            start, start_cpu = time.perf_counter(), time.thread_time()
+            start, start_cpu, start_process = time.perf_counter(), time.thread_time(), time.process_time()
             outputs: Any = None
             try:
                 outputs = original_call(function, *args, **kwargs)
@@ -357,7 +365,7 @@ class Watcher:
                     start=start,
                     end=end,
                     site=site,
-                    cpu=(start_cpu, end_cpu, end_process),
+                    cpu=(start_cpu, end_cpu, end_process, start_process),
                 )
                 # The watcher's own bookkeeping (and profiler start/stop) is not the user's idle time.
                 watcher._record("overhead", entered, start, "", (entered_cpu, start_cpu))
@@ -438,14 +446,14 @@ class Watcher:
 
             if watcher._depth or threading.get_ident() != watcher._main_thread or not tf.executing_eagerly():
                 return original_gradient(tape, *args, **kwargs)
-            start, start_cpu = time.perf_counter(), time.thread_time()
+            start, start_cpu, start_process = time.perf_counter(), time.thread_time(), time.process_time()
             result = original_gradient(tape, *args, **kwargs)
             end, end_cpu, end_process = time.perf_counter(), time.thread_time(), time.process_time()
             watcher.eager_gradient_calls += 1
             caller = _caller_frame()
             if caller is not None and str(caller.f_globals.get("__name__", "")).startswith(KERAS_TRAINER_MODULE):
                 watcher.eager_fit_gradient_calls += 1  # model.fit's own train_step, run eagerly (run_eagerly=True)
-            watcher._record("grad", start, end, EAGER_DRIVER, (start_cpu, end_cpu, end_process))
+            watcher._record("grad", start, end, EAGER_DRIVER, (start_cpu, end_cpu, end_process, start_process))
             watcher._boundary(EAGER_DRIVER)
             watcher._record("overhead", end, time.perf_counter(), "", (end_cpu, time.thread_time()))
             return result
@@ -482,10 +490,10 @@ class Watcher:
 
     # ------------------------------------------------------------------ recording
     def _record(self, kind: str, start: float, end: float, key: str, cpu: tuple[float, ...] = ()) -> None:
-        """One event: wall times, and ``cpu`` = (main-thread CPU at start, at end[, process CPU at end])."""
+        """One event: wall times, and ``cpu`` = (main-thread CPU at start, at end[, process CPU at end, at start])."""
         if len(self.events) < _MAX_EVENTS:
-            thread_start, thread_end, process_end = (*cpu, 0.0, 0.0, 0.0)[:3] if cpu else (0.0, 0.0, 0.0)
-            self.events.append((kind, start, end, key, thread_start, thread_end, process_end))
+            thread_start, thread_end, process_end, process_start = (*cpu, 0.0, 0.0, 0.0, 0.0)[:4]
+            self.events.append((kind, start, end, key, thread_start, thread_end, process_end, process_start))
 
     def _on_call(
         self,
@@ -695,8 +703,10 @@ class Watcher:
         if driver is None:
             return None
         kind = "grad" if driver == EAGER_DRIVER else "call"
-        # (wall start, wall end, main-thread CPU at start, at end, process CPU at end) of each driver call.
-        boundaries = [(s, e, t0, t1, p1) for k, s, e, key, t0, t1, p1 in self.events if k == kind and key == driver]
+        # (wall start, wall end, main-thread CPU at start, at end, process CPU at end, at start) of each driver call.
+        boundaries = [
+            (s, e, t0, t1, p1, p0) for k, s, e, key, t0, t1, p1, p0 in self.events if k == kind and key == driver
+        ]
         skip = _SKIP_WARMUP_STEPS
         if self.cache_filled_step is not None and self.cache_filled_step + 1 < len(boundaries) - 3:
             skip = max(skip, self.cache_filled_step + 1)  # the epoch that filled the cache is not the steady state
@@ -707,12 +717,12 @@ class Watcher:
         # Other tf.functions' top-level calls between the driver's ("call" events of another key) are compiled work.
         waits = sorted(
             (s, e, k, key, t1 - t0)
-            for k, s, e, key, t0, t1, _ in self.events
+            for k, s, e, key, t0, t1, _, _ in self.events
             if (k in ("next", "sync", "overhead") or (k == kind and key != driver))
             and boundaries[0][1] <= s <= boundaries[-1][1]
         )
         steps = len(boundaries) - 1
-        step_times, idle_times, step_cpu, idle_cpu = [], [], [], []
+        step_times, idle_times, step_cpu, idle_cpu, host_cpu, step_core = [], [], [], [], [], []
         starts = [w[0] for w in waits]
         for previous, following in zip(boundaries, boundaries[1:], strict=False):
             previous_end, next_start, next_end = previous[1], following[0], following[1]
@@ -728,8 +738,17 @@ class Watcher:
             if previous[4] and following[4]:
                 inside_cpu = sum(cpu for _, _, _, _, cpu in inside)
                 idle_cpu.append(max(following[2] - previous[3] - inside_cpu, 0.0))
+                sync_cpu = sum(cpu for _, _, k, _, cpu in inside if k == "sync")
+                host_cpu.append(idle_cpu[-1] + sync_cpu)
                 overhead_cpu = sum(cpu for _, _, k, _, cpu in inside if k == "overhead")
                 step_cpu.append(max(following[4] - previous[4] - overhead_cpu, 0.0))
+                if following[5]:
+                    # The step on one core's terms, its critical path: the main thread's CPU between the calls
+                    # (the loop's Python, reads, next(): one thread), then the call, which is at most its wall time
+                    # (a quiet host; kernels on several cores) and at most its process CPU (a loaded host).
+                    gap_cpu = max(following[2] - previous[3] - overhead_cpu, 0.0)
+                    call = min(following[1] - following[0], max(following[4] - following[5], 0.0))
+                    step_core.append(gap_cpu + call)
         total_input = sum(e - s for s, e, k, _, _ in waits if k == "next")
         total_sync = sum(e - s for s, e, k, _, _ in waits if k == "sync")
         total_sync_cpu = sum(cpu for _, _, k, _, cpu in waits if k == "sync")
@@ -763,6 +782,8 @@ class Watcher:
             step_cpu_median_ms=1e3 * statistics.median(step_cpu) if step_cpu else 0.0,
             sync_cpu_ms=total_sync_cpu * per if step_cpu else 0.0,
             step_cpu_ms=1e3 * statistics.fmean(step_cpu) if step_cpu else 0.0,
+            host_cpu_median_ms=1e3 * statistics.median(host_cpu) if host_cpu else 0.0,
+            step_core_median_ms=1e3 * statistics.median(step_core) if step_core else 0.0,
         )
 
     def report(self) -> WatchReport:

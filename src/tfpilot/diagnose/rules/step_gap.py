@@ -6,8 +6,9 @@ leaves the accelerator idle. Measured from wall-clock step boundaries (watcher o
 Decided by ratios and counts, never by a gap in microseconds (a loaded host stretches every gap):
 
 - the gap's share of the step: the *median* idle over the *median* step (the step includes its gap), in
-  CPU time (the main thread's CPU in the gap over the process's CPU per step): load stretches wall time
-  unevenly, not the CPU that the step's work and the gap's Python take. Time the gap spends off the CPU
+  CPU time on one core's terms (the main thread's CPU in the gap over ``base.step_on_one_core_ms``, the
+  smaller of the step's wall and process CPU time): load stretches wall time unevenly, not the CPU that the
+  gap's Python takes, and that Python runs on one thread however many cores the step's kernels use. Time the gap spends off the CPU
   (a sleep, a wait on I/O) is a finding when it is half the step's wall time (UNATTRIBUTED_PERCENT), with
   or without reads: a loaded host's scheduler stops look the same;
   Host work in the loop recurs in every step and moves the median; the scheduler stopping a loaded
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 
-from tfpilot.diagnose.rules.base import Observations
+from tfpilot.diagnose.rules.base import Observations, short_location, step_on_one_core_ms
 from tfpilot.diagnose.watchers import EAGER_DRIVER
 from tfpilot.findings import Finding, Severity
 
@@ -80,17 +81,19 @@ def wall_share(timing) -> float:
 
 
 def work_share(timing) -> float:
-    """The gap's Python work as a share of the step: in CPU time when the watcher measured it, else wall time.
+    """The gap's Python work as a share of the step on one core's terms when the watcher measured CPU, else wall time.
 
-    The main thread's CPU in the gap (outside reads, input and other calls) over the process's CPU per step. A
-    loaded host stretches wall time unevenly: a tiny compiled call waits for its threads to be scheduled (the
-    wall share of a status line printed after every step fell from 57% to 27% with one CPU burner), and a
-    read or a line of Python is descheduled mid-way (the same reads' wall share rose from 4% to 39% at load 8);
-    the CPU that the work takes does not move.
+    The main thread's CPU in the gap (outside reads, input and other calls) over the step on one core's terms
+    (``base.step_on_one_core_ms``). A loaded host stretches wall time unevenly: a tiny compiled call waits for its
+    threads to be scheduled (the wall share of a status line printed after every step fell from 57% to 27% with one
+    CPU burner), and a read or a line of Python is descheduled mid-way (the same reads' wall share rose from 4% to
+    39% at load 8); the CPU that the work takes does not move. The gap's Python runs on one thread, so a step whose
+    kernels run on several cores is counted by its wall time, not by the CPU of all its cores.
     """
     if not timing.step_cpu_median_ms:
         return wall_share(timing)
-    return 100.0 * timing.idle_cpu_median_ms / timing.step_cpu_median_ms
+    step = step_on_one_core_ms(timing)
+    return 100.0 * timing.idle_cpu_median_ms / step if step else 0.0
 
 
 def wait_share(timing) -> float:
@@ -153,6 +156,11 @@ def check(observations: Observations) -> list[Finding]:
     if percent < needed:  # found by its time off the CPU
         percent, needed = waiting, UNATTRIBUTED_PERCENT
     made_of = f"; per step the gap holds {' and '.join(attributed)}" if attributed else ""
+    reads = dict(timing.sync_locations) if timing is not None and evidence.get("syncs_per_step", 0.0) else {}
+    if reads and attributed:
+        made_of += " (read at " + ", ".join(short_location(where) for where in list(reads)[:3]) + ")"
+    # Reads seen in every gap: the finding points at the user's line that reads, not at the step function.
+    location = next(iter(reads), observations.location) if attributed else observations.location
     return [
         Finding(
             code=CODE,
@@ -162,7 +170,7 @@ def check(observations: Observations) -> list[Finding]:
                 f"{idle_ms:.2f} ms per step (median; {percent:.1f}% of the step) pass between compiled steps doing "
                 f"neither input nor device work{made_of}"
             ),
-            location=observations.location,
+            location=location,
             evidence={
                 "idle_ms_per_step": round(idle_ms, 2),
                 "idle_percent": round(percent, 1),
@@ -170,6 +178,7 @@ def check(observations: Observations) -> list[Finding]:
                 "measured_by": source,
                 "threshold_percent": needed,
                 **evidence,
+                **({"read_locations": reads} if reads else {}),
             },
             fix=_FIT_FIX if observations.under_keras_fit() else _LOOP_FIX,
         )
