@@ -270,11 +270,23 @@ class GuardedStep:
             if self._refused is not None:
                 self._refused.append(tf.logical_not(allowed))
 
+            # model.fit's step increments the iterations even on the call that finds the end of a
+            # dataset of unknown length (the increment needs no batch, so it runs before the
+            # iterator fails): Adam's bias correction and a schedule then count one more step per
+            # such epoch. Counted the same way here, before the cond, and taken back inside it, so
+            # a skipped batch still changes nothing and histories equal model.fit's.
+            optimizer.iterations.assign_add(1)
+
             def update() -> tf.Tensor:
+                optimizer.iterations.assign_sub(1)
                 original(grads, trainable_variables)
                 return tf.constant(True)
 
-            tf.cond(allowed, update, lambda: tf.constant(False))
+            def refuse() -> tf.Tensor:
+                optimizer.iterations.assign_sub(1)
+                return tf.constant(False)
+
+            tf.cond(allowed, update, refuse)
 
         return apply
 
