@@ -22,6 +22,7 @@ from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_dataset_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.project import ProjectPins, project_pins
 from tfpilot.lint.scope import Scope, TapeBlock
 from tfpilot.lint.walker import STRUCTURAL
@@ -577,7 +578,7 @@ def _is_pipeline_expr(value: ast.AST, context: FileContext) -> bool:
 def _returns_pipeline(function: ast.AST, context: FileContext) -> bool:
     assigned: dict[str, ast.AST] = {}
     returns: list[ast.AST] = []
-    for node in ast.walk(function):
+    for node in walk_nodes(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             assigned.setdefault(node.targets[0].id, node.value)
         elif isinstance(node, ast.Return) and node.value is not None:

@@ -11,6 +11,7 @@ from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.local_modules import imported_class, imported_function
 from tfpilot.lint.naming import is_frozen_model_name, is_model_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import (
     has_keyword,
     has_star_kwargs,
@@ -139,11 +140,11 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
             seen = seen | {id(value)}
             if context.class_kind(value) not in ("keras-model", "keras-layer"):
                 return None
-            if any(isinstance(n, ast.Name) and n.id == "training" for n in ast.walk(value)) or any(
-                isinstance(n, ast.keyword) and n.arg == "training" for n in ast.walk(value)
+            if any(isinstance(n, ast.Name) and n.id == "training" for n in walk_nodes(value)) or any(
+                isinstance(n, ast.keyword) and n.arg == "training" for n in walk_nodes(value)
             ):
                 return None  # the class reads the flag itself (a `training` parameter it never reads is no use)
-            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            calls = [n for n in walk_nodes(value) if isinstance(n, ast.Call)]
             # sub-layers that are classes of this file must be invariant too
             for call in calls:
                 if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
@@ -167,7 +168,7 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
             elif found is not None and found[1] in ("Model", "models.Model"):
                 # functional: every layer the same scope builds (the whole module at module level)
                 scope = context.bindings.top_level_of(value)
-                calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+                calls = [n for n in walk_nodes(scope) if isinstance(n, ast.Call)]
                 if isinstance(scope, ast.Module):
                     # a notebook builds many models at module level: this one's layers are those
                     # built after the model before it
@@ -213,7 +214,7 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                 if factory is None or id(factory) in seen:
                     return None
                 seen = seen | {id(factory)}
-                calls = [n for n in ast.walk(factory) if isinstance(n, ast.Call)]
+                calls = [n for n in walk_nodes(factory) if isinstance(n, ast.Call)]
                 if not any(keras_name(context.qualname(call.func)) for call in calls):
                     return None  # builds nothing Keras can be seen building: unknown
                 for call in calls:
@@ -269,7 +270,7 @@ def _reads_training(function: ast.AST) -> bool:
     return any(
         (isinstance(n, ast.Name) and n.id == "training" and isinstance(n.ctx, ast.Load))
         or (isinstance(n, ast.keyword) and n.arg == "training")
-        for n in ast.walk(function)
+        for n in walk_nodes(function)
     )
 
 
@@ -323,7 +324,7 @@ def _class_depends(klass: ast.ClassDef, context: Any, seen: frozenset[int]) -> b
 
 
 def _body_depends(node: ast.AST, context: Any, seen: frozenset[int]) -> bool:
-    return any(isinstance(n, ast.Call) and _call_depends(n, context, seen) for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and _call_depends(n, context, seen) for n in walk_nodes(node))
 
 
 def _call_depends(call: ast.Call, context: Any, seen: frozenset[int]) -> bool:
@@ -363,7 +364,7 @@ def _factory_method(call: ast.Call, context: Any) -> ast.AST | None:
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return None
     line = call.lineno
-    for klass in ast.walk(context.tree):
+    for klass in walk_nodes(context.tree):
         if isinstance(klass, ast.ClassDef) and klass.lineno <= line <= (klass.end_lineno or klass.lineno):
             methods = [
                 d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
@@ -393,7 +394,7 @@ def _updates_weights(function: ast.AST) -> bool:
     """The function applies an update (an optimizer step or a variable assignment)."""
     return any(
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _UPDATES
-        for node in ast.walk(function)
+        for node in walk_nodes(function)
     )
 
 
@@ -714,7 +715,7 @@ train_step(classifier, tf.ones((2, 3)))
         if cached is None:
             cached = {
                 key
-                for inner in ast.walk(scope)
+                for inner in walk_nodes(scope)
                 if isinstance(inner, ast.Attribute)
                 and inner.attr in ("trainable_variables", "trainable_weights")
                 and (key := self.context.dotted(inner.value)) is not None
@@ -852,7 +853,7 @@ train_step(classifier, tf.ones((2, 3)))
                 rebound = min(
                     (
                         other.lineno
-                        for other in ast.walk(function)
+                        for other in walk_nodes(function)
                         if isinstance(other, ast.With)
                         and other.lineno > block.lineno
                         and any(
@@ -861,7 +862,7 @@ train_step(classifier, tf.ones((2, 3)))
                     ),
                     default=None,
                 )
-                for node in ast.walk(function):
+                for node in walk_nodes(function):
                     if (
                         isinstance(node, ast.Call)
                         and isinstance(node.func, ast.Attribute)
@@ -890,7 +891,7 @@ train_step(classifier, tf.ones((2, 3)))
         elif isinstance(node, ast.Name) and depth < 3:
             parts = [
                 statement.value
-                for statement in ast.walk(function)
+                for statement in walk_nodes(function)
                 if isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)

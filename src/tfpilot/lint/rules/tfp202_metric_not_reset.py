@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -21,8 +22,8 @@ def _is_epoch_loop(loop: ast.AST) -> bool:
         return True
     if not isinstance(loop, ast.For):
         return False
-    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    names += [n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)]
+    names = [n.id for n in walk_nodes(loop.target) if isinstance(n, ast.Name)]
+    names += [n.id for n in walk_nodes(loop.iter) if isinstance(n, ast.Name)]
     return any("epoch" in name.lower() for name in names)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.bindings import KERAS
 from tfpilot.lint.local_modules import imported_class
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import training_flag
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -73,7 +74,7 @@ def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: in
         return False
     if any(
         isinstance(node, ast.Name) and node.id == argument.id and isinstance(node.ctx, ast.Store)
-        for node in ast.walk(function)
+        for node in walk_nodes(function)
     ):
         return False  # rebound in the body
     default = defaults.get(argument.id)
@@ -98,7 +99,7 @@ def _python_in_base(function: ast.AST, name: str, context: Any, depth: int) -> b
     """The same method of a base class (of this file or of the project) receives a Python value
     for ``name`` at its call sites."""
     method = getattr(function, "name", "")
-    for klass in ast.walk(context.tree):
+    for klass in walk_nodes(context.tree):
         if not (isinstance(klass, ast.ClassDef) and function in klass.body):
             continue
         for base in klass.bases:
