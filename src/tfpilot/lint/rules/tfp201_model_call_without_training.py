@@ -188,6 +188,12 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                         if inner is None:
                             return None  # a custom layer of this file that may depend on training
                         names |= inner
+                    elif _factory_method(call, context) is not None:
+                        # `x = self.conv_block(64)(x)`: the layers a method of the class builds
+                        inner = _invariant_set([call], context, seen)
+                        if inner is None:
+                            return None
+                        names |= inner
             elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
                 inner = _invariant_set([context.class_defs(value.func.id)[-1]], context, seen)
                 if inner is None:
@@ -218,9 +224,10 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                 if not any(keras_name(context.qualname(call.func)) for call in calls):
                     return None  # builds nothing Keras can be seen building: unknown
                 for call in calls:
-                    if isinstance(call.func, ast.Name) and (
-                        context.class_defs(call.func.id) or context.function_defs(call.func.id)
-                    ):
+                    if (
+                        isinstance(call.func, ast.Name)
+                        and (context.class_defs(call.func.id) or context.function_defs(call.func.id))
+                    ) or (call is not value and _factory_method(call, context) is not None):
                         inner = _invariant_set([call], context, seen)
                         if inner is None:
                             return None
@@ -616,6 +623,9 @@ train_step(classifier, tf.ones((2, 3)))
         # judged in finish(), once every binding is known (the def often precedes the binding).
         self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
         self._frozen: set[str] = set()
+        # `d.trainable = True` somewhere too: frozen only for a while (a GAN's discriminator is frozen
+        # to compile the combined model and unfrozen for its own step), so trained after all
+        self._unfrozen: set[str] = set()
         # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
         # the call, the function it is in).
         self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
@@ -630,6 +640,8 @@ train_step(classifier, tf.ones((2, 3)))
                 continue
             if name.endswith(".trainable") and is_constant(value, False):
                 self._frozen.add(name[: -len(".trainable")])  # `base_model.trainable = False`
+            elif name.endswith(".trainable") and is_constant(value, True):
+                self._unfrozen.add(name[: -len(".trainable")])
             elif isinstance(value, ast.Call):
                 self._bindings.setdefault(name, []).append(value)  # judged lazily, in finish()
 
@@ -777,7 +789,12 @@ train_step(classifier, tf.ones((2, 3)))
             kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
             if bound == {KERAS}:
                 kinds = {"keras"}
-            if "tf-module" in kinds or "frozen" in kinds or "plain" in kinds or callee in self._frozen:
+            if (
+                "tf-module" in kinds
+                or "frozen" in kinds
+                or "plain" in kinds
+                or callee in self._frozen.difference(self._unfrozen)
+            ):
                 continue  # no `training` parameter, or inference mode on purpose
             if not kinds and self._plain_function(callee):
                 continue  # `def model(inputs): ...`: a plain function of tf ops
@@ -829,17 +846,52 @@ train_step(classifier, tf.ones((2, 3)))
         if callee == "self" or isinstance(function, ast.Module):
             return False
         owners: set[str] = set()
-        for node in self._gradient_calls(call, function):
+        gradients = self._gradient_calls(call, function)
+        watched_only = 0
+        for node in gradients:
             sources: Any = node.args[1] if len(node.args) > 1 else keyword(node, "sources")
             if isinstance(sources, ast.keyword):
                 sources = sources.value
+            if sources is not None and self._watched_inputs(node, sources, function):
+                watched_only += 1  # `tape.gradient(q, actions)` after `tape.watch(actions)`: no model trains
+                continue
             found = self._variable_owners(sources, function, 0) if sources is not None else None
             if not found:
                 return False
             owners |= found
+        if gradients and watched_only == len(gradients):
+            # every gradient is taken with respect to input tensors the tape watches (DDPG's action
+            # gradient, a saliency map): no model is trained in this tape, inference is what it needs
+            return True
         if not owners or "self" in owners:
             return False
         return not any(callee == owner or callee.startswith(owner + ".") for owner in owners)
+
+    def _watched_inputs(self, gradient: ast.Call, sources: ast.AST, function: ast.AST) -> bool:
+        """Every source of ``tape.gradient(target, sources)`` is a tensor that the same tape
+        ``watch``-es in ``function`` (input gradients, no variable among them)."""
+        tape = gradient.func.value  # type: ignore[attr-defined]
+        if not isinstance(tape, ast.Name):
+            return False
+        parts = list(sources.elts) if isinstance(sources, (ast.List, ast.Tuple)) else [sources]
+        # plain names of tensors, none of them bound to a model's variables (`tape.watch(weights)`)
+        if not parts or not all(
+            isinstance(part, ast.Name) and self._variable_owners(part, function, 0) is None for part in parts
+        ):
+            return False
+        names = [part.id for part in parts]  # type: ignore[attr-defined]
+        watched = {
+            node.args[0].id
+            for node in walk_nodes(function)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "watch"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == tape.id
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        }
+        return all(name in watched for name in names)
 
     def _gradient_calls(self, call: ast.Call, function: ast.AST) -> list[ast.Call]:
         """The ``tape.gradient(...)`` calls of the tapes around ``call``: on their names, after
