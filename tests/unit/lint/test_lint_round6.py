@@ -108,3 +108,41 @@ def test_block_method_of_invariant_layers_keeps_the_note():
     # VALID (a note, not a warning): the block builds Dense layers only
     source = _PAIR.replace("net.add(layers.BatchNormalization())", "net.add(layers.Dense(units))")
     assert _findings(source, "TFP201") == [(27, Severity.INFO)]
+
+
+# --- TFP403: models kept in a dict or list attribute and saved by index ---------------------------
+
+_BLOCKS = """
+    import tensorflow as tf
+
+
+    class Growing:
+        def __init__(self):
+            self.blocks = {}
+            for level in range(2, 5):
+                self.blocks[level] = self.make_block(level)
+
+        def make_block(self, level):
+            inputs = tf.keras.Input(shape=[level])
+            return tf.keras.Model(inputs, tf.keras.layers.Dense(level)(inputs))
+
+        def save(self, directory):
+            for i in range(2, 5):
+                self.blocks[i].save(f"{directory}/block_{i}")
+"""
+
+
+def test_model_saved_from_a_container_of_models_without_keras_suffix():
+    # INVALID: every `self.blocks[...] = ...` stores a Keras model; a bare directory name raises
+    assert [line for line, _ in _findings(_BLOCKS, "TFP403")] == [17]
+
+
+def test_container_saved_with_keras_suffix_or_holding_other_things_is_not_reported():
+    # VALID: the name ends in .keras
+    assert _findings(_BLOCKS.replace('block_{i}"', 'block_{i}.keras"'), "TFP403") == []
+    # VALID: the container also stores something that is no model (a writer with a save method)
+    other = _BLOCKS.replace(
+        "self.blocks[level] = self.make_block(level)",
+        "self.blocks[level] = self.make_block(level)\n            self.blocks[0] = open('log.txt', 'w')",
+    )
+    assert _findings(other, "TFP403") == []
