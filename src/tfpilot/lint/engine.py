@@ -213,7 +213,7 @@ def _check_source(
                     break
             if not found:
                 continue
-        if rule_class.requires is not None and rule_class.requires.search(source) is None:
+        if rule_class.requires is not None and not rule_class.requires(source):
             continue
         rule = rule_class(context)
         active.append(rule)

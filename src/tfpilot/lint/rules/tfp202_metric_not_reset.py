@@ -110,6 +110,8 @@ def fit(dataset, epochs):
         self._resolved: dict[int, list[ast.AST]] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
+        if not self.context.scope.loop_depth:
+            return  # outside any loop of this function: nothing to judge (function_loops() is empty)
         loops = self.context.function_loops()
         if not loops or not self._is_epoch(loops[0]):
             return
@@ -145,6 +147,8 @@ def fit(dataset, epochs):
                 self._step_loop_calls.add(id(node))
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if not self.context.scope.loop_depth:
+            return
         loops = self.context.function_loops()
         if not loops or not self._is_epoch(loops[0]) or not isinstance(node.value, ast.Call):
             return
