@@ -371,13 +371,20 @@ def _factory_method(call: ast.Call, context: Any) -> ast.AST | None:
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return None
     line = call.lineno
-    for klass in walk_nodes(context.tree):
-        if isinstance(klass, ast.ClassDef) and klass.lineno <= line <= (klass.end_lineno or klass.lineno):
-            methods = [
-                d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
-            ]
-            if methods:
-                return methods[-1]
+    classes: list[tuple[ast.ClassDef, dict[str, ast.AST]]] | None = context.__dict__.get("_tfp201_class_methods")
+    if classes is None:
+        # every class of the file in walk order with its last method of each name, collected once
+        classes = [
+            (klass, {d.name: d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))})
+            for klass in walk_nodes(context.tree)
+            if isinstance(klass, ast.ClassDef)
+        ]
+        context.__dict__["_tfp201_class_methods"] = classes
+    for klass, methods in classes:
+        if klass.lineno <= line <= (klass.end_lineno or klass.lineno):
+            method = methods.get(func.attr)
+            if method is not None:
+                return method
     return None
 
 
