@@ -69,6 +69,7 @@ def via_compat_v1(qualname: str | None) -> bool:
     return bool(qualname) and qualname.startswith("tensorflow.compat.v1.")  # type: ignore[union-attr]
 
 
+@functools.lru_cache(maxsize=8192)
 def plain_tf1_match(qualname: str | None, table: frozenset[str]) -> str | None:
     """tf1_match for the TF1 spelling only (``tf.Session`` under ``import tensorflow as tf``),
     which TF 2.x removed. Through tf.compat.v1 the same API still runs on TF 2.21: the TF1 rules

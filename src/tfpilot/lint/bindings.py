@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.local_modules import imported_function
+from tfpilot.lint.nodes import child_nodes, walk_nodes
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -123,11 +124,11 @@ class Bindings:
                 self._enclosing[id(current)] = owner
                 body = current.body  # type: ignore[attr-defined]
                 inside = {id(child) for child in body} if isinstance(body, list) else {id(body)}
-                for child in ast.iter_child_nodes(current):
+                for child in child_nodes(current):
                     # decorators, defaults and annotations run in the enclosing scope
                     stack.append((child, current if id(child) in inside else owner))
                 continue
-            stack.extend((child, owner) for child in ast.iter_child_nodes(current))
+            stack.extend((child, owner) for child in child_nodes(current))
 
     # --- questions ------------------------------------------------------------------------------
 
@@ -412,7 +413,7 @@ class Bindings:
     def returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:
         """The kind a factory function returns (``def get_model(): ...; return model``)."""
         kinds: set[str] = set()
-        for node in ast.walk(function):
+        for node in walk_nodes(function):
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
                 if isinstance(value, ast.Name):

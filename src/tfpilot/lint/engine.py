@@ -213,6 +213,8 @@ def _check_source(
                     break
             if not found:
                 continue
+        if rule_class.requires is not None and not rule_class.requires(source):
+            continue
         rule = rule_class(context)
         active.append(rule)
         enter_names, leave_names, wants_references = _handlers(rule_class)

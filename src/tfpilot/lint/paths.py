@@ -18,6 +18,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import path_literal, string_value
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _unpacking(value: ast.AST, context: FileContext) -> ast.Assign | None:
         return value if any(isinstance(t, (ast.Tuple, ast.List)) for t in value.targets) else None
     if isinstance(value, (ast.Tuple, ast.List)) and isinstance(value.ctx, ast.Store):
         line = value.lineno
-        for node in ast.walk(context.tree):
+        for node in walk_nodes(context.tree):
             if isinstance(node, ast.Assign) and node.lineno == line and any(t is value for t in node.targets):
                 return node
     return None
@@ -160,7 +161,7 @@ def _tuple_sources(value: ast.expr, owner: ast.AST | None, context: FileContext,
         if function is None:
             return [value]
         returned: list[ast.AST] = []
-        for node in ast.walk(function):
+        for node in walk_nodes(function):
             if isinstance(node, ast.Return) and node.value is not None:
                 returned.extend(_tuple_sources(node.value, function, context, depth + 1))
         return returned or [value]
@@ -221,7 +222,7 @@ def _flag_defaults(context: FileContext) -> dict[str, str]:
         return context.flag_defaults
     found: dict[str, str] = {}
     if "DEFINE_" in context.source or "add_argument" in context.source:
-        for node in ast.walk(context.tree):
+        for node in walk_nodes(context.tree):
             if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.naming import is_model_name
+from tfpilot.lint.nodes import child_nodes
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -232,7 +233,7 @@ def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(list(child_nodes(node))))
     return found
 
 

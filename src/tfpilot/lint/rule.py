@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpilot.findings import Severity
@@ -84,6 +85,11 @@ class Rule:
     # The rule only runs on files whose text contains at least one of these strings; it keeps
     # the linter fast on files that cannot match (most rules key on an API name).
     tokens: ClassVar[tuple[str, ...]] = ()
+    # A second, stricter gate checked after ``tokens``: a predicate on the file's text that must
+    # hold too (TFP206 needs a from_logits flag *and* a softmax/sigmoid somewhere in the file).
+    # Keep it a plain substring scan: a regex that starts with a lookbehind or ``\b`` gets no
+    # literal-prefix search and costs as much as a rule.
+    requires: ClassVar[Callable[[str], bool] | None] = None
     fixable: ClassVar[bool] = False
     # The rule claims what breaks on Keras 3 only: in a file that runs on Keras 2 (tf_keras, see
     # FileContext.keras2_reason) the same code works, so its findings there are notes (info).

@@ -9,6 +9,7 @@ import ast
 import dataclasses
 
 from tfpilot.lint.chains import Pipeline
+from tfpilot.lint.nodes import child_nodes
 
 __all__ = ["Scope", "TapeBlock", "parameters"]
 
@@ -48,7 +49,7 @@ class Scope:
                 elif isinstance(node, (ast.Import, ast.ImportFrom)):
                     for alias in node.names:
                         names.add((alias.asname or alias.name).split(".")[0])
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(child_nodes(node))
             self._local_names = names
         return self._local_names
 

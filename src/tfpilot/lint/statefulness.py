@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import child_nodes, walk_nodes
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -152,7 +153,7 @@ class _Finder:
         built up layer by layer (often under a flag) holds what any of its ``add`` calls add."""
         if f"{name}.add(" not in self.context.source:
             return None
-        for node in ast.walk(self.context.tree):
+        for node in walk_nodes(self.context.tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -266,7 +267,7 @@ def _live_nodes(statement: ast.AST, env: dict[str, Any]) -> list[ast.AST]:
     """ast.walk of `statement`, leaving out the branches a known argument rules out
     (`if mode == "train": random_crop(...)` under `mode="eval"`)."""
     if not env:
-        return list(ast.walk(statement))
+        return list(walk_nodes(statement))
     found: list[ast.AST] = []
     stack: list[ast.AST] = [statement]
     while stack:
@@ -278,7 +279,7 @@ def _live_nodes(statement: ast.AST, env: dict[str, Any]) -> list[ast.AST]:
                 taken = node.body if decided else node.orelse
                 stack.extend(reversed(taken if isinstance(taken, list) else [taken]))
                 continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(list(child_nodes(node))))
     return found
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfpilot.lint.apis import DATASET_CALL_NAMES, TF_FUNCTION_QUALNAMES
 from tfpilot.lint.naming import is_model_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.scope import Scope, TapeBlock, parameters
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _visit_assign(context: FileContext, node: ast.Assign | ast.AnnAssign) -> Non
                     scope.pipelines.pop(target.id, None)
         if scope.is_graph and _makes_tensor(context, value, qualname):
             for target in targets:
-                for name_node in ast.walk(target):
+                for name_node in walk_nodes(target):
                     if isinstance(name_node, ast.Name):
                         scope.tensor_names.add(name_node.id)
     elif isinstance(value, ast.Name) and value.id in scope.pipelines:
@@ -177,7 +178,7 @@ def _unpacked_pipelines(context: FileContext, target: ast.Tuple | ast.List, valu
     from tfpilot.lint.chains import Pipeline
 
     scope = context.scope
-    for name_node in ast.walk(target):
+    for name_node in walk_nodes(target):
         if isinstance(name_node, ast.Name):
             scope.pipelines.pop(name_node.id, None)
     first = target.elts[0] if target.elts else None

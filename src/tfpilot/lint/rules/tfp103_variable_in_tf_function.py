@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfpilot.findings import Severity
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 _VARIABLE_CLASSES = frozenset(
@@ -14,7 +15,7 @@ _VARIABLE_CLASSES = frozenset(
 
 def _is_creation_guard(test: ast.expr) -> bool:
     """``if self.v is None``, ``if not self.built``, ``if not hasattr(self, "v")``."""
-    for node in ast.walk(test):
+    for node in walk_nodes(test):
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             return True
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):

@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.findings import Severity
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 _SCALAR_NODES = (ast.Name, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
@@ -200,7 +201,7 @@ def _python_loop_variables(loops: list[ast.AST]) -> set[str]:
 def _python_scalar_names(node: ast.AST) -> set[str]:
     """Names in an expression built only from names, numbers and arithmetic (no calls)."""
     names: set[str] = set()
-    for item in ast.walk(node):
+    for item in walk_nodes(node):
         if not isinstance(item, _SCALAR_NODES) and not isinstance(item, ast.expr_context):
             return set()
         if isinstance(item, ast.Name):

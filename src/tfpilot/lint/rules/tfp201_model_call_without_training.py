@@ -11,6 +11,7 @@ from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE, UNKNOWN
 from tfpilot.lint.local_modules import imported_class, imported_function
 from tfpilot.lint.naming import is_frozen_model_name, is_model_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import (
     has_keyword,
     has_star_kwargs,
@@ -139,11 +140,11 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
             seen = seen | {id(value)}
             if context.class_kind(value) not in ("keras-model", "keras-layer"):
                 return None
-            if any(isinstance(n, ast.Name) and n.id == "training" for n in ast.walk(value)) or any(
-                isinstance(n, ast.keyword) and n.arg == "training" for n in ast.walk(value)
+            if any(isinstance(n, ast.Name) and n.id == "training" for n in walk_nodes(value)) or any(
+                isinstance(n, ast.keyword) and n.arg == "training" for n in walk_nodes(value)
             ):
                 return None  # the class reads the flag itself (a `training` parameter it never reads is no use)
-            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            calls = [n for n in walk_nodes(value) if isinstance(n, ast.Call)]
             # sub-layers that are classes of this file must be invariant too
             for call in calls:
                 if isinstance(call.func, ast.Name) and context.class_defs(call.func.id):
@@ -167,7 +168,7 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
             elif found is not None and found[1] in ("Model", "models.Model"):
                 # functional: every layer the same scope builds (the whole module at module level)
                 scope = context.bindings.top_level_of(value)
-                calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+                calls = [n for n in walk_nodes(scope) if isinstance(n, ast.Call)]
                 if isinstance(scope, ast.Module):
                     # a notebook builds many models at module level: this one's layers are those
                     # built after the model before it
@@ -186,6 +187,12 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                         inner = _invariant_set([context.class_defs(call.func.id)[-1]], context, seen)
                         if inner is None:
                             return None  # a custom layer of this file that may depend on training
+                        names |= inner
+                    elif _factory_method(call, context) is not None:
+                        # `x = self.conv_block(64)(x)`: the layers a method of the class builds
+                        inner = _invariant_set([call], context, seen)
+                        if inner is None:
+                            return None
                         names |= inner
             elif isinstance(value.func, ast.Name) and context.class_defs(value.func.id):
                 inner = _invariant_set([context.class_defs(value.func.id)[-1]], context, seen)
@@ -213,13 +220,14 @@ def _invariant_set(values: list[Any], context: Any, seen: frozenset[int] = froze
                 if factory is None or id(factory) in seen:
                     return None
                 seen = seen | {id(factory)}
-                calls = [n for n in ast.walk(factory) if isinstance(n, ast.Call)]
+                calls = [n for n in walk_nodes(factory) if isinstance(n, ast.Call)]
                 if not any(keras_name(context.qualname(call.func)) for call in calls):
                     return None  # builds nothing Keras can be seen building: unknown
                 for call in calls:
-                    if isinstance(call.func, ast.Name) and (
-                        context.class_defs(call.func.id) or context.function_defs(call.func.id)
-                    ):
+                    if (
+                        isinstance(call.func, ast.Name)
+                        and (context.class_defs(call.func.id) or context.function_defs(call.func.id))
+                    ) or (call is not value and _factory_method(call, context) is not None):
                         inner = _invariant_set([call], context, seen)
                         if inner is None:
                             return None
@@ -269,7 +277,7 @@ def _reads_training(function: ast.AST) -> bool:
     return any(
         (isinstance(n, ast.Name) and n.id == "training" and isinstance(n.ctx, ast.Load))
         or (isinstance(n, ast.keyword) and n.arg == "training")
-        for n in ast.walk(function)
+        for n in walk_nodes(function)
     )
 
 
@@ -323,7 +331,7 @@ def _class_depends(klass: ast.ClassDef, context: Any, seen: frozenset[int]) -> b
 
 
 def _body_depends(node: ast.AST, context: Any, seen: frozenset[int]) -> bool:
-    return any(isinstance(n, ast.Call) and _call_depends(n, context, seen) for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and _call_depends(n, context, seen) for n in walk_nodes(node))
 
 
 def _call_depends(call: ast.Call, context: Any, seen: frozenset[int]) -> bool:
@@ -363,13 +371,20 @@ def _factory_method(call: ast.Call, context: Any) -> ast.AST | None:
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return None
     line = call.lineno
-    for klass in ast.walk(context.tree):
-        if isinstance(klass, ast.ClassDef) and klass.lineno <= line <= (klass.end_lineno or klass.lineno):
-            methods = [
-                d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
-            ]
-            if methods:
-                return methods[-1]
+    classes: list[tuple[ast.ClassDef, dict[str, ast.AST]]] | None = context.__dict__.get("_tfp201_class_methods")
+    if classes is None:
+        # every class of the file in walk order with its last method of each name, collected once
+        classes = [
+            (klass, {d.name: d for d in klass.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))})
+            for klass in walk_nodes(context.tree)
+            if isinstance(klass, ast.ClassDef)
+        ]
+        context.__dict__["_tfp201_class_methods"] = classes
+    for klass, methods in classes:
+        if klass.lineno <= line <= (klass.end_lineno or klass.lineno):
+            method = methods.get(func.attr)
+            if method is not None:
+                return method
     return None
 
 
@@ -393,7 +408,7 @@ def _updates_weights(function: ast.AST) -> bool:
     """The function applies an update (an optimizer step or a variable assignment)."""
     return any(
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _UPDATES
-        for node in ast.walk(function)
+        for node in walk_nodes(function)
     )
 
 
@@ -615,6 +630,9 @@ train_step(classifier, tf.ones((2, 3)))
         # judged in finish(), once every binding is known (the def often precedes the binding).
         self._bindings: dict[str, list[ast.Call]] = {}  # name -> the calls it was assigned from
         self._frozen: set[str] = set()
+        # `d.trainable = True` somewhere too: frozen only for a while (a GAN's discriminator is frozen
+        # to compile the combined model and unfrozen for its own step), so trained after all
+        self._unfrozen: set[str] = set()
         # Per reported call: (callee, for `self(...)`: whether the class is certainly Keras,
         # the call, the function it is in).
         self._callees: list[tuple[str, bool | None, ast.Call, ast.AST, ast.ClassDef | None]] = []
@@ -629,6 +647,8 @@ train_step(classifier, tf.ones((2, 3)))
                 continue
             if name.endswith(".trainable") and is_constant(value, False):
                 self._frozen.add(name[: -len(".trainable")])  # `base_model.trainable = False`
+            elif name.endswith(".trainable") and is_constant(value, True):
+                self._unfrozen.add(name[: -len(".trainable")])
             elif isinstance(value, ast.Call):
                 self._bindings.setdefault(name, []).append(value)  # judged lazily, in finish()
 
@@ -714,7 +734,7 @@ train_step(classifier, tf.ones((2, 3)))
         if cached is None:
             cached = {
                 key
-                for inner in ast.walk(scope)
+                for inner in walk_nodes(scope)
                 if isinstance(inner, ast.Attribute)
                 and inner.attr in ("trainable_variables", "trainable_weights")
                 and (key := self.context.dotted(inner.value)) is not None
@@ -776,7 +796,12 @@ train_step(classifier, tf.ones((2, 3)))
             kinds = {self._instance_kind(call) for call in self._bindings.get(callee, ())}
             if bound == {KERAS}:
                 kinds = {"keras"}
-            if "tf-module" in kinds or "frozen" in kinds or "plain" in kinds or callee in self._frozen:
+            if (
+                "tf-module" in kinds
+                or "frozen" in kinds
+                or "plain" in kinds
+                or callee in self._frozen.difference(self._unfrozen)
+            ):
                 continue  # no `training` parameter, or inference mode on purpose
             if not kinds and self._plain_function(callee):
                 continue  # `def model(inputs): ...`: a plain function of tf ops
@@ -828,17 +853,52 @@ train_step(classifier, tf.ones((2, 3)))
         if callee == "self" or isinstance(function, ast.Module):
             return False
         owners: set[str] = set()
-        for node in self._gradient_calls(call, function):
+        gradients = self._gradient_calls(call, function)
+        watched_only = 0
+        for node in gradients:
             sources: Any = node.args[1] if len(node.args) > 1 else keyword(node, "sources")
             if isinstance(sources, ast.keyword):
                 sources = sources.value
+            if sources is not None and self._watched_inputs(node, sources, function):
+                watched_only += 1  # `tape.gradient(q, actions)` after `tape.watch(actions)`: no model trains
+                continue
             found = self._variable_owners(sources, function, 0) if sources is not None else None
             if not found:
                 return False
             owners |= found
+        if gradients and watched_only == len(gradients):
+            # every gradient is taken with respect to input tensors the tape watches (DDPG's action
+            # gradient, a saliency map): no model is trained in this tape, inference is what it needs
+            return True
         if not owners or "self" in owners:
             return False
         return not any(callee == owner or callee.startswith(owner + ".") for owner in owners)
+
+    def _watched_inputs(self, gradient: ast.Call, sources: ast.AST, function: ast.AST) -> bool:
+        """Every source of ``tape.gradient(target, sources)`` is a tensor that the same tape
+        ``watch``-es in ``function`` (input gradients, no variable among them)."""
+        tape = gradient.func.value  # type: ignore[attr-defined]
+        if not isinstance(tape, ast.Name):
+            return False
+        parts = list(sources.elts) if isinstance(sources, (ast.List, ast.Tuple)) else [sources]
+        # plain names of tensors, none of them bound to a model's variables (`tape.watch(weights)`)
+        if not parts or not all(
+            isinstance(part, ast.Name) and self._variable_owners(part, function, 0) is None for part in parts
+        ):
+            return False
+        names = [part.id for part in parts]  # type: ignore[attr-defined]
+        watched = {
+            node.args[0].id
+            for node in walk_nodes(function)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "watch"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == tape.id
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        }
+        return all(name in watched for name in names)
 
     def _gradient_calls(self, call: ast.Call, function: ast.AST) -> list[ast.Call]:
         """The ``tape.gradient(...)`` calls of the tapes around ``call``: on their names, after
@@ -852,7 +912,7 @@ train_step(classifier, tf.ones((2, 3)))
                 rebound = min(
                     (
                         other.lineno
-                        for other in ast.walk(function)
+                        for other in walk_nodes(function)
                         if isinstance(other, ast.With)
                         and other.lineno > block.lineno
                         and any(
@@ -861,7 +921,7 @@ train_step(classifier, tf.ones((2, 3)))
                     ),
                     default=None,
                 )
-                for node in ast.walk(function):
+                for node in walk_nodes(function):
                     if (
                         isinstance(node, ast.Call)
                         and isinstance(node.func, ast.Attribute)
@@ -890,7 +950,7 @@ train_step(classifier, tf.ones((2, 3)))
         elif isinstance(node, ast.Name) and depth < 3:
             parts = [
                 statement.value
-                for statement in ast.walk(function)
+                for statement in walk_nodes(function)
                 if isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)

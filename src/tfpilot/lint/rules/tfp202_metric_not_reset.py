@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -21,8 +22,8 @@ def _is_epoch_loop(loop: ast.AST) -> bool:
         return True
     if not isinstance(loop, ast.For):
         return False
-    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    names += [n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)]
+    names = [n.id for n in walk_nodes(loop.target) if isinstance(n, ast.Name)]
+    names += [n.id for n in walk_nodes(loop.iter) if isinstance(n, ast.Name)]
     return any("epoch" in name.lower() for name in names)
 
 
@@ -109,6 +110,8 @@ def fit(dataset, epochs):
         self._resolved: dict[int, list[ast.AST]] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
+        if not self.context.scope.loop_depth:
+            return  # outside any loop of this function: nothing to judge (function_loops() is empty)
         loops = self.context.function_loops()
         if not loops or not self._is_epoch(loops[0]):
             return
@@ -144,6 +147,8 @@ def fit(dataset, epochs):
                 self._step_loop_calls.add(id(node))
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if not self.context.scope.loop_depth:
+            return
         loops = self.context.function_loops()
         if not loops or not self._is_epoch(loops[0]) or not isinstance(node.value, ast.Call):
             return

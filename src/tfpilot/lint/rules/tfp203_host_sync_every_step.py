@@ -7,6 +7,7 @@ from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.naming import is_training_step_name
+from tfpilot.lint.nodes import child_nodes, walk_nodes
 from tfpilot.lint.patterns import callee_name
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -124,7 +125,7 @@ def fit(model, optimizer, dataset):
         for ancestor in self.context.ancestors():
             if ancestor is loops[-1]:
                 break
-            if isinstance(ancestor, ast.If) and any(isinstance(n, ast.Mod) for n in ast.walk(ancestor.test)):
+            if isinstance(ancestor, ast.If) and any(isinstance(n, ast.Mod) for n in walk_nodes(ancestor.test)):
                 return  # periodic logging: `if step % 100 == 0`
         what = ".numpy()" if is_numpy else f"{getattr(func, 'id', 'float')}()"
         if compiled:
@@ -159,7 +160,7 @@ def fit(model, optimizer, dataset):
                         hot = compiled = True
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 for target in node.targets:
-                    results.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                    results.update(n.id for n in walk_nodes(target) if isinstance(n, ast.Name))
         self._hot[id(loop)] = (hot, results, compiled)
         return hot, results, compiled
 
@@ -176,7 +177,7 @@ def _walk_loop_body(loop: ast.AST) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return found
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 _GRADIENT_METHODS = frozenset({"gradient", "jacobian", "batch_jacobian"})
@@ -93,16 +94,16 @@ with tf.GradientTape(persistent=True) as tape:
         parent = self.context.parent
         if not (isinstance(parent, ast.Assign) and parent.value is node):
             return False
-        names = {n.id for target in parent.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+        names = {n.id for target in parent.targets for n in walk_nodes(target) if isinstance(n, ast.Name)}
         scope = self.context.scope.node
-        for other in ast.walk(scope):
+        for other in walk_nodes(scope):
             if (
                 isinstance(other, ast.Call)
                 and other is not node
                 and isinstance(other.func, ast.Attribute)
                 and other.func.attr in _GRADIENT_METHODS
                 and other.args
-                and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(other.args[0]))
+                and any(isinstance(n, ast.Name) and n.id in names for n in walk_nodes(other.args[0]))
             ):
                 return True
         return False

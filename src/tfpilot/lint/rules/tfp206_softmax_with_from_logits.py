@@ -8,12 +8,31 @@ from typing import Any, TypeVar
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import is_constant, keyword, string_value, walk_body
 from tfpilot.lint.rule import Invalid, Rule
 
 _PROBABILITY_ACTIVATIONS = frozenset({"softmax", "sigmoid"})
 # a probability layer or activation anywhere in the file: only then is following bindings worth it
 _PROBABILITY_TEXT = re.compile(r"""['"](?:softmax|sigmoid)['"]|Softmax\(|\.(?:softmax|sigmoid)\b""")
+# Every finding needs a probability output, and each kind the rule recognises names softmax or
+# sigmoid in this file's text (`Softmax()`, `activation="softmax"`, `tf.nn.sigmoid`, an import of
+# `softmax`); `sparse_softmax_cross_entropy_with_logits` is not one.
+_PROBABILITY_WORD = re.compile(r"(?:softmax|sigmoid)(?![A-Za-z0-9_])|Softmax")
+
+
+def _names_probability(source: str) -> bool:
+    # the word's start is checked by hand: a leading lookbehind would make the regex scan 20x slower
+    for match in _PROBABILITY_WORD.finditer(source):
+        start = match.start()
+        if match.group() == "Softmax" or start == 0:
+            return True
+        before = source[start - 1]
+        if not (before.isalnum() or before == "_"):
+            return True
+    return False
+
+
 _T = TypeVar("_T")
 
 
@@ -32,6 +51,7 @@ class SoftmaxWithFromLogits(Rule):
     severity = Severity.ERROR
     category = "training loop"
     tokens = ("from_logits",)
+    requires = _names_probability
     VALID = [
         # The softmax belongs to an inference wrapper built after training, not the trained model.
         """
@@ -198,8 +218,12 @@ def train_step(x, y):
         if not isinstance(func, ast.Attribute):
             self._check_application(node)
             return
+        attr = func.attr
+        if attr != "add" and attr != "compile":
+            self._check_application(node)
+            return
         receiver = self.context.dotted(func.value)
-        if func.attr == "add" and receiver is not None and node.args:
+        if attr == "add" and receiver is not None and node.args:
             # `model.add(layer)`: the last layer added decides what the model outputs.
             line = self._layer_probability_line(node.args[0])
             if line is not None:
@@ -207,7 +231,7 @@ def train_step(x, y):
             else:
                 self._softmax_models.pop(self._key(receiver), None)
             return
-        if func.attr == "compile":
+        if attr == "compile":
             model_line = self._lookup(self._softmax_models, receiver)
             if model_line is None:
                 return
@@ -220,21 +244,20 @@ def train_step(x, y):
 
     def _check_application(self, node: ast.Call) -> None:
         """`loss_fn(y, model(x))` or `loss_fn(y, predictions)` with predictions from the model."""
-        if not node.args and not node.keywords:
-            return
-        flag = self._loss_flag(node.func) if not isinstance(node.func, ast.Call) else self._logits_flag(node.func)
-        if flag is None:
-            found = keras_name(self.context.qualname(node.func))
-            direct = keyword(node, "from_logits")
-            if found is None or not found[1].startswith("losses.") or direct is None:
-                return
-            if not is_constant(direct.value, True):
-                return
-            flag = direct  # keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True)
-            self._flag_calls[id(flag)] = node
+        # the predictions first: most calls have none, and then nothing else needs looking up
         predictions = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "y_pred"), "value", None)
         if predictions is None:
             return
+        flag = self._loss_flag(node.func) if not isinstance(node.func, ast.Call) else self._logits_flag(node.func)
+        if flag is None:
+            direct = keyword(node, "from_logits")
+            if direct is None or not is_constant(direct.value, True):
+                return
+            found = keras_name(self.context.qualname(node.func))
+            if found is None or not found[1].startswith("losses."):
+                return
+            flag = direct  # keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True)
+            self._flag_calls[id(flag)] = node
         if isinstance(predictions, ast.Call):
             model_line = self._lookup(self._softmax_models, self.context.dotted(predictions.func))
         else:
@@ -331,7 +354,7 @@ def train_step(x, y):
         if self._all_definitions is None:
             self._all_definitions = [
                 n
-                for n in ast.walk(self.context.tree)
+                for n in walk_nodes(self.context.tree)
                 if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
             ]
         return self._all_definitions
@@ -368,14 +391,16 @@ def train_step(x, y):
         """The from_logits=True keyword of a loss given inline or through a name bound to it."""
         if isinstance(loss, ast.Call):
             return self._logits_flag(loss)
+        if not self._logit_losses:
+            return None
         return self._lookup(self._logit_losses, self.context.dotted(loss))
 
     def _logits_flag(self, call: ast.Call) -> ast.keyword | None:
-        found = keras_name(self.context.qualname(call.func))
-        if found is None or not found[1].startswith("losses."):
-            return None
         flag = keyword(call, "from_logits")
         if flag is None or not is_constant(flag.value, True):
+            return None
+        found = keras_name(self.context.qualname(call.func))
+        if found is None or not found[1].startswith("losses."):
             return None
         self._flag_calls[id(flag)] = call
         return flag
@@ -425,7 +450,7 @@ def train_step(x, y):
             return self._model_softmax_line(model)
         adds = [
             node
-            for node in ast.walk(owner)
+            for node in walk_nodes(owner)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "add"

@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 _RANDOM_PREFIXES = ("tensorflow.random.", "tensorflow.image.random_", "numpy.random.", "random.")
@@ -117,7 +118,7 @@ ds = ds.cache()
         return False
 
     def _contains_random(self, node: ast.AST) -> bool:
-        for item in ast.walk(node):
+        for item in walk_nodes(node):
             if not isinstance(item, ast.Call):
                 continue
             qualname = self.context.qualname(item.func)

@@ -6,6 +6,7 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.chains import method_steps
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import is_constant, keyword
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -126,7 +127,7 @@ def input_fn(pattern):
         if _shuffles(body, name, end):
             return True
         for later in body:
-            for call in ast.walk(later):
+            for call in walk_nodes(later):
                 if not isinstance(call, ast.Call) or getattr(call, "lineno", 0) <= end:
                     continue
                 callee = call.func.id if isinstance(call.func, ast.Name) else None
@@ -186,7 +187,7 @@ def input_fn(pattern):
 def _shuffles(statements: list[ast.AST], name: str, after: int) -> bool:
     """A ``name.....shuffle(...)`` chain below line ``after`` in ``statements``."""
     for statement in statements:
-        for node in ast.walk(statement):
+        for node in walk_nodes(statement):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -208,11 +209,11 @@ def _same_branch(scope: ast.AST, first: ast.AST, second: ast.AST) -> bool:
     its ``else``, or under ``if X:`` and ``if not X:`` (``if training: shuffle`` ...
     ``if not training: cache``). A conditional shuffle before an unconditional cache runs with it."""
     guards: dict[int, list[tuple[ast.expr, bool]]] = {id(first): [], id(second): []}
-    for node in ast.walk(scope):
+    for node in walk_nodes(scope):
         if not isinstance(node, ast.If):
             continue
-        in_body = {id(n) for statement in node.body for n in ast.walk(statement)}
-        in_else = {id(n) for statement in node.orelse for n in ast.walk(statement)}
+        in_body = {id(n) for statement in node.body for n in walk_nodes(statement)}
+        in_else = {id(n) for statement in node.orelse for n in walk_nodes(statement)}
         for call in (first, second):
             if id(call) in in_body:
                 guards[id(call)].append((node.test, True))

@@ -6,6 +6,8 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
+from tfpilot.lint.bindings import KERAS
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -74,12 +76,51 @@ def save(model, root):
         ),
     ]
 
+    def _model_in_container(self, node: ast.expr) -> bool:
+        """``self.blocks[i]`` where every ``self.blocks[...] = ...`` of the file stores a Keras model
+        (a Keras factory, or a function / method of this file that returns one)."""
+        if not isinstance(node, ast.Subscript):
+            return False
+        key = self.context.dotted(node.value)
+        if key is None:
+            return False
+        cache: dict[str, bool] = self.__dict__.setdefault("_containers", {})
+        if key not in cache:
+            stored = [
+                (statement.value, statement)
+                for statement in walk_nodes(self.context.tree)
+                if isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Subscript)
+                and self.context.dotted(statement.targets[0].value) == key
+            ]
+            cache[key] = bool(stored) and all(self._stores_model(value, at) for value, at in stored)
+        return cache[key]
+
+    def _stores_model(self, value: ast.expr, at: ast.stmt) -> bool:
+        bindings = self.context.bindings
+        if bindings.kind_of(value) == KERAS:
+            return True
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            # `self.build_block(...)`: a method of the class holding the assignment
+            for klass in walk_nodes(self.context.tree):
+                if isinstance(klass, ast.ClassDef) and klass.lineno <= at.lineno <= (klass.end_lineno or klass.lineno):
+                    methods = [
+                        d
+                        for d in klass.body
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
+                    ]
+                    if methods:
+                        return bindings.returned_kind(methods[-1], 1) == KERAS
+        return False
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if has_keyword(node, "save_format"):
             return  # TFP402 reports it
         if isinstance(func, ast.Attribute) and func.attr == "save" and node.args:
-            if not is_keras_model_expr(func.value, self.context):
+            if not is_keras_model_expr(func.value, self.context) and not self._model_in_container(func.value):
                 return
             target = node.args[0]
         elif (

@@ -9,6 +9,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
@@ -205,7 +206,7 @@ session = K.get_session()
             if isinstance(value, ast.Tuple) and len(value.elts) == 2:
                 # `for i, layer in enumerate(model.layers)`: the second name of the loop's target
                 loop = next(
-                    (n for n in ast.walk(self.context.tree) if isinstance(n, ast.For) and n.target is value), None
+                    (n for n in walk_nodes(self.context.tree) if isinstance(n, ast.For) and n.target is value), None
                 )
                 second = value.elts[1]
                 if not (isinstance(second, ast.Name) and second.id == receiver.id and loop is not None):

@@ -8,6 +8,7 @@ from typing import Any
 from tfpilot.lint.apis import is_keras_path, keras_name
 from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_model_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 # Libraries whose `model = lib.make(...)` is no Keras model (or one a TF seed does seed).
@@ -33,7 +34,7 @@ def _builds_keras(context: Any, name: str) -> bool:
     if found is None:
         return False
     klass, other = found
-    for node in ast.walk(klass):
+    for node in walk_nodes(klass):
         if isinstance(node, ast.Call):
             path = keras_name(other.qualname(node.func))
             if path is not None and (path[1].startswith(("layers.", "applications.")) or path[1] in _KERAS_MODELS):

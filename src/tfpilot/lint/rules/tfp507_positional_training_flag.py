@@ -9,6 +9,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.bindings import KERAS
 from tfpilot.lint.local_modules import imported_class
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import training_flag
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -60,6 +61,29 @@ def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: in
         return False
     if depth > 3:
         return False
+    # the answer depends only on (function, parameter name, depth): every call of the file that
+    # passes the same parameter on asks the same question, and each answer walks the function
+    cache: dict[tuple[int, str, int], bool] = context.__dict__.setdefault("_tfp507_python_values", {})
+    key = (id(function), argument.id, depth)
+    known = cache.get(key)
+    if known is None:
+        known = cache[key] = _python_parameter(argument.id, function, context, depth)
+    return known
+
+
+def _stored_names(function: ast.AST, context: Any) -> set[str]:
+    """Names assigned anywhere in ``function`` (its parameters rebound in the body), walked once."""
+    cache: dict[int, set[str]] = context.__dict__.setdefault("_tfp507_stored_names", {})
+    found = cache.get(id(function))
+    if found is None:
+        found = cache[id(function)] = {
+            node.id for node in walk_nodes(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+    return found
+
+
+def _python_parameter(name: str, function: ast.FunctionDef | ast.AsyncFunctionDef, context: Any, depth: int) -> bool:
+    argument = ast.Name(id=name, ctx=ast.Load())
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
     defaults = dict(
@@ -71,10 +95,7 @@ def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: in
     names = [a.arg for a in (*positional, *arguments.kwonlyargs)]
     if argument.id not in names:
         return False
-    if any(
-        isinstance(node, ast.Name) and node.id == argument.id and isinstance(node.ctx, ast.Store)
-        for node in ast.walk(function)
-    ):
+    if argument.id in _stored_names(function, context):
         return False  # rebound in the body
     default = defaults.get(argument.id)
     default_is_python = isinstance(default, ast.Constant) and isinstance(default.value, _PYTHON_TYPES)
@@ -98,9 +119,17 @@ def _python_in_base(function: ast.AST, name: str, context: Any, depth: int) -> b
     """The same method of a base class (of this file or of the project) receives a Python value
     for ``name`` at its call sites."""
     method = getattr(function, "name", "")
-    for klass in ast.walk(context.tree):
-        if not (isinstance(klass, ast.ClassDef) and function in klass.body):
-            continue
+    owners: dict[int, ast.ClassDef] = context.__dict__.get("_tfp507_method_classes")
+    if owners is None:
+        # the class whose body holds each method, from one walk of the file
+        owners = context.__dict__["_tfp507_method_classes"] = {
+            id(member): klass
+            for klass in walk_nodes(context.tree)
+            if isinstance(klass, ast.ClassDef)
+            for member in klass.body
+        }
+    holder = owners.get(id(function))
+    for klass in [holder] if holder is not None else []:
         for base in klass.bases:
             if not isinstance(base, ast.Name):
                 continue
