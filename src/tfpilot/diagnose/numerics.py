@@ -38,6 +38,7 @@ from typing import Any
 from tfpilot import _tf_private
 from tfpilot.diagnose.forward_ops import ForwardOpRecorder
 from tfpilot.diagnose.frames import is_library
+from tfpilot.diagnose.layer_sites import layer_sites
 
 __all__ = [
     "NumericsMonitor",
@@ -98,6 +99,15 @@ def user_frame(error: BaseException) -> dict[str, Any]:
     if layer is not None:
         result["layer"] = getattr(layer, "name", type(layer).__name__)
         result["layer_class"] = type(layer).__name__
+        if "source" not in result:
+            # No user frame ran the op (model.fit's step calling a built-in layer): the line that
+            # created the layer is the one to act on, when the user's code shows which it is.
+            sites = layer_sites(layer)
+            if len(sites) == 1:
+                result["source"] = sites[0]
+                result["source_is"] = "the line that created the layer"
+            elif sites:
+                result["layer_candidates"] = sites[:5]
     return result
 
 

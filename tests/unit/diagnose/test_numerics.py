@@ -219,3 +219,34 @@ def test_a_nan_the_loss_never_shows_is_found_in_the_weights_at_the_step_it_enter
     assert evidence["op"] == "SqrtGrad" and evidence["forward_op"] == "Sqrt"
     assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
     assert "although no loss it returned was non-finite" in finding.message
+
+
+def test_model_fit_nan_inside_a_built_in_layer_names_the_line_that_created_it():
+    # No user frame runs a built-in layer's op under model.fit: the layer's creation is the line.
+    script, finding = _nonfinite("fit_builtin_layer_eps0.py")
+    evidence = finding.evidence
+    assert evidence["op"] == "Rsqrt" and evidence["layer_class"] == "LayerNormalization"
+    assert evidence["source"] == f"{script}:{_marked_line(script, '# NAN-SOURCE')}"
+    assert evidence["source_is"] == "the line that created the layer"
+    assert f"created at {evidence['source']}" in finding.message and "epsilon" in finding.fix
+
+
+def test_layer_sites_narrow_by_an_explicit_name_and_never_guess_between_unnamed_calls(tmp_path):
+    import keras
+
+    from tfpilot.diagnose.layer_sites import layer_sites
+
+    source = tmp_path / "model.py"
+    source.write_text(
+        "import keras\n"
+        "a = keras.layers.LayerNormalization()\n"
+        "b = keras.layers.LayerNormalization(name='second')\n"
+        "c = LayerNormalization(epsilon=0)\n"
+        "d = keras.layers.Dense(3)\n"
+    )
+    named = keras.layers.LayerNormalization(name="second")
+    assert layer_sites(named, [source]) == [f"{source}:3"]
+    unnamed = keras.layers.LayerNormalization()
+    assert layer_sites(unnamed, [source]) == [f"{source}:2", f"{source}:4"]
+    assert layer_sites(keras.layers.Dense(3), [source]) == [f"{source}:5"]
+    assert layer_sites(keras.layers.Dropout(0.1), [source]) == []

@@ -50,7 +50,10 @@ def _replay(info: dict[str, Any]) -> str:
     if info.get("layer"):
         text += f" in layer `{info['layer']}` ({info.get('layer_class')})"
     if info.get("source") and not info.get("forward_source"):
-        text += f" at {info['source']}"
+        # A built-in layer's op has no user line of its own: the layer's creation is the line.
+        text += f" created at {info['source']}" if info.get("source_is") else f" at {info['source']}"
+    elif info.get("layer_candidates"):
+        text += f" (the layer is created at one of {', '.join(info['layer_candidates'])})"
     if info.get("forward_candidates"):
         text += f" (other {info['forward_op']} ops ran at {', '.join(info['forward_candidates'])})"
     return text + " produced the first NaN/Inf"
@@ -72,6 +75,12 @@ def check(observations: Observations) -> list[Finding]:
         "Exp": "clip the argument (tf.minimum(x, 80.0) in float32) or work in log space",
         "Rsqrt": "tf.math.rsqrt(x + eps)",
     }.get(op or "", "guard the op named above")
+    if info.get("source_is") or info.get("layer_candidates"):
+        # The op is Keras' own, inside a built-in layer: its arguments and inputs are what to change.
+        guard = (
+            f"the op runs inside the built-in `{info.get('layer_class')}`: check the arguments it was created "
+            f"with (an epsilon of 0, a mask that leaves no element) and the values it receives ({guard})"
+        )
     return [
         Finding(
             code=CODE,
