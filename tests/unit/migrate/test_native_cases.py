@@ -59,6 +59,23 @@ if __name__ == "__main__":
     tf.compat.v1.app.run(main=main)
 """
 
+REBOUND = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+y_ = tf.compat.v1.placeholder(tf.float32, [None, 1])
+W = tf.Variable(tf.zeros([2, 1]))
+y = tf.matmul(x, W)
+loss = tf.reduce_mean(tf.square(y_ - y))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+ys = []
+for i in range(4):
+    y = 2 * i
+    ys.append([y])
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    sess.run(train_op, feed_dict={x: xs, y_: ys})
+"""
+
 CASES = [
     Case(
         "module-level Session: one train step returning the fetched loss",
@@ -296,6 +313,22 @@ sess.close()
             "app.run(main)",
         ),
         absent=("compat.v1",),
+    ),
+    Case(
+        "a data loop after the graph reuses a tensor's name for Python values: the tensor stays the steps' local",
+        REBOUND,
+        contains=("    y = 2 * i\n", "def train_step(x, y_):", "  y = tf.matmul(x, W)"),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "the rebound name is read after the loop: which value it holds depends on the loop, so compat",
+        REBOUND + "print(y)\n",
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "the loop reads the tensor's name before rebinding it: compat",
+        REBOUND.replace("    y = 2 * i\n", "    print(y)\n    y = 2 * i\n"),
+        fallback="a graph tensor is defined inside a loop or block",
     ),
     Case(
         "RMSProp keeps compat: TF1 starts the mean square at 1, Keras at 0",

@@ -323,6 +323,7 @@ class Analysis(CallRewrites):
         self.writers: set[str] = set()
         self.summary_adds: set[int] = set()  # id() of writer.add_summary(...) calls
         self.binds: dict[str, int] = {}
+        self.retired: set[str] = set()  # graph tensor names a later loop rebinds to Python values (retire)
         for statement in self.body:
             for name in bound_names(statement):
                 self.binds[name] = self.binds.get(name, 0) + 1
@@ -335,6 +336,7 @@ class Analysis(CallRewrites):
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 return  # checked when a graph statement calls it
             bound = set(bound_names(statement))
+            graph -= self.retire(index, statement, bound & graph)
             if bound & graph or self.assigns_graph(statement, graph):
                 raise Fallback(self.line(statement), "a graph tensor is defined inside a loop or block")
             return
@@ -431,6 +433,58 @@ class Analysis(CallRewrites):
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def retire(self, index: int, statement: cst.BaseStatement, names: set[str]) -> set[str]:
+        """Graph tensor names a loop rebinds to plain Python values for good: no longer graph names.
+
+        TF1 scripts reuse a short name (``y``) for their data after building the graph from it: the
+        graph kept the tensor, Python the name. The tensor's definition moves into the steps, where
+        the name is a local, so the loop's rebinding changes nothing there, provided the loop binds
+        the name (to a value that reads no graph tensor) before anything in it reads the name, and
+        nothing after the loop reads it (a loop that ran no time would leave the tensor behind).
+        """
+        if not names or not isinstance(statement, (cst.For, cst.While)) or statement.orelse is not None:
+            return set()
+        assert isinstance(statement.body, cst.IndentedBlock)
+        header = (
+            names_read(statement.iter) | set(bound_names(statement.target))
+            if isinstance(statement, cst.For)
+            else names_read(statement.test)
+        )
+        graph = self.graph_names()
+        for name in names:
+            if (
+                name in header
+                or name in self.variables
+                or name in self.holders_names()
+                or any(isinstance(definition, str) for definition in self.reaching[name])  # a placeholder
+                or any(name in names_read(later) for later in self.body[index + 1 :])
+            ):
+                return set()
+            first = next(
+                inner for inner in statement.body.body if name in names_read(inner) or name in bound_names(inner)
+            )
+            small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == name
+                and not names_read(small.value) & graph
+            ):
+                return set()
+        for name in names:
+            del self.reaching[name]
+            self.retired.add(name)
+            self.changes.append(
+                CompatChange(
+                    self.line(statement),
+                    1,
+                    f"`{name}` is a graph tensor before this loop and a Python value in it: the tensor lives on "
+                    "in the steps, under the same name",
+                )
+            )
+        return names
 
     # --- TF1 summaries -> tf.summary v2 -------------------------------------------------------
     def summary(self, index: int, statement: cst.SimpleStatementLine, small: cst.BaseSmallStatement) -> bool:
@@ -839,7 +893,7 @@ class Analysis(CallRewrites):
                 if CREATES_VARIABLES.match(name):
                     raise Fallback(definition.line, f"`{name}` in the graph would create new variables on every call")
             self.check_imported_calls(node, definition.line)
-            for name in names_read(node) - graph:
+            for name in names_read(node) - graph - self.retired:
                 if name in functions:
                     self.check_function(functions[name], functions, graph, set())
                 elif self.binds.get(name, 0) > 1 and name not in self.holders_names():
