@@ -331,9 +331,34 @@ sess.close()
         fallback="a graph tensor is defined inside a loop or block",
     ),
     Case(
-        "RMSProp keeps compat: TF1 starts the mean square at 1, Keras at 0",
-        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1)"),
-        fallback="tf.compat.v1.train.RMSPropOptimizer has no Keras optimizer with the same update rule here",
+        "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, 0.9)"),
+        contains=(
+            "import keras\n\n\nclass RMSpropTF1(keras.optimizers.RMSprop):",
+            'initializer="ones"',
+            "optimizer = RMSpropTF1(learning_rate=0.1, rho=0.9, epsilon=1e-10)",
+        ),
+        once=("class RMSpropTF1",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "RMSProp with a sparse gradient (embedding_lookup): TF1 updates only the rows looked up, Keras all",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1)").replace(
+            "pred = tf.matmul(x, W)", "pred = tf.matmul(x, tf.nn.embedding_lookup(W, [0, 1]))"
+        ),
+        fallback="tf.compat.v1.train.RMSPropOptimizer in a file that calls `tensorflow.nn.embedding_lookup`",
+    ),
+    Case(
+        "Momentum with a sparse gradient (tf.gather): compat for the same reason",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "MomentumOptimizer(0.1, 0.9)").replace(
+            "pred = tf.matmul(x, W)", "pred = tf.matmul(x, tf.gather(W, [0, 1]))"
+        ),
+        fallback="tf.compat.v1.train.MomentumOptimizer in a file that calls `tensorflow.gather`",
+    ),
+    Case(
+        "RMSProp with use_locking: no Keras counterpart",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, use_locking=True)"),
+        fallback="RMSPropOptimizer(use_locking=...) has no Keras counterpart here",
     ),
     Case(
         "a tf.compat.v1 call with no TF2 rewrite left in the output",

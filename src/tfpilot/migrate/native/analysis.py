@@ -22,6 +22,7 @@ from tfpilot.migrate.native.tables import (
     CREATES_VARIABLES,
     MODULE_GRAPH,
     RANDOM,
+    SPARSE_GRADIENT_OPS,
     SUMMARY_KINDS,
     TENSOR_OP,
     TRUSTED_MODULES,
@@ -900,6 +901,15 @@ class Analysis(CallRewrites):
                     raise Fallback(
                         definition.line, f"the graph reads `{name}`, which the script rebinds (TF1 read it once)"
                     )
+        if self.sparse_sensitive:
+            sparse = next((name for name in self.calls_in(self.module) if SPARSE_GRADIENT_OPS.match(name)), None)
+            if sparse is not None:
+                kind, line = self.sparse_sensitive[0]
+                raise Fallback(
+                    line,
+                    f"tf.compat.v1.train.{kind} in a file that calls `{sparse}`: TF1 applies a sparse gradient to "
+                    "the rows it touches only, a Keras optimizer moves every row's slots",
+                )
         # A graph tensor may only be read by the graph itself and by sess.run / eval.
         rewrite = self
         for statement in self.body:

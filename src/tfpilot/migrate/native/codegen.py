@@ -10,12 +10,29 @@ from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.analysis import Analysis
 from tfpilot.migrate.native.parts import Definition, Fallback, Helper, Site
 from tfpilot.migrate.native.syntax import bound_names, indent, names_read
+from tfpilot.migrate.native.tables import RMSPROP_TF1_START
 
 
 class Rewrite(Analysis):
     """The whole native rewrite: the analysis, then the steps, the helpers and the new module."""
 
     # --- the new module -------------------------------------------------------------------
+    def with_rmsprop_class(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The RMSprop subclass with TF1's start, once, after the module's imports."""
+        at = 0
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+            ):
+                at = index + 1
+        keras = self.keras_name()
+        definition = cst.parse_statement(RMSPROP_TF1_START.format(name=self.rmsprop_class, keras=keras))
+        blank = [cst.EmptyLine(indent=False)] * 2
+        following = body[at:]
+        if following:
+            following = [following[0].with_changes(leading_lines=blank), *following[1:]]
+        return [*body[:at], definition.with_changes(leading_lines=blank), *following]
+
     def generate(self) -> str:
         tf = self.tf
         # `T = Adam(...).minimize(loss)`: the optimizer gets a name where T was.
@@ -203,6 +220,8 @@ class Rewrite(Analysis):
                 and self.tf in set(bound_names(statement)) | {self.code(statement).split()[-1]}
             )
             module_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
+        if self.rmsprop_class:
+            module_body = self.with_rmsprop_class(module_body)
         module_body = self.rewrite_v1_calls(self.rewrite_app(module_body))
         module = self.module.with_changes(body=module_body)
         # Nothing of the TF1 graph may be left at module level.
