@@ -76,6 +76,22 @@ with tf.compat.v1.Session() as sess:
     sess.run(train_op, feed_dict={x: xs, y_: ys})
 """
 
+LOOP_LOSS = """
+import tensorflow as tf
+xs, ys = [0.0, 1.0, 2.0], [1.0, 0.5, 0.0]
+m = tf.Variable(-0.5)
+b = tf.Variable(1.0)
+total = 0.0
+for x, y in zip(xs, ys):
+    total += (y - (m * x + b)) ** 2
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(total)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        sess.run(train_op)
+    print(sess.run(m))
+"""
+
 CASES = [
     Case(
         "module-level Session: one train step returning the fetched loss",
@@ -329,6 +345,56 @@ sess.close()
         "the loop reads the tensor's name before rebinding it: compat",
         REBOUND.replace("    y = 2 * i\n", "    print(y)\n    y = 2 * i\n"),
         fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "a loss summed in a Python loop over the data: the start and the loop move under the tape, once",
+        LOOP_LOSS,
+        contains=(
+            "    with tf.GradientTape() as tape:\n        total = 0.0\n        for x, y in zip(xs, ys):\n",
+            "            total += (y - (m * x + b)) ** 2\n",
+        ),
+        once=("total = 0.0",),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "a loop that refines a tensor (`out = out * 2.0`) keeps the tensor it starts from",
+        "import tensorflow as tf\nx = tf.compat.v1.placeholder(tf.float32, [None, 2])\nout = x\n"
+        "for _ in range(2):\n    out = out * 2.0\ntotal = tf.reduce_sum(out)\n"
+        "with tf.compat.v1.Session() as sess:\n    print(sess.run(total, feed_dict={x: xs}))\n",
+        contains=("    out = x\n    for _ in range(2):\n        out = out * 2.0\n    total = tf.reduce_sum(out)\n",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "the loop adds to a name that does not start from a number right before it",
+        LOOP_LOSS.replace("total = 0.0\n", "total = 0.0\nprint(total)\n"),
+        fallback="the loop adds to `total`, which does not start from a number right before it",
+    ),
+    Case(
+        "a graph loop with a branch in it",
+        LOOP_LOSS.replace("    total += (y", "    if y:\n        total += (y"),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "a graph loop over a tensor",
+        LOOP_LOSS.replace("zip(xs, ys)", "zip(xs, [b, b])"),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "merge_all()'s result fetched in a list with a number: the dict stays, the number is read",
+        MODULE_STEP.replace(
+            "train_op = ",
+            "tf.compat.v1.summary.scalar('loss', loss)\nmerged = tf.compat.v1.summary.merge_all()\ntrain_op = ",
+        ).replace(
+            "    print(value)",
+            "    writer = tf.compat.v1.summary.FileWriter('logs')\n"
+            "    summary, value = sess.run([merged, loss], feed_dict={x: xs, y: ys})\n"
+            "    writer.add_summary(summary, 0)",
+        ),
+        contains=(
+            "summary, value = [value if isinstance(value, dict) else value.numpy() for value in compute_merged_loss(xs, ys)]",
+            "write_summaries(writer, summary, 0)",
+        ),
+        absent=("compat.v1",),
     ),
     Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",

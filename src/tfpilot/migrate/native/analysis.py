@@ -338,6 +338,8 @@ class Analysis(CallRewrites):
                 return  # checked when a graph statement calls it
             bound = set(bound_names(statement))
             graph -= self.retire(index, statement, bound & graph)
+            if isinstance(statement, cst.For) and self.graph_loop(index, statement, graph):
+                return
             if bound & graph or self.assigns_graph(statement, graph):
                 raise Fallback(self.line(statement), "a graph tensor is defined inside a loop or block")
             return
@@ -434,6 +436,87 @@ class Analysis(CallRewrites):
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def graph_loop(self, index: int, statement: cst.For, graph: set[str]) -> bool:
+        """A Python loop that builds graph tensors (``total += (y - m * x) ** 2`` over the data): one definition.
+
+        TF1 ran the loop once, while building the graph; in a tf.function it runs once per trace and
+        builds the same ops. Only straight-line assignments to names, over Python data, qualify; an
+        accumulator the loop adds to must start from a number right before the loop, and that start
+        moves into the step with the loop (each call starts the sum afresh, as the graph did).
+        """
+        assert isinstance(statement.body, cst.IndentedBlock)
+        session = self.session_name
+        if any(isinstance(node, cst.Call) and is_site_call(node, session, graph) for node in descendants(statement)):
+            return False  # a loop of the program: it runs the graph, it does not build it
+        if not names_read(statement) & (graph | self.variables):
+            return False
+        line = self.line(statement)
+        smalls = [
+            inner.body[0]
+            for inner in statement.body.body
+            if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1
+        ]
+        if (
+            statement.orelse is not None
+            or len(smalls) != len(statement.body.body)
+            or not all(
+                (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                )
+                or (isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name))
+                for small in smalls
+            )
+            or names_read(statement.iter) & (graph | self.variables)
+            or target_names(statement.target) is None
+        ):
+            raise Fallback(line, "a graph tensor is defined inside a loop or block")
+        assigned: set[str] = set(target_names(statement.target) or ())
+        starts: list[Definition] = []
+        for small in smalls:
+            if isinstance(small, cst.AugAssign):
+                assert isinstance(small.target, cst.Name)
+                name = small.target.value
+                if name not in assigned and name not in {d.targets[0] for d in starts}:
+                    starts.append(self.loop_start(index, name, line))
+            else:
+                assert isinstance(small, cst.Assign)
+                assigned.update(target_names(small.targets[0].target) or ())
+        targets = tuple(dict.fromkeys([*(target_names(statement.target) or ()), *bound_names(statement.body)]))
+        read = names_read(statement)  # a target read before the loop binds it is the tensor from before
+        deps: list[Definition | str] = [self.reaching[name][-1] for name in sorted(read & graph)]
+        definition = Definition(index, statement, targets, [*deps, *starts], line)
+        self.definitions.append(definition)
+        for name in targets:
+            self.reaching.setdefault(name, []).append(definition)
+        self.removed.add(id(statement))
+        self.changes.append(
+            CompatChange(line, 1, "the loop that builds graph tensors moves into the steps that compute them")
+        )
+        return True
+
+    def loop_start(self, index: int, name: str, line: int) -> Definition:
+        """``total = 0.0`` right before the loop that adds to ``total``: it moves into the steps with the loop."""
+        before = self.body[index - 1] if index > 0 else None
+        small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
+        if not (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name
+            and isinstance(small.value, (cst.Integer, cst.Float))
+        ):
+            raise Fallback(line, f"the loop adds to `{name}`, which does not start from a number right before it")
+        assert isinstance(before, cst.SimpleStatementLine)
+        if name in self.constants or name in self.reaching:
+            raise Fallback(line, f"the loop adds to `{name}`, which is already a tensor")
+        start = Definition(index - 1, before, (name,), [], self.line(before))
+        self.definitions.append(start)
+        self.reaching.setdefault(name, []).append(start)
+        self.removed.add(id(before))
+        return start
 
     def retire(self, index: int, statement: cst.BaseStatement, names: set[str]) -> set[str]:
         """Graph tensor names a loop rebinds to plain Python values for good: no longer graph names.

@@ -98,8 +98,7 @@ class Rewrite(Analysis):
                 if len(kept) == 1:
                     call_code[id(site.call)] = call if kept_fetches[0] in self.summary_names else f"{call}.numpy()"
                 else:
-                    self.no_summary_in_list(site)
-                    call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
+                    call_code[id(site.call)] = self.list_values(kept_fetches, call)
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
@@ -107,8 +106,7 @@ class Rewrite(Analysis):
                 # merge_all()'s dict of tensors goes to write_summaries as it is
                 call_code[id(site.call)] = call if site.fetches[0] in self.summary_names else f"{call}.numpy()"
             else:
-                self.no_summary_in_list(site)
-                call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
+                call_code[id(site.call)] = self.list_values(site.fetches, call)
         init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
         saver_calls = {id(call): kind for call, _, kind in self.session_uses if kind in ("save", "restore")}
         rewrite = self
@@ -274,9 +272,12 @@ class Rewrite(Analysis):
             leading.pop(0)
         return statement.with_changes(leading_lines=[*self.blank_lines(), *leading])
 
-    def no_summary_in_list(self, site: Site) -> None:
-        if set(site.fetches) & self.summary_names:
-            raise Fallback(site.line, "merge_all()'s result fetched in a list with values read as numbers")
+    def list_values(self, fetches: Iterable[str], call: str) -> str:
+        """What sess.run returned for a list: NumPy values, and merge_all()'s dict of tensors as it is
+        (it goes to write_summaries)."""
+        if set(fetches) & self.summary_names:
+            return f"[value if isinstance(value, dict) else value.numpy() for value in {call}]"
+        return f"[value.numpy() for value in {call}]"
 
     def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """The module's statements with the rewritten scope in place of the old one."""
