@@ -397,6 +397,21 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
+        "`with sess.as_default():` opened; Operation.run(), Tensor.eval() and Variable.eval() are sess.run sites",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session() as sess:", "sess = tf.compat.v1.Session()\nwith sess.as_default():"
+        )
+        .replace(
+            "sess.run(tf.compat.v1.global_variables_initializer())", "tf.compat.v1.global_variables_initializer().run()"
+        )
+        .replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})\n    print(value)",
+            "    train_op.run(feed_dict={x: xs, y: ys})\n    print(loss.eval(feed_dict={x: xs, y: ys}), W.eval())",
+        ),
+        contains=("train_step(xs, ys)\n", "print(compute_loss(xs, ys).numpy(), W.numpy())"),
+        absent=("compat.v1", "Session", "as_default", ".eval(", ".run("),
+    ),
+    Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
         MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, 0.9)"),
         contains=(

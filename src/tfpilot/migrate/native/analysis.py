@@ -153,6 +153,14 @@ class Analysis(CallRewrites):
                     )
                     self.open(statement.body.body, f"{prefix}{scope}/")
                     continue
+                if self.is_session_default(item.item):
+                    # The Session as the default for Tensor.eval / Operation.run: TF2 has none to choose.
+                    assert isinstance(statement.body, cst.IndentedBlock)
+                    self.changes.append(
+                        CompatChange(self.line(statement), 1, f"removed `{self.code(item.item)}`: TF2 runs eagerly")
+                    )
+                    self.open(statement.body.body, prefix)
+                    continue
                 if self.is_graph_block(item.item):
                     # TF2 has no graphs to choose between: the block's body runs as it stands.
                     assert isinstance(statement.body, cst.IndentedBlock)
@@ -225,6 +233,17 @@ class Analysis(CallRewrites):
         if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
             return first.evaluated_value
         return "" if first is None else None
+
+    def is_session_default(self, node: cst.BaseExpression) -> bool:
+        """``sess.as_default()`` on a Session made before."""
+        return (
+            isinstance(node, cst.Call)
+            and not node.args
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "as_default"
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value in {name for name, _ in self.sessions}
+        )
 
     def is_graph_block(self, node: cst.BaseExpression) -> bool:
         """``tf.Graph().as_default()``, or ``graph.as_default()`` with ``graph = tf.Graph()``."""
@@ -845,7 +864,13 @@ class Analysis(CallRewrites):
                             args=node.args[1:],
                         )
                         self.handled.add(id(owner))
-                    elif method == "eval" and isinstance(owner, cst.Name) and owner.value in graph:
+                    elif isinstance(owner, cst.Name) and (
+                        method,
+                        owner.value in graph,
+                        owner.value in rewrite.variables | rewrite.constants,
+                    ) in (("eval", True, False), ("run", True, False), ("eval", False, True)):
+                        # Tensor.eval() / Variable.eval() / Operation.run(): sess.run of that one fetch in the
+                        # default Session (a TF2 variable's eval() raises: it becomes .numpy())
                         rewrite.site(node, rewrite.current_top, line, fetch=owner, args=node.args)
                         self.handled.add(id(owner))
                     elif (
