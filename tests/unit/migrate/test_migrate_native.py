@@ -82,6 +82,7 @@ def numbers(text: str) -> list[float]:
         "native_rmsprop.py",
         "native_loop_loss.py",
         "native_as_default.py",
+        "native_helper_variables.py",
     ],
 )
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):

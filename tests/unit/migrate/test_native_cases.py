@@ -412,6 +412,27 @@ sess.close()
         absent=("compat.v1", "Session", "as_default", ".eval(", ".run("),
     ),
     Case(
+        "variables made by helper functions stay made once, and the Checkpoint holds them as TF1's Saver did",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "def make(shape):\n    return tf.Variable(tf.zeros(shape))\n\ndef weight_variable(shape):\n"
+            "    return make(shape)\n\nW = weight_variable([2, 1])",
+        )
+        .replace("with tf.compat.v1.Session()", "saver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session()")
+        .replace("    print(value)", "    print(value)\n    saver.save(sess, 'model')"),
+        contains=("W = weight_variable([2, 1])\n", "tf.train.Checkpoint(W=W, optimizer=optimizer)"),
+        once=("weight_variable([2, 1])",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a helper that makes a variable and returns a tensor computed from it: made once, it would not follow",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "def weight_variable(shape):\n    v = tf.Variable(tf.zeros(shape))\n    return v * 2.0\n\nW = weight_variable([2, 1])",
+        ),
+        fallback="`weight_variable([2, 1])` makes variables and returns something computed from them",
+    ),
+    Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
         MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, 0.9)"),
         contains=(

@@ -439,6 +439,18 @@ class Analysis(CallRewrites):
                 CompatChange(line, 1, "BasicRNNCell -> keras.layers.SimpleRNNCell (tanh, same recurrence)")
             )
             return
+        factory = self.variable_factory(value.func) if isinstance(value, cst.Call) else ""
+        if factory == "other":
+            # Made once here, what it computes from its variables would not follow their updates.
+            raise Fallback(line, f"`{self.code(value)[:40]}` makes variables and returns something computed from them")
+        if factory:
+            # `W = weight_variable([784, 10])` stays where it is, made once; TF1's Saver saved what the
+            # helper made with every other global variable, so the Checkpoint must hold it too.
+            if targets is None:
+                raise Fallback(line, "variables made by a helper are bound to something other than names")
+            self.holders.extend((name, index) for name in targets)
+            if len(targets) == 1 and self.binds.get(targets[0], 0) == 1:
+                self.variables.add(targets[0])
         read = self.reads_outside_sites(value, graph)
         if not read & (graph | self.variables):
             self.constant(statement, targets, value, read)
@@ -726,6 +738,50 @@ class Analysis(CallRewrites):
             return
         self.constants.add(targets[0])
         self.constant_statements.add(id(statement))
+
+    def variable_factory(self, func: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> str:
+        """What a function of this file that makes variables returns: "variable" (``def weight_variable(shape):
+        return tf.Variable(...)``, itself or through another such function), "other" (something computed from
+        the variables it made), or "" (not such a function)."""
+        if not isinstance(func, cst.Name) or func.value in seen:
+            return ""
+        function = next(
+            (
+                statement
+                for statement in [*self.module.body, *self.body]
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == func.value
+            ),
+            None,
+        )
+        if function is None:
+            return ""
+        inner = seen | {func.value}
+        makes = any(CREATES_VARIABLES.match(name) for name in self.calls_in(function.body)) or any(
+            isinstance(node, cst.Call) and self.variable_factory(node.func, inner)
+            for node in descendants(function.body)
+        )
+        if not makes:
+            return ""
+        made: set[str] = set()  # names the function binds to a new variable
+        for node in descendants(function.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                if self.new_variable(node.value, inner):
+                    made.add(node.targets[0].target.value)
+        returns = [node.value for node in descendants(function.body) if isinstance(node, cst.Return)]
+        if returns and all(
+            value is not None
+            and ((isinstance(value, cst.Name) and value.value in made) or self.new_variable(value, inner))
+            for value in returns
+        ):
+            return "variable"
+        return "other"
+
+    def new_variable(self, value: cst.BaseExpression, seen: frozenset[str]) -> bool:
+        """``tf.Variable(...)``, or a call of a function of this file that returns one."""
+        return isinstance(value, cst.Call) and (
+            re.match(r"^tensorflow\.Variable$", self.qualified(value.func) or "") is not None
+            or self.variable_factory(value.func, seen) == "variable"
+        )
 
     def is_feed_dict(self, node: cst.BaseExpression) -> bool:
         """``{placeholder: value, ...}``."""
