@@ -430,7 +430,7 @@ sess.close()
             "W = tf.Variable(tf.zeros([2, 1]))",
             "def weight_variable(shape):\n    v = tf.Variable(tf.zeros(shape))\n    return v * 2.0\n\nW = weight_variable([2, 1])",
         ),
-        fallback="`weight_variable([2, 1])` makes variables and returns something computed from them",
+        fallback="`weight_variable` makes variables and returns something computed from them",
     ),
     Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",

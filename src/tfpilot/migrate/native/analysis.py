@@ -441,8 +441,9 @@ class Analysis(CallRewrites):
             return
         factory = self.variable_factory(value.func) if isinstance(value, cst.Call) else ""
         if factory == "other":
+            assert isinstance(value, cst.Call)
             # Made once here, what it computes from its variables would not follow their updates.
-            raise Fallback(line, f"`{self.code(value)[:40]}` makes variables and returns something computed from them")
+            raise Fallback(line, f"`{self.code(value.func)}` makes variables and returns something computed from them")
         if factory:
             # `W = weight_variable([784, 10])` stays where it is, made once; TF1's Saver saved what the
             # helper made with every other global variable, so the Checkpoint must hold it too.
