@@ -149,6 +149,19 @@ CASES = [
         absent=("graph", "Session"),
     ),
     Case(
+        "graph = tf.Graph(): a member named `graph` elsewhere (`run_info.graph`) is not a use of the name",
+        "import tensorflow as tf\nimport types\nrun_info = types.SimpleNamespace(graph='g')\ngraph = tf.Graph()\n"
+        "with graph.as_default():\n"
+        + textwrap.indent(
+            MODULE_STEP.replace("import tensorflow as tf\n", "").split("with tf.compat.v1.Session")[0], "    "
+        )
+        + "with tf.compat.v1.Session(graph=graph) as sess:"
+        + MODULE_STEP.split("with tf.compat.v1.Session() as sess:")[1]
+        + "print(run_info.graph)\n",
+        contains=("def train_step(x, y):", "print(run_info.graph)"),
+        absent=("tf.Graph", "Session"),
+    ),
+    Case(
         "a tf.Graph() used for more than as_default / Session(graph=)",
         "import tensorflow as tf\ngraph = tf.Graph()\nwith graph.as_default():\n    x = tf.constant(1)\ngraph.finalize()\n"
         "with tf.compat.v1.Session(graph=graph) as sess:\n    print(sess.run(x))\n",

@@ -283,6 +283,8 @@ class Analysis(CallRewrites):
         for node in descendants(self.module):  # used only as `with graph.as_default()` or `Session(graph=graph)`
             if isinstance(node, cst.Name) and node.value in self.graph_objects:
                 parent = self.parents.get(node)
+                if isinstance(parent, cst.Attribute) and parent.attr is node:
+                    continue  # `sess.graph`: a member named graph, not the name
                 as_default = isinstance(parent, cst.Attribute) and parent.attr.value == "as_default"
                 passed = isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "graph"
                 if not (as_default or passed or isinstance(parent, cst.AssignTarget)):
