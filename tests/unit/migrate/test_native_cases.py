@@ -388,6 +388,13 @@ sess.close()
         fallback="a graph tensor is defined inside a loop or block",
     ),
     Case(
+        "a loop over graph tensors that binds nothing is not a graph loop: judged by the other checks",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session()", "for tensor in [loss]:\n    print(tensor)\nwith tf.compat.v1.Session()"
+        ),
+        fallback="graph tensor `loss` is used outside sess.run / eval",
+    ),
+    Case(
         "a graph loop over a tensor",
         LOOP_LOSS.replace("zip(xs, ys)", "zip(xs, [b, b])"),
         fallback="a graph tensor is defined inside a loop or block",

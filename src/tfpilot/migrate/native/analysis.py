@@ -483,8 +483,8 @@ class Analysis(CallRewrites):
         session = self.session_name
         if any(isinstance(node, cst.Call) and is_site_call(node, session, graph) for node in descendants(statement)):
             return False  # a loop of the program: it runs the graph, it does not build it
-        if not names_read(statement) & (graph | self.variables):
-            return False
+        if not names_read(statement) & (graph | self.variables) or not bound_names(statement.body):
+            return False  # builds nothing it binds (summaries of each variable ...): the checks below judge it
         line = self.line(statement)
         smalls = [
             inner.body[0]
