@@ -73,7 +73,18 @@ def numbers(text: str) -> list[float]:
     return [float(token) for token in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", text)]
 
 
-@pytest.mark.parametrize("name", ["native_main.py", "native_summaries.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "native_main.py",
+        "native_summaries.py",
+        "native_rebound_name.py",
+        "native_rmsprop.py",
+        "native_loop_loss.py",
+        "native_as_default.py",
+        "native_helper_variables.py",
+    ],
+)
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):
     """The TF2 rewrite against the compat output (the TF1 program on tf.compat.v1): same numbers, 1e-4."""
     source = tmp_path / "src"

@@ -59,6 +59,39 @@ if __name__ == "__main__":
     tf.compat.v1.app.run(main=main)
 """
 
+REBOUND = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+y_ = tf.compat.v1.placeholder(tf.float32, [None, 1])
+W = tf.Variable(tf.zeros([2, 1]))
+y = tf.matmul(x, W)
+loss = tf.reduce_mean(tf.square(y_ - y))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+ys = []
+for i in range(4):
+    y = 2 * i
+    ys.append([y])
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    sess.run(train_op, feed_dict={x: xs, y_: ys})
+"""
+
+LOOP_LOSS = """
+import tensorflow as tf
+xs, ys = [0.0, 1.0, 2.0], [1.0, 0.5, 0.0]
+m = tf.Variable(-0.5)
+b = tf.Variable(1.0)
+total = 0.0
+for x, y in zip(xs, ys):
+    total += (y - (m * x + b)) ** 2
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(total)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        sess.run(train_op)
+    print(sess.run(m))
+"""
+
 CASES = [
     Case(
         "module-level Session: one train step returning the fetched loss",
@@ -114,6 +147,19 @@ CASES = [
         + MODULE_STEP.split("with tf.compat.v1.Session() as sess:")[1],
         contains=("def train_step(x, y):",),
         absent=("graph", "Session"),
+    ),
+    Case(
+        "graph = tf.Graph(): a member named `graph` elsewhere (`run_info.graph`) is not a use of the name",
+        "import tensorflow as tf\nimport types\nrun_info = types.SimpleNamespace(graph='g')\ngraph = tf.Graph()\n"
+        "with graph.as_default():\n"
+        + textwrap.indent(
+            MODULE_STEP.replace("import tensorflow as tf\n", "").split("with tf.compat.v1.Session")[0], "    "
+        )
+        + "with tf.compat.v1.Session(graph=graph) as sess:"
+        + MODULE_STEP.split("with tf.compat.v1.Session() as sess:")[1]
+        + "print(run_info.graph)\n",
+        contains=("def train_step(x, y):", "print(run_info.graph)"),
+        absent=("tf.Graph", "Session"),
     ),
     Case(
         "a tf.Graph() used for more than as_default / Session(graph=)",
@@ -298,9 +344,143 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
-        "RMSProp keeps compat: TF1 starts the mean square at 1, Keras at 0",
-        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1)"),
-        fallback="tf.compat.v1.train.RMSPropOptimizer has no Keras optimizer with the same update rule here",
+        "a data loop after the graph reuses a tensor's name for Python values: the tensor stays the steps' local",
+        REBOUND,
+        contains=("    y = 2 * i\n", "def train_step(x, y_):", "  y = tf.matmul(x, W)"),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "the rebound name is read after the loop: which value it holds depends on the loop, so compat",
+        REBOUND + "print(y)\n",
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "the loop reads the tensor's name before rebinding it: compat",
+        REBOUND.replace("    y = 2 * i\n", "    print(y)\n    y = 2 * i\n"),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "a loss summed in a Python loop over the data: the start and the loop move under the tape, once",
+        LOOP_LOSS,
+        contains=(
+            "    with tf.GradientTape() as tape:\n        total = 0.0\n        for x, y in zip(xs, ys):\n",
+            "            total += (y - (m * x + b)) ** 2\n",
+        ),
+        once=("total = 0.0",),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "a loop that refines a tensor (`out = out * 2.0`) keeps the tensor it starts from",
+        "import tensorflow as tf\nx = tf.compat.v1.placeholder(tf.float32, [None, 2])\nout = x\n"
+        "for _ in range(2):\n    out = out * 2.0\ntotal = tf.reduce_sum(out)\n"
+        "with tf.compat.v1.Session() as sess:\n    print(sess.run(total, feed_dict={x: xs}))\n",
+        contains=("    out = x\n    for _ in range(2):\n        out = out * 2.0\n    total = tf.reduce_sum(out)\n",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "the loop adds to a name that does not start from a number right before it",
+        LOOP_LOSS.replace("total = 0.0\n", "total = 0.0\nprint(total)\n"),
+        fallback="the loop adds to `total`, which does not start from a number right before it",
+    ),
+    Case(
+        "a graph loop with a branch in it",
+        LOOP_LOSS.replace("    total += (y", "    if y:\n        total += (y"),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "a loop over graph tensors that binds nothing is not a graph loop: judged by the other checks",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session()", "for tensor in [loss]:\n    print(tensor)\nwith tf.compat.v1.Session()"
+        ),
+        fallback="graph tensor `loss` is used outside sess.run / eval",
+    ),
+    Case(
+        "a graph loop over a tensor",
+        LOOP_LOSS.replace("zip(xs, ys)", "zip(xs, [b, b])"),
+        fallback="a graph tensor is defined inside a loop or block",
+    ),
+    Case(
+        "merge_all()'s result fetched in a list with a number: the dict stays, the number is read",
+        MODULE_STEP.replace(
+            "train_op = ",
+            "tf.compat.v1.summary.scalar('loss', loss)\nmerged = tf.compat.v1.summary.merge_all()\ntrain_op = ",
+        ).replace(
+            "    print(value)",
+            "    writer = tf.compat.v1.summary.FileWriter('logs')\n"
+            "    summary, value = sess.run([merged, loss], feed_dict={x: xs, y: ys})\n"
+            "    writer.add_summary(summary, 0)",
+        ),
+        contains=(
+            "summary, value = [value if isinstance(value, dict) else value.numpy() for value in compute_merged_loss(xs, ys)]",
+            "write_summaries(writer, summary, 0)",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "`with sess.as_default():` opened; Operation.run(), Tensor.eval() and Variable.eval() are sess.run sites",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session() as sess:", "sess = tf.compat.v1.Session()\nwith sess.as_default():"
+        )
+        .replace(
+            "sess.run(tf.compat.v1.global_variables_initializer())", "tf.compat.v1.global_variables_initializer().run()"
+        )
+        .replace(
+            "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})\n    print(value)",
+            "    train_op.run(feed_dict={x: xs, y: ys})\n    print(loss.eval(feed_dict={x: xs, y: ys}), W.eval())",
+        ),
+        contains=("train_step(xs, ys)\n", "print(compute_loss(xs, ys).numpy(), W.numpy())"),
+        absent=("compat.v1", "Session", "as_default", ".eval(", ".run("),
+    ),
+    Case(
+        "variables made by helper functions stay made once, and the Checkpoint holds them as TF1's Saver did",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "def make(shape):\n    return tf.Variable(tf.zeros(shape))\n\ndef weight_variable(shape):\n"
+            "    return make(shape)\n\nW = weight_variable([2, 1])",
+        )
+        .replace("with tf.compat.v1.Session()", "saver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session()")
+        .replace("    print(value)", "    print(value)\n    saver.save(sess, 'model')"),
+        contains=("W = weight_variable([2, 1])\n", "tf.train.Checkpoint(W=W, optimizer=optimizer)"),
+        once=("weight_variable([2, 1])",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a helper that makes a variable and returns a tensor computed from it: made once, it would not follow",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "def weight_variable(shape):\n    v = tf.Variable(tf.zeros(shape))\n    return v * 2.0\n\nW = weight_variable([2, 1])",
+        ),
+        fallback="`weight_variable` makes variables and returns something computed from them",
+    ),
+    Case(
+        "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, 0.9)"),
+        contains=(
+            "import keras\n\n\nclass RMSpropTF1(keras.optimizers.RMSprop):",
+            'initializer="ones"',
+            "optimizer = RMSpropTF1(learning_rate=0.1, rho=0.9, epsilon=1e-10)",
+        ),
+        once=("class RMSpropTF1",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "RMSProp with a sparse gradient (embedding_lookup): TF1 updates only the rows looked up, Keras all",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1)").replace(
+            "pred = tf.matmul(x, W)", "pred = tf.matmul(x, tf.nn.embedding_lookup(W, [0, 1]))"
+        ),
+        fallback="tf.compat.v1.train.RMSPropOptimizer in a file that calls `tensorflow.nn.embedding_lookup`",
+    ),
+    Case(
+        "Momentum with a sparse gradient (tf.gather): compat for the same reason",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "MomentumOptimizer(0.1, 0.9)").replace(
+            "pred = tf.matmul(x, W)", "pred = tf.matmul(x, tf.gather(W, [0, 1]))"
+        ),
+        fallback="tf.compat.v1.train.MomentumOptimizer in a file that calls `tensorflow.gather`",
+    ),
+    Case(
+        "RMSProp with use_locking: no Keras counterpart",
+        MODULE_STEP.replace("GradientDescentOptimizer(0.1)", "RMSPropOptimizer(0.1, use_locking=True)"),
+        fallback="RMSPropOptimizer(use_locking=...) has no Keras counterpart here",
     ),
     Case(
         "a tf.compat.v1 call with no TF2 rewrite left in the output",

@@ -22,6 +22,7 @@ from tfpilot.migrate.native.tables import (
     CREATES_VARIABLES,
     MODULE_GRAPH,
     RANDOM,
+    SPARSE_GRADIENT_OPS,
     SUMMARY_KINDS,
     TENSOR_OP,
     TRUSTED_MODULES,
@@ -152,6 +153,14 @@ class Analysis(CallRewrites):
                     )
                     self.open(statement.body.body, f"{prefix}{scope}/")
                     continue
+                if self.is_session_default(item.item):
+                    # The Session as the default for Tensor.eval / Operation.run: TF2 has none to choose.
+                    assert isinstance(statement.body, cst.IndentedBlock)
+                    self.changes.append(
+                        CompatChange(self.line(statement), 1, f"removed `{self.code(item.item)}`: TF2 runs eagerly")
+                    )
+                    self.open(statement.body.body, prefix)
+                    continue
                 if self.is_graph_block(item.item):
                     # TF2 has no graphs to choose between: the block's body runs as it stands.
                     assert isinstance(statement.body, cst.IndentedBlock)
@@ -225,6 +234,17 @@ class Analysis(CallRewrites):
             return first.evaluated_value
         return "" if first is None else None
 
+    def is_session_default(self, node: cst.BaseExpression) -> bool:
+        """``sess.as_default()`` on a Session made before."""
+        return (
+            isinstance(node, cst.Call)
+            and not node.args
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "as_default"
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value in {name for name, _ in self.sessions}
+        )
+
     def is_graph_block(self, node: cst.BaseExpression) -> bool:
         """``tf.Graph().as_default()``, or ``graph.as_default()`` with ``graph = tf.Graph()``."""
         if not (
@@ -263,6 +283,8 @@ class Analysis(CallRewrites):
         for node in descendants(self.module):  # used only as `with graph.as_default()` or `Session(graph=graph)`
             if isinstance(node, cst.Name) and node.value in self.graph_objects:
                 parent = self.parents.get(node)
+                if isinstance(parent, cst.Attribute) and parent.attr is node:
+                    continue  # `sess.graph`: a member named graph, not the name
                 as_default = isinstance(parent, cst.Attribute) and parent.attr.value == "as_default"
                 passed = isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "graph"
                 if not (as_default or passed or isinstance(parent, cst.AssignTarget)):
@@ -323,6 +345,7 @@ class Analysis(CallRewrites):
         self.writers: set[str] = set()
         self.summary_adds: set[int] = set()  # id() of writer.add_summary(...) calls
         self.binds: dict[str, int] = {}
+        self.retired: set[str] = set()  # graph tensor names a later loop rebinds to Python values (retire)
         for statement in self.body:
             for name in bound_names(statement):
                 self.binds[name] = self.binds.get(name, 0) + 1
@@ -335,6 +358,9 @@ class Analysis(CallRewrites):
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 return  # checked when a graph statement calls it
             bound = set(bound_names(statement))
+            graph -= self.retire(index, statement, bound & graph)
+            if isinstance(statement, cst.For) and self.graph_loop(index, statement, graph):
+                return
             if bound & graph or self.assigns_graph(statement, graph):
                 raise Fallback(self.line(statement), "a graph tensor is defined inside a loop or block")
             return
@@ -415,6 +441,19 @@ class Analysis(CallRewrites):
                 CompatChange(line, 1, "BasicRNNCell -> keras.layers.SimpleRNNCell (tanh, same recurrence)")
             )
             return
+        factory = self.variable_factory(value.func) if isinstance(value, cst.Call) else ""
+        if factory == "other":
+            assert isinstance(value, cst.Call)
+            # Made once here, what it computes from its variables would not follow their updates.
+            raise Fallback(line, f"`{self.code(value.func)}` makes variables and returns something computed from them")
+        if factory:
+            # `W = weight_variable([784, 10])` stays where it is, made once; TF1's Saver saved what the
+            # helper made with every other global variable, so the Checkpoint must hold it too.
+            if targets is None:
+                raise Fallback(line, "variables made by a helper are bound to something other than names")
+            self.holders.extend((name, index) for name in targets)
+            if len(targets) == 1 and self.binds.get(targets[0], 0) == 1:
+                self.variables.add(targets[0])
         read = self.reads_outside_sites(value, graph)
         if not read & (graph | self.variables):
             self.constant(statement, targets, value, read)
@@ -431,6 +470,139 @@ class Analysis(CallRewrites):
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def graph_loop(self, index: int, statement: cst.For, graph: set[str]) -> bool:
+        """A Python loop that builds graph tensors (``total += (y - m * x) ** 2`` over the data): one definition.
+
+        TF1 ran the loop once, while building the graph; in a tf.function it runs once per trace and
+        builds the same ops. Only straight-line assignments to names, over Python data, qualify; an
+        accumulator the loop adds to must start from a number right before the loop, and that start
+        moves into the step with the loop (each call starts the sum afresh, as the graph did).
+        """
+        assert isinstance(statement.body, cst.IndentedBlock)
+        session = self.session_name
+        if any(isinstance(node, cst.Call) and is_site_call(node, session, graph) for node in descendants(statement)):
+            return False  # a loop of the program: it runs the graph, it does not build it
+        if not names_read(statement) & (graph | self.variables) or not bound_names(statement.body):
+            return False  # builds nothing it binds (summaries of each variable ...): the checks below judge it
+        line = self.line(statement)
+        smalls = [
+            inner.body[0]
+            for inner in statement.body.body
+            if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1
+        ]
+        if (
+            statement.orelse is not None
+            or len(smalls) != len(statement.body.body)
+            or not all(
+                (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                )
+                or (isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name))
+                for small in smalls
+            )
+            or names_read(statement.iter) & (graph | self.variables)
+            or target_names(statement.target) is None
+        ):
+            raise Fallback(line, "a graph tensor is defined inside a loop or block")
+        assigned: set[str] = set(target_names(statement.target) or ())
+        starts: list[Definition] = []
+        for small in smalls:
+            if isinstance(small, cst.AugAssign):
+                assert isinstance(small.target, cst.Name)
+                name = small.target.value
+                if name not in assigned and name not in {d.targets[0] for d in starts}:
+                    starts.append(self.loop_start(index, name, line))
+            else:
+                assert isinstance(small, cst.Assign)
+                assigned.update(target_names(small.targets[0].target) or ())
+        targets = tuple(dict.fromkeys([*(target_names(statement.target) or ()), *bound_names(statement.body)]))
+        read = names_read(statement)  # a target read before the loop binds it is the tensor from before
+        deps: list[Definition | str] = [self.reaching[name][-1] for name in sorted(read & graph)]
+        definition = Definition(index, statement, targets, [*deps, *starts], line)
+        self.definitions.append(definition)
+        for name in targets:
+            self.reaching.setdefault(name, []).append(definition)
+        self.removed.add(id(statement))
+        self.changes.append(
+            CompatChange(line, 1, "the loop that builds graph tensors moves into the steps that compute them")
+        )
+        return True
+
+    def loop_start(self, index: int, name: str, line: int) -> Definition:
+        """``total = 0.0`` right before the loop that adds to ``total``: it moves into the steps with the loop."""
+        before = self.body[index - 1] if index > 0 else None
+        small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
+        if not (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name
+            and isinstance(small.value, (cst.Integer, cst.Float))
+        ):
+            raise Fallback(line, f"the loop adds to `{name}`, which does not start from a number right before it")
+        assert isinstance(before, cst.SimpleStatementLine)
+        if name in self.constants or name in self.reaching:
+            raise Fallback(line, f"the loop adds to `{name}`, which is already a tensor")
+        start = Definition(index - 1, before, (name,), [], self.line(before))
+        self.definitions.append(start)
+        self.reaching.setdefault(name, []).append(start)
+        self.removed.add(id(before))
+        return start
+
+    def retire(self, index: int, statement: cst.BaseStatement, names: set[str]) -> set[str]:
+        """Graph tensor names a loop rebinds to plain Python values for good: no longer graph names.
+
+        TF1 scripts reuse a short name (``y``) for their data after building the graph from it: the
+        graph kept the tensor, Python the name. The tensor's definition moves into the steps, where
+        the name is a local, so the loop's rebinding changes nothing there, provided the loop binds
+        the name (to a value that reads no graph tensor) before anything in it reads the name, and
+        nothing after the loop reads it (a loop that ran no time would leave the tensor behind).
+        """
+        if not names or not isinstance(statement, (cst.For, cst.While)) or statement.orelse is not None:
+            return set()
+        assert isinstance(statement.body, cst.IndentedBlock)
+        header = (
+            names_read(statement.iter) | set(bound_names(statement.target))
+            if isinstance(statement, cst.For)
+            else names_read(statement.test)
+        )
+        graph = self.graph_names()
+        for name in names:
+            if (
+                name in header
+                or name in self.variables
+                or name in self.holders_names()
+                or any(isinstance(definition, str) for definition in self.reaching[name])  # a placeholder
+                or any(name in names_read(later) for later in self.body[index + 1 :])
+            ):
+                return set()
+            first = next(
+                inner for inner in statement.body.body if name in names_read(inner) or name in bound_names(inner)
+            )
+            small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == name
+                and not names_read(small.value) & graph
+            ):
+                return set()
+        for name in names:
+            del self.reaching[name]
+            self.retired.add(name)
+            self.changes.append(
+                CompatChange(
+                    self.line(statement),
+                    1,
+                    f"`{name}` is a graph tensor before this loop and a Python value in it: the tensor lives on "
+                    "in the steps, under the same name",
+                )
+            )
+        return names
 
     # --- TF1 summaries -> tf.summary v2 -------------------------------------------------------
     def summary(self, index: int, statement: cst.SimpleStatementLine, small: cst.BaseSmallStatement) -> bool:
@@ -570,6 +742,50 @@ class Analysis(CallRewrites):
         self.constants.add(targets[0])
         self.constant_statements.add(id(statement))
 
+    def variable_factory(self, func: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> str:
+        """What a function of this file that makes variables returns: "variable" (``def weight_variable(shape):
+        return tf.Variable(...)``, itself or through another such function), "other" (something computed from
+        the variables it made), or "" (not such a function)."""
+        if not isinstance(func, cst.Name) or func.value in seen:
+            return ""
+        function = next(
+            (
+                statement
+                for statement in [*self.module.body, *self.body]
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == func.value
+            ),
+            None,
+        )
+        if function is None:
+            return ""
+        inner = seen | {func.value}
+        makes = any(CREATES_VARIABLES.match(name) for name in self.calls_in(function.body)) or any(
+            isinstance(node, cst.Call) and self.variable_factory(node.func, inner)
+            for node in descendants(function.body)
+        )
+        if not makes:
+            return ""
+        made: set[str] = set()  # names the function binds to a new variable
+        for node in descendants(function.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                if self.new_variable(node.value, inner):
+                    made.add(node.targets[0].target.value)
+        returns = [node.value for node in descendants(function.body) if isinstance(node, cst.Return)]
+        if returns and all(
+            value is not None
+            and ((isinstance(value, cst.Name) and value.value in made) or self.new_variable(value, inner))
+            for value in returns
+        ):
+            return "variable"
+        return "other"
+
+    def new_variable(self, value: cst.BaseExpression, seen: frozenset[str]) -> bool:
+        """``tf.Variable(...)``, or a call of a function of this file that returns one."""
+        return isinstance(value, cst.Call) and (
+            re.match(r"^tensorflow\.Variable$", self.qualified(value.func) or "") is not None
+            or self.variable_factory(value.func, seen) == "variable"
+        )
+
     def is_feed_dict(self, node: cst.BaseExpression) -> bool:
         """``{placeholder: value, ...}``."""
         return (
@@ -707,7 +923,13 @@ class Analysis(CallRewrites):
                             args=node.args[1:],
                         )
                         self.handled.add(id(owner))
-                    elif method == "eval" and isinstance(owner, cst.Name) and owner.value in graph:
+                    elif isinstance(owner, cst.Name) and (
+                        method,
+                        owner.value in graph,
+                        owner.value in rewrite.variables | rewrite.constants,
+                    ) in (("eval", True, False), ("run", True, False), ("eval", False, True)):
+                        # Tensor.eval() / Variable.eval() / Operation.run(): sess.run of that one fetch in the
+                        # default Session (a TF2 variable's eval() raises: it becomes .numpy())
                         rewrite.site(node, rewrite.current_top, line, fetch=owner, args=node.args)
                         self.handled.add(id(owner))
                     elif (
@@ -839,13 +1061,22 @@ class Analysis(CallRewrites):
                 if CREATES_VARIABLES.match(name):
                     raise Fallback(definition.line, f"`{name}` in the graph would create new variables on every call")
             self.check_imported_calls(node, definition.line)
-            for name in names_read(node) - graph:
+            for name in names_read(node) - graph - self.retired:
                 if name in functions:
                     self.check_function(functions[name], functions, graph, set())
                 elif self.binds.get(name, 0) > 1 and name not in self.holders_names():
                     raise Fallback(
                         definition.line, f"the graph reads `{name}`, which the script rebinds (TF1 read it once)"
                     )
+        if self.sparse_sensitive:
+            sparse = next((name for name in self.calls_in(self.module) if SPARSE_GRADIENT_OPS.match(name)), None)
+            if sparse is not None:
+                kind, line = self.sparse_sensitive[0]
+                raise Fallback(
+                    line,
+                    f"tf.compat.v1.train.{kind} in a file that calls `{sparse}`: TF1 applies a sparse gradient to "
+                    "the rows it touches only, a Keras optimizer moves every row's slots",
+                )
         # A graph tensor may only be read by the graph itself and by sess.run / eval.
         rewrite = self
         for statement in self.body:

@@ -29,6 +29,8 @@ class Base:
         self.changes: list[CompatChange] = []
         self.notes: list[CompatChange] = []
         self.layer_counts: dict[str, int] = {}
+        self.rmsprop_class = ""  # the RMSprop subclass with TF1's start, written once when a file needs it
+        self.sparse_sensitive: list[tuple[str, int]] = []  # (TF1 optimizer, line) whose sparse update differs
         self.used_names = names_read(self.module) | {
             name for statement in self.module.body for name in bound_names(statement)
         }

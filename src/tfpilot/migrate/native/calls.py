@@ -15,6 +15,7 @@ from tfpilot.migrate.native.tables import (
     LAYER_MODULES,
     LAYERS,
     OPTIMIZERS,
+    SPARSE_DIFFERS,
     V1,
     V1_CALLS,
 )
@@ -44,6 +45,21 @@ class CallRewrites(Base):
         for key, value in defaults.items():
             arguments.setdefault(key, value)
         rendered = ", ".join(f"{key}={value}" for key, value in arguments.items())
+        if kind in SPARSE_DIFFERS:
+            self.sparse_sensitive.append((kind, line))
+        if kind == "RMSPropOptimizer":
+            if not self.rmsprop_class:
+                self.keras_name()  # the class subclasses keras.optimizers.RMSprop
+                self.rmsprop_class = self.fresh("RMSpropTF1")
+            self.changes.append(
+                CompatChange(
+                    line,
+                    1,
+                    f"tf.compat.v1.train.{kind} -> {self.rmsprop_class}, keras.optimizers.RMSprop with TF1's start "
+                    "(mean square 1) and epsilon (1e-10)",
+                )
+            )
+            return f"{self.rmsprop_class}({rendered})"
         self.changes.append(
             CompatChange(line, 1, f"tf.compat.v1.train.{kind} -> keras.optimizers.{keras_class} (same update rule)")
         )

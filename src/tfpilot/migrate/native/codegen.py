@@ -10,12 +10,29 @@ from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.analysis import Analysis
 from tfpilot.migrate.native.parts import Definition, Fallback, Helper, Site
 from tfpilot.migrate.native.syntax import bound_names, indent, names_read
+from tfpilot.migrate.native.tables import RMSPROP_TF1_START
 
 
 class Rewrite(Analysis):
     """The whole native rewrite: the analysis, then the steps, the helpers and the new module."""
 
     # --- the new module -------------------------------------------------------------------
+    def with_rmsprop_class(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The RMSprop subclass with TF1's start, once, after the module's imports."""
+        at = 0
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+            ):
+                at = index + 1
+        keras = self.keras_name()
+        definition = cst.parse_statement(RMSPROP_TF1_START.format(name=self.rmsprop_class, keras=keras))
+        blank = [cst.EmptyLine(indent=False)] * 2
+        following = body[at:]
+        if following:
+            following = [following[0].with_changes(leading_lines=blank), *following[1:]]
+        return [*body[:at], definition.with_changes(leading_lines=blank), *following]
+
     def generate(self) -> str:
         tf = self.tf
         # `T = Adam(...).minimize(loss)`: the optimizer gets a name where T was.
@@ -81,8 +98,7 @@ class Rewrite(Analysis):
                 if len(kept) == 1:
                     call_code[id(site.call)] = call if kept_fetches[0] in self.summary_names else f"{call}.numpy()"
                 else:
-                    self.no_summary_in_list(site)
-                    call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
+                    call_code[id(site.call)] = self.list_values(kept_fetches, call)
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
@@ -90,8 +106,7 @@ class Rewrite(Analysis):
                 # merge_all()'s dict of tensors goes to write_summaries as it is
                 call_code[id(site.call)] = call if site.fetches[0] in self.summary_names else f"{call}.numpy()"
             else:
-                self.no_summary_in_list(site)
-                call_code[id(site.call)] = f"[value.numpy() for value in {call}]"
+                call_code[id(site.call)] = self.list_values(site.fetches, call)
         init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
         saver_calls = {id(call): kind for call, _, kind in self.session_uses if kind in ("save", "restore")}
         rewrite = self
@@ -203,6 +218,8 @@ class Rewrite(Analysis):
                 and self.tf in set(bound_names(statement)) | {self.code(statement).split()[-1]}
             )
             module_body.insert(at + 1, cst.parse_statement(f"import {self.keras}\n"))
+        if self.rmsprop_class:
+            module_body = self.with_rmsprop_class(module_body)
         module_body = self.rewrite_v1_calls(self.rewrite_app(module_body))
         module = self.module.with_changes(body=module_body)
         # Nothing of the TF1 graph may be left at module level.
@@ -255,9 +272,12 @@ class Rewrite(Analysis):
             leading.pop(0)
         return statement.with_changes(leading_lines=[*self.blank_lines(), *leading])
 
-    def no_summary_in_list(self, site: Site) -> None:
-        if set(site.fetches) & self.summary_names:
-            raise Fallback(site.line, "merge_all()'s result fetched in a list with values read as numbers")
+    def list_values(self, fetches: Iterable[str], call: str) -> str:
+        """What sess.run returned for a list: NumPy values, and merge_all()'s dict of tensors as it is
+        (it goes to write_summaries)."""
+        if set(fetches) & self.summary_names:
+            return f"[value if isinstance(value, dict) else value.numpy() for value in {call}]"
+        return f"[value.numpy() for value in {call}]"
 
     def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """The module's statements with the rewritten scope in place of the old one."""

@@ -17,7 +17,7 @@ class Fallback(Exception):
 @dataclasses.dataclass
 class Definition:
     index: int  # position in the flattened module body
-    statement: cst.SimpleStatementLine
+    statement: cst.SimpleStatementLine | cst.For  # a For: a graph built by a Python loop (graph_loop)
     targets: tuple[str, ...]
     deps: list[Definition | str]  # reaching definitions and placeholder names it reads
     line: int

@@ -22,8 +22,46 @@ OPTIMIZERS: dict[str, tuple[str, tuple[str, ...], dict[str, str], dict[str, str]
         {"learning_rate": "learning_rate", "momentum": "momentum", "use_nesterov": "nesterov"},
         {},
     ),
+    # Keras' RMSprop has TF1's update (ms = rho*ms + (1-rho)*g^2; mom = momentum*mom + lr*g/sqrt(ms+eps);
+    # centered subtracts the mean gradient squared) but starts ms at 0 where TF1 started it at 1: the
+    # rewrite uses a subclass that starts at 1 (RMSPROP_TF1_START), and TF1's epsilon 1e-10.
+    "RMSPropOptimizer": (
+        "RMSprop",
+        ("learning_rate", "decay", "momentum", "epsilon", "use_locking", "centered", "name"),
+        {
+            "learning_rate": "learning_rate",
+            "decay": "rho",
+            "momentum": "momentum",
+            "epsilon": "epsilon",
+            "centered": "centered",
+        },
+        {"epsilon": "1e-10"},
+    ),
 }
 IGNORED_OPTIMIZER_ARGS = frozenset({"name"})
+# TF1 applies a sparse gradient (tf.gather, embedding_lookup) to the rows it touches only; a Keras
+# optimizer decays the whole slot. The same for SGD and Adam (Adam's TF1 sparse update decays every row
+# too), not for these, whose slots of untouched rows stand still in TF1 and move in Keras.
+SPARSE_DIFFERS = frozenset({"RMSPropOptimizer", "MomentumOptimizer"})
+SPARSE_GRADIENT_OPS = re.compile(r"^tensorflow\.(compat\.v1\.)?(gather\w*|nn\.embedding_lookup\w*|sparse\.\w+)$")
+# The class the rewrite writes once per file for TF1's RMSPropOptimizer ({name}, {keras}).
+RMSPROP_TF1_START = """class {name}({keras}.optimizers.RMSprop):
+    \"\"\"keras.optimizers.RMSprop started as TF1's RMSPropOptimizer: the mean square at 1, not 0.
+
+    The update is Keras' own, the same as TF1's; only the start of the mean square differs, and
+    with it every step: from 0, a first step is lr / sqrt(1 - rho) whatever the gradient's size.
+    \"\"\"
+
+    def build(self, var_list):
+        if self.built:
+            return
+        {keras}.optimizers.Optimizer.build(self, var_list)  # not RMSprop.build: it starts at 0
+        self._velocities = self.add_optimizer_variables(var_list, "velocity", initializer="ones")
+        self._momentums = self.add_optimizer_variables(var_list, "momentum") if self.momentum > 0 else []
+        self._average_gradients = (
+            self.add_optimizer_variables(var_list, "average_gradient") if self.centered else []
+        )
+"""
 
 # tf.layers function -> (Keras class, TF1 positional parameters after `inputs`, allowed keywords).
 LAYERS: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
