@@ -519,6 +519,16 @@ def test_serving_shapes_leave_free_the_dimensions_the_model_or_the_data_leave_fr
         text_model(keras.Input((12,), dtype="int32")), tokens, labels, batch_size=8, name="fixed", runs_dir=tmp_path
     )
     assert shapes("fixed") == [[None, 12]]
+    # The model's Input decides where it declares a length, whatever the dataset's static shape says.
+    unknown_length = tf.data.Dataset.from_generator(
+        lambda: zip(tokens.astype("int32"), labels.astype("int32"), strict=True),
+        output_signature=(tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.int32)),
+    )
+    assert unknown_length.element_spec[0].shape.as_list() == [None]
+    tfpilot.fit(
+        text_model(keras.Input((12,), dtype="int32")), unknown_length.batch(8), name="declared-fixed", runs_dir=tmp_path
+    )
+    assert shapes("declared-fixed") == [[None, 12]]
 
     class Subclassed(keras.Model):
         def __init__(self):

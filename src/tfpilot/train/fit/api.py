@@ -568,28 +568,32 @@ def _numeric(dtype: tf.DType) -> bool:
 
 
 def _serving_shapes(model: keras.Model, features: Any, traced: list[Any]) -> list[list[int | None]]:
-    """Per feature leaf (tf.nest.flatten order), the serving shape: a dimension is None where the
-    model's Input declares it None or where it differed between the step's traces (a dataset
-    padded per batch gives None there already), else the sample's. So a text model trained on
-    length-24 batches serves length 30."""
+    """Per feature leaf (tf.nest.flatten order), the serving shape. The model's Input, where it
+    declares one, decides (None where it declares None: a text model trained on length-24 batches
+    serves length 30; fixed where it is fixed, whatever the dataset's static shape says). Without
+    Inputs (a subclassed model), a dimension is None where it differed between the step's traces or
+    the data left it unknown (a dataset padded per batch), else the sample's."""
     leaves = tf.nest.flatten(features)
+    declared = _declared_inputs(model, features)
+    declared_flat = tf.nest.flatten(declared) if declared is not None else [None] * len(leaves)
     seen: list[list[Any]] = []
     for spec in traced:
         flat = tf.nest.flatten(_features_of(spec))
         if len(flat) == len(leaves):
             seen.append([s.shape.as_list() if s is not None and s.shape.rank is not None else None for s in flat])
-    declared = _declared_inputs(model, features)
-    if declared is not None:
-        seen.append([list(tensor.shape) for tensor in tf.nest.flatten(declared)])
     shapes = []
     for index, leaf in enumerate(leaves):
         merged: list[int | None] = list(leaf.shape.as_list())
-        for other in (row[index] for row in seen):
-            if other is not None and len(other) == len(merged):
-                merged = [
-                    None if theirs is None or theirs != ours else ours
-                    for ours, theirs in zip(merged, other, strict=True)
-                ]
+        tensor = declared_flat[index]
+        if tensor is not None and len(tensor.shape) == len(merged):
+            merged = list(tensor.shape)
+        else:
+            for other in (row[index] for row in seen):
+                if other is not None and len(other) == len(merged):
+                    merged = [
+                        None if theirs is None or theirs != ours else ours
+                        for ours, theirs in zip(merged, other, strict=True)
+                    ]
         shapes.append([None, *merged[1:]] if merged else merged)
     return shapes
 
