@@ -265,6 +265,23 @@ class _FileResult:
     helpers: tuple[str, ...]  # what the file imports from tf1_compat_shims.py
 
 
+def _unmigrated(text: str, name: str, error: Exception) -> _FileResult:
+    """A file tfpilot's rewrites failed on: left as tf_upgrade_v2 wrote it, said so in one line."""
+    reason = f"tfpilot's rewrite failed on this file ({type(error).__name__}: {str(error).splitlines()[0][:200]})"
+    item = MigrationItem(
+        name,
+        1,
+        1,
+        "tfpilot",
+        "RUN",
+        f"left as tf_upgrade_v2 wrote it: {reason}",
+        fix="port the file by hand, or report the failure with the file attached",
+        blocks_run=True,
+    )
+    status = FileStatus(name, will_run=False, blockers=(reason,), setup=())
+    return _FileResult(text=text, rewritten=[], attention=[item], kept=[], status=status, helpers=())
+
+
 def _migrate_file(
     text: str,
     name: str,
@@ -277,6 +294,7 @@ def _migrate_file(
 ) -> _FileResult:
     """tf_upgrade_v2's output -> the final text, what was rewritten, what needs a person, the status."""
     from tfpilot.migrate.compat import rewrite_compat, shim_line_range
+    from tfpilot.migrate.indentation import expand_indentation_tabs, libcst_reads
     from tfpilot.migrate.readiness import check_runs
 
     rewritten: list[MigrationItem] = []
@@ -290,6 +308,35 @@ def _migrate_file(
         ast.parse(text)
     except SyntaxError:
         parses = False
+    if parses and not libcst_reads(text):
+        expanded = expand_indentation_tabs(text)
+        if libcst_reads(expanded):
+            text = expanded
+            rewritten.append(
+                MigrationItem(
+                    name,
+                    1,
+                    1,
+                    "tfpilot",
+                    "compat",
+                    "indentation tabs expanded to spaces: the file mixes tabs and spaces, which Python reads and "
+                    "libcst (the rewrites' parser) does not",
+                )
+            )
+        else:
+            parses = False
+            attention.append(
+                MigrationItem(
+                    name,
+                    1,
+                    1,
+                    "tfpilot",
+                    "compat",
+                    "left as tf_upgrade_v2 wrote it: libcst, which tfpilot's rewrites use, cannot parse this file",
+                    fix="check the file's indentation and encoding, then migrate again",
+                    blocks_run=True,
+                )
+            )
     if parses and mode == "native":
         from tfpilot.migrate.native import rewrite_native
 
@@ -449,15 +496,19 @@ def migrate(
             files += 1
             name = relative.as_posix()
             upgraded, warnings = _upgrade_file(upgrader, input_path, output_path, name)
-            result = _migrate_file(
-                read_source(output_path),
-                name,
-                mode=mode,
-                config=config,
-                rules=rules,
-                local_modules=local_modules,
-                nearby_modules=nearby_modules,
-            )
+            text = read_source(output_path)
+            try:
+                result = _migrate_file(
+                    text,
+                    name,
+                    mode=mode,
+                    config=config,
+                    rules=rules,
+                    local_modules=local_modules,
+                    nearby_modules=nearby_modules,
+                )
+            except Exception as error:  # one file that breaks a rewrite must not stop the tree
+                result = _unmigrated(text, name, error)
             atomic_write_text(output_path, result.text)
             for warning in warnings:
                 if _resolved_by_tfpilot(warning, result.text):
