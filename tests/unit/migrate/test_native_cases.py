@@ -344,6 +344,18 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
+        "absl imports go after every `from __future__` import (held-out round 4: burness' MLP)",
+        "from __future__ import absolute_import\nfrom __future__ import division\n"
+        "import tensorflow as tf\nFLAGS = tf.compat.v1.app.flags.FLAGS\n"
+        "tf.compat.v1.app.flags.DEFINE_integer('steps', 3, 'steps')\n"
+        + MAIN_STEP.replace("import tensorflow as tf\n", "").replace("range(3)", "range(FLAGS.steps)"),
+        contains=(
+            "from __future__ import absolute_import\nfrom __future__ import division\nfrom absl import app\n",
+            "app.run(main)",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
         "a data loop after the graph reuses a tensor's name for Python values: the tensor stays the steps' local",
         REBOUND,
         contains=("    y = 2 * i\n", "def train_step(x, y_):", "  y = tf.matmul(x, W)"),

@@ -306,4 +306,14 @@ class CallRewrites(Base):
             if isinstance(statement, cst.SimpleStatementLine)
             and any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
         )
+        # Never between `from __future__` imports: they must come first (a SyntaxError otherwise).
+        while at + 1 < len(new) and _is_future_import(new[at + 1]):
+            at += 1
         return new[: at + 1] + [cst.parse_statement(line) for line in imports] + new[at + 1 :]
+
+
+def _is_future_import(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
+        for small in statement.body
+    )
