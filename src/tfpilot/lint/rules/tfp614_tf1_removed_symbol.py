@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, tf1_match, tf1_name, via_compat_v1
@@ -13,6 +14,20 @@ from tfpilot.lint.tf1_names import REMOVED, REMOVED_DATASET_METHODS, removed_mat
 
 # Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
 _OWNED = TF1_COVERED - TF1_MODE_SWITCHES
+
+
+@functools.lru_cache(maxsize=8192)
+def _removed_reference(qualname: str) -> str | None:
+    """The REMOVED entry a reference is (or is inside), unless compat.v1 or another rule's."""
+    if not qualname.startswith("tensorflow.") or via_compat_v1(qualname):
+        return None
+    name = tf1_name(qualname)
+    if name is None:
+        return None
+    match = removed_match(name)
+    if match is None or tf1_match(qualname, _OWNED) is not None:
+        return None
+    return match
 
 
 def _advice(name: str) -> str:
@@ -166,13 +181,8 @@ from tensorflow import gfile
                 return
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        if not qualname.startswith("tensorflow.") or via_compat_v1(qualname):
-            return
-        name = tf1_name(qualname)
-        if name is None:
-            return
-        match = removed_match(name)
-        if match is None or tf1_match(qualname, _OWNED) is not None:
+        match = _removed_reference(qualname)
+        if match is None:
             return
         binding = self.context.root_binding(node) or ""
         if binding != "tensorflow" and removed_match(binding[len("tensorflow.") :]) is not None:
