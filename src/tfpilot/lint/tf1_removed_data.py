@@ -840,3 +840,8 @@ REMOVED_DATASET_METHODS: dict[str, str] = {
     'make_initializable_iterator': 'compat.v1.data.make_initializable_iterator',
     'make_one_shot_iterator': 'compat.v1.data.make_one_shot_iterator',
 }
+
+# Listed above, yet still present under `import tensorflow.compat.v2 as tf`.
+IN_COMPAT_V2: frozenset[str] = frozenset({
+    'enable_v2_behavior',
+})

@@ -62,9 +62,11 @@ def test_known_entries(name, new):
 
 
 def test_committed_table_matches_the_installed_tensorflow():
-    removed, dataset_methods = tf1_names._table()
+    removed, dataset_methods, in_compat_v2 = tf1_names._table()
     assert removed == REMOVED
     assert dataset_methods == REMOVED_DATASET_METHODS
+    assert in_compat_v2 == tf1_names.IN_COMPAT_V2
+    assert "enable_v2_behavior" in in_compat_v2
 
 
 def test_a_reported_name_fails_and_its_fix_runs():

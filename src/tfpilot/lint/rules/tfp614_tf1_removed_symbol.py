@@ -10,7 +10,7 @@ from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, tf1_match, tf1_nam
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
-from tfpilot.lint.tf1_names import REMOVED, REMOVED_DATASET_METHODS, removed_match
+from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, removed_match
 
 # Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
 _OWNED = TF1_COVERED - TF1_MODE_SWITCHES
@@ -94,6 +94,12 @@ import tensorflow as tf
 
 with tf.Session() as sess:
     pass
+""",
+        # tf.compat.v2 keeps enable_v2_behavior (TF 2.21)
+        """
+import tensorflow.compat.v2 as tf
+
+tf.enable_v2_behavior()
 """,
         # not provably a Dataset
         """
@@ -185,6 +191,8 @@ from tensorflow import gfile
         if match is None:
             return
         binding = self.context.root_binding(node) or ""
+        if match in IN_COMPAT_V2 and binding.startswith("tensorflow.compat.v2"):
+            return  # `import tensorflow.compat.v2 as tf; tf.enable_v2_behavior()` runs on TF 2.21
         if binding != "tensorflow" and removed_match(binding[len("tensorflow.") :]) is not None:
             return  # `from tensorflow import gfile`: reported once at the import
         if self._guarded(match):
