@@ -30,6 +30,11 @@ def _removed_reference(qualname: str) -> str | None:
     return match
 
 
+# TF 2.21's tf.losses, tf.metrics, tf.optimizers and tf.initializers are the Keras 3 modules; in a
+# file that runs on Keras 2 they are tf_keras's, where `tf.losses.mean_squared_error` exists.
+_KERAS_BACKED = frozenset({"losses", "metrics", "optimizers", "initializers"})
+
+
 def _advice(name: str) -> str:
     new = REMOVED.get(name)
     if new is None:
@@ -94,6 +99,15 @@ import tensorflow as tf
 
 with tf.Session() as sess:
     pass
+""",
+        # tf.losses is Keras's: on tf_keras (Keras 2) it has mean_squared_error
+        """
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+
+loss = tf.losses.mean_squared_error([1.0], [0.5])
 """,
         # tf.compat.v2 keeps enable_v2_behavior (TF 2.21)
         """
@@ -190,6 +204,8 @@ from tensorflow import gfile
         match = _removed_reference(qualname)
         if match is None:
             return
+        if match.split(".")[0] in _KERAS_BACKED and self.context.keras2_reason is not None:
+            return  # tf.losses & co. are Keras's own: on tf_keras (Keras 2) they hold other names
         binding = self.context.root_binding(node) or ""
         if match in IN_COMPAT_V2 and binding.startswith("tensorflow.compat.v2"):
             return  # `import tensorflow.compat.v2 as tf; tf.enable_v2_behavior()` runs on TF 2.21
