@@ -6,7 +6,7 @@ import ast
 import functools
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, tf1_match, tf1_name, via_compat_v1
+from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_match, tf1_name, via_compat_v1
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
@@ -14,6 +14,7 @@ from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHOD
 
 # Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
 _OWNED = TF1_COVERED - TF1_MODE_SWITCHES
+_OWNED_LINES = _OWNED | {"contrib"}
 
 
 @functools.lru_cache(maxsize=8192)
@@ -109,6 +110,12 @@ import tensorflow as tf
 
 loss = tf.losses.mean_squared_error([1.0], [0.5])
 """,
+        # TFP610 reports this line (tf.summary.FileWriter): no second finding for get_default_graph
+        """
+import tensorflow as tf
+
+writer = tf.summary.FileWriter("/tmp/logs", graph=tf.get_default_graph())
+""",
         # tf.compat.v2 keeps enable_v2_behavior (TF 2.21)
         """
 import tensorflow.compat.v2 as tf
@@ -168,6 +175,13 @@ from tensorflow import gfile
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self._lines: set[int] = set()
+        # Lines where a more specific TF1 rule reports a name (`tf.summary.FileWriter(d,
+        # graph=tf.get_default_graph())` is TFP610's): no second finding there.
+        self._owned_lines: set[int] = set()
+
+    def finish(self) -> None:
+        if self._owned_lines:
+            self.violations = [v for v in self.violations if v.line not in self._owned_lines]
 
     def _report_once(self, node: ast.AST, message: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -203,6 +217,8 @@ from tensorflow import gfile
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         match = _removed_reference(qualname)
         if match is None:
+            if plain_tf1_match(qualname, _OWNED_LINES) is not None:
+                self._owned_lines.add(getattr(node, "lineno", 0))
             return
         if match.split(".")[0] in _KERAS_BACKED and self.context.keras2_reason is not None:
             return  # tf.losses & co. are Keras's own: on tf_keras (Keras 2) they hold other names
