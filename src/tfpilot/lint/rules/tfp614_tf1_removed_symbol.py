@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import ast
-import functools
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_match, tf1_name, via_compat_v1
+from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_name, via_compat_v1
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
@@ -17,18 +16,18 @@ _OWNED = TF1_COVERED - TF1_MODE_SWITCHES
 _OWNED_LINES = _OWNED | {"contrib"}
 
 
-@functools.lru_cache(maxsize=8192)
+# The verdict per qualified name, cached: "" for a name a more specific TF1 rule reports (its
+# line gets no TFP614 finding), the REMOVED entry it is (or is inside), or None.
+_verdicts: dict[str, str | None] = {}
+
+
 def _removed_reference(qualname: str) -> str | None:
-    """The REMOVED entry a reference is (or is inside), unless compat.v1 or another rule's."""
     if not qualname.startswith("tensorflow.") or via_compat_v1(qualname):
         return None
+    if plain_tf1_match(qualname, _OWNED_LINES) is not None:
+        return ""
     name = tf1_name(qualname)
-    if name is None:
-        return None
-    match = removed_match(name)
-    if match is None or tf1_match(qualname, _OWNED) is not None:
-        return None
-    return match
+    return None if name is None else removed_match(name)
 
 
 # TF 2.21's tf.losses, tf.metrics, tf.optimizers and tf.initializers are the Keras 3 modules; in a
@@ -215,9 +214,12 @@ from tensorflow import gfile
                 return
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = _removed_reference(qualname)
-        if match is None:
-            if plain_tf1_match(qualname, _OWNED_LINES) is not None:
+        try:
+            match = _verdicts[qualname]
+        except KeyError:
+            match = _verdicts[qualname] = _removed_reference(qualname)
+        if not match:
+            if match == "":
                 self._owned_lines.add(getattr(node, "lineno", 0))
             return
         if match.split(".")[0] in _KERAS_BACKED and self.context.keras2_reason is not None:
