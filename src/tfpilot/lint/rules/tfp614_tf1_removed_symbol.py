@@ -1,0 +1,252 @@
+"""TFP614: a TF1 name that TF 2.x removed from the tf namespace (tf.log, tf.gfile.Exists, ...)."""
+
+from __future__ import annotations
+
+import ast
+
+from tfpilot.findings import Severity
+from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_name, via_compat_v1
+from tfpilot.lint.context import FileContext
+from tfpilot.lint.patterns import under_feature_check
+from tfpilot.lint.rule import Invalid, Rule
+from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, removed_match
+
+# Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
+_OWNED = TF1_COVERED - TF1_MODE_SWITCHES
+_OWNED_LINES = _OWNED | {"contrib"}
+
+
+# The verdict per qualified name, cached: "" for a name a more specific TF1 rule reports (its
+# line gets no TFP614 finding), the REMOVED entry it is (or is inside), or None.
+_verdicts: dict[str, str | None] = {}
+
+
+def _removed_reference(qualname: str) -> str | None:
+    if not qualname.startswith("tensorflow.") or via_compat_v1(qualname):
+        return None
+    if plain_tf1_match(qualname, _OWNED_LINES) is not None:
+        return ""
+    name = tf1_name(qualname)
+    return None if name is None else removed_match(name)
+
+
+# TF 2.21's tf.losses, tf.metrics, tf.optimizers and tf.initializers are the Keras 3 modules; in a
+# file that runs on Keras 2 they are tf_keras's, where `tf.losses.mean_squared_error` exists.
+_KERAS_BACKED = frozenset({"losses", "metrics", "optimizers", "initializers"})
+
+
+def _advice(name: str) -> str:
+    new = REMOVED.get(name)
+    if new is None:
+        return "TensorFlow's upgrade tables name no replacement"
+    if new.startswith("compat.v1."):
+        return f"TensorFlow's upgrade tables name no TF2 equivalent; `tf.{new}` still runs on TF 2.21"
+    return f"use `tf.{new}`"
+
+
+class Tf1RemovedSymbol(Rule):
+    """TF 2.x removed hundreds of TF1 names from the ``tf`` namespace: under ``import tensorflow
+    as tf`` each raises AttributeError on TF 2.21, so the script stops at its first one.
+
+    The table is TensorFlow's own (tf_upgrade_v2's rename tables, checked against the installed
+    TensorFlow by ``python -m tfpilot.lint.tf1_names --regenerate``): ``tf.truncated_normal`` ->
+    ``tf.random.truncated_normal``, ``tf.gfile.Exists`` -> ``tf.io.gfile.exists``, and the
+    ``tf.compat.v1`` spelling where TF 2 has no equivalent (``tf.train.limit_epochs``). The
+    Dataset methods ``make_one_shot_iterator`` / ``make_initializable_iterator`` are reported
+    where the receiver is known to be a tf.data.Dataset. Left alone: names a more specific TF1
+    rule reports (TFP601-TFP613), anything through ``tf.compat.v1`` (TFP607), and code under a
+    feature check (``hasattr(tf, ...)``, a version test, ``try`` / ``except AttributeError``).
+    """
+
+    code = "TFP614"
+    name = "tf1-removed-symbol"
+    message = "a TF1 name that TF 2.x removed from the tf namespace (AttributeError)"
+    fix_hint = "Use the TF2 name the message gives (tf_upgrade_v2 rewrites most of them)"
+    severity = Severity.ERROR
+    category = "tf1 -> tf2"
+    tokens = ("tensorflow",)
+    VALID = [
+        """
+import tensorflow as tf
+
+w = tf.random.truncated_normal([3, 3], stddev=0.1)
+if tf.io.gfile.exists("/tmp/out"):
+    tf.io.gfile.rmtree("/tmp/out")
+y = tf.math.log(tf.cast(w, tf.float32) + 2.0)
+""",
+        # through compat.v1 the TF1 names still run: TFP607's one note covers the file
+        """
+import tensorflow.compat.v1 as tf
+
+tf.enable_eager_execution()
+x = tf.truncated_normal([2])
+it = tf.data.Dataset.range(3).make_one_shot_iterator()
+""",
+        # code written for TF1 and TF2 alike
+        """
+import tensorflow as tf
+
+if hasattr(tf, "enable_eager_execution"):
+    tf.enable_eager_execution()
+try:
+    exists = tf.gfile.Exists
+except AttributeError:
+    exists = tf.io.gfile.exists
+""",
+        # tf.Session has its own rule (TFP601): no second finding here
+        """
+import tensorflow as tf
+
+with tf.Session() as sess:
+    pass
+""",
+        # tf.losses is Keras's: on tf_keras (Keras 2) it has mean_squared_error
+        """
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+
+loss = tf.losses.mean_squared_error([1.0], [0.5])
+""",
+        # TFP610 reports this line (tf.summary.FileWriter): no second finding for get_default_graph
+        """
+import tensorflow as tf
+
+writer = tf.summary.FileWriter("/tmp/logs", graph=tf.get_default_graph())
+""",
+        # tf.compat.v2 keeps enable_v2_behavior (TF 2.21)
+        """
+import tensorflow.compat.v2 as tf
+
+tf.enable_v2_behavior()
+""",
+        # not provably a Dataset
+        """
+import tensorflow as tf
+
+it = reader.make_one_shot_iterator()
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import tensorflow as tf
+
+tf.enable_eager_execution()
+""",
+            line=4,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
+
+w = tf.Variable(tf.truncated_normal([784, 10], stddev=0.1))
+""",
+            line=4,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
+
+if not tf.gfile.Exists("/tmp/logs"):
+    tf.gfile.MakeDirs("/tmp/logs")
+""",
+            line=4,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
+
+ds = tf.data.Dataset.from_tensor_slices([1, 2, 3]).batch(2)
+batch = ds.make_one_shot_iterator().get_next()
+""",
+            line=5,
+        ),
+        Invalid(
+            """
+from tensorflow import gfile
+""",
+            line=2,
+        ),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._lines: set[int] = set()
+        # Lines where a more specific TF1 rule reports a name (`tf.summary.FileWriter(d,
+        # graph=tf.get_default_graph())` is TFP610's): no second finding there.
+        self._owned_lines: set[int] = set()
+
+    def finish(self) -> None:
+        if self._owned_lines:
+            self.violations = [v for v in self.violations if v.line not in self._owned_lines]
+
+    def _report_once(self, node: ast.AST, message: str) -> None:
+        line = getattr(node, "lineno", 0)
+        if line in self._lines:
+            return  # one finding per line: `tf.gfile.MakeDirs(tf.gfile.Glob(...))`
+        self._lines.add(line)
+        self.report(node, message)
+
+    def _guarded(self, name: str) -> bool:
+        if any(under_feature_check(self.context, part) for part in name.split(".")):
+            return True
+        # `if tf.__version__ < "2": ...` (either branch): the file was written for both
+        child: ast.AST = self.context.stack[-1]
+        for ancestor in self.context.ancestors():
+            if isinstance(ancestor, ast.If) and child is not ancestor.test:
+                test = ast.unparse(ancestor.test).lower()
+                if "version" in test and ("tf" in test or "tensorflow" in test):
+                    return True
+            child = ancestor
+        return False
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or node.module != "tensorflow":
+            return
+        for alias in node.names:
+            if alias.name in REMOVED and alias.name.split(".")[0] not in _OWNED and not self._guarded(alias.name):
+                self._report_once(
+                    node,
+                    f"`from tensorflow import {alias.name}` fails: TF 2.x removed it; {_advice(alias.name)}",
+                )
+                return
+
+    def on_reference(self, node: ast.AST, qualname: str) -> None:
+        try:
+            match = _verdicts[qualname]
+        except KeyError:
+            match = _verdicts[qualname] = _removed_reference(qualname)
+        if not match:
+            if match == "":
+                self._owned_lines.add(getattr(node, "lineno", 0))
+            return
+        if match.split(".")[0] in _KERAS_BACKED and self.context.keras2_reason is not None:
+            return  # tf.losses & co. are Keras's own: on tf_keras (Keras 2) they hold other names
+        binding = self.context.root_binding(node) or ""
+        if match in IN_COMPAT_V2 and binding.startswith("tensorflow.compat.v2"):
+            return  # `import tensorflow.compat.v2 as tf; tf.enable_v2_behavior()` runs on TF 2.21
+        if binding != "tensorflow" and removed_match(binding[len("tensorflow.") :]) is not None:
+            return  # `from tensorflow import gfile`: reported once at the import
+        if self._guarded(match):
+            return
+        shown = self.context.dotted(node) or qualname
+        self._report_once(node, f"`{shown}` does not exist in TF 2.x (AttributeError): {_advice(match)}")
+
+    calls = frozenset(REMOVED_DATASET_METHODS)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in REMOVED_DATASET_METHODS:
+            return
+        if any(value.startswith("tensorflow.compat.v1") for value in self.context.imports.values()):
+            return  # tf.compat.v1.data.Dataset still has the method
+        if not self.context.pipeline(func.value).is_dataset or self._guarded(func.attr):
+            return
+        new = REMOVED_DATASET_METHODS[func.attr]
+        self._report_once(
+            node,
+            f"`Dataset.{func.attr}()` does not exist in TF 2.x (AttributeError): iterate the dataset "
+            f"(`for batch in ds`, `iter(ds)`), or `tf.{new}(ds)` in TF1-style code",
+        )

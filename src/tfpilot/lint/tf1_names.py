@@ -1,0 +1,142 @@
+"""TF1 names that TF 2.x removed from the ``tf`` namespace, and their TF2 spelling (TFP614).
+
+The table lives in ``tf1_removed_data.py``, generated from TensorFlow's own upgrade tables
+(tf_upgrade_v2's ``all_renames_v2.symbol_renames``, its function transformers and
+``module_deprecations_v2``) checked against the installed TensorFlow: a name is listed only
+where ``tf.<name>`` raises AttributeError, and its replacement only where it resolves. Lint
+never imports TensorFlow; regenerate after a TensorFlow upgrade with::
+
+    python -m tfpilot.lint.tf1_names --regenerate
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+from tfpilot.lint.tf1_removed_data import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS
+
+__all__ = ["IN_COMPAT_V2", "REMOVED", "REMOVED_DATASET_METHODS", "removed_match", "regenerate"]
+
+_DATA_FILE = Path(__file__).with_name("tf1_removed_data.py")
+# Whole namespaces other rules own: tf.contrib (TFP604), tf.estimator (TFP611), tf.layers (TFP612),
+# tensorflow.examples (TFP613), and tf.keras (Keras 3's removals, TFP504).
+_OWNED_ELSEWHERE = ("contrib", "estimator", "layers", "examples", "keras")
+
+
+@functools.lru_cache(maxsize=8192)
+def removed_match(name: str) -> str | None:
+    """The entry of REMOVED that ``name`` (relative to ``tf``) is or is inside: ``gfile.Exists``
+    -> ``gfile.Exists``; ``app.flags.DEFINE_string`` -> ``app.flags``."""
+    if name in REMOVED:
+        return name
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in REMOVED:
+            return candidate
+    return None
+
+
+def _resolve(module: Any, dotted: str) -> bool:
+    value = module
+    for part in dotted.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            return False
+    return True
+
+
+def _table() -> tuple[dict[str, str | None], dict[str, str], frozenset[str]]:  # pragma: no cover - needs TensorFlow
+    import tensorflow as tf
+    from tensorflow.tools.compatibility import all_renames_v2, module_deprecations_v2, tf_upgrade_v2
+
+    spec = tf_upgrade_v2.TFAPIChangeSpec()
+    renames: dict[str, str | None] = {}
+    for old, new in all_renames_v2.symbol_renames.items():
+        if old.startswith("tf.") and new.startswith("tf."):
+            renames[old[3:]] = new[3:]
+    dataset_methods: dict[str, str] = {}
+    for old, transformer in spec.function_transformers.items():
+        if old.startswith("*."):
+            method = old[2:]
+            if not _resolve(tf.data.Dataset, method) and _resolve(tf, f"compat.v1.data.{method}"):
+                dataset_methods[method] = f"compat.v1.data.{method}"
+            continue
+        if not old.startswith("tf."):
+            continue
+        name = old[3:]
+        if getattr(transformer, "__name__", "") == "_cast_transformer":
+            dtype = {"float": "float32", "double": "float64"}.get(name[3:], name[3:])
+            renames[name] = f"cast(x, tf.{dtype})"  # the TF2 spelling, not compat.v1.to_float
+        else:
+            renames.setdefault(name, None)
+    for old in module_deprecations_v2.MODULE_DEPRECATIONS:
+        if old.startswith("tf."):
+            renames.setdefault(old[3:], None)
+
+    removed: dict[str, str | None] = {}
+    for name, new in sorted(renames.items()):
+        if name.startswith("compat.") or name.split(".")[0] in _OWNED_ELSEWHERE or _resolve(tf, name):
+            continue
+        removed[name] = _replacement(tf, name, new)
+        # `tf.gfile` itself is gone, not only `tf.gfile.Exists`: list the first missing module
+        # too, so a member the tables do not name (or `gfile = tf.gfile`) is still found.
+        parts = name.split(".")
+        for end in range(1, len(parts)):
+            module = ".".join(parts[:end])
+            if not _resolve(tf, module):
+                if module not in renames:
+                    removed.setdefault(module, _replacement(tf, module, None))
+                break
+    # `import tensorflow.compat.v2 as tf` keeps a few (tf.enable_v2_behavior): not removed there.
+    in_compat_v2 = frozenset(name for name in removed if _resolve(tf.compat.v2, name))
+    return dict(sorted(removed.items())), dict(sorted(dataset_methods.items())), in_compat_v2
+
+
+def _replacement(tf: Any, name: str, new: str | None) -> str | None:  # pragma: no cover - needs TensorFlow
+    """The TF2 spelling where TensorFlow names one that resolves, else the compat.v1 one."""
+    if new is not None and _resolve(tf, new.split("(")[0]) and new.split(".")[0] != "compat":
+        return new
+    if new is not None and new.startswith("compat.v1.") and _resolve(tf, new):
+        return new
+    if _resolve(tf, f"compat.v1.{name}"):
+        return f"compat.v1.{name}"
+    return None
+
+
+def regenerate() -> Path:  # pragma: no cover - needs TensorFlow
+    import tensorflow as tf
+
+    removed, dataset_methods, in_compat_v2 = _table()
+    lines = [
+        f'"""Generated by `python -m tfpilot.lint.tf1_names --regenerate` from TensorFlow {tf.__version__}\'s',
+        "tf_upgrade_v2 tables; do not edit. Names are relative to ``tf``; each maps to its TF2 spelling",
+        '(or the tf.compat.v1 one, or None where neither resolves)."""',
+        "",
+        "REMOVED: dict[str, str | None] = {",
+        *(f"    {name!r}: {new!r}," for name, new in removed.items()),
+        "}",
+        "",
+        "# tf.data.Dataset methods TF2 removed, and the compat.v1 function that replaces each.",
+        "REMOVED_DATASET_METHODS: dict[str, str] = {",
+        *(f"    {name!r}: {new!r}," for name, new in dataset_methods.items()),
+        "}",
+        "",
+        "# Listed above, yet still present under `import tensorflow.compat.v2 as tf`.",
+        "IN_COMPAT_V2: frozenset[str] = frozenset({",
+        *(f"    {name!r}," for name in sorted(in_compat_v2)),
+        "})",
+        "",
+    ]
+    _DATA_FILE.write_text("\n".join(lines))
+    return _DATA_FILE
+
+
+if __name__ == "__main__":  # pragma: no cover - needs TensorFlow
+    if sys.argv[1:] != ["--regenerate"]:
+        sys.exit("usage: python -m tfpilot.lint.tf1_names --regenerate")
+    print(f"wrote {regenerate()}")
