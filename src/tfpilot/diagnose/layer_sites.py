@@ -39,15 +39,6 @@ def _user_files() -> list[Path]:
     return files
 
 
-def _callee(node: ast.Call) -> str | None:
-    function = node.func
-    if isinstance(function, ast.Attribute):
-        return function.attr
-    if isinstance(function, ast.Name):
-        return function.id
-    return None
-
-
 def _given_name(node: ast.Call) -> str | None:
     for keyword in node.keywords:
         if keyword.arg == "name" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
@@ -66,6 +57,9 @@ def layer_sites(layer: Any, files: list[Path] | None = None) -> list[str]:
 
 
 def _sites_in(layer: Any, files: list[Path]) -> list[str]:
+    # Imported here: read only when a NaN is being located, not on every doctor start.
+    from tfpilot.lint.patterns import callee_name
+
     class_name = type(layer).__name__
     layer_name = getattr(layer, "name", None)
     calls: list[tuple[str, str | None]] = []
@@ -75,7 +69,7 @@ def _sites_in(layer: Any, files: list[Path]) -> list[str]:
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _callee(node) == class_name:
+            if isinstance(node, ast.Call) and callee_name(node) == class_name:
                 calls.append((f"{path}:{node.lineno}", _given_name(node)))
     named = [site for site, given in calls if given is not None and given == layer_name]
     return named or [site for site, given in calls if given is None]

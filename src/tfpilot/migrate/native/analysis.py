@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -535,13 +536,7 @@ class Analysis(CallRewrites):
         """``total = 0.0`` right before the loop that adds to ``total``: it moves into the steps with the loop."""
         before = self.body[index - 1] if index > 0 else None
         small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
-        if not (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == name
-            and isinstance(small.value, (cst.Integer, cst.Float))
-        ):
+        if not (_assigns_only(small, name) and isinstance(small.value, (cst.Integer, cst.Float))):
             raise Fallback(line, f"the loop adds to `{name}`, which does not start from a number right before it")
         assert isinstance(before, cst.SimpleStatementLine)
         if name in self.constants or name in self.reaching:
@@ -583,13 +578,7 @@ class Analysis(CallRewrites):
                 inner for inner in statement.body.body if name in names_read(inner) or name in bound_names(inner)
             )
             small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
-            if not (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and small.targets[0].target.value == name
-                and not names_read(small.value) & graph
-            ):
+            if not (_assigns_only(small, name) and not names_read(small.value) & graph):
                 return set()
         for name in names:
             del self.reaching[name]
@@ -1195,3 +1184,13 @@ class Analysis(CallRewrites):
         self.assign_of: dict[int, cst.Assign] = {}
         self.expression_calls: set[int] = set()
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
+
+
+def _assigns_only(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:
+    """``name = ...``: one plain assignment to that one name."""
+    return (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+        and small.targets[0].target.value == name
+    )
