@@ -308,7 +308,10 @@ def _migrate_file(
         ast.parse(text)
     except SyntaxError:
         parses = False
-    if parses and not libcst_reads(text):
+    # libcst refuses only what Python reads differently from it: indentation that mixes tabs in. The
+    # check is one more parse, so only files with a tab pay for it (a rewrite that fails on any other
+    # file is caught per file by the caller).
+    if parses and "\t" in text and not libcst_reads(text):
         expanded = expand_indentation_tabs(text)
         if libcst_reads(expanded):
             text = expanded

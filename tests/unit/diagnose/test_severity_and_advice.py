@@ -65,7 +65,8 @@ def test_a_trace_per_call_is_a_warning_naming_the_argument_kind():
     assert finding.fix.startswith("pass `factor` (a Python scalar that took a new value each time) as a tensor")
 
 
-def _timing(*, sync_ms: float, step_ms: float = 4.0) -> WatchReport:
+def _timing(*, sync_ms: float, step_ms: float = 4.0, async_device: bool = False) -> WatchReport:
+    """A watch report of 40 steps with one host read each (test_stable_verdicts.py uses it too)."""
     timing = StepTiming(
         driver="train_step",
         steps=40,
@@ -91,6 +92,7 @@ def _timing(*, sync_ms: float, step_ms: float = 4.0) -> WatchReport:
         nonfinite=None,
         wall_seconds=1.0,
         profile_dir=None,
+        async_device=async_device,
     )
 
 

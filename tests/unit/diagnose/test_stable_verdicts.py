@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
+from test_severity_and_advice import _timing
 
 from tfpilot.diagnose import ProfileWindow, analyze_profile, summarize_profile, watch
 from tfpilot.diagnose.rules import host_sync, input_bound, step_gap
@@ -150,47 +151,17 @@ def test_a_large_read_every_step_costs_its_copy_on_a_cpu_step(tmp_path):
     assert scalar["DOC-HOST-SYNC"].evidence["syncs_per_step"] == pytest.approx(1.0)
 
 
-def _sync_report(*, sync_ms: float, step_ms: float, async_device: bool) -> WatchReport:
-    timing = StepTiming(
-        driver="train_step",
-        steps=30,
-        step_ms=step_ms,
-        call_ms=step_ms - sync_ms,
-        gap_ms=sync_ms,
-        input_ms=0.0,
-        sync_ms=sync_ms,
-        idle_ms=0.0,
-        syncs_per_step=1.0,
-        idle_percent=0.0,
-        input_percent=0.0,
-        sync_locations={"loop.py:9": 30},
-        idle_median_ms=0.0,
-        step_median_ms=step_ms,
-    )
-    return WatchReport(
-        functions=[],
-        timing=timing,
-        eager_gradient_calls=0,
-        compiled_calls=32,
-        sync_count=30,
-        nonfinite=None,
-        wall_seconds=1.0,
-        profile_dir=None,
-        async_device=async_device,
-    )
-
-
 def test_on_an_asynchronous_device_a_read_costs_the_overlap_it_takes_away():
     # GPU: the call returned once queued, the read waited 8 ms for the device; the host's own work is 2 ms a step.
     # Without the read those 2 ms would overlap the device's step: that is the cost, not the 8 ms of device work.
-    (gpu,) = host_sync.check(Observations(watch=_sync_report(sync_ms=8.0, step_ms=10.0, async_device=True)))
+    (gpu,) = host_sync.check(Observations(watch=_timing(sync_ms=8.0, step_ms=10.0, async_device=True)))
     assert gpu.evidence["cost_ms_per_step"] == 2.0 and gpu.severity.value == "warning"
     assert gpu.evidence["cost_counted"] == "the host/device overlap they take away"
     # A read that waits for almost nothing takes almost no overlap away.
-    (idle,) = host_sync.check(Observations(watch=_sync_report(sync_ms=0.2, step_ms=10.0, async_device=True)))
+    (idle,) = host_sync.check(Observations(watch=_timing(sync_ms=0.2, step_ms=10.0, async_device=True)))
     assert idle.severity.value == "info"
     # The same 8 ms read on a CPU step is all copy (a CPU call returns when its kernels are done).
-    (cpu,) = host_sync.check(Observations(watch=_sync_report(sync_ms=8.0, step_ms=10.0, async_device=False)))
+    (cpu,) = host_sync.check(Observations(watch=_timing(sync_ms=8.0, step_ms=10.0, async_device=False)))
     assert cpu.evidence["cost_ms_per_step"] == 8.0 and cpu.evidence["sync_share_percent"] == 80.0
     assert host_sync.read_cost_ms(1.0, 10.0, asynchronous=True) == host_sync.read_cost_ms(1.0, 10.0, asynchronous=False)
 

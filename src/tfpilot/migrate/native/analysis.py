@@ -12,6 +12,7 @@ from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.calls import CallRewrites
 from tfpilot.migrate.native.parts import Definition, Fallback, Site
 from tfpilot.migrate.native.syntax import (
+    ValueReader,
     bound_names,
     descendants,
     is_main_test,
@@ -1072,7 +1073,7 @@ class Analysis(CallRewrites):
             if id(statement) in self.removed or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
 
-            class Uses(cst.CSTVisitor):
+            class Uses(ValueReader):
                 top = id(statement)
 
                 def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -1092,14 +1093,6 @@ class Analysis(CallRewrites):
                                         element.value.visit(self)
                         return False
                     return True
-
-                def visit_Attribute(self, node: cst.Attribute) -> bool:
-                    node.value.visit(self)
-                    return False
-
-                def visit_Arg(self, node: cst.Arg) -> bool:
-                    node.value.visit(self)
-                    return False
 
                 def visit_Name(self, node: cst.Name) -> None:
                     if node.value in rewrite.constants and self.top not in rewrite.constant_statements:

@@ -25,22 +25,27 @@ def is_site_call(call: cst.Call, session: str | None, graph: set[str]) -> bool:
     )
 
 
+class ValueReader(cst.CSTVisitor):
+    """Visits an attribute's object and an argument's value only: a member name (`x.shape`) or a
+    keyword (`f(axis=1)`) is no read of a name. Subclasses add visit_Name."""
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
 def names_read(node: cst.CSTNode, *, session: str | None = None, graph: set[str] | None = None) -> set[str]:
     """Every Name the node reads (attribute members and keyword names excluded); with `graph`, not
     counting what the sess.run / Tensor.eval calls inside it fetch and feed."""
     found: set[str] = set()
 
-    class Reader(cst.CSTVisitor):
+    class Reader(ValueReader):
         def visit_Call(self, node: cst.Call) -> bool:
             return graph is None or not is_site_call(node, session, graph)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
             if not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)):

@@ -257,8 +257,8 @@ class GuardedStep:
             if trainable_variables is not None:
                 trainable_variables = list(trainable_variables)
             if not optimizer.built:
-                # Building creates variables, which a cond branch may not; eagerly (init_scope), so
-                # that the trace creates none and tf.function need not trace the step a second time.
+                # Building creates variables, which a cond branch may not; outside the trace, so that
+                # the trace creates none and tf.function need not trace the step a second time.
                 outside_the_trace(lambda: optimizer.build(trainable_variables))
             finite = _gradients_finite(grads)
             # A halted run (the policy stopped it) changes nothing any more, and once one update of
