@@ -78,7 +78,9 @@ class StepClock(keras.callbacks.Callback):
             self.rate = (self._last_batch + 1) / (time.perf_counter() - self._start)
 
 
-def one_run(build, x, y, *, steps_per_execution: int, ours: bool, directory: str) -> tuple[float, float]:
+def one_run(
+    build, x, y, *, steps_per_execution: int, ours: bool, directory: str, jit_compile: bool | str = "auto"
+) -> tuple[float, float]:
     import tfpilot
 
     model = build()
@@ -87,6 +89,7 @@ def one_run(build, x, y, *, steps_per_execution: int, ours: bool, directory: str
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
         steps_per_execution=steps_per_execution,
+        jit_compile=jit_compile,
     )
     clock = StepClock()
     start = time.perf_counter()
@@ -111,6 +114,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=300, help="steps per epoch (two epochs per run)")
+    parser.add_argument(
+        "--jit",
+        action="store_true",
+        help="compile both with jit_compile=True (XLA; 'auto' means no XLA on a machine without a GPU)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     rows = args.steps * BATCH
@@ -118,21 +126,34 @@ def main() -> None:
         "mlp": (mlp, rng.random((rows, 784), dtype=np.float32), rng.integers(0, 10, rows)),
         "cnn": (cnn, rng.random((rows // 4, 28, 28, 1), dtype=np.float32), rng.integers(0, 10, rows // 4)),
     }
+    jit: bool | str = True if args.jit else "auto"
     with tempfile.TemporaryDirectory() as directory:
         for name, (build, x, y) in data.items():
             for steps_per_execution in (1, 16):
                 walls, rates = [], []
                 for _ in range(args.rounds):
                     fit_wall, fit_rate = one_run(
-                        build, x, y, steps_per_execution=steps_per_execution, ours=False, directory=directory
+                        build,
+                        x,
+                        y,
+                        steps_per_execution=steps_per_execution,
+                        ours=False,
+                        directory=directory,
+                        jit_compile=jit,
                     )
                     our_wall, our_rate = one_run(
-                        build, x, y, steps_per_execution=steps_per_execution, ours=True, directory=directory
+                        build,
+                        x,
+                        y,
+                        steps_per_execution=steps_per_execution,
+                        ours=True,
+                        directory=directory,
+                        jit_compile=jit,
                     )
                     walls.append(our_wall / fit_wall)
                     rates.append(our_rate / fit_rate)
                 print(
-                    f"{name} spe{steps_per_execution:<3} steps/epoch {len(x) // BATCH:>4}: "
+                    f"{name} spe{steps_per_execution:<3} jit {jit} steps/epoch {len(x) // BATCH:>4}: "
                     f"wall tfpilot.fit/model.fit {statistics.median(walls):.3f}x "
                     f"(rounds {', '.join(f'{w:.3f}' for w in walls)}); "
                     f"steady steps/s {statistics.median(rates):.3f}x (rounds {', '.join(f'{r:.3f}' for r in rates)})",
