@@ -89,7 +89,16 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
     against the model itself on `sample`; returns the largest difference seen."""
     serve = fit_serving_fn(model, spec)
     feeds = [tf.constant(sample[i["key"]]) for i in spec["inputs"]]
-    expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+    try:
+        expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+    except (tf.errors.OpError, ValueError, TypeError) as exc:
+        from tfpilot.train.fit.artifacts import first_line  # the fit run's own one-line errors
+
+        rows = len(next(iter(sample.values()))) if sample else 0
+        raise ExportError(
+            f"the model fails on the run's {rows} sample rows in inference mode, so no export can be verified "
+            f"against it: {first_line(exc)}"
+        ) from None
     tolerance = tolerance_for_model(model)
     again = {name: np.asarray(value) for name, value in serve(*feeds).items()}
     for name, value in again.items():

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfpilot._tf_private import validation_split_of
@@ -516,7 +517,11 @@ def fit(
         save_validation(run, kept_validation)
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features = _sample_features(model, traced_spec, x, memo) if defines_call(model) else None
+    features, fixed_batch = (
+        _sample_features(model, traced_spec, x, memo, batch_size=batch_size) if defines_call(model) else (None, None)
+    )
+    if fixed_batch is not None:
+        findings.append(fixed_batch)
     if not defines_call(model):
         findings.append(_no_forward_pass(model, run))
     if features is not None:
@@ -666,10 +671,11 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
         sample = {i["key"]: stored[i["key"]] for i in spec["inputs"]}
     try:
         write_verified(model, spec, sample, run.fit_saved_model_path)
-    except TfpilotError as exc:
+    except Exception as exc:  # noqa: BLE001 - training succeeded; a failed extra artifact is a finding, never a lost run
+        why = str(exc) if isinstance(exc, TfpilotError) else first_line(exc)
         return dataclasses.replace(
             not_saved,
-            message=f"{not_saved.message}; a SavedModel written from the trained model did not verify either ({exc})",
+            message=f"{not_saved.message}; a SavedModel written from the trained model did not verify either ({why})",
         )
     return dataclasses.replace(
         not_saved,
@@ -691,6 +697,7 @@ def _remembering(generator: Any, memo: list[Any]) -> Any:
 
 
 _SAMPLE_BATCHES = 4
+_SAMPLE_ROWS = 8
 
 
 def _length(sequence: Any) -> int:
@@ -700,12 +707,19 @@ def _length(sequence: Any) -> int:
         return 1
 
 
-def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[Any]) -> Any:
+def _sample_features(
+    model: keras.Model, traced: list[Any], x: Any, memo: list[Any], *, batch_size: int | None
+) -> tuple[Any, Finding | None]:
     """A few real feature rows, typed as the step received them: from the first element of the
-    data (tf.data, PyDataset, a generator's remembered first batch) or the first rows of arrays."""
+    data (tf.data, PyDataset, a generator's remembered first batch) or the first rows of arrays.
+
+    A model that computes only on batches of one size (a reshape to a constant batch, a stateful
+    RNN) fails on a few rows; it took whole training batches in training, so the sample is then one
+    whole batch, with a finding that its served model answers requests of that many rows only."""
     if not traced:
-        return None
+        return None, None
     structure = _features_of(traced[0])
+    arrays = False
     if isinstance(x, tf.data.Dataset):
         # a few batches: the first may hold the very NaN row the guard skipped
         candidates = list(x.take(_SAMPLE_BATCHES))
@@ -715,9 +729,27 @@ def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[A
         candidates = [memo[0]]
     elif x is not None and not callable(getattr(x, "__next__", None)):
         candidates = [(x,)]
+        arrays = True
     else:
-        return None
-    rows = finite_rows([_features_of(batch) for batch in candidates], count=8)
+        return None, None
+    batches = [_features_of(batch) for batch in candidates]
+    features = _typed_rows(model, batches, structure, count=_SAMPLE_ROWS)
+    if features is None:
+        return None, None
+    refusal = _refusal(model, features)
+    if refusal is None:
+        return features, None
+    # arrays are batched by fit (batch_size, default 32); other data arrives in its own batches
+    whole = (batch_size or 32) if arrays else _leading_rows(batches[0])
+    if whole > _SAMPLE_ROWS:
+        rows = _typed_rows(model, batches, structure, count=whole)
+        if rows is not None and _leading_rows(rows) == whole and _refusal(model, rows) is None:
+            return rows, _fixed_batch_finding(model, whole, refusal)
+    return features, None
+
+
+def _typed_rows(model: keras.Model, batches: list[Any], structure: Any, *, count: int) -> Any:
+    rows = finite_rows(batches, count=count)
     if rows is None:
         return None
     # Cast as Keras' adapters cast (float64 numpy to the model's float type), to the traced dtypes.
@@ -728,3 +760,32 @@ def _sample_features(model: keras.Model, traced: list[Any], x: Any, memo: list[A
         check_types=False,
     )
     return _serving_dtypes(model, typed)
+
+
+def _leading_rows(features: Any) -> int:
+    leaves = tf.nest.flatten(features)
+    shape = np.shape(leaves[0]) if leaves else ()
+    return int(shape[0]) if shape else 0
+
+
+def _refusal(model: keras.Model, features: Any) -> str | None:
+    """None when the model computes on these rows in inference mode, else the error's first line."""
+    try:
+        model(features, training=False)
+    except (tf.errors.OpError, ValueError, TypeError) as exc:
+        return first_line(exc)
+    return None
+
+
+def _fixed_batch_finding(model: keras.Model, rows: int, refusal: str) -> Finding:
+    return Finding(
+        code="FIT-FIXED-BATCH",
+        severity=Severity.INFO,
+        title="The model computes only on batches of one size",
+        message=f"`{type(model).__name__}` failed on {_SAMPLE_ROWS} rows ({refusal}) and computes on {rows}, the "
+        f"batch size it trained on: its served model answers requests of {rows} rows",
+        location=type(model).__name__,
+        evidence={"rows": rows, "error": refusal},
+        fix="compute the batch size from the input (keras.ops.shape(x)[0]) instead of a constant, so any "
+        "number of rows can be served",
+    )

@@ -47,11 +47,18 @@ _CLONE_SUFFIX = re.compile(r"(CLONE)+$")
 _KNOWN_PACKAGES = ("keras", "tensorflow", "tf_keras", "builtins", "numpy", "tfpilot")
 
 
+# Keras prints its error text bold (terminal escapes), and TensorFlow prefixes an op's error with
+# the function node it ran in; neither belongs in a one-line message or findings.json.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_TF_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+
+
 def first_line(error: BaseException, *, limit: int = 300) -> str:
     """The error's first paragraph as one line. Keras leads with "Exception encountered when
     calling X.call()." and says what went wrong after it, and wraps long sentences over lines
     ("Object VAE was created by passing\nnon-serializable argument values ...")."""
-    paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in str(error).split("\n\n")]
+    text = _TF_NODE.sub("", _ANSI.sub("", str(error)))
+    paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in text.split("\n\n")]
     lines = [p.strip() for p in paragraphs if p.strip()]
     useful = [line for line in lines if not line.startswith(("Exception encountered", "Arguments received"))]
     line = (useful or lines or [type(error).__name__])[0]
@@ -379,12 +386,13 @@ def write_spec(
     atomic_write_json(run.fit_spec_path, spec)
 
 
-def save_sample(run: RunDir, *, model: keras.Model, features: Any, rows: int = 8) -> None:
-    """The first rows of a training batch, keyed by serving input key (npz: plain arrays, no pickle)."""
+def save_sample(run: RunDir, *, model: keras.Model, features: Any) -> None:
+    """The sample rows (a few rows of a training batch, or a whole batch for a model that computes
+    only on batches of one size), keyed by serving input key (npz: plain arrays, no pickle)."""
     inputs = signature_inputs(model, tf.nest.map_structure(tf.TensorSpec.from_tensor, features))
     arrays: dict[str, Any] = {}
     for spec, leaf in zip(inputs, tf.nest.flatten(features), strict=True):
-        array = np.asarray(leaf)[:rows]
+        array = np.asarray(leaf)
         # String tensors come out as object arrays, which npz could only store by pickling.
         arrays[spec["key"]] = array.astype(np.bytes_) if array.dtype == object else array
     run.fit_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,92 @@
+"""Classes of failure the sixth outside round of keras-io models showed in tfpilot.fit (issue 29),
+each with a model of tfpilot's own that has the same shape: a model that computes only on batches
+of the size it trained on, and a trained model whose serving artifact cannot be written at all
+(training succeeded; the run must not be lost to it)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BATCH = 16
+
+
+def _fixed_batch_model():
+    """A subclassed model (Keras cannot rebuild it: no get_config) whose call reshapes to a batch
+    size fixed in Python, as a mixture-of-experts router does with its tokens per batch."""
+    import keras
+
+    class Router(keras.Model):
+        def __init__(self, experts):
+            super().__init__()
+            self.experts = experts
+            self.proj = keras.layers.Dense(4)
+            self.out = keras.layers.Dense(1)
+
+        def call(self, inputs):
+            flat = keras.ops.reshape(self.proj(inputs), (BATCH * 4,))  # a constant batch, as published
+            return self.out(keras.ops.reshape(flat, (BATCH, 4)))
+
+    keras.utils.set_random_seed(0)
+    return Router(experts=keras.Sequential([keras.Input((4,)), keras.layers.Dense(4)]))
+
+
+def test_a_model_that_computes_only_on_its_training_batch_size_exports_for_that_size(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+
+    model = _fixed_batch_model()
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.random((BATCH * 4, 3)).astype("float32")
+    data = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True))).batch(BATCH)
+    result = tfpilot.fit(model, data, epochs=1, name="router", runs_dir=tmp_path)
+    finding = next(f for f in result.findings if f.code == "FIT-FIXED-BATCH")
+    assert finding.evidence["rows"] == BATCH and "reshape" in finding.evidence["error"].lower()
+    # one plain line: no terminal escapes (Keras prints errors bold), no TF function-node prefix
+    assert "\x1b" not in finding.message and "function_node" not in finding.message
+    exported = export_fit_run(RunDir.at(tmp_path / "router"))
+    served = tf.saved_model.load(str(exported.path)).signatures["serving_default"](inputs=tf.constant(x[:BATCH]))
+    np.testing.assert_allclose(next(iter(served.values())).numpy(), model(x[:BATCH]).numpy(), rtol=1e-5)
+
+
+def test_a_fixed_batch_model_fed_arrays_samples_fits_batch_size(tmp_path):
+    import tfpilot
+
+    model = _fixed_batch_model()
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(1).random((BATCH * 3, 3)).astype("float32")
+    result = tfpilot.fit(model, x, x.sum(axis=1), batch_size=BATCH, epochs=1, name="arrays", runs_dir=tmp_path)
+    assert [f.evidence["rows"] for f in result.findings if f.code == "FIT-FIXED-BATCH"] == [BATCH]
+    assert not [f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED" and "did not verify" in f.message]
+
+
+def test_a_trained_model_whose_serving_model_cannot_be_written_still_returns_its_run(tmp_path):
+    """The model trains, but fails in inference mode on any rows: the run (history, checkpoints)
+    comes back with a finding that names the failure, instead of an exception after training."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    class TrainOnly(keras.Model):
+        def __init__(self, head):
+            super().__init__()
+            self.head = head
+
+        def call(self, inputs, training=None):
+            if training is False and tf.executing_eagerly():  # Keras' symbolic build is not eager
+                raise ValueError("this model has no inference mode")
+            return self.head(inputs)
+
+    keras.utils.set_random_seed(0)
+    model = TrainOnly(keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)]))
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(2).random((32, 3)).astype("float32")
+    result = tfpilot.fit(model, x, x.sum(axis=1), batch_size=8, epochs=2, name="trainonly", runs_dir=tmp_path)
+    assert result.epochs_run == 2 and len(result.history) == 2
+    assert not [f for f in result.findings if f.code == "FIT-FIXED-BATCH"]
+    finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
+    assert "no inference mode" in finding.message
