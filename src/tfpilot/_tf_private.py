@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "PrivateApiMissing",
+    "apply_weight_decay",
     "backprop",
     "build_compile_state",
     "compile_config",
@@ -27,6 +28,7 @@ __all__ = [
     "load_graph_without_variables",
     "map_function_graph",
     "onednn_enabled",
+    "optimizer_variables_known",
     "op_callbacks",
     "op_is_stateful",
     "polymorphic_function",
@@ -157,6 +159,25 @@ def disable_all_reduce(optimizer: Any) -> bool:
         return False
     optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
     return True
+
+
+def optimizer_variables_known(optimizer: Any) -> list[Any]:
+    """The trainable variables a built Keras optimizer applies gradients to, in its order.
+
+    Why: `apply(grads)` without variables pairs the gradients with this private list; the NaN guard
+    needs the same pairing to know which variables a gradient-less variable leaves out."""
+    return list(getattr(optimizer, "_trainable_variables", None) or [])
+
+
+def apply_weight_decay(optimizer: Any, variables: list[Any]) -> None:
+    """Apply the optimizer's decoupled weight decay (AdamW's `w -= w * wd * lr`) to `variables`,
+    as its apply() does before the gradient update.
+
+    Why: Keras 3 has no public call for the decay alone; tfpilot.fit replays the decay that
+    model.fit's step runs without a batch on the call that finds a dataset's end."""
+    if not hasattr(optimizer, "_apply_weight_decay"):
+        raise _missing("keras.optimizers.Optimizer._apply_weight_decay", "tfpilot.fit's end-of-data weight decay")
+    optimizer._apply_weight_decay(variables)
 
 
 # ------------------------------------------------------------------------------ TensorFlow

@@ -52,6 +52,13 @@ def test_keras_entries_walk_nested_layers_read_the_compile_config_and_switch_off
     assert _tf_private.disable_all_reduce(model.optimizer) is True
     marker = [object()]
     assert model.optimizer._all_reduce_sum_gradients(marker) == marker
+    decay = keras.optimizers.AdamW(learning_rate=0.5, weight_decay=0.1)
+    decay.build(model.trainable_variables)
+    assert _tf_private.optimizer_variables_known(decay) == list(model.trainable_variables)
+    kernel = model.trainable_variables[0]
+    start = np.asarray(kernel).copy()
+    _tf_private.apply_weight_decay(decay, [kernel])
+    np.testing.assert_allclose(np.asarray(kernel), start - start * 0.1 * 0.5, rtol=1e-6)
 
 
 def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_call(tmp_path):

@@ -90,3 +90,63 @@ def test_a_trained_model_whose_serving_model_cannot_be_written_still_returns_its
     assert not [f for f in result.findings if f.code == "FIT-FIXED-BATCH"]
     finding = next(f for f in result.findings if f.code == "FIT-MODEL-NOT-SAVED")
     assert "no inference mode" in finding.message
+
+
+def _decayed_model(schedule: bool):
+    import keras
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    rate = keras.optimizers.schedules.ExponentialDecay(0.01, decay_steps=3, decay_rate=0.5) if schedule else 0.01
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=rate, weight_decay=0.05), loss="mse")
+    return model
+
+
+def _unknown_length_data(seed: int):
+    """A dataset whose length tf.data cannot know (a filter), as make_csv_dataset's or a
+    generator's: model.fit finds each epoch's end with one more call of its step."""
+    import tensorflow as tf
+
+    x = np.random.default_rng(seed).random((96, 4)).astype("float32")
+    data = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True))).filter(lambda a, b: True)
+    return data.batch(16)
+
+
+def test_adamw_on_a_dataset_of_unknown_length_trains_to_model_fits_weights_bit_for_bit(tmp_path):
+    """model.fit's step finds the end of such a dataset with one more call, which fails at the
+    batch after running what needs none: the iteration increment and AdamW's weight decay. The
+    guard keeps the decay inside its cond, so tfpilot.fit replays it on the host, before validation."""
+    import tfpilot
+
+    for schedule in (False, True):
+        reference = _decayed_model(schedule)
+        kept = reference.fit(_unknown_length_data(0), validation_data=_unknown_length_data(1), epochs=3, verbose=0)
+        ours = _decayed_model(schedule)
+        result = tfpilot.fit(
+            ours,
+            _unknown_length_data(0),
+            validation_data=_unknown_length_data(1),
+            epochs=3,
+            name=f"adamw{int(schedule)}",
+            runs_dir=tmp_path,
+        )
+        assert result.keras_history.history == kept.history
+        for want, got in zip(reference.weights, ours.weights, strict=True):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        assert int(ours.optimizer.iterations.numpy()) == int(reference.optimizer.iterations.numpy())
+
+
+def test_a_skipped_batch_leaves_adamws_weights_alone(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+
+    model = _decayed_model(False)
+    x = np.random.default_rng(4).random((32, 4)).astype("float32")
+    x[0, 0] = np.nan  # the first batch of two is bad
+    before = [np.asarray(w).copy() for w in model.weights]
+    data = tf.data.Dataset.from_tensor_slices((x, np.ones((32, 1), "float32"))).batch(16).take(1)
+    result = tfpilot.fit(model, data, epochs=1, name="skip", runs_dir=tmp_path, nan_policy="skip_batch")
+    assert [f.code for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES"]
+    for want, got in zip(before, model.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), want)

@@ -104,7 +104,12 @@ class GuardCallback(keras.callbacks.Callback):
         if self._calls % self.read_every == 0:
             self._check()
 
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        # fit's validation: the first hook after the epoch's last training call
+        self.step.settle_end_of_data()
+
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self.step.settle_end_of_data()
         self._check()
 
     def _locate(self, index: int) -> tuple[int, int]:

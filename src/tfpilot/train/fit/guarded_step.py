@@ -230,6 +230,11 @@ class GuardedStep:
         self._read_total = 0  # bad steps the host has read so far
         self._refused: list[tf.Tensor] | None = None
         self._originals: dict[int, Callable[..., Any]] = {}
+        # Per optimizer: applies begun and not finished (the call that finds the end of a dataset
+        # of unknown length begins one and never finishes it), and the variables its weight decay
+        # touches (those with a gradient, as Keras' apply filters them), found at trace time.
+        self._pending: dict[int, tf.Variable] = {}
+        self._decayed: dict[int, list[Any]] = {}
 
     @property
     def halted(self) -> tf.Tensor:
@@ -243,6 +248,9 @@ class GuardedStep:
                 continue
             original = optimizer.apply
             self._originals[id(optimizer)] = original
+            self._pending[id(optimizer)] = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name=f"tfpilot_guard_pending_{len(self._pending)}"
+            )
             optimizer.apply = self._guarded_apply(optimizer, original)
 
     def uninstall(self) -> None:
@@ -276,14 +284,24 @@ class GuardedStep:
             # such epoch. Counted the same way here, before the cond, and taken back inside it, so
             # a skipped batch still changes nothing and histories equal model.fit's.
             optimizer.iterations.assign_add(1)
+            pending = self._pending[id(optimizer)]
+            pending.assign_add(1)
+            known = (
+                trainable_variables
+                if trainable_variables is not None
+                else _tf_private.optimizer_variables_known(optimizer)
+            )
+            self._decayed[id(optimizer)] = [v for g, v in zip(grads, known, strict=False) if g is not None]
 
             def update() -> tf.Tensor:
                 optimizer.iterations.assign_sub(1)
+                pending.assign_sub(1)
                 original(grads, trainable_variables)
                 return tf.constant(True)
 
             def refuse() -> tf.Tensor:
                 optimizer.iterations.assign_sub(1)
+                pending.assign_sub(1)
                 return tf.constant(False)
 
             tf.cond(allowed, update, refuse)
@@ -390,6 +408,37 @@ class GuardedStep:
         return held
 
     # ------------------------------------------------------------------ host side
+    def settle_end_of_data(self) -> int:
+        """Do on the host what model.fit's step does on the call that finds the end of a dataset of
+        unknown length; returns how many such applies there were.
+
+        That call fails at the batch, but the optimizer's work that needs no batch runs first: the
+        iteration increment (kept in the graph above) and the weight decay (AdamW, or any optimizer
+        given weight_decay), which reads and writes only the weights. Here the decay sits inside the
+        guard's cond with the update it belongs to, so it is applied now, once per such apply, with
+        the iteration count the step saw, before validation or the next epoch reads the weights:
+        histories equal model.fit's to the bit (tested)."""
+        settled = 0
+        for optimizer in self.optimizers:
+            pending = self._pending.get(id(optimizer))
+            if pending is None:
+                continue
+            count = int(pending.numpy())
+            if count <= 0:
+                continue
+            pending.assign(0)
+            settled += count
+            variables = self._decayed.get(id(optimizer), [])
+            if optimizer.weight_decay is None or optimizer.gradient_accumulation_steps or not variables:
+                continue  # accumulation decays inside its own cond, which needs the batch
+            for _ in range(count):
+                optimizer.iterations.assign_sub(1)  # the decay ran before the step's increment
+                try:
+                    _tf_private.apply_weight_decay(optimizer, variables)
+                finally:
+                    optimizer.iterations.assign_add(1)
+        return settled
+
     def trained_steps(self) -> int:
         """Training steps this call trained (skipped ones not counted)."""
         return int(self.trained.numpy())
