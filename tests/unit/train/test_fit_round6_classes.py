@@ -150,3 +150,39 @@ def test_a_skipped_batch_leaves_adamws_weights_alone(tmp_path):
     assert [f.code for f in result.findings if f.code == "TRAIN-SKIPPED-BATCHES"]
     for want, got in zip(before, model.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_validation_data_that_cannot_be_read_again_costs_a_finding_not_the_run(tmp_path):
+    """Validation batches from a source that can be read only as often as fit reads it (a stream):
+    keeping them for `tfpilot evaluate` fails after training; the run comes back with a warning
+    and no half-written fit/validation."""
+    import keras
+    import tensorflow as tf
+
+    import tfpilot
+
+    reads = [0]
+
+    def stream():
+        reads[0] += 1
+        if reads[0] > 1:
+            raise RuntimeError("the stream was already consumed")
+        for row in np.random.default_rng(5).random((16, 3)).astype("float32"):
+            yield row, row.sum(keepdims=True)
+
+    validation = tf.data.Dataset.from_generator(
+        stream,
+        output_signature=(tf.TensorSpec((3,), tf.float32), tf.TensorSpec((1,), tf.float32)),
+    ).batch(8)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(6).random((32, 3)).astype("float32")
+    result = tfpilot.fit(
+        model, x, x.sum(axis=1), batch_size=8, epochs=1, validation_data=validation, name="stream", runs_dir=tmp_path
+    )
+    assert result.epochs_run == 1 and "val_loss" in result.history[-1]
+    finding = next(f for f in result.findings if f.code == "FIT-ARTIFACT-NOT-WRITTEN")
+    assert "fit/validation" in finding.message and "already consumed" in finding.message
+    assert not (tmp_path / "stream" / "fit" / "validation").exists()
+    assert not (tmp_path / "stream" / "fit" / "validation.partial").exists()

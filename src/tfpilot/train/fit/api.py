@@ -513,27 +513,49 @@ def fit(
         except (ValueError, TypeError):
             held_out = None  # Keras refused the split itself; fit raised already
     kept_validation = _validation_dataset(held_out, validation_batch_size or batch_size)
+    validation_kept = False
     if kept_validation is not None and save_validation_data:
-        save_validation(run, kept_validation)
+        validation = kept_validation
+
+        def keep_validation() -> bool:
+            save_validation(run, validation)
+            return True
+
+        validation_kept = bool(
+            _after_training(
+                "fit/validation/ (the validation batches `tfpilot evaluate` reads)", run, findings, keep_validation
+            )
+        )
     elif run.fit_validation_path.exists():
         shutil.rmtree(run.fit_validation_path)
-    features, fixed_batch = (
-        _sample_features(model, traced_spec, x, memo, batch_size=batch_size) if defines_call(model) else (None, None)
-    )
-    if fixed_batch is not None:
-        findings.append(fixed_batch)
-    if not defines_call(model):
+    features = None
+    if defines_call(model):
+        features, fixed_batch = _after_training(
+            "the sample rows that type and verify the serving signature",
+            run,
+            findings,
+            lambda: _sample_features(model, traced_spec, x, memo, batch_size=batch_size),
+        ) or (None, None)
+        if fixed_batch is not None:
+            findings.append(fixed_batch)
+    else:
         findings.append(_no_forward_pass(model, run))
     if features is not None:
-        save_sample(run, model=model, features=features)
-        write_spec(
-            run,
-            model=model,
-            features=features,
-            shapes=_serving_shapes(model, features, traced_spec),
-            has_validation=kept_validation is not None and save_validation_data,
-            batch_size=batch_size,
-        )
+
+        def write_serving_files() -> bool:
+            save_sample(run, model=model, features=features)
+            write_spec(
+                run,
+                model=model,
+                features=features,
+                shapes=_serving_shapes(model, features, traced_spec),
+                has_validation=validation_kept,
+                batch_size=batch_size,
+            )
+            return True
+
+        if not _after_training("fit/spec.json and fit/sample_features.npz", run, findings, write_serving_files):
+            features = None
     shutil.rmtree(run.fit_saved_model_path, ignore_errors=True)
     if saved is not None and features is not None:
         findings.remove(saved)
@@ -655,6 +677,28 @@ def _no_forward_pass(model: keras.Model, run: RunDir) -> Finding:
         evidence={"sub_models": parts},
         fix=f"serve a sub-model: tfpilot.fit or model.export() on {shown}",
     )
+
+
+def _after_training(what: str, run: RunDir, findings: list[Finding], write: Callable[[], Any]) -> Any:
+    """`write()`, or None with a finding when it fails: training succeeded and its weights are in
+    checkpoints/, so a file written after it (for `tfpilot evaluate` / `export`) that cannot be
+    written is reported, never raised; the run and its history come back."""
+    try:
+        return write()
+    except Exception as exc:  # noqa: BLE001 - see the docstring: never lose a trained run to an extra file
+        findings.append(
+            Finding(
+                code="FIT-ARTIFACT-NOT-WRITTEN",
+                severity=Severity.WARNING,
+                title="A file for evaluate/export was not written after training",
+                message=f"{what} could not be written after training ({type(exc).__name__}: {first_line(exc)}); "
+                "the trained weights are in checkpoints/ and the history in history.json",
+                location=str(run.root),
+                evidence={"artifact": what, "error": first_line(exc)},
+                fix="fix the cause above and train again, or export the model yourself with model.export()",
+            )
+        )
+        return None
 
 
 def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Finding:

@@ -404,6 +404,10 @@ def save_sample(run: RunDir, *, model: keras.Model, features: Any) -> None:
 def save_validation(run: RunDir, dataset: tf.data.Dataset) -> None:
     partial = run.fit_dir / "validation.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    dataset.save(str(partial))
+    try:
+        dataset.save(str(partial))
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # never leave half a dataset behind
+        raise
     shutil.rmtree(run.fit_validation_path, ignore_errors=True)
     partial.rename(run.fit_validation_path)
