@@ -350,3 +350,62 @@ def test_tfp504_keras3_removed_predict_classes_layer_output_shape_and_loss_scale
     optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.Adam())
     assert not hasattr(optimizer, "get_scaled_loss") and not hasattr(optimizer, "get_unscaled_gradients")
     assert hasattr(optimizer, "scale_loss")  # what the finding tells users to call instead
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_tfp308_take_and_skip_of_a_reshuffling_dataset_overlap(seed):
+    # shuffle() reshuffles per iteration by default, and take/skip each iterate it anew: over a
+    # few reads the "test" split shares examples with the "train" split, seeded or not
+    ds = tf.data.Dataset.range(100).shuffle(100, seed=seed)
+    test, train = ds.take(20), ds.skip(20)
+    seen_in_test = {int(x) for _ in range(3) for x in test}
+    seen_in_train = {int(x) for _ in range(3) for x in train}
+    assert seen_in_test & seen_in_train
+    fixed = tf.data.Dataset.range(100).shuffle(100, reshuffle_each_iteration=False)
+    fixed_test = {int(x) for _ in range(3) for x in fixed.take(20)}
+    assert not fixed_test & {int(x) for _ in range(3) for x in fixed.skip(20)}
+    source = f"import tensorflow as tf\nds = tf.data.Dataset.range(100).shuffle(100, seed={seed})\ntest = ds.take(20)\ntrain = ds.skip(20)\n"
+    assert [f.code for f in lint_source(source, path="p.py") if f.code == "TFP308"] == ["TFP308"]
+
+
+def test_tfp504_keras3_refuses_int_input_shapes_positional_layer_init_and_optimizer_lr():
+    # Keras 2 took `Input(shape=512)`; Keras 3 only a tuple (`(1)` is the int 1)
+    for shape in (512, (1)):
+        with pytest.raises(ValueError, match="Cannot convert"):
+            keras.Input(shape=shape)
+
+    class Scale(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(kwargs)
+
+    class Net(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(kwargs)
+
+    for made in (Scale, Net):
+        with pytest.raises(TypeError, match="positional argument"):
+            made(name="x")
+    optimizer = keras.optimizers.Adam(0.01)
+    assert not hasattr(optimizer, "lr")
+    optimizer.lr = 0.5  # Keras 2's setter changed the rate; Keras 3 keeps a plain attribute
+    assert float(optimizer.learning_rate) == pytest.approx(0.01)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    assert not hasattr(model.layers[0], "input_shape")
+    assert hasattr(model, "input_shape")  # a model still has one: only layers are reported
+    source = textwrap.dedent(
+        """
+        import keras
+
+        class Scale(keras.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(kwargs)
+
+        z = keras.Input(shape=512)
+        optimizer = keras.optimizers.Adam(0.01)
+        print(optimizer.lr)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        print(model.layers[0].input_shape, model.input_shape)
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
+    assert lines == ["6", "8", "10", "12"]

@@ -1,0 +1,118 @@
+"""Classes of read pitfalls no rule covered before issue 30's round 7, each with a VALID case
+(what the rule must leave alone) and an INVALID one (what it must report). The Keras 3 behaviour
+each claims is run in test_lint_tf_premises.py. Written for tfpilot; no outside code is copied."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tfpilot.findings import Severity
+from tfpilot.lint.engine import lint_source
+
+
+def _findings(source: str, code: str, path: str = "case.py") -> list[tuple[int, Severity]]:
+    found = lint_source(textwrap.dedent(source), path=path)
+    return [(int(f.location.split(":")[-2]), f.severity) for f in found if f.code == code]
+
+
+# --- TFP504: Keras 2 spellings Keras 3 refuses -------------------------------------------------
+
+_SHAPES = """
+    import keras
+
+    LATENT = 64
+
+    class Generator:
+        def __init__(self):
+            self.z_dim = SIZE
+
+        def build(self):
+            z = keras.Input(shape=self.z_dim)
+            label = keras.Input(shape=(1), dtype="int32")
+            return keras.Model([z, label], keras.layers.Dense(4)(z))
+"""
+
+
+def test_tuple_input_shapes_are_left_alone():
+    # VALID: a tuple, and a name that holds one
+    source = _SHAPES.replace("SIZE", "(LATENT,)").replace("shape=(1)", "shape=(1,)")
+    assert _findings(source, "TFP504") == []
+
+
+def test_int_input_shapes_are_reported_through_attributes():
+    # INVALID: `self.z_dim` holds an int; `(1)` is the int 1
+    assert _findings(_SHAPES.replace("SIZE", "LATENT"), "TFP504") == [(11, Severity.ERROR), (12, Severity.ERROR)]
+
+
+_INIT = """
+    import keras
+
+    class Gain(keras.layers.Layer):
+        def __init__(self, gain=2.0, **kwargs):
+            super().__init__(ARGS)
+            self.gain = gain
+
+    class Pair(keras.Model):
+        def __init__(self, inputs, outputs):
+            super().__init__(inputs, outputs)
+"""
+
+
+def test_keyword_layer_init_and_a_functional_model_subclass_are_left_alone():
+    # VALID: kwargs passed as keywords; a Model subclass passing inputs and outputs positionally
+    assert _findings(_INIT.replace("ARGS", "**kwargs"), "TFP504") == []
+
+
+def test_positional_kwargs_to_a_layer_init_are_reported():
+    # INVALID: the dict itself is passed positionally; Keras 3's Layer.__init__ is keyword-only
+    assert _findings(_INIT.replace("ARGS", "kwargs"), "TFP504") == [(6, Severity.ERROR)]
+
+
+_LR = """
+    import keras
+
+    optimizer = keras.optimizers.SGD(0.1)
+    for epoch in range(10):
+        if epoch == 5:
+            optimizer.ATTR.assign(0.01)
+        print(optimizer.ATTR)
+"""
+
+
+def test_optimizer_learning_rate_is_left_alone():
+    # VALID: Keras 3's name; and `args.lr` of a command line is no optimizer
+    source = (
+        _LR.replace("ATTR", "learning_rate") + "\nimport argparse\nargs = argparse.Namespace(lr=0.1)\nprint(args.lr)\n"
+    )
+    assert _findings(source, "TFP504") == []
+
+
+def test_optimizer_lr_is_reported_once_per_file():
+    # INVALID: one finding at the first use, the message counts the rest
+    found = [f for f in lint_source(textwrap.dedent(_LR.replace("ATTR", "lr")), path="case.py") if f.code == "TFP504"]
+    assert [(int(f.location.split(":")[-2]), f.severity) for f in found] == [(7, Severity.ERROR)]
+    assert "(and 1 more in this file)" in found[0].message
+
+
+# --- TFP308: a take/skip split of a dataset that reshuffles ------------------------------------
+
+_SPLIT = """
+    import tensorflow as tf
+
+    def splits(features, labels, test_size):
+        ds = tf.data.Dataset.from_tensor_slices((features, labels))
+        ds = ds.shuffle(10000SHUFFLE)
+        test = ds.take(test_size).batch(32)
+        train = ds.skip(test_size).shuffle(1000).batch(32)
+        return train, test
+"""
+
+
+def test_split_of_a_dataset_shuffled_once_is_left_alone():
+    # VALID: reshuffle_each_iteration=False fixes the order, so take and skip partition it
+    assert _findings(_SPLIT.replace("SHUFFLE", ", reshuffle_each_iteration=False"), "TFP308") == []
+
+
+def test_split_of_a_reshuffling_dataset_is_reported_at_the_shuffle():
+    # INVALID: a seed does not stop the reshuffle; reported (as a note) at the shuffle
+    assert _findings(_SPLIT.replace("SHUFFLE", ", seed=1"), "TFP308") == [(6, Severity.INFO)]
