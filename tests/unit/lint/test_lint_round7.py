@@ -116,3 +116,85 @@ def test_split_of_a_dataset_shuffled_once_is_left_alone():
 def test_split_of_a_reshuffling_dataset_is_reported_at_the_shuffle():
     # INVALID: a seed does not stop the reshuffle; reported (as a note) at the shuffle
     assert _findings(_SPLIT.replace("SHUFFLE", ", seed=1"), "TFP308") == [(6, Severity.INFO)]
+
+
+# --- TFP509: Keras 2-only libraries --------------------------------------------------------------
+
+_LIBRARY = """
+    import tensorflow as tf
+    IMPORT
+
+    def make_norm():
+        return NORM
+"""
+
+
+def test_keras3_normalization_and_an_optional_addons_import_are_left_alone():
+    # VALID: Keras 3's own layer; tensorflow_addons only where ImportError is caught
+    keras3 = _LIBRARY.replace("IMPORT", "import keras").replace("NORM", "keras.layers.GroupNormalization(groups=-1)")
+    optional = _LIBRARY.replace(
+        "IMPORT", "try:\n        import tensorflow_addons as tfa\n    except ImportError:\n        tfa = None"
+    )
+    assert _findings(keras3, "TFP509") == []
+    assert _findings(optional.replace("NORM", "tfa"), "TFP509") == []
+
+
+def test_addons_and_the_private_keras_copy_are_reported_once_per_file_and_library():
+    # INVALID: each library at its first import; a second import of the same one is the same cause
+    source = _LIBRARY.replace(
+        "IMPORT",
+        "import tensorflow_addons as tfa\n    from tensorflow_addons.layers import InstanceNormalization\n"
+        "    from tensorflow.python.keras.layers import Conv2D",
+    ).replace("NORM", "InstanceNormalization()")
+    assert _findings(source, "TFP509") == [(3, Severity.ERROR), (5, Severity.ERROR)]
+    # a file that runs on Keras 2 (tf_keras) gets a note: the libraries still import there
+    assert _findings("import tf_keras\n" + textwrap.dedent(source), "TFP509") == [
+        (4, Severity.INFO),
+        (6, Severity.INFO),
+    ]
+
+
+# --- TFP207: model.predict() once per step ------------------------------------------------------
+
+_AGENT = """
+    import keras
+    import numpy as np
+    CLASSIFIER
+
+    class Agent:
+        def __init__(self):
+            self.q_net = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+
+        def act(self, state):
+            return int(np.argmax(self.q_net.predict(state[None])))
+
+    def run(agent, env, steps):
+        state = env.reset()
+        for _ in range(steps):
+            state = env.step(agent.act(state))
+"""
+
+
+def test_predict_outside_per_step_code_is_left_alone():
+    # VALID: each model of an ensemble once, a one-batch preview loop, a scikit-learn estimator
+    source = """
+    import keras
+    from sklearn.linear_model import LogisticRegression
+
+    def evaluate(ensemble, x, preview):
+        scores = [member.predict(x) for member in ensemble]
+        for member in ensemble:
+            scores.append(member.predict(x))
+        for images, labels in preview.take(1):
+            first = ensemble[0].predict(images)
+        clf = LogisticRegression()
+        for fold in range(10):
+            clf.predict(x)
+        return scores, first
+    """
+    assert _findings(source, "TFP207") == []
+
+
+def test_predict_in_a_method_the_step_loop_calls_is_reported():
+    # INVALID: `act` runs once per environment step; predict on one state each time
+    assert _findings(_AGENT.replace("CLASSIFIER", ""), "TFP207") == [(11, Severity.INFO)]

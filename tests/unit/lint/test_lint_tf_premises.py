@@ -409,3 +409,60 @@ def test_tfp504_keras3_refuses_int_input_shapes_positional_layer_init_and_optimi
     )
     lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
     assert lines == ["6", "8", "10", "12"]
+
+
+def test_tfp509_keras2_only_libraries_fail_on_keras3():
+    import importlib
+
+    # TensorFlow Addons' utils/types.py imports this for TF >= 2.13 (tensorflow/addons#2865):
+    # Keras 3 has no such module, so `import tensorflow_addons` fails on TF 2.16+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("keras.src.engine")
+    # TensorFlow's private Keras 2 copy: its layers are no Keras 3 layers and its fit() fails
+    legacy_layers = importlib.import_module("tensorflow.python.keras.layers")
+    legacy_models = importlib.import_module("tensorflow.python.keras.models")
+    inputs = legacy_layers.Input(shape=(3,))
+    model = legacy_models.Model(inputs, legacy_layers.Dense(2)(inputs))
+    assert not isinstance(model, keras.Model)
+    with pytest.raises(ValueError, match="keras.Layer"):
+        keras.Sequential([keras.Input((3,)), legacy_layers.Dense(2)])
+    with pytest.raises(ValueError, match="optimizer"):
+        model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.raises(AttributeError):
+        model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+    source = "import tensorflow_addons as tfa\nfrom tensorflow.python.keras.layers import Dense\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP509"] == ["1", "2"]
+
+
+def test_tfp207_predict_costs_far_more_per_call_than_calling_the_model():
+    import time
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(2)])
+    state = np.ones((1, 8), dtype="float32")
+    model.predict(state, verbose=0), model(state, training=False)  # build both paths once
+
+    def per_call(run) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(10):
+                run()
+            best = min(best, (time.perf_counter() - start) / 10)
+        return best
+
+    predicted = per_call(lambda: model.predict(state, verbose=0))
+    called = per_call(lambda: model(state, training=False))
+    # Keras documents predict as batch machinery "not intended for use inside of loops";
+    # on one state its setup is most of the time (typically 10-50x here)
+    assert predicted > 3 * called, (predicted, called)
+    source = textwrap.dedent(
+        """
+        import keras
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+        for state in states:
+            q = model.predict(state)
+        """
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP207"] == ["6"]
