@@ -198,3 +198,56 @@ def test_predict_outside_per_step_code_is_left_alone():
 def test_predict_in_a_method_the_step_loop_calls_is_reported():
     # INVALID: `act` runs once per environment step; predict on one state each time
     assert _findings(_AGENT.replace("CLASSIFIER", ""), "TFP207") == [(11, Severity.INFO)]
+
+
+# --- TFP508: unfrozen again after the combined model's compile ------------------------------------
+
+_COMBINED = """
+    import keras
+
+    def build(generator, critic, noise):
+        critic.trainable = False
+        combined = keras.Model(noise, critic(generator(noise)))
+        combined.compile(loss="mse", optimizer="adam")
+        BETWEEN
+        critic.trainable = True
+        return combined
+
+    def step(combined, z, y):
+        return combined.train_on_batch(z, y)
+"""
+
+
+def test_unfreezing_after_the_combined_model_has_trained_is_left_alone():
+    # VALID: fine-tuning: the combined model trained while frozen, then the base is unfrozen
+    assert _findings(_COMBINED.replace("BETWEEN", "combined.fit(z, y)"), "TFP508") == []
+
+
+def test_unfreezing_before_the_combined_model_first_trains_is_reported():
+    # INVALID: Keras 3 reads `trainable` at the combined model's first train_on_batch
+    assert _findings(_COMBINED.replace("BETWEEN", ""), "TFP508") == [(9, Severity.WARNING)]
+
+
+# --- TFP615: TF1's keep_prob given to TF2's tf.nn.dropout ----------------------------------------
+
+_DROPOUT = """
+    import tensorflow as tf
+
+    class Tower(tf.Module):
+        def __init__(self, keep_prob=0.8):
+            self.keep_prob = keep_prob
+
+        def __call__(self, h):
+            return tf.nn.dropout(h, ARGUMENT)
+"""
+
+
+def test_dropout_given_a_rate_is_left_alone():
+    # VALID: the rate derived from the keep probability
+    assert _findings(_DROPOUT.replace("ARGUMENT", "rate=1 - self.keep_prob"), "TFP615") == []
+
+
+def test_dropout_given_a_keep_probability_is_reported():
+    # INVALID: positionally it is the rate; as a keyword TF2 has no keep_prob at all
+    assert _findings(_DROPOUT.replace("ARGUMENT", "self.keep_prob"), "TFP615") == [(9, Severity.INFO)]
+    assert _findings(_DROPOUT.replace("ARGUMENT", "keep_prob=self.keep_prob"), "TFP615") == [(9, Severity.INFO)]

@@ -466,3 +466,42 @@ def test_tfp207_predict_costs_far_more_per_call_than_calling_the_model():
         """
     )
     assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP207"] == ["6"]
+
+
+def test_tfp508_keras3_trains_a_discriminator_unfrozen_after_the_combined_compile():
+    # Keras 2 froze the discriminator inside the combined model at its compile; Keras 3 reads the
+    # flag when the combined model's train function is built (its first train_on_batch)
+    def combined_step_moves_discriminator(unfreeze: bool) -> bool:
+        discriminator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        discriminator.trainable = False
+        noise = keras.Input((3,))
+        generator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        combined = keras.Model(noise, discriminator(generator(noise)))
+        combined.compile(loss="mse", optimizer="sgd")
+        if unfreeze:
+            discriminator.trainable = True
+        before = [w.numpy().copy() for w in discriminator.weights]
+        combined.train_on_batch(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
+        return any(not np.allclose(a, b.numpy()) for a, b in zip(before, discriminator.weights, strict=True))
+
+    assert combined_step_moves_discriminator(unfreeze=True)
+    assert not combined_step_moves_discriminator(unfreeze=False)
+    source = """
+        import keras
+
+        discriminator.trainable = False
+        combined = keras.Model(noise, discriminator(generator(noise)))
+        combined.compile(loss="mse", optimizer="sgd")
+        discriminator.trainable = True
+        combined.train_on_batch(z, y)
+    """
+    assert _codes(source, "TFP508") == [7]
+
+
+def test_tfp615_tf2_dropout_takes_the_rate_dropped_not_keep_prob():
+    kept = float(tf.reduce_mean(tf.cast(tf.nn.dropout(tf.ones([10000]), 0.9, seed=1) > 0, tf.float32)))
+    assert kept < 0.2  # "keep 0.9" passed positionally drops about 90% of the units
+    with pytest.raises(TypeError):
+        tf.nn.dropout(tf.ones([4]), keep_prob=0.9)  # pylint: disable=unexpected-keyword-arg
+    source = "import tensorflow as tf\nkeep_prob = 0.9\nh = tf.nn.dropout(tf.ones([4]), keep_prob)\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP615"] == ["3"]
