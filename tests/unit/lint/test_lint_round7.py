@@ -251,3 +251,54 @@ def test_dropout_given_a_keep_probability_is_reported():
     # INVALID: positionally it is the rate; as a keyword TF2 has no keep_prob at all
     assert _findings(_DROPOUT.replace("ARGUMENT", "self.keep_prob"), "TFP615") == [(9, Severity.INFO)]
     assert _findings(_DROPOUT.replace("ARGUMENT", "keep_prob=self.keep_prob"), "TFP615") == [(9, Severity.INFO)]
+
+
+# --- TFP208: a pure op's result thrown away ------------------------------------------------------
+
+_CLIP = """
+    import tensorflow as tf
+
+    def step(model, optimizer, loss_fn, x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        CLIP
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_clipped_gradients_that_are_used_are_left_alone():
+    # VALID: the clipped list replaces the gradients; a bare op at a notebook's top level displays
+    assert _findings(_CLIP.replace("CLIP", "grads, _ = tf.clip_by_global_norm(grads, 1.0)"), "TFP208") == []
+    assert _findings("import tensorflow as tf\ntf.reshape(tf.range(6), (2, 3))\n", "TFP208") == []
+
+
+def test_clipping_whose_result_is_dropped_is_reported():
+    # INVALID: the op's result is the only thing it produces
+    assert _findings(_CLIP.replace("CLIP", "tf.clip_by_global_norm(grads, 1.0)"), "TFP208") == [(8, Severity.WARNING)]
+
+
+# --- TFP209: trained before compiled ------------------------------------------------------------
+
+_ORDER = """
+    import keras
+
+    def train(x, y, compiled_elsewhere):
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+        FIRST
+        SECOND
+        compiled_elsewhere.fit(x, y)
+        return model
+"""
+
+
+def test_compile_then_fit_and_a_model_from_elsewhere_are_left_alone():
+    # VALID: the right order; a parameter's model is compiled by its caller
+    source = _ORDER.replace("FIRST", 'model.compile(optimizer="adam", loss="mse")').replace("SECOND", "model.fit(x, y)")
+    assert _findings(source, "TFP209") == []
+
+
+def test_fit_before_the_compile_of_the_same_scope_is_reported():
+    # INVALID: statements in the wrong order
+    source = _ORDER.replace("FIRST", "model.fit(x, y)").replace("SECOND", 'model.compile(optimizer="adam", loss="mse")')
+    assert _findings(source, "TFP209") == [(6, Severity.ERROR)]

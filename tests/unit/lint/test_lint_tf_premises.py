@@ -505,3 +505,26 @@ def test_tfp615_tf2_dropout_takes_the_rate_dropped_not_keep_prob():
         tf.nn.dropout(tf.ones([4]), keep_prob=0.9)  # pylint: disable=unexpected-keyword-arg
     source = "import tensorflow as tf\nkeep_prob = 0.9\nh = tf.nn.dropout(tf.ones([4]), keep_prob)\n"
     assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP615"] == ["3"]
+
+
+def test_tfp208_a_discarded_clip_changes_nothing():
+    gradient = tf.constant([30.0, 40.0])
+    tf.clip_by_norm(gradient, 5.0)  # the pitfall itself: the clipped copy is thrown away
+    assert float(tf.norm(gradient)) == pytest.approx(50.0)
+    assert float(tf.norm(tf.clip_by_norm(gradient, 5.0))) == pytest.approx(5.0)
+    source = "import tensorflow as tf\n\ndef clip(grads):\n    for g in grads:\n        tf.clip_by_norm(g, 5.0)\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP208"] == ["5"]
+
+
+def test_tfp209_keras_refuses_to_fit_an_uncompiled_model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="compile"):
+        model.fit(np.ones((2, 3)), np.ones((2, 1)), verbose=0)
+    source = """
+        import keras
+
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.fit(x, y)
+        model.compile(optimizer="adam", loss="mse")
+    """
+    assert _codes(source, "TFP209") == [5]
