@@ -302,3 +302,28 @@ def test_fit_before_the_compile_of_the_same_scope_is_reported():
     # INVALID: statements in the wrong order
     source = _ORDER.replace("FIRST", "model.fit(x, y)").replace("SECOND", 'model.compile(optimizer="adam", loss="mse")')
     assert _findings(source, "TFP209") == [(6, Severity.ERROR)]
+
+
+# --- TFP403: a save path from a command-line flag's default ---------------------------------------
+
+_FLAG_SAVE = """
+    import keras
+    from absl import flags
+
+    flags.DEFINE_string("output", DEFAULT, "where the model goes")
+    FLAGS = flags.FLAGS
+
+    def export():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        model.save(FLAGS.output)
+"""
+
+
+def test_model_save_to_a_keras_flag_default_is_left_alone():
+    # VALID: the default names a .keras file
+    assert _findings(_FLAG_SAVE.replace("DEFAULT", '"./out/detector.keras"'), "TFP403") == []
+
+
+def test_model_save_to_a_flag_default_without_suffix_is_reported():
+    # INVALID: Keras 3's save() refuses a name without .keras / .h5
+    assert _findings(_FLAG_SAVE.replace("DEFAULT", '"./checkpoints/detector-416"'), "TFP403") == [(10, Severity.ERROR)]

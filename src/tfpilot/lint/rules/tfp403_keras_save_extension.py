@@ -8,6 +8,7 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
 from tfpilot.lint.bindings import KERAS
 from tfpilot.lint.nodes import walk_nodes
+from tfpilot.lint.paths import possible_tails
 from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -149,3 +150,13 @@ def save(model, root):
             if not path.endswith(_KERAS_SUFFIXES):
                 self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
                 return
+        if isinstance(target, ast.Attribute):
+            # `model.save(FLAGS.output)`: the absl / argparse default (lint/paths.py, as TFP406 reads it)
+            for tail in possible_tails(target, self.context):
+                if tail is not None and not tail.endswith(_KERAS_SUFFIXES):
+                    self.report(
+                        node,
+                        f"saving to `{ast.unparse(target)}` (default ...{tail!r}) without a .keras/.h5 extension "
+                        "raises ValueError in Keras 3",
+                    )
+                    return
