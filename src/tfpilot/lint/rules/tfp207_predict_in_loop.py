@@ -9,7 +9,6 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE
 from tfpilot.lint.naming import is_model_name
-from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -74,7 +73,7 @@ for state in states:
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._called_in_loops: set[str] | None = None
+        self._ranges: list[tuple[int, int]] | None = None
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -103,25 +102,43 @@ for state in states:
                 return False  # `for model in ensemble: model.predict(x)`: each model once
             return len(loops) > 1 or not _few_iterations(innermost.iter)
         function = self.context.scope.node
-        return isinstance(function, _FUNCTIONS) and function.name in self._loop_callees()
+        return isinstance(function, _FUNCTIONS) and self._called_in_a_loop(function.name)
 
-    def _loop_callees(self) -> set[str]:
-        """Names of the functions and methods the file calls inside a loop body."""
-        if self._called_in_loops is None:
-            names: set[str] = set()
-            for loop in walk_nodes(self.context.tree):
-                if not isinstance(loop, _LOOPS):
-                    continue
-                for statement in loop.body:
-                    for inner in walk_nodes(statement):
-                        if isinstance(inner, ast.Call):
-                            callee = inner.func
-                            if isinstance(callee, ast.Name):
-                                names.add(callee.id)
-                            elif isinstance(callee, ast.Attribute):
-                                names.add(callee.attr)
-            self._called_in_loops = names
-        return self._called_in_loops
+    def _called_in_a_loop(self, function: str) -> bool:
+        """The file calls ``function`` (``function(`` or ``.function(``) on a line inside a loop.
+
+        A text search over the lines of the file's loops: walking every expression of the file
+        for its calls cost more than the rest of the rule."""
+        ranges = self._loop_ranges()
+        if not ranges:
+            return False
+        needle = function + "("
+        lines = self.context.lines
+        for start, end in ranges:
+            for text in lines[start - 1 : end]:
+                index = text.find(needle)
+                while index >= 0:
+                    before = text[index - 1] if index else " "
+                    if not (before.isalnum() or before == "_") and not text.lstrip().startswith("def "):
+                        return True
+                    index = text.find(needle, index + 1)
+        return False
+
+    def _loop_ranges(self) -> list[tuple[int, int]]:
+        """(first, last) line of every loop of the file, from a walk of its statements only."""
+        if self._ranges is None:
+            ranges: list[tuple[int, int]] = []
+            pending: list[ast.AST] = list(self.context.tree.body)
+            while pending:
+                statement = pending.pop()
+                if isinstance(statement, _LOOPS):
+                    ranges.append((statement.lineno, statement.end_lineno or statement.lineno))
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(statement, field, None)
+                    if isinstance(block, list):
+                        pending.extend(block)
+            self._ranges = ranges
+        return self._ranges
 
     def _is_keras_model(self, receiver: ast.expr, at: ast.Call) -> bool:
         """Bound to a Keras model here, or unbound with a model's name (``self.model``, ``generator``)."""

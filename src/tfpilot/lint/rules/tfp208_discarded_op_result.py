@@ -23,6 +23,7 @@ _PURE_OPS = frozenset(
         "tensorflow.one_hot",
     }
 )
+_PURE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _PURE_OPS)
 
 
 class DiscardedOpResult(Rule):
@@ -75,7 +76,9 @@ def clip(grads):
 
     def visit_Expr(self, node: ast.Expr) -> None:
         call = node.value
-        if not isinstance(call, ast.Call) or self.context.qualname(call.func) not in _PURE_OPS:
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return
+        if call.func.attr not in _PURE_NAMES or self.context.qualname(call.func) not in _PURE_OPS:
             return
         if isinstance(self.context.scope.node, ast.Module) and not self.context.loops:
             return

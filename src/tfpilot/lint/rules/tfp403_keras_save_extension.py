@@ -86,6 +86,8 @@ def save(model, root):
         if key is None:
             return False
         cache: dict[str, bool] = self.__dict__.setdefault("_containers", {})
+        if key not in cache and f"{key}[" not in self.context.source:
+            cache[key] = False  # never stored into by subscript: no need to walk the file
         if key not in cache:
             stored = [
                 (statement.value, statement)

@@ -244,6 +244,8 @@ session = K.get_session()
         last = name.rsplit(".", 1)[-1].lower()
         if last.endswith("optimizer") or last in ("opt", "optim"):
             return True
+        if name in ("self", "args", "FLAGS", "config") or "optimizers" not in self.context.source:
+            return False  # a constructor of keras.optimizers is the only other way to know
         for value in self.context.bindings.values(name, at, self.context.scope.node):
             if isinstance(value, ast.Call):
                 found = keras_name(self.context.qualname(value.func))
@@ -391,7 +393,9 @@ session = K.get_session()
     def _input_shape_is_int(self, node: ast.Call) -> bool:
         """``keras.Input(shape=512)`` / ``Input((1))`` / ``Input(shape=self.z_dim)`` where every
         value the name holds is an int literal: Keras 2 took an int, Keras 3 needs a tuple."""
-        if not self._may_build or not self.context.uses_tensorflow:
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if callee != "Input" or not self._may_build or not self.context.uses_tensorflow:
             return False
         shape = next((k.value for k in node.keywords if k.arg == "shape"), node.args[0] if node.args else None)
         if shape is None:
