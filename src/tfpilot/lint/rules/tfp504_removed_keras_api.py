@@ -10,6 +10,7 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN
 from tfpilot.lint.nodes import walk_nodes
+from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
@@ -408,6 +409,13 @@ session = K.get_session()
         name = self.context.dotted(shape)
         if name is None:
             return False
+        if isinstance(shape, ast.Name):
+            # the assignments that reach this use in its own scope decide, when they are all known
+            # (cheaper than the bindings index, which a parameter or a module name read in a
+            # function still needs)
+            reaching, complete = reaching_values(shape.id, shape, self.context.scope.node)
+            if complete and reaching:
+                return all(_is_int_literal(value) for value in reaching)
         values = self.context.bindings.values(name, node, self.context.scope.node)
         return bool(values) and all(_is_int_literal(value) for value in values)
 
