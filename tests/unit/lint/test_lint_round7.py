@@ -327,3 +327,27 @@ def test_model_save_to_a_keras_flag_default_is_left_alone():
 def test_model_save_to_a_flag_default_without_suffix_is_reported():
     # INVALID: Keras 3's save() refuses a name without .keras / .h5
     assert _findings(_FLAG_SAVE.replace("DEFAULT", '"./checkpoints/detector-416"'), "TFP403") == [(10, Severity.ERROR)]
+
+
+# --- TFP510: Keras 2 weight names ----------------------------------------------------------------
+
+_NAMES = """
+    import keras
+    import tensorflow as tf
+
+    def embedding_matrix(model, step):
+        counter = tf.Variable(step, name="step")
+        if counter.name == "step:0":
+            print("a raw TF variable keeps its output index")
+        return [w.numpy() for w in model.layers[0].weights if TEST]
+"""
+
+
+def test_path_tests_and_raw_tf_variables_are_left_alone():
+    # VALID: Keras 3's scoped name is .path; a raw tf.Variable's name still ends in :0
+    assert _findings(_NAMES.replace("TEST", 'w.path == "embedding/embeddings"'), "TFP510") == []
+
+
+def test_keras2_scoped_names_on_keras_weights_are_reported():
+    # INVALID: never true for a Keras 3 weight
+    assert _findings(_NAMES.replace("TEST", 'w.name == "embedding/embeddings:0"'), "TFP510") == [(9, Severity.WARNING)]

@@ -528,3 +528,21 @@ def test_tfp209_keras_refuses_to_fit_an_uncompiled_model():
         model.compile(optimizer="adam", loss="mse")
     """
     assert _codes(source, "TFP209") == [5]
+
+
+def test_tfp510_keras3_weight_names_have_no_scope_and_no_output_index():
+    layer = keras.layers.Embedding(100, 8, name="embedding")
+    layer.build((None,))
+    [weight] = layer.weights
+    assert weight.name == "embeddings" and weight.path == "embedding/embeddings"
+    assert not weight.name.endswith("/embeddings:0")
+    assert tf.Variable(1.0, name="raw").name == "raw:0"  # raw TF variables keep theirs: not reported
+    source = """
+        import keras
+
+        layer = keras.layers.Embedding(100, 8)
+        for weight in layer.weights:
+            if weight.name == "embedding/embeddings:0":
+                vectors = weight.numpy()
+    """
+    assert _codes(source, "TFP510") == [6]
