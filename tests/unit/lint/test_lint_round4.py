@@ -335,9 +335,16 @@ def test_discriminator_frozen_after_compile_before_its_first_train_on_batch():
     # toggled by hand around each step, or never trained on its own (a frozen feature extractor)
     toggled = invalid.replace(
         "discriminator.train_on_batch(x, y)",
-        "discriminator.trainable = True\n                discriminator.train_on_batch(x, y)",
+        "discriminator.trainable = True\n                discriminator.train_on_batch(x, y)\n"
+        "                discriminator.trainable = False",
     )
     assert _findings(toggled, "TFP508") == []
+    # (unfrozen for its own step and never frozen again: Keras 3's adversarial steps train it too)
+    half_toggled = invalid.replace(
+        "discriminator.train_on_batch(x, y)",
+        "discriminator.trainable = True\n                discriminator.train_on_batch(x, y)",
+    )
+    assert _findings(half_toggled, "TFP508") == [(10, Severity.WARNING)]
     extractor = """
         import keras
 

@@ -350,3 +350,199 @@ def test_tfp504_keras3_removed_predict_classes_layer_output_shape_and_loss_scale
     optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.Adam())
     assert not hasattr(optimizer, "get_scaled_loss") and not hasattr(optimizer, "get_unscaled_gradients")
     assert hasattr(optimizer, "scale_loss")  # what the finding tells users to call instead
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_tfp308_take_and_skip_of_a_reshuffling_dataset_overlap(seed):
+    # shuffle() reshuffles per iteration by default, and take/skip each iterate it anew: over a
+    # few reads the "test" split shares examples with the "train" split, seeded or not
+    ds = tf.data.Dataset.range(100).shuffle(100, seed=seed)
+    test, train = ds.take(20), ds.skip(20)
+    seen_in_test = {int(x) for _ in range(3) for x in test}
+    seen_in_train = {int(x) for _ in range(3) for x in train}
+    assert seen_in_test & seen_in_train
+    fixed = tf.data.Dataset.range(100).shuffle(100, reshuffle_each_iteration=False)
+    fixed_test = {int(x) for _ in range(3) for x in fixed.take(20)}
+    assert not fixed_test & {int(x) for _ in range(3) for x in fixed.skip(20)}
+    source = f"import tensorflow as tf\nds = tf.data.Dataset.range(100).shuffle(100, seed={seed})\ntest = ds.take(20)\ntrain = ds.skip(20)\n"
+    assert [f.code for f in lint_source(source, path="p.py") if f.code == "TFP308"] == ["TFP308"]
+
+
+def test_tfp504_keras3_refuses_int_input_shapes_positional_layer_init_and_optimizer_lr():
+    # Keras 2 took `Input(shape=512)`; Keras 3 only a tuple (`(1)` is the int 1)
+    for shape in (512, (1)):
+        with pytest.raises(ValueError, match="Cannot convert"):
+            keras.Input(shape=shape)
+
+    class Scale(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(kwargs)
+
+    class Net(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(kwargs)
+
+    for made in (Scale, Net):
+        with pytest.raises(TypeError, match="positional argument"):
+            made(name="x")
+    optimizer = keras.optimizers.Adam(0.01)
+    assert not hasattr(optimizer, "lr")
+    optimizer.lr = 0.5  # Keras 2's setter changed the rate; Keras 3 keeps a plain attribute
+    assert float(optimizer.learning_rate) == pytest.approx(0.01)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    assert not hasattr(model.layers[0], "input_shape")
+    assert hasattr(model, "input_shape")  # a model still has one: only layers are reported
+    source = textwrap.dedent(
+        """
+        import keras
+
+        class Scale(keras.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(kwargs)
+
+        z = keras.Input(shape=512)
+        optimizer = keras.optimizers.Adam(0.01)
+        print(optimizer.lr)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        print(model.layers[0].input_shape, model.input_shape)
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
+    assert lines == ["6", "8", "10", "12"]
+
+
+def test_tfp509_keras2_only_libraries_fail_on_keras3():
+    import importlib
+
+    # TensorFlow Addons' utils/types.py imports this for TF >= 2.13 (tensorflow/addons#2865):
+    # Keras 3 has no such module, so `import tensorflow_addons` fails on TF 2.16+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("keras.src.engine")
+    # TensorFlow's private Keras 2 copy: its layers are no Keras 3 layers and its fit() fails
+    legacy_layers = importlib.import_module("tensorflow.python.keras.layers")
+    legacy_models = importlib.import_module("tensorflow.python.keras.models")
+    inputs = legacy_layers.Input(shape=(3,))
+    model = legacy_models.Model(inputs, legacy_layers.Dense(2)(inputs))
+    assert not isinstance(model, keras.Model)
+    with pytest.raises(ValueError, match="keras.Layer"):
+        keras.Sequential([keras.Input((3,)), legacy_layers.Dense(2)])
+    with pytest.raises(ValueError, match="optimizer"):
+        model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.raises(AttributeError):
+        model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+    source = "import tensorflow_addons as tfa\nfrom tensorflow.python.keras.layers import Dense\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP509"] == ["1", "2"]
+
+
+def test_tfp207_predict_costs_far_more_per_call_than_calling_the_model():
+    import time
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(2)])
+    state = np.ones((1, 8), dtype="float32")
+    model.predict(state, verbose=0), model(state, training=False)  # build both paths once
+
+    def per_call(run) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(10):
+                run()
+            best = min(best, (time.perf_counter() - start) / 10)
+        return best
+
+    predicted = per_call(lambda: model.predict(state, verbose=0))
+    called = per_call(lambda: model(state, training=False))
+    # Keras documents predict as batch machinery "not intended for use inside of loops";
+    # on one state its setup is most of the time (typically 10-50x here)
+    assert predicted > 3 * called, (predicted, called)
+    source = textwrap.dedent(
+        """
+        import keras
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+        for state in states:
+            q = model.predict(state)
+        """
+    )
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP207"] == ["6"]
+
+
+def test_tfp508_keras3_trains_a_discriminator_unfrozen_after_the_combined_compile():
+    # Keras 2 froze the discriminator inside the combined model at its compile; Keras 3 reads the
+    # flag when the combined model's train function is built (its first train_on_batch)
+    def combined_step_moves_discriminator(unfreeze: bool) -> bool:
+        discriminator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        discriminator.trainable = False
+        noise = keras.Input((3,))
+        generator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        combined = keras.Model(noise, discriminator(generator(noise)))
+        combined.compile(loss="mse", optimizer="sgd")
+        if unfreeze:
+            discriminator.trainable = True
+        before = [w.numpy().copy() for w in discriminator.weights]
+        combined.train_on_batch(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
+        return any(not np.allclose(a, b.numpy()) for a, b in zip(before, discriminator.weights, strict=True))
+
+    assert combined_step_moves_discriminator(unfreeze=True)
+    assert not combined_step_moves_discriminator(unfreeze=False)
+    source = """
+        import keras
+
+        discriminator.trainable = False
+        combined = keras.Model(noise, discriminator(generator(noise)))
+        combined.compile(loss="mse", optimizer="sgd")
+        discriminator.trainable = True
+        combined.train_on_batch(z, y)
+    """
+    assert _codes(source, "TFP508") == [7]
+
+
+def test_tfp615_tf2_dropout_takes_the_rate_dropped_not_keep_prob():
+    kept = float(tf.reduce_mean(tf.cast(tf.nn.dropout(tf.ones([10000]), 0.9, seed=1) > 0, tf.float32)))
+    assert kept < 0.2  # "keep 0.9" passed positionally drops about 90% of the units
+    with pytest.raises(TypeError):
+        tf.nn.dropout(tf.ones([4]), keep_prob=0.9)  # pylint: disable=unexpected-keyword-arg
+    source = "import tensorflow as tf\nkeep_prob = 0.9\nh = tf.nn.dropout(tf.ones([4]), keep_prob)\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP615"] == ["3"]
+
+
+def test_tfp208_a_discarded_clip_changes_nothing():
+    gradient = tf.constant([30.0, 40.0])
+    tf.clip_by_norm(gradient, 5.0)  # the pitfall itself: the clipped copy is thrown away
+    assert float(tf.norm(gradient)) == pytest.approx(50.0)
+    assert float(tf.norm(tf.clip_by_norm(gradient, 5.0))) == pytest.approx(5.0)
+    source = "import tensorflow as tf\n\ndef clip(grads):\n    for g in grads:\n        tf.clip_by_norm(g, 5.0)\n"
+    assert [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP208"] == ["5"]
+
+
+def test_tfp209_keras_refuses_to_fit_an_uncompiled_model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="compile"):
+        model.fit(np.ones((2, 3)), np.ones((2, 1)), verbose=0)
+    source = """
+        import keras
+
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.fit(x, y)
+        model.compile(optimizer="adam", loss="mse")
+    """
+    assert _codes(source, "TFP209") == [5]
+
+
+def test_tfp510_keras3_weight_names_have_no_scope_and_no_output_index():
+    layer = keras.layers.Embedding(100, 8, name="embedding")
+    layer.build((None,))
+    [weight] = layer.weights
+    assert weight.name == "embeddings" and weight.path == "embedding/embeddings"
+    assert not weight.name.endswith("/embeddings:0")
+    assert tf.Variable(1.0, name="raw").name == "raw:0"  # raw TF variables keep theirs: not reported
+    source = """
+        import keras
+
+        layer = keras.layers.Embedding(100, 8)
+        for weight in layer.weights:
+            if weight.name == "embedding/embeddings:0":
+                vectors = weight.numpy()
+    """
+    assert _codes(source, "TFP510") == [6]

@@ -903,6 +903,7 @@ train_step(classifier, tf.ones((2, 3)))
     def _gradient_calls(self, call: ast.Call, function: ast.AST) -> list[ast.Call]:
         """The ``tape.gradient(...)`` calls of the tapes around ``call``: on their names, after
         their ``with``, before the name is bound to another tape."""
+        withs, gradients = self._tape_nodes(function)
         found: list[ast.Call] = []
         for block in self._tapes.get(id(call), []):
             for item in block.items:
@@ -912,27 +913,42 @@ train_step(classifier, tf.ones((2, 3)))
                 rebound = min(
                     (
                         other.lineno
-                        for other in walk_nodes(function)
-                        if isinstance(other, ast.With)
-                        and other.lineno > block.lineno
+                        for other in withs
+                        if other.lineno > block.lineno
                         and any(
                             isinstance(i.optional_vars, ast.Name) and i.optional_vars.id == name for i in other.items
                         )
                     ),
                     default=None,
                 )
-                for node in walk_nodes(function):
+                for node in gradients:
+                    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
                     if (
-                        isinstance(node, ast.Call)
-                        and isinstance(node.func, ast.Attribute)
-                        and node.func.attr == "gradient"
-                        and isinstance(node.func.value, ast.Name)
-                        and node.func.value.id == name
+                        isinstance(receiver, ast.Name)
+                        and receiver.id == name
                         and node.lineno > block.lineno
                         and (rebound is None or node.lineno < rebound)
                     ):
                         found.append(node)
         return found
+
+    def _tape_nodes(self, function: ast.AST) -> tuple[list[ast.With], list[ast.Call]]:
+        """The ``with`` blocks and the ``x.gradient(...)`` calls of ``function``, in walk order:
+        one walk per function, however many model calls its tapes hold."""
+        cache: dict[int, tuple[list[ast.With], list[ast.Call]]] = self.__dict__.setdefault("_tape_nodes_cache", {})
+        known = cache.get(id(function))
+        if known is None:
+            withs: list[ast.With] = []
+            gradients: list[ast.Call] = []
+            for node in walk_nodes(function):
+                if isinstance(node, ast.With):
+                    withs.append(node)
+                elif (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "gradient"
+                ):
+                    gradients.append(node)
+            known = cache[id(function)] = (withs, gradients)
+        return known
 
     def _variable_owners(self, node: ast.AST, function: ast.AST, depth: int) -> set[str] | None:
         """``a.trainable_variables + b.trainable_variables`` -> {"a", "b"}; None when some source is

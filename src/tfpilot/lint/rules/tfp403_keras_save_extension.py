@@ -8,6 +8,7 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
 from tfpilot.lint.bindings import KERAS
 from tfpilot.lint.nodes import walk_nodes
+from tfpilot.lint.paths import possible_tails
 from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -85,6 +86,8 @@ def save(model, root):
         if key is None:
             return False
         cache: dict[str, bool] = self.__dict__.setdefault("_containers", {})
+        if key not in cache and f"{key}[" not in self.context.source:
+            cache[key] = False  # never stored into by subscript: no need to walk the file
         if key not in cache:
             stored = [
                 (statement.value, statement)
@@ -149,3 +152,13 @@ def save(model, root):
             if not path.endswith(_KERAS_SUFFIXES):
                 self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
                 return
+        if isinstance(target, ast.Attribute):
+            # `model.save(FLAGS.output)`: the absl / argparse default (lint/paths.py, as TFP406 reads it)
+            for tail in possible_tails(target, self.context):
+                if tail is not None and not tail.endswith(_KERAS_SUFFIXES):
+                    self.report(
+                        node,
+                        f"saving to `{ast.unparse(target)}` (default ...{tail!r}) without a .keras/.h5 extension "
+                        "raises ValueError in Keras 3",
+                    )
+                    return

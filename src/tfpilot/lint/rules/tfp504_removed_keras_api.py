@@ -10,6 +10,7 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN
 from tfpilot.lint.nodes import walk_nodes
+from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
@@ -26,6 +27,14 @@ _WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
 _TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
 # What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
 _STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
+
+
+# Keras 2 layer attributes Keras 3 layers lack (models keep them), and what to read instead.
+_LAYER_SHAPES = {"output_shape": "output.shape", "input_shape": "input.shape"}
+
+
+def _is_int_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 # Keras 2's LossScaleOptimizer methods for custom loops; Keras 3's scales with scale_loss() and
@@ -61,6 +70,7 @@ class RemovedKerasApi(Rule):
         "load_weights",
         "predict_classes",
         "output_shape",
+        "input_shape",
         "_scaled_",
     )
     # every call: a TensorFlow op on a KerasTensor can be any op (gated by _builds_functional_model)
@@ -181,17 +191,68 @@ session = K.get_session()
         # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
         self._functional_scopes: dict[int, bool] = {}
         self._may_build = "Input(" in context.source
+        # `optimizer.lr` is one cause however often a file reads it: (violation index, how many)
+        self._optimizer_lr: tuple[int, int] | None = None
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        # `layer.output_shape` on a layer of a model: Keras 3 layers have none (models still do)
-        if node.attr != "output_shape" or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
+        if node.attr == "lr":
+            self._check_optimizer_lr(node)
+            return
+        # `layer.output_shape` / `layer.input_shape` on a layer of a model: Keras 3 layers have
+        # neither (models still do)
+        if node.attr not in _LAYER_SHAPES or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
             return
         if self._is_layer(node.value):
             self.report(
                 node,
-                f"`{ast.unparse(node)}`: Keras 3 layers have no output_shape (AttributeError); read "
-                f"`{ast.unparse(node.value)}.output.shape`",
+                f"`{ast.unparse(node)}`: Keras 3 layers have no {node.attr} (AttributeError); read "
+                f"`{ast.unparse(node.value)}.{_LAYER_SHAPES[node.attr]}`",
             )
+
+    def _check_optimizer_lr(self, node: ast.Attribute) -> None:
+        """``optimizer.lr``: Keras 2's alias of ``learning_rate``; a Keras 3 optimizer has no
+        ``lr`` (reading it raises AttributeError, assigning it makes a plain attribute the
+        optimizer never reads). One finding per file, at the first use."""
+        if not self.context.uses_tensorflow or not self._is_optimizer(node.value, node):
+            return
+        if self._optimizer_lr is not None:
+            index, count = self._optimizer_lr
+            self._optimizer_lr = (index, count + 1)
+            first = self.violations[index]
+            self.violations[index] = dataclasses.replace(
+                first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
+            )
+            return
+        receiver = ast.unparse(node.value)
+        effect = (
+            "raises AttributeError"
+            if isinstance(node.ctx, ast.Load)
+            else "is a plain attribute the optimizer never reads (the learning rate does not change)"
+        )
+        self.report(
+            node,
+            f"`{receiver}.lr`: Keras 3 optimizers have no `lr` (Keras 2's alias), so this {effect}; "
+            f"use `{receiver}.learning_rate` (a variable: `.assign(...)` to change it)",
+        )
+        self._optimizer_lr = (len(self.violations) - 1, 1)
+
+    def _is_optimizer(self, receiver: ast.expr, at: ast.AST) -> bool:
+        """A Keras optimizer: a name that says so (``optimizer``, ``self.g_optimizer``,
+        ``model.optimizer``, ``opt``) or one bound to a ``keras.optimizers`` constructor."""
+        name = self.context.dotted(receiver)
+        if name is None:
+            return False
+        last = name.rsplit(".", 1)[-1].lower()
+        if last.endswith("optimizer") or last in ("opt", "optim"):
+            return True
+        if name in ("self", "args", "FLAGS", "config") or "optimizers" not in self.context.source:
+            return False  # a constructor of keras.optimizers is the only other way to know
+        for value in self.context.bindings.values(name, at, self.context.scope.node):
+            if isinstance(value, ast.Call):
+                found = keras_name(self.context.qualname(value.func))
+                if found is not None and found[1].startswith("optimizers."):
+                    return True
+        return False
 
     def _is_layer(self, receiver: ast.expr) -> bool:
         """A layer of a model: ``model.layers[i]``, ``model.get_layer(...)``, the loop variable of
@@ -248,8 +309,22 @@ session = K.get_session()
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if self._input_shape_is_int(node):
+            self.report(
+                node,
+                "`Input(shape=<int>)`: Keras 3 takes only a tuple (ValueError \"Cannot convert '...' to a "
+                'shape"; `(1)` is an int, not a tuple); write `shape=(n,)`',
+            )
+            return
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
+            return
+        if func.attr == "__init__" and self._positional_layer_init(node):
+            self.report(
+                node,
+                f"`{ast.unparse(func)}({ast.unparse(node.args[0])})`: Keras 3's Layer.__init__ takes keyword "
+                "arguments only (TypeError: takes 1 positional argument); pass them as `**kwargs`",
+            )
             return
         if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
             self.report(
@@ -315,6 +390,46 @@ session = K.get_session()
                 f"`.{func.attr}()` was removed in Keras 3; `.{new}()` accepts generators and datasets",
                 fix_data={"method": new, "description": f".{func.attr}() -> .{new}()"},
             )
+
+    def _input_shape_is_int(self, node: ast.Call) -> bool:
+        """``keras.Input(shape=512)`` / ``Input((1))`` / ``Input(shape=self.z_dim)`` where every
+        value the name holds is an int literal: Keras 2 took an int, Keras 3 needs a tuple."""
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if callee != "Input" or not self._may_build or not self.context.uses_tensorflow:
+            return False
+        shape = next((k.value for k in node.keywords if k.arg == "shape"), node.args[0] if node.args else None)
+        if shape is None:
+            return False
+        found = keras_name(self.context.qualname(node.func))
+        if found is None or found[1] not in ("Input", "layers.Input"):
+            return False
+        if _is_int_literal(shape):
+            return True
+        name = self.context.dotted(shape)
+        if name is None:
+            return False
+        if isinstance(shape, ast.Name):
+            # the assignments that reach this use in its own scope decide, when they are all known
+            # (cheaper than the bindings index, which a parameter or a module name read in a
+            # function still needs)
+            reaching, complete = reaching_values(shape.id, shape, self.context.scope.node)
+            if complete and reaching:
+                return all(_is_int_literal(value) for value in reaching)
+        values = self.context.bindings.values(name, node, self.context.scope.node)
+        return bool(values) and all(_is_int_literal(value) for value in values)
+
+    def _positional_layer_init(self, node: ast.Call) -> bool:
+        """``super().__init__(kwargs)`` in a Keras Layer subclass (any positional argument) or a
+        Model subclass (one: two are a functional model's inputs and outputs)."""
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if not (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"):
+            return False
+        if not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            return False
+        klass = self.context.current_class()
+        kind = self.context.class_kind(klass)
+        return kind == "keras-layer" or (kind == "keras-model" and len(node.args) == 1)
 
     def _keras_predict_classes(self, receiver: ast.expr, at: ast.Call) -> bool:
         """``model.predict_classes(x)`` on what may be a Keras model: not the project's own method

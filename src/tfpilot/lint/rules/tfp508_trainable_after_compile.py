@@ -8,7 +8,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
-_TRAIN_METHODS = frozenset({"train_on_batch", "fit"})
+_TRAIN_METHODS = frozenset({"train_on_batch", "fit", "fit_generator"})
 
 
 class TrainableAfterCompile(Rule):
@@ -21,6 +21,11 @@ class TrainableAfterCompile(Rule):
     which time it is False: the discriminator never trains (Keras only warns "The model does not
     have any trainable weights"), and the GAN learns nothing useful. ``test_lint_tf_premises.py``
     runs it on the installed Keras.
+
+    The mirror image is reported too: ``d.trainable = False``, compile the combined model, then
+    ``d.trainable = True`` again (Keras 2's way to freeze ``d`` inside the combined model only).
+    Keras 3 reads the flag when the combined model first trains, so its steps train ``d`` as well
+    (also run by ``test_lint_tf_premises.py``).
     """
 
     code = "TFP508"
@@ -109,6 +114,7 @@ def train(generator, discriminator, adversarial, x, y):
                     continue
                 if node.value.value:
                     self._unfrozen.add(receiver)
+                    self._record(receiver, "unfreeze", node)
                 else:
                     self._record(receiver, "freeze", node)
 
@@ -117,6 +123,15 @@ def train(generator, discriminator, adversarial, x, y):
         suspects: list[tuple[str, int, ast.AST]] = []
         for scope_events in self._events.values():
             suspects.extend(_frozen_after_compile(scope_events))
+            for receiver, combined, compile_line, node in _unfrozen_after_combined_compile(scope_events):
+                if combined in trained:
+                    self.report(
+                        node,
+                        f"`{receiver}.trainable = True` again after `{combined}.compile(...)` (line {compile_line}): "
+                        f"Keras 3 fixes the trainable weights when `{combined}`'s train function is first built "
+                        f"(its first train_on_batch), when `{receiver}` is trainable again, so `{combined}`'s steps "
+                        f"train `{receiver}` too (Keras 2 had frozen it at compile)",
+                    )
         for receiver, compile_line, node in suspects:
             if receiver in trained and receiver not in unfrozen:
                 self.report(
@@ -139,4 +154,38 @@ def _frozen_after_compile(events: dict[str, list[tuple[int, str, ast.AST]]]) -> 
                 continue
             if all(later_kind != "compile" for _, later_kind, _ in items[index + 1 :]):
                 found.append((receiver, items[index - 1][0], node))
+    return found
+
+
+def _unfrozen_after_combined_compile(
+    events: dict[str, list[tuple[int, str, ast.AST]]],
+) -> list[tuple[str, str, int, ast.AST]]:
+    """(model, combined model, its compile line, the unfreeze) where, in one scope, a model is
+    set untrainable, another model is compiled, and the first is set trainable again with no
+    training call of the combined model in between: the Keras 2 way to freeze it inside the
+    combined model only."""
+    compiles = sorted(
+        (line, other, kind) for other, items in events.items() for line, kind, _node in items if kind != "freeze"
+    )
+    found: list[tuple[str, str, int, ast.AST]] = []
+    for receiver, items in events.items():
+        ordered = sorted(items, key=lambda item: item[0])
+        for index, (line, kind, node) in enumerate(ordered):
+            if kind != "unfreeze" or index == 0 or ordered[index - 1][1] != "freeze":
+                continue
+            frozen_at = ordered[index - 1][0]
+            between = [(at, other, what) for at, other, what in compiles if frozen_at < at < line and other != receiver]
+            combined = next((other for at, other, what in between if what == "compile"), None)
+            if combined is None or any(other == combined and what == "train" for _at, other, what in between):
+                continue
+            compile_line = next(at for at, other, what in between if other == combined and what == "compile")
+            first_step = min(
+                (at for at, other, what in compiles if other == combined and what == "train" and at > line),
+                default=None,
+            )
+            if first_step is not None and any(
+                later_kind == "freeze" and line < later_line < first_step for later_line, later_kind, _ in ordered
+            ):
+                continue  # toggled by hand: frozen again before the combined model's first step
+            found.append((receiver, combined, compile_line, node))
     return found

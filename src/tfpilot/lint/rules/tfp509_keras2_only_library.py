@@ -1,0 +1,115 @@
+"""TFP509: imports of Keras 2 code that cannot work next to Keras 3."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tfpilot.findings import Severity
+from tfpilot.lint.rule import Invalid, Rule
+
+# top-level module -> (what it is, why it fails on TF 2.16+ / Keras 3)
+_LIBRARIES: dict[str, tuple[str, str]] = {
+    "tensorflow.python.keras": (
+        "TensorFlow's private, frozen copy of Keras 2",
+        "its models are not Keras 3 models: keras.Sequential refuses its layers, compile() refuses a "
+        "Keras 3 optimizer and fit() raises AttributeError on TF 2.21; import from `keras` instead",
+    ),
+    "tensorflow_addons": (
+        "TensorFlow Addons, which ended in 2024 (last release 0.23, for TF 2.13-2.15)",
+        "on TF 2.16+ its import fails (ModuleNotFoundError: No module named 'keras.src.engine', a Keras 2 "
+        "module). Keras 3 has most of it: keras.layers.GroupNormalization (InstanceNormalization is "
+        "groups=-1), keras.optimizers.AdamW, keras.losses / keras.metrics, keras.ops for image ops",
+    ),
+}
+
+
+class Keras2OnlyLibrary(Rule):
+    """Keras 2 code imported into a Keras 3 program fails where the two meet.
+
+    ``tensorflow.python.keras`` is TensorFlow's private, frozen copy of Keras 2 (public Keras
+    moved out of TensorFlow): a model built from its layers is no Keras 3 model, and on TF 2.21
+    its own ``fit()`` fails (``test_lint_tf_premises.py`` runs this). TensorFlow Addons ended in
+    2024 with a last release for TF 2.13-2.15; on TF 2.16+ its import stops at a Keras 2 module
+    Keras 3 does not have (``keras.src.engine``, checked on the installed Keras). One finding per file
+    and library, at its first import; a note in a file that runs on Keras 2 (tf_keras), and not
+    reported inside a ``try`` that catches ImportError (an optional dependency).
+    """
+
+    code = "TFP509"
+    name = "keras2-only-library"
+    message = "Keras 2-only library imported; it does not work with Keras 3"
+    fix_hint = (
+        "Import layers and models from `keras` (Keras 3); replace tensorflow_addons with its Keras 3 "
+        "counterparts (GroupNormalization, keras.optimizers.AdamW, ...)"
+    )
+    severity = Severity.ERROR
+    category = "keras 3"
+    keras3_only = True
+    tokens = ("tensorflow_addons", "tensorflow.python.keras")
+    VALID = [
+        """
+import keras
+from keras.layers import Conv2D, GroupNormalization
+
+norm = GroupNormalization(groups=-1)
+""",
+        """
+try:
+    import tensorflow_addons as tfa
+except ImportError:
+    tfa = None
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+from tensorflow.python.keras.layers import Conv2D, Input
+from tensorflow.python.keras.models import Model
+""",
+            line=2,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
+import tensorflow_addons as tfa
+
+norm = tfa.layers.InstanceNormalization()
+""",
+            line=3,
+        ),
+    ]
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._reported: set[str] = set()
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._check(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module:
+            self._check(node, node.module)
+
+    def _check(self, node: ast.stmt, module: str) -> None:
+        library = next((name for name in _LIBRARIES if module == name or module.startswith(name + ".")), None)
+        if library is None or library in self._reported or self._in_optional_import():
+            return
+        self._reported.add(library)
+        what, why = _LIBRARIES[library]
+        self.report(node, f"`{module}` is {what}: {why}")
+
+    def _in_optional_import(self) -> bool:
+        """Inside the body of a ``try`` whose handlers catch ImportError (or everything)."""
+        for ancestor in self.context.ancestors():
+            if isinstance(ancestor, ast.Try):
+                for handler in ancestor.handlers:
+                    caught = handler.type
+                    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                    if caught is None or any(
+                        isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError", "Exception")
+                        for n in names
+                    ):
+                        return True
+        return False
