@@ -500,6 +500,37 @@ sess.close()
         fallback="`tf.compat.v1.get_default_graph` has no native rewrite here",
     ),
     Case(
+        "reset_default_graph() before the graph is built: dropped (TF2 has no default graph)",
+        MODULE_STEP.replace(
+            "import tensorflow as tf\n", "import tensorflow as tf\ntf.compat.v1.reset_default_graph()\n"
+        ),
+        contains=("import tensorflow as tf\nimport keras\nW = tf.Variable", "@tf.function"),
+        absent=("compat.v1", "reset_default_graph"),
+    ),
+    Case(
+        "reset_default_graph() sharing a line with the seed: the seed stays",
+        MODULE_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\ntf.compat.v1.reset_default_graph(); tf.compat.v1.set_random_seed(0)\n",
+        ),
+        contains=("tf.random.set_seed(0)\n",),
+        absent=("compat.v1", "reset_default_graph", ";"),
+    ),
+    Case(
+        "reset_default_graph() at the top of main() and at module level: dropped",
+        MAIN_STEP.replace(
+            "def main(_):\n",
+            "tf.compat.v1.reset_default_graph()\n\ndef main(_):\n    tf.compat.v1.reset_default_graph()\n",
+        ),
+        contains=("def main(_):\n    W = tf.Variable",),
+        absent=("compat.v1", "reset_default_graph"),
+    ),
+    Case(
+        "reset_default_graph() after graph state was built: TF1 dropped that state, TF2 code keeps it",
+        MODULE_STEP.replace("pred = tf.matmul", "tf.compat.v1.reset_default_graph()\npred = tf.matmul"),
+        fallback="tf.compat.v1.reset_default_graph() after graph state was built",
+    ),
+    Case(
         "tf.compat.v1.losses.mean_squared_error -> the mean of the squared difference",
         MODULE_STEP.replace(
             "loss = tf.reduce_mean(tf.square(y - pred))",

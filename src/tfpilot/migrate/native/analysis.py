@@ -24,6 +24,7 @@ from tfpilot.migrate.native.tables import (
     CREATES_VARIABLES,
     MODULE_GRAPH,
     RANDOM,
+    RESET_GRAPH,
     SPARSE_GRADIENT_OPS,
     SUMMARY_KINDS,
     TENSOR_OP,
@@ -113,6 +114,12 @@ class Analysis(CallRewrites):
         for statement in self.module.body:
             if statement is owner or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
+            if isinstance(statement, cst.SimpleStatementLine) and any(self.is_reset(s) for s in statement.body):
+                # Nothing of the graph is built at module level (checked here): the reset empties an empty graph.
+                self.module_replacements[id(statement)] = self.without_resets(statement)
+                self.changes.append(
+                    CompatChange(self.line(statement), 1, "removed reset_default_graph(): TF2 has no default graph")
+                )
             for name in self.calls_in(statement):
                 if MODULE_GRAPH.match(name):
                     raise Fallback(
@@ -366,6 +373,8 @@ class Analysis(CallRewrites):
             if bound & graph or self.assigns_graph(statement, graph):
                 raise Fallback(self.line(statement), "a graph tensor is defined inside a loop or block")
             return
+        if self.reset_graph(index, statement):
+            return
         if len(statement.body) != 1:
             if names_read(statement) & graph:
                 raise Fallback(self.line(statement), "several statements on one line use the graph")
@@ -472,6 +481,50 @@ class Analysis(CallRewrites):
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def reset_graph(self, index: int, statement: cst.SimpleStatementLine) -> bool:
+        """``tf.reset_default_graph()`` before anything of the graph is built: dropped (True when the line goes).
+
+        TF1 scripts start with it so that a rerun (in a notebook, or a function called again) starts
+        from an empty graph; TF2 has no default graph, and the scope's tensors, variables and steps
+        are made afresh where it stands. After graph state was built it would have dropped that state,
+        which TF2 code keeps: not rewritten.
+        """
+        resets = [small for small in statement.body if self.is_reset(small)]
+        if not resets:
+            return False
+        line = self.line(statement)
+        if self.definitions or self.placeholders or self.holders or self.constants or self.summaries:
+            raise Fallback(line, "tf.compat.v1.reset_default_graph() after graph state was built (TF1 drops it)")
+        if any(start <= index for _, start in self.sessions):
+            raise Fallback(line, "tf.compat.v1.reset_default_graph() after a Session was made")
+        self.changes.append(
+            CompatChange(line, 1, "removed reset_default_graph(): TF2 has no default graph, nothing was built before")
+        )
+        kept = self.without_resets(statement)
+        if kept is None:
+            self.removed.add(id(statement))
+        else:
+            self.replacements[id(statement)] = (kept,)
+        return True
+
+    def without_resets(self, statement: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
+        """The line without its reset_default_graph() calls (None: nothing left); the rest may not be graph code."""
+        kept = [small for small in statement.body if not self.is_reset(small)]
+        if not kept:
+            return None
+        if not all(isinstance(small, cst.Expr) and not names_read(small) & self.graph_names() for small in kept):
+            raise Fallback(self.line(statement), "reset_default_graph() on a line with other graph code")
+        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return statement.with_changes(body=kept)
+
+    def is_reset(self, small: cst.BaseSmallStatement) -> bool:
+        return (
+            isinstance(small, cst.Expr)
+            and isinstance(small.value, cst.Call)
+            and not small.value.args
+            and self.qualified(small.value.func) in RESET_GRAPH
+        )
 
     def graph_loop(self, index: int, statement: cst.For, graph: set[str]) -> bool:
         """A Python loop that builds graph tensors (``total += (y - m * x) ** 2`` over the data): one definition.
@@ -1173,10 +1226,13 @@ class Analysis(CallRewrites):
 
         self.module.visit(Feeds())
         self.static = {name for name, literals in fed.items() if literals and all(literals)}
+        self.reaching = {}  # the graph, filled by analyse(); empty while the scope is looked for
         self.replacements: dict[int, tuple[cst.BaseStatement, ...]] = {}
         self.assign_of: dict[int, cst.Assign] = {}
         self.expression_calls: set[int] = set()
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
+        # Module-level statements outside the scope (a Session in main()) replaced, or dropped (None).
+        self.module_replacements: dict[int, cst.BaseStatement | None] = {}
 
 
 def _assigns_only(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:

@@ -288,7 +288,17 @@ class Rewrite(Analysis):
         if not new_body:
             new_body = [cst.SimpleStatementLine([cst.Pass()])]
         replaced = owner.with_changes(body=owner.body.with_changes(body=new_body))
-        return [replaced if statement is owner else statement for statement in self.module.body]
+        body: list[cst.BaseStatement] = []
+        for statement in self.module.body:
+            if statement is owner:
+                body.append(replaced)
+            elif id(statement) in self.module_replacements:
+                kept = self.module_replacements[id(statement)]
+                if kept is not None:
+                    body.append(kept)
+            else:
+                body.append(statement)
+        return body
 
     def parts(
         self, train: Definition | None, others: list[tuple[str, Definition | str | None]]
