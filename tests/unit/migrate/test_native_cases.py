@@ -40,6 +40,22 @@ with tf.compat.v1.Session() as sess:
     print(value)
 """
 
+ITERATOR_STEP = """
+import numpy as np
+import tensorflow as tf
+dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)
+it = tf.compat.v1.data.make_one_shot_iterator(dataset)
+x, y = it.get_next()
+W = tf.Variable(tf.zeros([2, 1]))
+loss = tf.reduce_mean(tf.square(y - tf.matmul(x, W)))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    print(sess.run([x, y]))
+    _, value = sess.run([train_op, loss])
+    print(value)
+"""
+
 MAIN_STEP = """
 import tensorflow as tf
 
@@ -457,12 +473,83 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
-        "a helper that makes a variable and returns a tensor computed from it: made once, it would not follow",
+        "a model function (makes variables, returns what it computes): a tf.Module made once, called in the steps",
         MODULE_STEP.replace(
-            "W = tf.Variable(tf.zeros([2, 1]))",
-            "def weight_variable(shape):\n    v = tf.Variable(tf.zeros(shape))\n    return v * 2.0\n\nW = weight_variable([2, 1])",
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x, n_out):\n    W = tf.Variable(tf.zeros([2, n_out]))\n    b = tf.Variable(tf.zeros([n_out]))\n"
+            "    return tf.matmul(x, W) + b\n\npred = model(x, 1)",
+        )
+        .replace("with tf.compat.v1.Session()", "saver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session()")
+        .replace("    print(value)", "    print(value)\n    saver.save(sess, 'model')"),
+        contains=(
+            "class Model(tf.Module):",
+            "    def __init__(self, n_out):\n        super().__init__()\n        self.W = tf.Variable(tf.zeros([2, n_out]))",
+            "    def __call__(self, x):\n",
+            "return tf.matmul(x, self.W) + self.b\n",
+            "model = Model(1)\n",
+            "        pred = model(x)\n",
+            "tf.train.Checkpoint(model=model, optimizer=optimizer)",
         ),
-        fallback="`weight_variable` makes variables and returns something computed from them",
+        once=("Model(1)",),
+        absent=("compat.v1", "def model("),
+    ),
+    Case(
+        "a model function of tf.layers under variable_scope(reuse=reuse): the reuse=True call shares the instance",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def net(x, units, reuse=None):\n    with tf.compat.v1.variable_scope('net', reuse=reuse):\n"
+            "        h = tf.compat.v1.layers.dense(inputs=x, units=units, activation=tf.nn.relu)\n"
+            "        return tf.compat.v1.layers.dense(h, 1)\n\n"
+            "pred = net(x, 4)\nagain = net(2.0 * x, 4, reuse=True)",
+        ).replace("tf.square(y - pred)", "tf.square(y - pred) + tf.square(y - again)"),
+        contains=(
+            "    def __init__(self, units):\n        super().__init__()\n"
+            "        self.dense_1 = keras.layers.Dense(units=units, activation=tf.nn.relu)\n"
+            "        self.dense_2 = keras.layers.Dense(units=1)\n",
+            "        h = self.dense_1(x)\n        return self.dense_2(h)\n",
+            "net = Net(4)\n",
+            "pred = net(x)\n",
+            "again = net(2.0 * x)\n",
+        ),
+        once=("Net(4)",),
+        absent=("compat.v1", "variable_scope", "reuse"),
+    ),
+    Case(
+        "tf.Variable ignores variable_scope reuse (only get_variable shares): each call makes a new instance",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def net(x, reuse=None):\n    with tf.compat.v1.variable_scope('net', reuse=reuse):\n"
+            "        W = tf.Variable(tf.zeros([2, 1]))\n        return tf.matmul(x, W)\n\n"
+            "pred = net(x)\nagain = net(x, reuse=True)",
+        ).replace("tf.square(y - pred)", "tf.square(y - pred - again)"),
+        contains=("net = Net()\n", "net_2 = Net()\n", "again = net_2(x)\n"),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a model function with a branch: not a straight line, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x, deep):\n    W = tf.Variable(tf.zeros([2, 1]))\n    if deep:\n        x = tf.nn.relu(x)\n"
+            "    return tf.matmul(x, W)\n\npred = model(x, True)",
+        ),
+        fallback="`model` makes variables in a loop, branch or block",
+    ),
+    Case(
+        "a variable shaped by what the model function computed: not made once, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x):\n    h = tf.nn.relu(x)\n    W = tf.Variable(tf.zeros([h.shape[1], 1]))\n"
+            "    return tf.matmul(h, W)\n\npred = model(x)",
+        ),
+        fallback="`model` makes a variable from what it computed",
+    ),
+    Case(
+        "a model function called inside sess.run: compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x):\n    W = tf.Variable(tf.zeros([2, 1]))\n    return tf.matmul(x, W)\n\npred = model(x)",
+        ).replace("    print(value)", "    print(value, sess.run(model(x), feed_dict={x: xs}))"),
+        fallback="sess.run fetches other than a name",
     ),
     Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
@@ -529,6 +616,54 @@ sess.close()
         "reset_default_graph() after graph state was built: TF1 dropped that state, TF2 code keeps it",
         MODULE_STEP.replace("pred = tf.matmul", "tf.compat.v1.reset_default_graph()\npred = tf.matmul"),
         fallback="tf.compat.v1.reset_default_graph() after graph state was built",
+    ),
+    Case(
+        "a one-shot iterator: its element is the steps' argument, each call pulls one with get_next()",
+        ITERATOR_STEP,
+        contains=(
+            "it = iter(dataset)\n",
+            "def train_step(batch):\n    with tf.GradientTape() as tape:\n        x, y = batch\n",
+            "value = train_step(it.get_next()).numpy()",
+            "[value.numpy() for value in compute_x_y(it.get_next())]",
+        ),
+        absent=("compat.v1", "make_one_shot_iterator", "tf.cast(batch"),
+    ),
+    Case(
+        "an initializable iterator over placeholders: made where its initializer ran, from the fed values",
+        ITERATOR_STEP.replace(
+            "dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)\n"
+            "it = tf.compat.v1.data.make_one_shot_iterator(dataset)",
+            "px = tf.compat.v1.placeholder(tf.float32, [None, 2])\npy = tf.compat.v1.placeholder(tf.float32, [None, 1])\n"
+            "dataset = tf.data.Dataset.from_tensor_slices((px, py)).batch(4)\n"
+            "it = tf.compat.v1.data.make_initializable_iterator(dataset)",
+        ).replace(
+            "    print(sess.run([x, y]))\n",
+            "    sess.run(it.initializer, feed_dict={px: xs, py: ys})\n",
+        ),
+        contains=(
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs, tf.float32), tf.cast(ys, tf.float32))).batch(4))\n",
+            "value = train_step(it.get_next()).numpy()",
+        ),
+        absent=("compat.v1", "initializer", "px", "dataset ="),
+    ),
+    Case(
+        "tf.layers on an element of unknown dtype: TF1's layer took the input's dtype, Keras computes in float32",
+        ITERATOR_STEP.replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
+        fallback="tf.layers on a dataset element, whose dtype",
+    ),
+    Case(
+        "an iterator used other than through get_next() and its initializer: compat",
+        ITERATOR_STEP.replace("    print(value)", "    print(value, it)"),
+        fallback="`it` (an iterator or its dataset) is used elsewhere",
+    ),
+    Case(
+        "two placeholders made on one line (x, y = placeholder(...), placeholder(...)): two arguments",
+        MODULE_STEP.replace(
+            "x = tf.compat.v1.placeholder(tf.float32, [None, 2])\ny = tf.compat.v1.placeholder(tf.float32, [None, 1])",
+            "x, y = tf.compat.v1.placeholder(tf.float32, [None, 2]), tf.compat.v1.placeholder(tf.float32, [None, 1])",
+        ),
+        contains=("def train_step(x, y):\n",),
+        absent=("compat.v1",),
     ),
     Case(
         "tf.compat.v1.losses.mean_squared_error -> the mean of the squared difference",

@@ -95,6 +95,8 @@ class CallRewrites(Base):
 
         class Hoister(cst.CSTTransformer):
             def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                if isinstance(original.func, cst.Name):
+                    return rewrite.helper_call(original, updated, definition.line, hoisted)
                 name = rewrite.qualified(original.func)
                 if name is None:
                     return updated
@@ -113,6 +115,13 @@ class CallRewrites(Base):
         definition.function_form = new
         definition.module_form = tuple(hoisted)
 
+    def helper_call(
+        self, original: cst.Call, updated: cst.Call, line: int, hoisted: list[cst.BaseStatement]
+    ) -> cst.BaseExpression:
+        """A call of a function of the file in the graph: as it is here; a model function's becomes an
+        instance's call (modules.ModuleHelpers)."""
+        return updated
+
     def assign_call(self, name: str, call: cst.Call, line: int) -> cst.BaseExpression:
         method = name.rpartition(".")[2]
         if len(call.args) != 2 or any(arg.keyword is not None for arg in call.args):
@@ -123,6 +132,11 @@ class CallRewrites(Base):
 
     def layer_call(self, name: str, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
         member = "flatten" if name == FLATTEN else name.rpartition(".")[2]
+        if call.args and call.args[0].keyword is not None and call.args[0].keyword.value == "inputs":
+            # `tf.layers.dense(inputs=x, units=8)`: TF1's own keyword for the first argument.
+            call = call.with_changes(
+                args=[call.args[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT), *call.args[1:]]
+            )
         if not call.args or call.args[0].keyword is not None:
             raise Fallback(line, f"tf.layers.{member} without its input as the first argument")
         inputs = call.args[0].value

@@ -73,6 +73,9 @@ class Rewrite(Analysis):
             if key not in functions:
                 functions[key] = self.function(site, train, others)
             name, params, _, _ = functions[key]
+            for param in params:  # one element per call from the iterator, as each sess.run pulled one
+                if param in self.elements and param not in site.feeds:
+                    site.feeds[param] = cst.parse_expression(f"{self.elements[param]}.get_next()")
             missing = [param for param in params if param not in site.feeds]
             if missing:
                 raise Fallback(site.line, f"sess.run does not feed `{missing[0]}`, which its fetches need")
@@ -96,7 +99,7 @@ class Rewrite(Analysis):
                 assert assign is not None
                 assign_targets[id(assign)] = kept[0] if len(kept) == 1 else ", ".join(kept)
                 if len(kept) == 1:
-                    call_code[id(site.call)] = call if kept_fetches[0] in self.summary_names else f"{call}.numpy()"
+                    call_code[id(site.call)] = self.value_of(kept_fetches[0], call)
                 else:
                     call_code[id(site.call)] = self.list_values(kept_fetches, call)
                 continue
@@ -104,7 +107,7 @@ class Rewrite(Analysis):
                 call_code[id(site.call)] = call
             elif site.single:
                 # merge_all()'s dict of tensors goes to write_summaries as it is
-                call_code[id(site.call)] = call if site.fetches[0] in self.summary_names else f"{call}.numpy()"
+                call_code[id(site.call)] = self.value_of(site.fetches[0], call)
             else:
                 call_code[id(site.call)] = self.list_values(site.fetches, call)
         init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
@@ -151,6 +154,10 @@ class Rewrite(Analysis):
                     value = original.body[0].value
                     if id(value) in init_calls:
                         return cst.RemoveFromParent()
+                    if id(value) in rewrite.statement_codes:
+                        made = cst.parse_statement(rewrite.statement_codes[id(value)] + "\n")
+                        assert isinstance(made, cst.SimpleStatementLine)
+                        return updated.with_changes(body=made.body)
                 return updated
 
         for init_call, _, kind in self.session_uses:
@@ -197,13 +204,12 @@ class Rewrite(Analysis):
                 visited = statement.visit(Sites())
                 if isinstance(visited, cst.BaseStatement):
                     emitted.append(visited)
-            after_function = bool(by_top.get(top)) or bool(new_body and isinstance(new_body[-1], cst.FunctionDef))
-            if after_function and emitted and not isinstance(emitted[0], cst.FunctionDef):
+            definitions = (cst.FunctionDef, cst.ClassDef)
+            after_function = bool(by_top.get(top)) or bool(new_body and isinstance(new_body[-1], definitions))
+            if after_function and emitted and not isinstance(emitted[0], definitions):
                 emitted[0] = self.after_function(emitted[0])
             for position in range(1, len(emitted)):  # a generated helper among the emitted statements
-                if isinstance(emitted[position - 1], cst.FunctionDef) and not isinstance(
-                    emitted[position], cst.FunctionDef
-                ):
+                if isinstance(emitted[position - 1], definitions) and not isinstance(emitted[position], definitions):
                     emitted[position] = self.after_function(emitted[position])
             new_body += emitted
         if outside:
@@ -277,7 +283,17 @@ class Rewrite(Analysis):
         (it goes to write_summaries)."""
         if set(fetches) & self.summary_names:
             return f"[value if isinstance(value, dict) else value.numpy() for value in {call}]"
+        if set(fetches) & self.structures:  # a whole dataset element: a tuple or dict of tensors
+            return f"[{self.tf}.nest.map_structure(lambda t: t.numpy(), value) for value in {call}]"
         return f"[value.numpy() for value in {call}]"
+
+    def value_of(self, fetch: str, call: str) -> str:
+        """What sess.run returned for one fetch: a NumPy value, each of a dataset element's, or the summaries dict."""
+        if fetch in self.summary_names:
+            return call  # merge_all()'s dict of tensors goes to write_summaries as it is
+        if fetch in self.structures:
+            return f"{self.tf}.nest.map_structure(lambda t: t.numpy(), {call})"
+        return f"{call}.numpy()"
 
     def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """The module's statements with the rewritten scope in place of the old one."""
@@ -434,7 +450,7 @@ class Rewrite(Analysis):
             name = self.fresh("compute_" + "_".join(site.fetches))
         lines = [f"@{tf}.function\n", f"def {name}({', '.join(params)}):\n"]
         for param in params:
-            if param not in self.static:
+            if param not in self.static and param not in self.elements:  # an element is tensors already
                 lines.append(f"    {param} = {tf}.cast({param}, {self.placeholders[param][1]})\n")
 
         returns = {fetch for fetch, _ in others} | ({train.train[1]} if train is not None and train.train else set())

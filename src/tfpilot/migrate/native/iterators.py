@@ -1,0 +1,204 @@
+"""tf.data iterators: one-shot and initializable iterators become TF2 iterators over the dataset.
+
+TF1 pulled one element from ``iterator.get_next()`` at every ``sess.run`` that needed it, shared by
+everything that run fetched (``sess.run([train_op, loss])`` trains and reports on one batch). In TF2
+the element is an argument of the step: ``x, y = iterator.get_next()`` becomes ``x, y = batch``
+inside the steps, and each call passes ``iterator.get_next()`` of a TF2 iterator (``iter(dataset)``),
+so each call takes one element, as each run did; at the end it raises ``tf.errors.OutOfRangeError``
+as TF1's did. An initializable iterator over a dataset built from placeholders is made where its
+initializer ran, from the dataset with the values that run fed; re-running the initializer starts
+a new one, as TF1 restarted it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tfpilot.migrate.compat import CompatChange
+from tfpilot.migrate.native.modules import ModuleHelpers
+from tfpilot.migrate.native.parts import Definition, Fallback
+from tfpilot.migrate.native.syntax import names_read
+from tfpilot.migrate.native.tables import V1
+
+_MAKERS = {V1 + "data.make_one_shot_iterator": "one_shot", V1 + "data.make_initializable_iterator": "initializable"}
+
+
+class Iterators(ModuleHelpers):
+    """Datasets read through TF1 iterators, their elements as step arguments, initializer runs."""
+
+    placeholders: dict[str, tuple[int, str]]
+    definitions: list[Definition]
+    reaching: dict[str, list[Definition | str]]
+    binds: dict[str, int]
+
+    def start_iterators(self) -> None:
+        self.iterators: dict[str, str] = {}  # TF1 iterator name -> its TF2 name
+        self.initializable: dict[str, str] = {}  # TF1 iterator name -> its dataset's name
+        self.datasets: dict[str, cst.BaseExpression] = {}  # datasets built from placeholders
+        self.elements: dict[str, str] = {}  # step argument -> the TF2 iterator it is pulled from
+        self.structures: set[str] = set()  # names bound to a whole element (a tuple or dict when fetched)
+        self.statement_codes: dict[int, str] = {}  # id(sess.run call) -> the statement it becomes
+        self.float32: set[str] = set()  # elements known to be float32 tensors (Keras layers' dtype)
+
+    def float32_elements(self, dataset: str | None) -> bool:
+        """The dataset's elements are float32: sliced from float32 placeholders only, with no map()."""
+        value = self.datasets.get(dataset or "")
+        if value is None:
+            return False
+        root = value
+        while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+            if root.func.attr.value in ("map", "flat_map", "interleave"):
+                return False
+            if root.func.attr.value in ("from_tensor_slices", "from_tensors"):
+                break
+            root = root.func.value
+        else:
+            return False
+        read = names_read(root.args[0].value) if root.args else {""}
+        return bool(read) and all(
+            self.placeholders.get(name, (0, ""))[1] in ("tf.float32", "tensorflow.float32") for name in read
+        )
+
+    def iterator_statement(
+        self, index: int, statement: cst.SimpleStatementLine, targets: tuple[str, ...] | None, value: cst.BaseExpression
+    ) -> bool:
+        """A dataset from placeholders, an iterator made, or its ``get_next()``: recorded (True), else False."""
+        line = self.line(statement)
+        call_name = self.qualified(value.func) if isinstance(value, cst.Call) else None
+        if call_name in _MAKERS:
+            assert isinstance(value, cst.Call)
+            dataset = value.args[0].value if len(value.args) == 1 else None
+            if targets is None or len(targets) != 1 or not isinstance(dataset, cst.Name):
+                raise Fallback(line, "an iterator made from something other than a dataset's name, or bound to several")
+            name = targets[0]
+            tf2_name = name if name not in ("iter", "next") else self.fresh("iterator")
+            self.iterators[name] = tf2_name
+            if _MAKERS[call_name] == "initializable":
+                self.initializable[name] = dataset.value
+                self.removed.add(id(statement))  # the iterator exists once its initializer runs
+            else:
+                if dataset.value in self.datasets:
+                    raise Fallback(line, "a one-shot iterator over a dataset built from placeholders")
+                made = cst.parse_statement(f"{tf2_name} = iter({dataset.value})\n")
+                assert isinstance(made, cst.SimpleStatementLine)
+                self.replacements[id(statement)] = (statement.with_changes(body=made.body),)
+            self.changes.append(CompatChange(line, 1, f"{call_name[len(V1) :]} -> a TF2 iterator over the dataset"))
+            return True
+        if (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "get_next"
+            and isinstance(value.func.value, cst.Name)
+            and value.func.value.value in self.iterators
+        ):
+            if targets is None or value.args:
+                raise Fallback(line, "get_next() bound to something other than names")
+            iterator = value.func.value.value
+            element = self.fresh("batch")
+            self.elements[element] = self.iterators[iterator]
+            if self.float32_elements(self.initializable.get(iterator)):
+                self.float32.add(element)
+            self.placeholders[element] = (len(self.placeholders), "")
+            self.reaching.setdefault(element, []).append(element)
+            unpacked = cst.parse_statement(f"{self.code(statement.body[0]).split('=')[0].strip()} = {element}\n")
+            assert isinstance(unpacked, cst.SimpleStatementLine)
+            definition = Definition(index, statement, targets, [element], line)
+            definition.function_form = statement.with_changes(body=unpacked.body)
+            self.definitions.append(definition)
+            for name in targets:
+                self.reaching.setdefault(name, []).append(definition)
+            if len(targets) == 1 and isinstance(statement.body[0], cst.Assign):
+                if isinstance(statement.body[0].targets[0].target, cst.Name):
+                    self.structures.add(targets[0])  # the whole element: a tuple or dict of tensors
+            self.removed.add(id(statement))
+            self.changes.append(
+                CompatChange(line, 1, f"{iterator}.get_next() -> an argument of the steps, one element per call")
+            )
+            return True
+        if (
+            targets is not None
+            and len(targets) == 1
+            and isinstance(value, cst.Call)
+            and any(name.startswith("tensorflow.data.") for name in self.calls_in(value))
+            and names_read(value) & set(self.placeholders)
+        ):
+            if self.binds.get(targets[0], 0) != 1:
+                raise Fallback(line, f"dataset `{targets[0]}` from placeholders is bound more than once")
+            self.datasets[targets[0]] = value
+            self.removed.add(id(statement))
+            return True
+        return False
+
+    def iterator_run(self, call: cst.Call, fetch: cst.BaseExpression, args: list[cst.Arg], line: int) -> bool:
+        """``sess.run(iterator.initializer, feed_dict=...)``: the TF2 iterator made anew (True), else False."""
+        if not (
+            isinstance(fetch, cst.Attribute)
+            and fetch.attr.value == "initializer"
+            and isinstance(fetch.value, cst.Name)
+            and fetch.value.value in self.initializable
+        ):
+            return False
+        name = fetch.value.value
+        dataset_name = self.initializable[name]
+        feed = args[0].value if args else None
+        if len(args) > 1 or (args and args[0].keyword is not None and args[0].keyword.value != "feed_dict"):
+            raise Fallback(line, "an iterator's initializer run with options")
+        fed: dict[str, cst.BaseExpression] = {}
+        if feed is not None:
+            if not isinstance(feed, cst.Dict):
+                raise Fallback(
+                    line, "an iterator's initializer fed something other than a {placeholder: value} literal"
+                )
+            for element in feed.elements:
+                if not (isinstance(element, cst.DictElement) and isinstance(element.key, cst.Name)):
+                    raise Fallback(line, "an iterator's initializer fed something other than placeholders")
+                fed[element.key.value] = element.value
+        dataset = self.datasets.get(dataset_name)
+        if dataset is None:
+            expression = dataset_name
+        else:
+            needed = names_read(dataset) & set(self.placeholders)
+            if needed - set(fed):
+                raise Fallback(line, f"the initializer does not feed `{sorted(needed - set(fed))[0]}`")
+            # A feed converted the value to the placeholder's dtype; the dataset gets it converted the same way.
+            values = {
+                key: f"{self.tf}.cast({self.code(value)}, {self.placeholders[key][1]})"
+                for key, value in fed.items()
+                if key in needed
+            }
+
+            class Substitute(cst.CSTTransformer):
+                def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+                    return cst.parse_expression(values[original.value]) if original.value in values else updated
+
+            substituted = dataset.visit(Substitute())
+            assert isinstance(substituted, cst.BaseExpression)
+            expression = cst.Module([]).code_for_node(substituted)
+        self.statement_codes[id(call)] = f"{self.iterators[name]} = iter({expression})"
+        self.changes.append(
+            CompatChange(line, 1, f"{name}.initializer run -> a new TF2 iterator over the dataset (as the restart)")
+        )
+        return True
+
+    def check_iterators(self) -> None:
+        """Iterators and placeholder datasets are only read where they were rewritten."""
+        names = set(self.iterators) | set(self.datasets)
+        if not names:
+            return
+        rewrite = self
+
+        class Uses(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> bool:
+                return id(node) not in rewrite.statement_codes  # an initializer run, rewritten
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value in names:
+                    raise Fallback(rewrite.line(node), f"`{node.value}` (an iterator or its dataset) is used elsewhere")
+
+        for statement in self.body:
+            if id(statement) not in self.removed and id(statement) not in self.replacements:
+                statement.visit(Uses())
