@@ -647,6 +647,32 @@ sess.close()
         absent=("compat.v1", "initializer", "px", "dataset ="),
     ),
     Case(
+        "a reinitializable iterator (from_structure + make_initializer): a TF2 iterator per initializer run",
+        ITERATOR_STEP.replace(
+            "dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)\n"
+            "it = tf.compat.v1.data.make_one_shot_iterator(dataset)",
+            "px = tf.compat.v1.placeholder(tf.float32, [None, 2])\npy = tf.compat.v1.placeholder(tf.float32, [None, 1])\n"
+            "train = tf.data.Dataset.from_tensor_slices((px, py)).repeat().batch(4)\n"
+            "test = tf.data.Dataset.from_tensor_slices((px, py)).batch(4)\n"
+            "it = tf.compat.v1.data.Iterator.from_structure(tf.compat.v1.data.get_output_types(train), "
+            "tf.compat.v1.data.get_output_shapes(train))",
+        )
+        .replace(
+            "x, y = it.get_next()\n",
+            "x, y = it.get_next()\ntrain_init = it.make_initializer(train)\ntest_init = it.make_initializer(test)\n",
+        )
+        .replace("    print(sess.run([x, y]))\n", "    sess.run(train_init, feed_dict={px: xs, py: ys})\n")
+        .replace(
+            "    print(value)", "    sess.run(test_init, feed_dict={px: xs2, py: ys2})\n    print(sess.run(loss))"
+        ),
+        contains=(
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs, tf.float32), tf.cast(ys, tf.float32))).repeat()",
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs2, tf.float32), tf.cast(ys2, tf.float32))).batch(4))",
+            "print(compute_loss(it.get_next()).numpy())",
+        ),
+        absent=("compat.v1", "make_initializer", "from_structure", "train_init", "px"),
+    ),
+    Case(
         "tf.layers on an element of unknown dtype: TF1's layer took the input's dtype, Keras computes in float32",
         ITERATOR_STEP.replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
         fallback="tf.layers on a dataset element, whose dtype",

@@ -17,7 +17,7 @@ import libcst as cst
 from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.modules import ModuleHelpers
 from tfpilot.migrate.native.parts import Definition, Fallback
-from tfpilot.migrate.native.syntax import names_read
+from tfpilot.migrate.native.syntax import descendants, names_read
 from tfpilot.migrate.native.tables import V1
 
 _MAKERS = {V1 + "data.make_one_shot_iterator": "one_shot", V1 + "data.make_initializable_iterator": "initializable"}
@@ -38,6 +38,7 @@ class Iterators(ModuleHelpers):
         self.elements: dict[str, str] = {}  # step argument -> the TF2 iterator it is pulled from
         self.structures: set[str] = set()  # names bound to a whole element (a tuple or dict when fetched)
         self.statement_codes: dict[int, str] = {}  # id(sess.run call) -> the statement it becomes
+        self.init_ops: dict[str, tuple[str, str]] = {}  # make_initializer(dataset) op -> (iterator, dataset)
         self.float32: set[str] = set()  # elements known to be float32 tensors (Keras layers' dtype)
 
     def float32_elements(self, dataset: str | None) -> bool:
@@ -83,6 +84,33 @@ class Iterators(ModuleHelpers):
                 assert isinstance(made, cst.SimpleStatementLine)
                 self.replacements[id(statement)] = (statement.with_changes(body=made.body),)
             self.changes.append(CompatChange(line, 1, f"{call_name[len(V1) :]} -> a TF2 iterator over the dataset"))
+            return True
+        if call_name == V1 + "data.Iterator.from_structure":
+            # A reinitializable iterator: each make_initializer(dataset) run starts it over that dataset. Its
+            # structure names the dataset the elements' dtypes come from (get_output_types(dataset)).
+            assert isinstance(value, cst.Call)
+            if targets is None or len(targets) != 1:
+                raise Fallback(line, "an iterator bound to something other than a name")
+            structure = [node.value for node in descendants(value) if isinstance(node, cst.Name)]
+            name = targets[0]
+            self.iterators[name] = name if name not in ("iter", "next") else self.fresh("iterator")
+            self.initializable[name] = next((found for found in structure if found in self.datasets), "")
+            self.removed.add(id(statement))
+            self.changes.append(CompatChange(line, 1, "Iterator.from_structure -> a TF2 iterator per initializer run"))
+            return True
+        if (
+            targets is not None
+            and len(targets) == 1
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "make_initializer"
+            and isinstance(value.func.value, cst.Name)
+            and value.func.value.value in self.iterators
+            and len(value.args) == 1
+            and isinstance(value.args[0].value, cst.Name)
+        ):
+            self.init_ops[targets[0]] = (value.func.value.value, value.args[0].value.value)
+            self.removed.add(id(statement))
             return True
         if (
             isinstance(value, cst.Call)
@@ -131,15 +159,18 @@ class Iterators(ModuleHelpers):
 
     def iterator_run(self, call: cst.Call, fetch: cst.BaseExpression, args: list[cst.Arg], line: int) -> bool:
         """``sess.run(iterator.initializer, feed_dict=...)``: the TF2 iterator made anew (True), else False."""
-        if not (
+        if isinstance(fetch, cst.Name) and fetch.value in self.init_ops:
+            name, dataset_name = self.init_ops[fetch.value]  # a reinitializable iterator's make_initializer(ds)
+        elif (
             isinstance(fetch, cst.Attribute)
             and fetch.attr.value == "initializer"
             and isinstance(fetch.value, cst.Name)
             and fetch.value.value in self.initializable
         ):
+            name = fetch.value.value
+            dataset_name = self.initializable[name]
+        else:
             return False
-        name = fetch.value.value
-        dataset_name = self.initializable[name]
         feed = args[0].value if args else None
         if len(args) > 1 or (args and args[0].keyword is not None and args[0].keyword.value != "feed_dict"):
             raise Fallback(line, "an iterator's initializer run with options")
@@ -182,7 +213,7 @@ class Iterators(ModuleHelpers):
 
     def check_iterators(self) -> None:
         """Iterators and placeholder datasets are only read where they were rewritten."""
-        names = set(self.iterators) | set(self.datasets)
+        names = set(self.iterators) | set(self.datasets) | set(self.init_ops)
         if not names:
             return
         rewrite = self
