@@ -673,6 +673,36 @@ sess.close()
         absent=("compat.v1", "make_initializer", "from_structure", "train_init", "px"),
     ),
     Case(
+        "sess.run of an iterator's get_next() itself: the next element, as NumPy values",
+        ITERATOR_STEP.replace("    print(sess.run([x, y]))\n", "    print(sess.run(it.get_next()))\n"),
+        contains=("print(tf.nest.map_structure(lambda t: t.numpy(), it.get_next()))",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a variable fetched with a tensor is returned too, and another variable gets its own step",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))", "W = tf.Variable(tf.zeros([2, 1]))\nb = tf.Variable(0.0)"
+        )
+        .replace("tf.matmul(x, W)", "tf.matmul(x, W) + b")
+        .replace(
+            "    print(value)",
+            "    print(sess.run([loss, W], feed_dict={x: xs, y: ys}), sess.run([loss, b], feed_dict={x: xs, y: ys}))",
+        ),
+        contains=("    return loss, W\n", "    return loss, b\n"),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "sess.run of a dict: a dict of the values under the same keys",
+        MODULE_STEP.replace(
+            "    print(value)", "    print(sess.run({'loss': loss, 'W': W}, feed_dict={x: xs, y: ys}))"
+        ),
+        contains=(
+            "print(dict(zip(('loss', 'W',), [value.numpy() for value in compute_loss_W(xs, ys)])))",
+            "    return loss, W\n",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
         "tf.layers on an element of unknown dtype: TF1's layer took the input's dtype, Keras computes in float32",
         ITERATOR_STEP.replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
         fallback="tf.layers on a dataset element, whose dtype",

@@ -950,7 +950,10 @@ class Analysis(Iterators):
                         and owner.value == session
                         and method == "run"
                         and node.args
-                        and rewrite.iterator_run(node, node.args[0].value, list(node.args[1:]), line)
+                        and (
+                            rewrite.iterator_run(node, node.args[0].value, list(node.args[1:]), line)
+                            or rewrite.element_run(node, node.args[0].value, list(node.args[1:]), line)
+                        )
                     ):
                         self.handled.add(id(owner))
                     elif isinstance(owner, cst.Name) and owner.value == session and method == "run":
@@ -1025,15 +1028,22 @@ class Analysis(Iterators):
             self.session_uses.append((call, top, "init"))
             return
         single = isinstance(fetch, cst.Name)
-        elements = (
-            [fetch]
-            if single
-            else [e.value for e in fetch.elements]
-            if isinstance(fetch, (cst.List, cst.Tuple))
-            else None
-        )
+        keys: tuple[str, ...] = ()
+        if isinstance(fetch, cst.Dict) and all(
+            isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+            for element in fetch.elements
+        ):
+            # sess.run({"loss": loss, ...}) returned a dict of the values under the same keys.
+            keys = tuple(self.code(element.key) for element in fetch.elements if isinstance(element, cst.DictElement))
+        elements: list[cst.BaseExpression] | None = None
+        if single:
+            elements = [fetch]
+        elif isinstance(fetch, (cst.List, cst.Tuple)):
+            elements = [e.value for e in fetch.elements]
+        elif isinstance(fetch, cst.Dict) and keys:
+            elements = [e.value for e in fetch.elements if isinstance(e, cst.DictElement)]
         if elements is None or not all(isinstance(element, cst.Name) for element in elements):
-            raise Fallback(line, "sess.run fetches other than a name or a list of names")
+            raise Fallback(line, "sess.run fetches other than a name, a list of names or a dict of them")
         names = tuple(element.value for element in elements if isinstance(element, cst.Name))
         feed: cst.BaseExpression | None = None
         for position, arg in enumerate(args):
@@ -1060,7 +1070,7 @@ class Analysis(Iterators):
         for name in names:
             if name not in self.graph_names() and name not in self.variables and name not in self.constants:
                 raise Fallback(line, f"sess.run fetches `{name}`, which is not built from placeholders or variables")
-        self.sites.append(Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple)))
+        self.sites.append(Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple), keys=keys))
 
     def resolve(self, name: str, top: int) -> Definition | str | None:
         """The definition of ``name`` that a fetch at top-level statement ``top`` sees (None: a variable)."""
@@ -1141,7 +1151,9 @@ class Analysis(Iterators):
                                 # TF1 printed the variable's name and shape; a TF2 variable prints its value.
                                 raise Fallback(rewrite.line(node), f"variable `{arg.value.value}` is printed itself")
                     if any(site.call is node for site in rewrite.sites):
-                        for arg in node.args:
+                        owner = node.func.value if isinstance(node.func, cst.Attribute) else None
+                        run = isinstance(owner, cst.Name) and owner.value == rewrite.session_name
+                        for arg in node.args[1:] if run else node.args:  # the feeds (a fetched dict is the graph's)
                             if isinstance(arg.value, cst.Dict):
                                 for element in arg.value.elements:
                                     if isinstance(element, cst.DictElement):

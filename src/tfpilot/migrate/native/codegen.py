@@ -46,8 +46,8 @@ class Rewrite(Analysis):
         for definition in self.definitions:
             if definition.module_form:
                 self.module_forms[id(definition.statement)] = definition.module_form
-        functions: dict[tuple[int, ...], tuple[str, list[str], cst.FunctionDef, int]] = {}
-        call_code: dict[int, str] = {}
+        functions: dict[tuple[int | str, ...], tuple[str, list[str], cst.FunctionDef, int]] = {}
+        call_code: dict[int, str] = dict(self.expression_codes)
         assign_targets: dict[int, str] = {}
         self.plan_forward()
         for site in self.sites:
@@ -55,7 +55,9 @@ class Rewrite(Analysis):
             if all(item is None for item in resolved):  # variables and constants only: read their values
                 values = [f"{name}.numpy()" for name in site.fetches]
                 call_code[id(site.call)] = (
-                    values[0]
+                    "{" + ", ".join(f"{key}: {value}" for key, value in zip(site.keys, values, strict=True)) + "}"
+                    if site.keys
+                    else values[0]
                     if site.single
                     else f"({values[0]},)"
                     if site.as_tuple and len(values) == 1
@@ -65,11 +67,18 @@ class Rewrite(Analysis):
                 )
                 continue
             trains = [item for item in resolved if isinstance(item, Definition) and item.train is not None]
+            if trains and site.keys:
+                raise Fallback(site.line, "a train op fetched in a dict")
             if len(trains) > 1:
                 raise Fallback(site.line, "one sess.run with two train ops")
             train = trains[0] if trains else None
-            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
-            key = tuple(id(item) for item in resolved)  # the same fetches of the same definitions
+            # (train is None: a variable resolves to None too, and is fetched like any other name)
+            others = [
+                (name, item)
+                for name, item in zip(site.fetches, resolved, strict=True)
+                if train is None or item is not train
+            ]
+            key = self.step_key(site.fetches, resolved)
             if key not in functions:
                 functions[key] = self.function(site, train, others)
             name, params, _, _ = functions[key]
@@ -105,6 +114,9 @@ class Rewrite(Analysis):
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
+            elif site.keys:
+                listed = self.list_values(site.fetches, call)
+                call_code[id(site.call)] = f"dict(zip(({', '.join(site.keys)},), {listed}))"
             elif site.single:
                 # merge_all()'s dict of tensors goes to write_summaries as it is
                 call_code[id(site.call)] = self.value_of(site.fetches[0], call)
@@ -278,6 +290,11 @@ class Rewrite(Analysis):
             leading.pop(0)
         return statement.with_changes(leading_lines=[*self.blank_lines(), *leading])
 
+    @staticmethod
+    def step_key(fetches: Iterable[str], resolved: Iterable[Definition | str | None]) -> tuple[int | str, ...]:
+        """The same fetches of the same definitions share a step; a variable (None) is told apart by its name."""
+        return tuple(id(item) if item is not None else name for name, item in zip(fetches, resolved, strict=True))
+
     def list_values(self, fetches: Iterable[str], call: str) -> str:
         """What sess.run returned for a list: NumPy values, and merge_all()'s dict of tensors as it is
         (it goes to write_summaries)."""
@@ -335,16 +352,21 @@ class Rewrite(Analysis):
         """
         self.helpers: dict[int, Helper] = {}
         self.closure_ids: dict[int, set[int]] = {}
-        self.step_members: dict[tuple[int, ...], list[Definition]] = {}
-        self.step_returns: dict[tuple[int, ...], set[str]] = {}
+        self.step_members: dict[tuple[int | str, ...], list[Definition]] = {}
+        self.step_returns: dict[tuple[int | str, ...], set[str]] = {}
         for site in self.sites:
             resolved = [self.resolve(name, site.top) for name in site.fetches]
             if all(item is None for item in resolved):
                 continue
             trains = [item for item in resolved if isinstance(item, Definition) and item.train is not None]
             train = trains[0] if len(trains) == 1 else None
-            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
-            key = tuple(id(item) for item in resolved)
+            # (train is None: a variable resolves to None too, and is fetched like any other name)
+            others = [
+                (name, item)
+                for name, item in zip(site.fetches, resolved, strict=True)
+                if train is None or item is not train
+            ]
+            key = self.step_key(site.fetches, resolved)
             if key not in self.step_members:
                 tape_part, rest, _ = self.parts(train, others)
                 self.step_members[key] = tape_part + rest
@@ -352,7 +374,7 @@ class Rewrite(Analysis):
                 if train is not None and train.train is not None:
                     returns.add(train.train[1])
                 self.step_returns[key] = returns
-        users: dict[int, set[tuple[int, ...]]] = {}
+        users: dict[int, set[tuple[int | str, ...]]] = {}
         for key, members in self.step_members.items():
             for definition in members:
                 users.setdefault(id(definition), set()).add(key)

@@ -38,6 +38,7 @@ class Iterators(ModuleHelpers):
         self.elements: dict[str, str] = {}  # step argument -> the TF2 iterator it is pulled from
         self.structures: set[str] = set()  # names bound to a whole element (a tuple or dict when fetched)
         self.statement_codes: dict[int, str] = {}  # id(sess.run call) -> the statement it becomes
+        self.expression_codes: dict[int, str] = {}  # id(sess.run call) -> the expression it becomes
         self.init_ops: dict[str, tuple[str, str]] = {}  # make_initializer(dataset) op -> (iterator, dataset)
         self.float32: set[str] = set()  # elements known to be float32 tensors (Keras layers' dtype)
 
@@ -211,6 +212,23 @@ class Iterators(ModuleHelpers):
         )
         return True
 
+    def element_run(self, call: cst.Call, fetch: cst.BaseExpression, args: list[cst.Arg], line: int) -> bool:
+        """``sess.run(iterator.get_next())``: the next element as NumPy values (True), else False."""
+        if not (
+            isinstance(fetch, cst.Call)
+            and not fetch.args
+            and isinstance(fetch.func, cst.Attribute)
+            and fetch.func.attr.value == "get_next"
+            and isinstance(fetch.func.value, cst.Name)
+            and fetch.func.value.value in self.iterators
+        ):
+            return False
+        if args:
+            raise Fallback(line, "sess.run of get_next() with a feed or options")
+        iterator = self.iterators[fetch.func.value.value]
+        self.expression_codes[id(call)] = f"{self.tf}.nest.map_structure(lambda t: t.numpy(), {iterator}.get_next())"
+        return True
+
     def check_iterators(self) -> None:
         """Iterators and placeholder datasets are only read where they were rewritten."""
         names = set(self.iterators) | set(self.datasets) | set(self.init_ops)
@@ -220,7 +238,8 @@ class Iterators(ModuleHelpers):
 
         class Uses(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> bool:
-                return id(node) not in rewrite.statement_codes  # an initializer run, rewritten
+                # an initializer run or a get_next() fetch, rewritten
+                return id(node) not in rewrite.statement_codes and id(node) not in rewrite.expression_codes
 
             def visit_Attribute(self, node: cst.Attribute) -> bool:
                 node.value.visit(self)
