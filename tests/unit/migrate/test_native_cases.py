@@ -692,6 +692,18 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
+        "tf.flags (left as written by tf_upgrade_v2, gone from TF 2) -> absl flags, like tf.app.flags",
+        MAIN_STEP.replace(
+            "def main(_):", "tf.flags.DEFINE_integer('steps', 3, 'steps')\nFLAGS = tf.flags.FLAGS\n\ndef main(_):"
+        ),
+        contains=(
+            "from absl import flags\n",
+            "flags.DEFINE_integer('steps', 3, 'steps')\nFLAGS = flags.FLAGS\n",
+            "    app.run(main)\n",
+        ),
+        absent=("compat.v1", "tf.flags"),
+    ),
+    Case(
         "sess.run of a dict: a dict of the values under the same keys",
         MODULE_STEP.replace(
             "    print(value)", "    print(sess.run({'loss': loss, 'W': W}, feed_dict={x: xs, y: ys}))"

@@ -20,6 +20,9 @@ from tfpilot.migrate.native.tables import (
     V1_CALLS,
 )
 
+# tf.app.flags as tf_upgrade_v2 leaves it, and tf.flags, which it leaves as written (gone from TF 2).
+FLAGS_MODULES = (V1 + "flags", V1 + "app.flags", "tensorflow.flags", "tensorflow.app.flags")
+
 
 class CallRewrites(Base):
     """TF1 calls rewritten one at a time from the tables (optimizers, layers, cells, assign, tf.app)."""
@@ -258,7 +261,7 @@ class CallRewrites(Base):
             def visit_Attribute(self, node: cst.Attribute) -> bool:
                 nonlocal uses_flags
                 name = rewrite.qualified(node)
-                if name in (V1 + "flags", V1 + "app.flags"):
+                if name in FLAGS_MODULES:
                     uses_flags = True
                     return False
                 return True
@@ -309,7 +312,7 @@ class CallRewrites(Base):
                 return replacements.get(id(original), updated)
 
             def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-                if rewrite.qualified(original) in (V1 + "flags", V1 + "app.flags"):
+                if rewrite.qualified(original) in FLAGS_MODULES:
                     return cst.Name("flags")
                 return updated
 
