@@ -717,7 +717,16 @@ sess.close()
     Case(
         "tf.layers on an element of unknown dtype: TF1's layer took the input's dtype, Keras computes in float32",
         ITERATOR_STEP.replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
-        fallback="tf.layers on a dataset element, whose dtype",
+        fallback="tf.layers on a dataset element whose dtype (TF1's layer dtype) the script does not state",
+    ),
+    Case(
+        "tf.layers on float64 NumPy draws: Keras layers in float64, the dtype TF1's layers took from the element",
+        ITERATOR_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\nxs, ys = np.random.sample((8, 2)), np.random.rand(8, 1)\n",
+        ).replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
+        contains=('dense_1 = keras.layers.Dense(units=1, dtype="float64")',),
+        absent=("compat.v1",),
     ),
     Case(
         "an iterator used other than through get_next() and its initializer: compat",

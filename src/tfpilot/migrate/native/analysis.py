@@ -487,12 +487,9 @@ class Analysis(Iterators):
         if train is None:
             self.hoist(definition)
             layers = any(".layers." in self.code(made) for made in definition.module_form)
-            if layers and self.closure(deps)[1] & (set(self.elements) - self.float32):
-                # A TF1 layer took the dtype of its input (float64 from NumPy data); a Keras layer computes in
-                # float32, and a dataset element's dtype is not written in the script.
-                raise Fallback(
-                    line, "tf.layers on a dataset element, whose dtype (TF1's layer dtype) is not known here"
-                )
+            elements = self.closure(deps)[1] & set(self.elements)
+            if layers and elements:
+                definition.module_form = self.layers_in_dtype(definition, elements)
         self.definitions.append(definition)
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)

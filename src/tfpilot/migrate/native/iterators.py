@@ -20,6 +20,13 @@ from tfpilot.migrate.native.parts import Definition, Fallback
 from tfpilot.migrate.native.syntax import descendants, names_read
 from tfpilot.migrate.native.tables import V1
 
+# Dataset methods that keep the elements' dtype (map and friends may change it).
+_KEEPS_DTYPE = frozenset({"batch", "repeat", "shuffle", "prefetch", "take", "skip", "cache", "padded_batch"})
+_DTYPES = {"float32": "float32", "float64": "float64", "float": "float64", "double": "float64"}
+# NumPy draws that always make float64 arrays.
+_FLOAT64_DRAWS = frozenset(
+    {"sample", "random_sample", "random", "rand", "randn", "uniform", "normal", "standard_normal"}
+)
 _MAKERS = {V1 + "data.make_one_shot_iterator": "one_shot", V1 + "data.make_initializable_iterator": "initializable"}
 
 
@@ -40,26 +47,66 @@ class Iterators(ModuleHelpers):
         self.statement_codes: dict[int, str] = {}  # id(sess.run call) -> the statement it becomes
         self.expression_codes: dict[int, str] = {}  # id(sess.run call) -> the expression it becomes
         self.init_ops: dict[str, tuple[str, str]] = {}  # make_initializer(dataset) op -> (iterator, dataset)
-        self.float32: set[str] = set()  # elements known to be float32 tensors (Keras layers' dtype)
+        self.element_dtypes: dict[str, str | None] = {}  # element -> its float dtype, when the script states it
+        self.iterator_sources: dict[str, cst.BaseExpression] = {}  # iterator -> the dataset it reads
 
-    def float32_elements(self, dataset: str | None) -> bool:
-        """The dataset's elements are float32: sliced from float32 placeholders only, with no map()."""
-        value = self.datasets.get(dataset or "")
-        if value is None:
-            return False
-        root = value
-        while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
-            if root.func.attr.value in ("map", "flat_map", "interleave"):
-                return False
-            if root.func.attr.value in ("from_tensor_slices", "from_tensors"):
+    def element_dtype(self, dataset: cst.BaseExpression | None, before: int) -> str | None:
+        """ "float32" / "float64" when every component of the dataset's elements has that dtype, else None.
+
+        Read from the dataset's source: ``from_tensor_slices`` / ``from_tensors`` of placeholders (their
+        declared dtype) or NumPy arrays whose dtype the script states (``np.random.sample``: float64,
+        ``.astype(np.float32)``), through transformations that keep the dtype (batch, repeat, shuffle ...).
+        """
+        root = dataset
+        while True:
+            if isinstance(root, cst.Name):
+                root = self.binding(root.value, before)
+                continue
+            if not (isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute)):
+                return None
+            method = root.func.attr.value
+            if method in ("from_tensor_slices", "from_tensors"):
                 break
+            if method not in _KEEPS_DTYPE:
+                return None
             root = root.func.value
-        else:
-            return False
-        read = names_read(root.args[0].value) if root.args else {""}
-        return bool(read) and all(
-            self.placeholders.get(name, (0, ""))[1] in ("tf.float32", "tensorflow.float32") for name in read
-        )
+        source = root.args[0].value if root.args else None
+        parts = [e.value for e in source.elements] if isinstance(source, (cst.Tuple, cst.List)) else [source]
+        dtypes = {self.array_dtype(part, before) for part in parts}
+        return dtypes.pop() if len(dtypes) == 1 else None
+
+    def array_dtype(self, node: cst.BaseExpression | None, before: int) -> str | None:
+        if isinstance(node, cst.Name):
+            if node.value in self.placeholders:
+                return _DTYPES.get(self.placeholders[node.value][1].rpartition(".")[2])
+            return self.array_dtype(self.binding(node.value, before), before)
+        if not isinstance(node, cst.Call):
+            return None
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "astype" and len(node.args) == 1:
+            return _DTYPES.get(self.code(node.args[0].value).rpartition(".")[2].strip("'\""))
+        name = self.qualified(node.func) or ""
+        if name.startswith("numpy.random.") and name.rpartition(".")[2] in _FLOAT64_DRAWS:
+            return "float64"
+        return None
+
+    def binding(self, name: str, before: int) -> cst.BaseExpression | None:
+        """The value ``name`` was bound to before statement ``before`` (the last binding; a tuple unpacked)."""
+        for statement in reversed([*self.module.body, *self.body[:before]]):
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+                continue
+            target, value = small.targets[0].target, small.value
+            if isinstance(target, cst.Name) and target.value == name:
+                return value
+            if (
+                isinstance(target, cst.Tuple)
+                and isinstance(value, cst.Tuple)
+                and len(target.elements) == len(value.elements)
+            ):
+                for element, part in zip(target.elements, value.elements, strict=True):
+                    if isinstance(element.value, cst.Name) and element.value.value == name:
+                        return part.value
+        return None
 
     def iterator_statement(
         self, index: int, statement: cst.SimpleStatementLine, targets: tuple[str, ...] | None, value: cst.BaseExpression
@@ -75,6 +122,7 @@ class Iterators(ModuleHelpers):
             name = targets[0]
             tf2_name = name if name not in ("iter", "next") else self.fresh("iterator")
             self.iterators[name] = tf2_name
+            self.iterator_sources[name] = self.datasets.get(dataset.value, dataset)
             if _MAKERS[call_name] == "initializable":
                 self.initializable[name] = dataset.value
                 self.removed.add(id(statement))  # the iterator exists once its initializer runs
@@ -96,6 +144,8 @@ class Iterators(ModuleHelpers):
             name = targets[0]
             self.iterators[name] = name if name not in ("iter", "next") else self.fresh("iterator")
             self.initializable[name] = next((found for found in structure if found in self.datasets), "")
+            if self.initializable[name]:
+                self.iterator_sources[name] = self.datasets[self.initializable[name]]
             self.removed.add(id(statement))
             self.changes.append(CompatChange(line, 1, "Iterator.from_structure -> a TF2 iterator per initializer run"))
             return True
@@ -125,8 +175,8 @@ class Iterators(ModuleHelpers):
             iterator = value.func.value.value
             element = self.fresh("batch")
             self.elements[element] = self.iterators[iterator]
-            if self.float32_elements(self.initializable.get(iterator)):
-                self.float32.add(element)
+            source = self.iterator_sources.get(iterator)
+            self.element_dtypes[element] = self.element_dtype(source, index)
             self.placeholders[element] = (len(self.placeholders), "")
             self.reaching.setdefault(element, []).append(element)
             unpacked = cst.parse_statement(f"{self.code(statement.body[0]).split('=')[0].strip()} = {element}\n")
@@ -228,6 +278,47 @@ class Iterators(ModuleHelpers):
         iterator = self.iterators[fetch.func.value.value]
         self.expression_codes[id(call)] = f"{self.tf}.nest.map_structure(lambda t: t.numpy(), {iterator}.get_next())"
         return True
+
+    def layers_in_dtype(self, definition: Definition, elements: set[str]) -> tuple[cst.BaseStatement, ...]:
+        """The Keras layers a definition made, in the dtype TF1's layers took from a dataset element.
+
+        A TF1 layer took its input's dtype (float64 from NumPy data); a Keras layer computes in float32
+        unless told: the layers get ``dtype="float64"`` where the element is float64. An element whose
+        dtype the script does not state keeps the file on compat.
+        """
+        dtypes = {self.element_dtypes.get(element) for element in elements}
+        dtype = dtypes.pop() if len(dtypes) == 1 else None
+        if dtype is None:
+            raise Fallback(
+                definition.line,
+                "tf.layers on a dataset element whose dtype (TF1's layer dtype) the script does not state",
+            )
+        if dtype == "float32":
+            return definition.module_form
+
+        dtype_arg = cst.ensure_type(cst.parse_expression(f'f(dtype="{dtype}")'), cst.Call).args[0]
+        made: list[cst.BaseStatement] = []
+        for statement in definition.module_form:  # `dense_1 = keras.layers.Dense(...)`: the layer's own call
+            assert isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
+            assign = statement.body[0]
+            value = assign.value
+            if isinstance(value, cst.Call):
+                value = value.with_changes(
+                    args=[
+                        *value.args[:-1],
+                        value.args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                    ]
+                    + [dtype_arg]
+                    if value.args
+                    else [dtype_arg]
+                )
+            made.append(statement.with_changes(body=[assign.with_changes(value=value)]))
+        self.changes.append(
+            CompatChange(
+                definition.line, 1, f"Keras layers in {dtype}, the dtype of the dataset element they read (as TF1)"
+            )
+        )
+        return tuple(made)
 
     def check_iterators(self) -> None:
         """Iterators and placeholder datasets are only read where they were rewritten."""
