@@ -17,7 +17,7 @@ import libcst as cst
 from tfpilot.migrate.compat import CompatChange
 from tfpilot.migrate.native.modules import ModuleHelpers
 from tfpilot.migrate.native.parts import Definition, Fallback
-from tfpilot.migrate.native.syntax import descendants, names_read
+from tfpilot.migrate.native.syntax import bound_names, descendants, names_read
 from tfpilot.migrate.native.tables import V1
 
 # Dataset methods that keep the elements' dtype (map and friends may change it).
@@ -58,7 +58,7 @@ class Iterators(ModuleHelpers):
         ``.astype(np.float32)``), through transformations that keep the dtype (batch, repeat, shuffle ...).
         """
         root = dataset
-        while True:
+        for _ in range(64):  # a chain of bindings, each bound once: no cycle, but never loop on one
             if isinstance(root, cst.Name):
                 root = self.binding(root.value, before)
                 continue
@@ -70,6 +70,9 @@ class Iterators(ModuleHelpers):
             if method not in _KEEPS_DTYPE:
                 return None
             root = root.func.value
+        else:
+            return None
+        assert isinstance(root, cst.Call)
         source = root.args[0].value if root.args else None
         parts = [e.value for e in source.elements] if isinstance(source, (cst.Tuple, cst.List)) else [source]
         dtypes = {self.array_dtype(part, before) for part in parts}
@@ -90,23 +93,29 @@ class Iterators(ModuleHelpers):
         return None
 
     def binding(self, name: str, before: int) -> cst.BaseExpression | None:
-        """The value ``name`` was bound to before statement ``before`` (the last binding; a tuple unpacked)."""
-        for statement in reversed([*self.module.body, *self.body[:before]]):
-            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
-            if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        """The value ``name`` is bound to, when the script binds it once, before statement ``before`` (a tuple
+        unpacked); None otherwise (a name rebound, ``dataset = dataset.batch(8)``, has no one source)."""
+        found: list[tuple[int, cst.BaseExpression]] = []
+        outside = self.module.body if self.scope_owner is not None else ()  # module-level names a function reads
+        statements = [*((-1, statement) for statement in outside), *enumerate(self.body)]
+        for position, statement in statements:
+            if name not in bound_names(statement):
                 continue
-            target, value = small.targets[0].target, small.value
-            if isinstance(target, cst.Name) and target.value == name:
-                return value
-            if (
-                isinstance(target, cst.Tuple)
-                and isinstance(value, cst.Tuple)
-                and len(target.elements) == len(value.elements)
-            ):
-                for element, part in zip(target.elements, value.elements, strict=True):
-                    if isinstance(element.value, cst.Name) and element.value.value == name:
-                        return part.value
-        return None
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+            value: cst.BaseExpression | None = None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    value = small.value
+                elif isinstance(target, cst.Tuple) and isinstance(small.value, cst.Tuple):
+                    pairs = zip(target.elements, small.value.elements, strict=False)
+                    value = next((part.value for element, part in pairs if _is_name(element.value, name)), None)
+            found.append((position, value) if value is not None else (position, cst.Name("None")))
+        unique = {id(value): (position, value) for position, value in found}
+        if len(found) != 1 or len(unique) != 1:
+            return None
+        position, value = found[0]
+        return value if position < before and not (isinstance(value, cst.Name) and value.value == "None") else None
 
     def iterator_statement(
         self, index: int, statement: cst.SimpleStatementLine, targets: tuple[str, ...] | None, value: cst.BaseExpression
@@ -343,3 +352,7 @@ class Iterators(ModuleHelpers):
         for statement in self.body:
             if id(statement) not in self.removed and id(statement) not in self.replacements:
                 statement.visit(Uses())
+
+
+def _is_name(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
