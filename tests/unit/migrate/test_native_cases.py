@@ -526,6 +526,18 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
+        "a module-level model function with the Session in main(): the class at module level, the instance in main()",
+        MAIN_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\n\ndef model(x):\n    W = tf.Variable(tf.zeros([2, 1]))\n    return tf.matmul(x, W)\n",
+        ).replace(
+            "    W = tf.Variable(tf.zeros([2, 1]))\n    loss = tf.reduce_mean(tf.square(y - tf.matmul(x, W)))",
+            "    loss = tf.reduce_mean(tf.square(y - model(x)))",
+        ),
+        contains=("\n\nclass Model(tf.Module):\n", "def main(_):\n    model = Model()\n", "tf.square(y - model(x))"),
+        absent=("compat.v1", "def model("),
+    ),
+    Case(
         "a model function with a branch: not a straight line, compat",
         MODULE_STEP.replace(
             "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
