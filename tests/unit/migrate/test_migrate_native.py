@@ -83,6 +83,8 @@ def numbers(text: str) -> list[float]:
         "native_loop_loss.py",
         "native_as_default.py",
         "native_helper_variables.py",
+        "native_model_function.py",
+        "native_iterators.py",
     ],
 )
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):

@@ -40,6 +40,22 @@ with tf.compat.v1.Session() as sess:
     print(value)
 """
 
+ITERATOR_STEP = """
+import numpy as np
+import tensorflow as tf
+dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)
+it = tf.compat.v1.data.make_one_shot_iterator(dataset)
+x, y = it.get_next()
+W = tf.Variable(tf.zeros([2, 1]))
+loss = tf.reduce_mean(tf.square(y - tf.matmul(x, W)))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    print(sess.run([x, y]))
+    _, value = sess.run([train_op, loss])
+    print(value)
+"""
+
 MAIN_STEP = """
 import tensorflow as tf
 
@@ -457,12 +473,95 @@ sess.close()
         absent=("compat.v1",),
     ),
     Case(
-        "a helper that makes a variable and returns a tensor computed from it: made once, it would not follow",
+        "a model function (makes variables, returns what it computes): a tf.Module made once, called in the steps",
         MODULE_STEP.replace(
-            "W = tf.Variable(tf.zeros([2, 1]))",
-            "def weight_variable(shape):\n    v = tf.Variable(tf.zeros(shape))\n    return v * 2.0\n\nW = weight_variable([2, 1])",
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x, n_out):\n    W = tf.Variable(tf.zeros([2, n_out]))\n    b = tf.Variable(tf.zeros([n_out]))\n"
+            "    return tf.matmul(x, W) + b\n\npred = model(x, 1)",
+        )
+        .replace("with tf.compat.v1.Session()", "saver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session()")
+        .replace("    print(value)", "    print(value)\n    saver.save(sess, 'model')"),
+        contains=(
+            "class Model(tf.Module):",
+            "    def __init__(self, n_out):\n        super().__init__()\n        self.W = tf.Variable(tf.zeros([2, n_out]))",
+            "    def __call__(self, x):\n",
+            "return tf.matmul(x, self.W) + self.b\n",
+            "model = Model(1)\n",
+            "        pred = model(x)\n",
+            "tf.train.Checkpoint(model=model, optimizer=optimizer)",
         ),
-        fallback="`weight_variable` makes variables and returns something computed from them",
+        once=("Model(1)",),
+        absent=("compat.v1", "def model("),
+    ),
+    Case(
+        "a model function of tf.layers under variable_scope(reuse=reuse): the reuse=True call shares the instance",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def net(x, units, reuse=None):\n    with tf.compat.v1.variable_scope('net', reuse=reuse):\n"
+            "        h = tf.compat.v1.layers.dense(inputs=x, units=units, activation=tf.nn.relu)\n"
+            "        return tf.compat.v1.layers.dense(h, 1)\n\n"
+            "pred = net(x, 4)\nagain = net(2.0 * x, 4, reuse=True)",
+        ).replace("tf.square(y - pred)", "tf.square(y - pred) + tf.square(y - again)"),
+        contains=(
+            "    def __init__(self, units):\n        super().__init__()\n"
+            "        self.dense_1 = keras.layers.Dense(units=units, activation=tf.nn.relu)\n"
+            "        self.dense_2 = keras.layers.Dense(units=1)\n",
+            "        h = self.dense_1(x)\n        return self.dense_2(h)\n",
+            "net = Net(4)\n",
+            "pred = net(x)\n",
+            "again = net(2.0 * x)\n",
+        ),
+        once=("Net(4)",),
+        absent=("compat.v1", "variable_scope", "reuse"),
+    ),
+    Case(
+        "tf.Variable ignores variable_scope reuse (only get_variable shares): each call makes a new instance",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def net(x, reuse=None):\n    with tf.compat.v1.variable_scope('net', reuse=reuse):\n"
+            "        W = tf.Variable(tf.zeros([2, 1]))\n        return tf.matmul(x, W)\n\n"
+            "pred = net(x)\nagain = net(x, reuse=True)",
+        ).replace("tf.square(y - pred)", "tf.square(y - pred - again)"),
+        contains=("net = Net()\n", "net_2 = Net()\n", "again = net_2(x)\n"),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a module-level model function with the Session in main(): the class at module level, the instance in main()",
+        MAIN_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\n\ndef model(x):\n    W = tf.Variable(tf.zeros([2, 1]))\n    return tf.matmul(x, W)\n",
+        ).replace(
+            "    W = tf.Variable(tf.zeros([2, 1]))\n    loss = tf.reduce_mean(tf.square(y - tf.matmul(x, W)))",
+            "    loss = tf.reduce_mean(tf.square(y - model(x)))",
+        ),
+        contains=("\n\nclass Model(tf.Module):\n", "def main(_):\n    model = Model()\n", "tf.square(y - model(x))"),
+        absent=("compat.v1", "def model("),
+    ),
+    Case(
+        "a model function with a branch: not a straight line, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x, deep):\n    W = tf.Variable(tf.zeros([2, 1]))\n    if deep:\n        x = tf.nn.relu(x)\n"
+            "    return tf.matmul(x, W)\n\npred = model(x, True)",
+        ),
+        fallback="`model` makes variables in a loop, branch or block",
+    ),
+    Case(
+        "a variable shaped by what the model function computed: not made once, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x):\n    h = tf.nn.relu(x)\n    W = tf.Variable(tf.zeros([h.shape[1], 1]))\n"
+            "    return tf.matmul(h, W)\n\npred = model(x)",
+        ),
+        fallback="`model` makes a variable from what it computed",
+    ),
+    Case(
+        "a model function called inside sess.run: compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x):\n    W = tf.Variable(tf.zeros([2, 1]))\n    return tf.matmul(x, W)\n\npred = model(x)",
+        ).replace("    print(value)", "    print(value, sess.run(model(x), feed_dict={x: xs}))"),
+        fallback="sess.run fetches other than a name",
     ),
     Case(
         "RMSProp -> a Keras RMSprop subclass written once, started as TF1 (mean square 1), TF1's epsilon",
@@ -498,6 +597,162 @@ sess.close()
         "a tf.compat.v1 call with no TF2 rewrite left in the output",
         MODULE_STEP.replace("    print(value)", "    print(value, tf.compat.v1.get_default_graph())"),
         fallback="`tf.compat.v1.get_default_graph` has no native rewrite here",
+    ),
+    Case(
+        "reset_default_graph() before the graph is built: dropped (TF2 has no default graph)",
+        MODULE_STEP.replace(
+            "import tensorflow as tf\n", "import tensorflow as tf\ntf.compat.v1.reset_default_graph()\n"
+        ),
+        contains=("import tensorflow as tf\nimport keras\nW = tf.Variable", "@tf.function"),
+        absent=("compat.v1", "reset_default_graph"),
+    ),
+    Case(
+        "reset_default_graph() sharing a line with the seed: the seed stays",
+        MODULE_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\ntf.compat.v1.reset_default_graph(); tf.compat.v1.set_random_seed(0)\n",
+        ),
+        contains=("tf.random.set_seed(0)\n",),
+        absent=("compat.v1", "reset_default_graph", ";"),
+    ),
+    Case(
+        "reset_default_graph() at the top of main() and at module level: dropped",
+        MAIN_STEP.replace(
+            "def main(_):\n",
+            "tf.compat.v1.reset_default_graph()\n\ndef main(_):\n    tf.compat.v1.reset_default_graph()\n",
+        ),
+        contains=("def main(_):\n    W = tf.Variable",),
+        absent=("compat.v1", "reset_default_graph"),
+    ),
+    Case(
+        "reset_default_graph() after graph state was built: TF1 dropped that state, TF2 code keeps it",
+        MODULE_STEP.replace("pred = tf.matmul", "tf.compat.v1.reset_default_graph()\npred = tf.matmul"),
+        fallback="tf.compat.v1.reset_default_graph() after graph state was built",
+    ),
+    Case(
+        "a one-shot iterator: its element is the steps' argument, each call pulls one with get_next()",
+        ITERATOR_STEP,
+        contains=(
+            "it = iter(dataset)\n",
+            "def train_step(batch):\n    with tf.GradientTape() as tape:\n        x, y = batch\n",
+            "value = train_step(it.get_next()).numpy()",
+            "[value.numpy() for value in compute_x_y(it.get_next())]",
+        ),
+        absent=("compat.v1", "make_one_shot_iterator", "tf.cast(batch"),
+    ),
+    Case(
+        "an initializable iterator over placeholders: made where its initializer ran, from the fed values",
+        ITERATOR_STEP.replace(
+            "dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)\n"
+            "it = tf.compat.v1.data.make_one_shot_iterator(dataset)",
+            "px = tf.compat.v1.placeholder(tf.float32, [None, 2])\npy = tf.compat.v1.placeholder(tf.float32, [None, 1])\n"
+            "dataset = tf.data.Dataset.from_tensor_slices((px, py)).batch(4)\n"
+            "it = tf.compat.v1.data.make_initializable_iterator(dataset)",
+        ).replace(
+            "    print(sess.run([x, y]))\n",
+            "    sess.run(it.initializer, feed_dict={px: xs, py: ys})\n",
+        ),
+        contains=(
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs, tf.float32), tf.cast(ys, tf.float32))).batch(4))\n",
+            "value = train_step(it.get_next()).numpy()",
+        ),
+        absent=("compat.v1", "initializer", "px", "dataset ="),
+    ),
+    Case(
+        "a reinitializable iterator (from_structure + make_initializer): a TF2 iterator per initializer run",
+        ITERATOR_STEP.replace(
+            "dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat().batch(4)\n"
+            "it = tf.compat.v1.data.make_one_shot_iterator(dataset)",
+            "px = tf.compat.v1.placeholder(tf.float32, [None, 2])\npy = tf.compat.v1.placeholder(tf.float32, [None, 1])\n"
+            "train = tf.data.Dataset.from_tensor_slices((px, py)).repeat().batch(4)\n"
+            "test = tf.data.Dataset.from_tensor_slices((px, py)).batch(4)\n"
+            "it = tf.compat.v1.data.Iterator.from_structure(tf.compat.v1.data.get_output_types(train), "
+            "tf.compat.v1.data.get_output_shapes(train))",
+        )
+        .replace(
+            "x, y = it.get_next()\n",
+            "x, y = it.get_next()\ntrain_init = it.make_initializer(train)\ntest_init = it.make_initializer(test)\n",
+        )
+        .replace("    print(sess.run([x, y]))\n", "    sess.run(train_init, feed_dict={px: xs, py: ys})\n")
+        .replace(
+            "    print(value)", "    sess.run(test_init, feed_dict={px: xs2, py: ys2})\n    print(sess.run(loss))"
+        ),
+        contains=(
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs, tf.float32), tf.cast(ys, tf.float32))).repeat()",
+            "it = iter(tf.data.Dataset.from_tensor_slices((tf.cast(xs2, tf.float32), tf.cast(ys2, tf.float32))).batch(4))",
+            "print(compute_loss(it.get_next()).numpy())",
+        ),
+        absent=("compat.v1", "make_initializer", "from_structure", "train_init", "px"),
+    ),
+    Case(
+        "sess.run of an iterator's get_next() itself: the next element, as NumPy values",
+        ITERATOR_STEP.replace("    print(sess.run([x, y]))\n", "    print(sess.run(it.get_next()))\n"),
+        contains=("print(tf.nest.map_structure(lambda t: t.numpy(), it.get_next()))",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "a variable fetched with a tensor is returned too, and another variable gets its own step",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))", "W = tf.Variable(tf.zeros([2, 1]))\nb = tf.Variable(0.0)"
+        )
+        .replace("tf.matmul(x, W)", "tf.matmul(x, W) + b")
+        .replace(
+            "    print(value)",
+            "    print(sess.run([loss, W], feed_dict={x: xs, y: ys}), sess.run([loss, b], feed_dict={x: xs, y: ys}))",
+        ),
+        contains=("    return loss, W\n", "    return loss, b\n"),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "tf.flags (left as written by tf_upgrade_v2, gone from TF 2) -> absl flags, like tf.app.flags",
+        MAIN_STEP.replace(
+            "def main(_):", "tf.flags.DEFINE_integer('steps', 3, 'steps')\nFLAGS = tf.flags.FLAGS\n\ndef main(_):"
+        ),
+        contains=(
+            "from absl import flags\n",
+            "flags.DEFINE_integer('steps', 3, 'steps')\nFLAGS = flags.FLAGS\n",
+            "    app.run(main)\n",
+        ),
+        absent=("compat.v1", "tf.flags"),
+    ),
+    Case(
+        "sess.run of a dict: a dict of the values under the same keys",
+        MODULE_STEP.replace(
+            "    print(value)", "    print(sess.run({'loss': loss, 'W': W}, feed_dict={x: xs, y: ys}))"
+        ),
+        contains=(
+            "print(dict(zip(('loss', 'W',), [value.numpy() for value in compute_loss_W(xs, ys)])))",
+            "    return loss, W\n",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "tf.layers on an element of unknown dtype: TF1's layer took the input's dtype, Keras computes in float32",
+        ITERATOR_STEP.replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
+        fallback="tf.layers on a dataset element whose dtype (TF1's layer dtype) the script does not state",
+    ),
+    Case(
+        "tf.layers on float64 NumPy draws: Keras layers in float64, the dtype TF1's layers took from the element",
+        ITERATOR_STEP.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\nxs, ys = np.random.sample((8, 2)), np.random.rand(8, 1)\n",
+        ).replace("tf.matmul(x, W)", "tf.compat.v1.layers.dense(x, 1)"),
+        contains=('dense_1 = keras.layers.Dense(units=1, dtype="float64")',),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "an iterator used other than through get_next() and its initializer: compat",
+        ITERATOR_STEP.replace("    print(value)", "    print(value, it)"),
+        fallback="`it` (an iterator or its dataset) is used elsewhere",
+    ),
+    Case(
+        "two placeholders made on one line (x, y = placeholder(...), placeholder(...)): two arguments",
+        MODULE_STEP.replace(
+            "x = tf.compat.v1.placeholder(tf.float32, [None, 2])\ny = tf.compat.v1.placeholder(tf.float32, [None, 1])",
+            "x, y = tf.compat.v1.placeholder(tf.float32, [None, 2]), tf.compat.v1.placeholder(tf.float32, [None, 1])",
+        ),
+        contains=("def train_step(x, y):\n",),
+        absent=("compat.v1",),
     ),
     Case(
         "tf.compat.v1.losses.mean_squared_error -> the mean of the squared difference",

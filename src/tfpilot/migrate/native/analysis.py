@@ -9,7 +9,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from tfpilot.migrate.compat import CompatChange
-from tfpilot.migrate.native.calls import CallRewrites
+from tfpilot.migrate.native.iterators import Iterators
 from tfpilot.migrate.native.parts import Definition, Fallback, Site
 from tfpilot.migrate.native.syntax import (
     ValueReader,
@@ -24,15 +24,15 @@ from tfpilot.migrate.native.tables import (
     CREATES_VARIABLES,
     MODULE_GRAPH,
     RANDOM,
+    RESET_GRAPH,
     SPARSE_GRADIENT_OPS,
     SUMMARY_KINDS,
     TENSOR_OP,
-    TRUSTED_MODULES,
     V1,
 )
 
 
-class Analysis(CallRewrites):
+class Analysis(Iterators):
     """Where the Session is, what the graph is, where it runs, and the checks that keep its meaning."""
 
     # --- the scope that holds the Session, with its Session and Graph blocks opened ------
@@ -113,6 +113,12 @@ class Analysis(CallRewrites):
         for statement in self.module.body:
             if statement is owner or isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
+            if isinstance(statement, cst.SimpleStatementLine) and any(self.is_reset(s) for s in statement.body):
+                # Nothing of the graph is built at module level (checked here): the reset empties an empty graph.
+                self.module_replacements[id(statement)] = self.without_resets(statement)
+                self.changes.append(
+                    CompatChange(self.line(statement), 1, "removed reset_default_graph(): TF2 has no default graph")
+                )
             for name in self.calls_in(statement):
                 if MODULE_GRAPH.match(name):
                     raise Fallback(
@@ -348,6 +354,7 @@ class Analysis(CallRewrites):
         self.summary_adds: set[int] = set()  # id() of writer.add_summary(...) calls
         self.binds: dict[str, int] = {}
         self.retired: set[str] = set()  # graph tensor names a later loop rebinds to Python values (retire)
+        self.start_iterators()
         for statement in self.body:
             for name in bound_names(statement):
                 self.binds[name] = self.binds.get(name, 0) + 1
@@ -366,6 +373,8 @@ class Analysis(CallRewrites):
             if bound & graph or self.assigns_graph(statement, graph):
                 raise Fallback(self.line(statement), "a graph tensor is defined inside a loop or block")
             return
+        if self.reset_graph(index, statement):
+            return
         if len(statement.body) != 1:
             if names_read(statement) & graph:
                 raise Fallback(self.line(statement), "several statements on one line use the graph")
@@ -382,20 +391,21 @@ class Analysis(CallRewrites):
             return
         targets = target_names(small.targets[0].target)
         value = small.value
+        if self.iterator_statement(index, statement, targets, value):
+            return
         if self.is_feed_dict(value):
             return  # a feed_dict built ahead of its sess.run: see named_feed
         call_name = self.qualified(value.func) if isinstance(value, cst.Call) else None
-        if call_name in (V1 + "placeholder", "tensorflow.placeholder"):
-            assert isinstance(value, cst.Call)
-            if targets is None or len(targets) != 1:
-                raise Fallback(line, "a placeholder bound to something other than a name")
-            dtype = next((arg for arg in value.args if arg.keyword is None or arg.keyword.value == "dtype"), None)
-            if dtype is None:
-                raise Fallback(line, "a placeholder without a dtype")
-            self.placeholders[targets[0]] = (len(self.placeholders), self.code(dtype.value))
-            self.reaching.setdefault(targets[0], []).append(targets[0])
+        made = self.placeholder_calls(targets, value)
+        if made is not None:
+            for target, call in made:
+                dtype = next((arg for arg in call.args if arg.keyword is None or arg.keyword.value == "dtype"), None)
+                if dtype is None:
+                    raise Fallback(line, "a placeholder without a dtype")
+                self.placeholders[target] = (len(self.placeholders), self.code(dtype.value))
+                self.reaching.setdefault(target, []).append(target)
+                self.changes.append(CompatChange(line, 1, f"placeholder `{target}` -> a tf.function argument"))
             self.removed.add(id(statement))
-            self.changes.append(CompatChange(line, 1, f"placeholder `{targets[0]}` -> a tf.function argument"))
             return
         if call_name in (V1 + "global_variables_initializer", V1 + "initialize_all_variables"):
             if targets is None or len(targets) != 1:
@@ -444,11 +454,19 @@ class Analysis(CallRewrites):
             )
             return
         factory = self.variable_factory(value.func) if isinstance(value, cst.Call) else ""
-        if factory == "other":
-            assert isinstance(value, cst.Call)
-            # Made once here, what it computes from its variables would not follow their updates.
-            raise Fallback(line, f"`{self.code(value.func)}` makes variables and returns something computed from them")
-        if factory:
+        models = [
+            node.func.value
+            for node in descendants(value)
+            if isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and self.variable_factory(node.func) == "other"
+        ]
+        for model in models:
+            # Made once here, what it computes from its variables would not follow their updates: a tf.Module.
+            self.module_plan(model, line)
+        if models and not self.reads_outside_sites(value, graph) & (graph | self.variables):
+            raise Fallback(line, f"`{models[0]}` makes variables and is called on no graph tensor (computed once here)")
+        if factory == "variable":
             # `W = weight_variable([784, 10])` stays where it is, made once; TF1's Saver saved what the
             # helper made with every other global variable, so the Checkpoint must hold it too.
             if targets is None:
@@ -468,10 +486,74 @@ class Analysis(CallRewrites):
         definition = Definition(index, statement, targets, deps, line, train=train)
         if train is None:
             self.hoist(definition)
+            layers = any(".layers." in self.code(made) for made in definition.module_form)
+            elements = self.closure(deps)[1] & set(self.elements)
+            if layers and elements:
+                definition.module_form = self.layers_in_dtype(definition, elements)
         self.definitions.append(definition)
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def placeholder_calls(
+        self, targets: tuple[str, ...] | None, value: cst.BaseExpression
+    ) -> list[tuple[str, cst.Call]] | None:
+        """``x = tf.placeholder(...)``, or ``x, y = tf.placeholder(...), tf.placeholder(...)``: (name, call) pairs."""
+        calls = list(value.elements) if isinstance(value, cst.Tuple) else [value]
+        is_placeholder = [
+            isinstance(call, cst.Call) and self.qualified(call.func) in (V1 + "placeholder", "tensorflow.placeholder")
+            for call in (element.value if isinstance(element, cst.Element) else element for element in calls)
+        ]
+        if not any(is_placeholder):
+            return None
+        if not all(is_placeholder) or targets is None or len(targets) != len(calls):
+            raise Fallback(self.line(value), "a placeholder bound to something other than a name")
+        found = [element.value if isinstance(element, cst.Element) else element for element in calls]
+        return [(target, call) for target, call in zip(targets, found, strict=True) if isinstance(call, cst.Call)]
+
+    def reset_graph(self, index: int, statement: cst.SimpleStatementLine) -> bool:
+        """``tf.reset_default_graph()`` before anything of the graph is built: dropped (True when the line goes).
+
+        TF1 scripts start with it so that a rerun (in a notebook, or a function called again) starts
+        from an empty graph; TF2 has no default graph, and the scope's tensors, variables and steps
+        are made afresh where it stands. After graph state was built it would have dropped that state,
+        which TF2 code keeps: not rewritten.
+        """
+        resets = [small for small in statement.body if self.is_reset(small)]
+        if not resets:
+            return False
+        line = self.line(statement)
+        if self.definitions or self.placeholders or self.holders or self.constants or self.summaries:
+            raise Fallback(line, "tf.compat.v1.reset_default_graph() after graph state was built (TF1 drops it)")
+        if any(start <= index for _, start in self.sessions):
+            raise Fallback(line, "tf.compat.v1.reset_default_graph() after a Session was made")
+        self.changes.append(
+            CompatChange(line, 1, "removed reset_default_graph(): TF2 has no default graph, nothing was built before")
+        )
+        kept = self.without_resets(statement)
+        if kept is None:
+            self.removed.add(id(statement))
+        else:
+            self.replacements[id(statement)] = (kept,)
+        return True
+
+    def without_resets(self, statement: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
+        """The line without its reset_default_graph() calls (None: nothing left); the rest may not be graph code."""
+        kept = [small for small in statement.body if not self.is_reset(small)]
+        if not kept:
+            return None
+        if not all(isinstance(small, cst.Expr) and not names_read(small) & self.graph_names() for small in kept):
+            raise Fallback(self.line(statement), "reset_default_graph() on a line with other graph code")
+        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return statement.with_changes(body=kept)
+
+    def is_reset(self, small: cst.BaseSmallStatement) -> bool:
+        return (
+            isinstance(small, cst.Expr)
+            and isinstance(small.value, cst.Call)
+            and not small.value.args
+            and self.qualified(small.value.func) in RESET_GRAPH
+        )
 
     def graph_loop(self, index: int, statement: cst.For, graph: set[str]) -> bool:
         """A Python loop that builds graph tensors (``total += (y - m * x) ** 2`` over the data): one definition.
@@ -732,50 +814,6 @@ class Analysis(CallRewrites):
         self.constants.add(targets[0])
         self.constant_statements.add(id(statement))
 
-    def variable_factory(self, func: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> str:
-        """What a function of this file that makes variables returns: "variable" (``def weight_variable(shape):
-        return tf.Variable(...)``, itself or through another such function), "other" (something computed from
-        the variables it made), or "" (not such a function)."""
-        if not isinstance(func, cst.Name) or func.value in seen:
-            return ""
-        function = next(
-            (
-                statement
-                for statement in [*self.module.body, *self.body]
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == func.value
-            ),
-            None,
-        )
-        if function is None:
-            return ""
-        inner = seen | {func.value}
-        makes = any(CREATES_VARIABLES.match(name) for name in self.calls_in(function.body)) or any(
-            isinstance(node, cst.Call) and self.variable_factory(node.func, inner)
-            for node in descendants(function.body)
-        )
-        if not makes:
-            return ""
-        made: set[str] = set()  # names the function binds to a new variable
-        for node in descendants(function.body):
-            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                if self.new_variable(node.value, inner):
-                    made.add(node.targets[0].target.value)
-        returns = [node.value for node in descendants(function.body) if isinstance(node, cst.Return)]
-        if returns and all(
-            value is not None
-            and ((isinstance(value, cst.Name) and value.value in made) or self.new_variable(value, inner))
-            for value in returns
-        ):
-            return "variable"
-        return "other"
-
-    def new_variable(self, value: cst.BaseExpression, seen: frozenset[str]) -> bool:
-        """``tf.Variable(...)``, or a call of a function of this file that returns one."""
-        return isinstance(value, cst.Call) and (
-            re.match(r"^tensorflow\.Variable$", self.qualified(value.func) or "") is not None
-            or self.variable_factory(value.func, seen) == "variable"
-        )
-
     def is_feed_dict(self, node: cst.BaseExpression) -> bool:
         """``{placeholder: value, ...}``."""
         return (
@@ -904,6 +942,17 @@ class Analysis(CallRewrites):
                     if isinstance(owner, cst.Name) and owner.value == session and method == "close" and not node.args:
                         rewrite.session_uses.append((node, rewrite.current_top, "close"))  # nothing to close in TF2
                         self.handled.add(id(owner))
+                    elif (
+                        isinstance(owner, cst.Name)
+                        and owner.value == session
+                        and method == "run"
+                        and node.args
+                        and (
+                            rewrite.iterator_run(node, node.args[0].value, list(node.args[1:]), line)
+                            or rewrite.element_run(node, node.args[0].value, list(node.args[1:]), line)
+                        )
+                    ):
+                        self.handled.add(id(owner))
                     elif isinstance(owner, cst.Name) and owner.value == session and method == "run":
                         rewrite.site(
                             node,
@@ -976,15 +1025,22 @@ class Analysis(CallRewrites):
             self.session_uses.append((call, top, "init"))
             return
         single = isinstance(fetch, cst.Name)
-        elements = (
-            [fetch]
-            if single
-            else [e.value for e in fetch.elements]
-            if isinstance(fetch, (cst.List, cst.Tuple))
-            else None
-        )
+        keys: tuple[str, ...] = ()
+        if isinstance(fetch, cst.Dict) and all(
+            isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+            for element in fetch.elements
+        ):
+            # sess.run({"loss": loss, ...}) returned a dict of the values under the same keys.
+            keys = tuple(self.code(element.key) for element in fetch.elements if isinstance(element, cst.DictElement))
+        elements: list[cst.BaseExpression] | None = None
+        if single:
+            elements = [fetch]
+        elif isinstance(fetch, (cst.List, cst.Tuple)):
+            elements = [e.value for e in fetch.elements]
+        elif isinstance(fetch, cst.Dict) and keys:
+            elements = [e.value for e in fetch.elements if isinstance(e, cst.DictElement)]
         if elements is None or not all(isinstance(element, cst.Name) for element in elements):
-            raise Fallback(line, "sess.run fetches other than a name or a list of names")
+            raise Fallback(line, "sess.run fetches other than a name, a list of names or a dict of them")
         names = tuple(element.value for element in elements if isinstance(element, cst.Name))
         feed: cst.BaseExpression | None = None
         for position, arg in enumerate(args):
@@ -1011,7 +1067,7 @@ class Analysis(CallRewrites):
         for name in names:
             if name not in self.graph_names() and name not in self.variables and name not in self.constants:
                 raise Fallback(line, f"sess.run fetches `{name}`, which is not built from placeholders or variables")
-        self.sites.append(Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple)))
+        self.sites.append(Site(call, top, line, names, single, feeds, as_tuple=isinstance(fetch, cst.Tuple), keys=keys))
 
     def resolve(self, name: str, top: int) -> Definition | str | None:
         """The definition of ``name`` that a fetch at top-level statement ``top`` sees (None: a variable)."""
@@ -1052,12 +1108,16 @@ class Analysis(CallRewrites):
                     raise Fallback(definition.line, f"`{name}` in the graph would create new variables on every call")
             self.check_imported_calls(node, definition.line)
             for name in names_read(node) - graph - self.retired:
+                if name in self.holders_names():
+                    continue  # a variable, layer or model instance made once
                 if name in functions:
                     self.check_function(functions[name], functions, graph, set())
                 elif self.binds.get(name, 0) > 1 and name not in self.holders_names():
                     raise Fallback(
                         definition.line, f"the graph reads `{name}`, which the script rebinds (TF1 read it once)"
                     )
+        self.check_model_uses()
+        self.check_iterators()
         if self.sparse_sensitive:
             sparse = next((name for name in self.calls_in(self.module) if SPARSE_GRADIENT_OPS.match(name)), None)
             if sparse is not None:
@@ -1080,13 +1140,17 @@ class Analysis(CallRewrites):
                     return id(node) not in rewrite.feed_bindings  # its keys are placeholders, by design
 
                 def visit_Call(self, node: cst.Call) -> bool:
+                    if id(node) in rewrite.statement_codes:
+                        return False  # an iterator's initializer run: its feeds became the dataset's inputs
                     if isinstance(node.func, cst.Name) and node.func.value in ("print", "str", "repr"):
                         for arg in node.args:
                             if isinstance(arg.value, cst.Name) and arg.value.value in rewrite.variables:
                                 # TF1 printed the variable's name and shape; a TF2 variable prints its value.
                                 raise Fallback(rewrite.line(node), f"variable `{arg.value.value}` is printed itself")
                     if any(site.call is node for site in rewrite.sites):
-                        for arg in node.args:
+                        owner = node.func.value if isinstance(node.func, cst.Attribute) else None
+                        run = isinstance(owner, cst.Name) and owner.value == rewrite.session_name
+                        for arg in node.args[1:] if run else node.args:  # the feeds (a fetched dict is the graph's)
                             if isinstance(arg.value, cst.Dict):
                                 for element in arg.value.elements:
                                     if isinstance(element, cst.DictElement):
@@ -1127,15 +1191,6 @@ class Analysis(CallRewrites):
                     "a second Session starts from fresh variables (TF1) unless it restores a checkpoint first",
                 )
 
-    def check_imported_calls(self, node: cst.CSTNode, line: int) -> None:
-        """A function imported from another module may make variables at each call: not proven here."""
-        for found in descendants(node):
-            if not isinstance(found, cst.Call):
-                continue
-            name = self.qualified(found.func)
-            if name is not None and not name.startswith(TRUSTED_MODULES):
-                raise Fallback(line, f"the graph calls `{name}`, whose variables (if it makes any) are not traced here")
-
     def check_function(
         self, function: cst.FunctionDef, functions: dict[str, cst.FunctionDef], graph: set[str], seen: set[str]
     ) -> None:
@@ -1173,10 +1228,13 @@ class Analysis(CallRewrites):
 
         self.module.visit(Feeds())
         self.static = {name for name, literals in fed.items() if literals and all(literals)}
+        self.reaching = {}  # the graph, filled by analyse(); empty while the scope is looked for
         self.replacements: dict[int, tuple[cst.BaseStatement, ...]] = {}
         self.assign_of: dict[int, cst.Assign] = {}
         self.expression_calls: set[int] = set()
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
+        # Module-level statements outside the scope (a Session in main()) replaced, or dropped (None).
+        self.module_replacements: dict[int, cst.BaseStatement | None] = {}
 
 
 def _assigns_only(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:

@@ -20,6 +20,9 @@ from tfpilot.migrate.native.tables import (
     V1_CALLS,
 )
 
+# tf.app.flags as tf_upgrade_v2 leaves it, and tf.flags, which it leaves as written (gone from TF 2).
+FLAGS_MODULES = (V1 + "flags", V1 + "app.flags", "tensorflow.flags", "tensorflow.app.flags")
+
 
 class CallRewrites(Base):
     """TF1 calls rewritten one at a time from the tables (optimizers, layers, cells, assign, tf.app)."""
@@ -95,6 +98,8 @@ class CallRewrites(Base):
 
         class Hoister(cst.CSTTransformer):
             def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                if isinstance(original.func, cst.Name):
+                    return rewrite.helper_call(original, updated, definition.line, hoisted)
                 name = rewrite.qualified(original.func)
                 if name is None:
                     return updated
@@ -113,6 +118,13 @@ class CallRewrites(Base):
         definition.function_form = new
         definition.module_form = tuple(hoisted)
 
+    def helper_call(
+        self, original: cst.Call, updated: cst.Call, line: int, hoisted: list[cst.BaseStatement]
+    ) -> cst.BaseExpression:
+        """A call of a function of the file in the graph: as it is here; a model function's becomes an
+        instance's call (modules.ModuleHelpers)."""
+        return updated
+
     def assign_call(self, name: str, call: cst.Call, line: int) -> cst.BaseExpression:
         method = name.rpartition(".")[2]
         if len(call.args) != 2 or any(arg.keyword is not None for arg in call.args):
@@ -123,6 +135,11 @@ class CallRewrites(Base):
 
     def layer_call(self, name: str, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
         member = "flatten" if name == FLATTEN else name.rpartition(".")[2]
+        if call.args and call.args[0].keyword is not None and call.args[0].keyword.value == "inputs":
+            # `tf.layers.dense(inputs=x, units=8)`: TF1's own keyword for the first argument.
+            call = call.with_changes(
+                args=[call.args[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT), *call.args[1:]]
+            )
         if not call.args or call.args[0].keyword is not None:
             raise Fallback(line, f"tf.layers.{member} without its input as the first argument")
         inputs = call.args[0].value
@@ -244,7 +261,7 @@ class CallRewrites(Base):
             def visit_Attribute(self, node: cst.Attribute) -> bool:
                 nonlocal uses_flags
                 name = rewrite.qualified(node)
-                if name in (V1 + "flags", V1 + "app.flags"):
+                if name in FLAGS_MODULES:
                     uses_flags = True
                     return False
                 return True
@@ -295,7 +312,7 @@ class CallRewrites(Base):
                 return replacements.get(id(original), updated)
 
             def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-                if rewrite.qualified(original) in (V1 + "flags", V1 + "app.flags"):
+                if rewrite.qualified(original) in FLAGS_MODULES:
                     return cst.Name("flags")
                 return updated
 

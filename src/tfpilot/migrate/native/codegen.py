@@ -46,8 +46,8 @@ class Rewrite(Analysis):
         for definition in self.definitions:
             if definition.module_form:
                 self.module_forms[id(definition.statement)] = definition.module_form
-        functions: dict[tuple[int, ...], tuple[str, list[str], cst.FunctionDef, int]] = {}
-        call_code: dict[int, str] = {}
+        functions: dict[tuple[int | str, ...], tuple[str, list[str], cst.FunctionDef, int]] = {}
+        call_code: dict[int, str] = dict(self.expression_codes)
         assign_targets: dict[int, str] = {}
         self.plan_forward()
         for site in self.sites:
@@ -55,7 +55,9 @@ class Rewrite(Analysis):
             if all(item is None for item in resolved):  # variables and constants only: read their values
                 values = [f"{name}.numpy()" for name in site.fetches]
                 call_code[id(site.call)] = (
-                    values[0]
+                    "{" + ", ".join(f"{key}: {value}" for key, value in zip(site.keys, values, strict=True)) + "}"
+                    if site.keys
+                    else values[0]
                     if site.single
                     else f"({values[0]},)"
                     if site.as_tuple and len(values) == 1
@@ -65,14 +67,24 @@ class Rewrite(Analysis):
                 )
                 continue
             trains = [item for item in resolved if isinstance(item, Definition) and item.train is not None]
+            if trains and site.keys:
+                raise Fallback(site.line, "a train op fetched in a dict")
             if len(trains) > 1:
                 raise Fallback(site.line, "one sess.run with two train ops")
             train = trains[0] if trains else None
-            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
-            key = tuple(id(item) for item in resolved)  # the same fetches of the same definitions
+            # (train is None: a variable resolves to None too, and is fetched like any other name)
+            others = [
+                (name, item)
+                for name, item in zip(site.fetches, resolved, strict=True)
+                if train is None or item is not train
+            ]
+            key = self.step_key(site.fetches, resolved)
             if key not in functions:
                 functions[key] = self.function(site, train, others)
             name, params, _, _ = functions[key]
+            for param in params:  # one element per call from the iterator, as each sess.run pulled one
+                if param in self.elements and param not in site.feeds:
+                    site.feeds[param] = cst.parse_expression(f"{self.elements[param]}.get_next()")
             missing = [param for param in params if param not in site.feeds]
             if missing:
                 raise Fallback(site.line, f"sess.run does not feed `{missing[0]}`, which its fetches need")
@@ -96,15 +108,18 @@ class Rewrite(Analysis):
                 assert assign is not None
                 assign_targets[id(assign)] = kept[0] if len(kept) == 1 else ", ".join(kept)
                 if len(kept) == 1:
-                    call_code[id(site.call)] = call if kept_fetches[0] in self.summary_names else f"{call}.numpy()"
+                    call_code[id(site.call)] = self.value_of(kept_fetches[0], call)
                 else:
                     call_code[id(site.call)] = self.list_values(kept_fetches, call)
                 continue
             if in_statement:
                 call_code[id(site.call)] = call
+            elif site.keys:
+                listed = self.list_values(site.fetches, call)
+                call_code[id(site.call)] = f"dict(zip(({', '.join(site.keys)},), {listed}))"
             elif site.single:
                 # merge_all()'s dict of tensors goes to write_summaries as it is
-                call_code[id(site.call)] = call if site.fetches[0] in self.summary_names else f"{call}.numpy()"
+                call_code[id(site.call)] = self.value_of(site.fetches[0], call)
             else:
                 call_code[id(site.call)] = self.list_values(site.fetches, call)
         init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
@@ -151,6 +166,10 @@ class Rewrite(Analysis):
                     value = original.body[0].value
                     if id(value) in init_calls:
                         return cst.RemoveFromParent()
+                    if id(value) in rewrite.statement_codes:
+                        made = cst.parse_statement(rewrite.statement_codes[id(value)] + "\n")
+                        assert isinstance(made, cst.SimpleStatementLine)
+                        return updated.with_changes(body=made.body)
                 return updated
 
         for init_call, _, kind in self.session_uses:
@@ -197,13 +216,12 @@ class Rewrite(Analysis):
                 visited = statement.visit(Sites())
                 if isinstance(visited, cst.BaseStatement):
                     emitted.append(visited)
-            after_function = bool(by_top.get(top)) or bool(new_body and isinstance(new_body[-1], cst.FunctionDef))
-            if after_function and emitted and not isinstance(emitted[0], cst.FunctionDef):
+            definitions = (cst.FunctionDef, cst.ClassDef)
+            after_function = bool(by_top.get(top)) or bool(new_body and isinstance(new_body[-1], definitions))
+            if after_function and emitted and not isinstance(emitted[0], definitions):
                 emitted[0] = self.after_function(emitted[0])
             for position in range(1, len(emitted)):  # a generated helper among the emitted statements
-                if isinstance(emitted[position - 1], cst.FunctionDef) and not isinstance(
-                    emitted[position], cst.FunctionDef
-                ):
+                if isinstance(emitted[position - 1], definitions) and not isinstance(emitted[position], definitions):
                     emitted[position] = self.after_function(emitted[position])
             new_body += emitted
         if outside:
@@ -272,12 +290,27 @@ class Rewrite(Analysis):
             leading.pop(0)
         return statement.with_changes(leading_lines=[*self.blank_lines(), *leading])
 
+    @staticmethod
+    def step_key(fetches: Iterable[str], resolved: Iterable[Definition | str | None]) -> tuple[int | str, ...]:
+        """The same fetches of the same definitions share a step; a variable (None) is told apart by its name."""
+        return tuple(id(item) if item is not None else name for name, item in zip(fetches, resolved, strict=True))
+
     def list_values(self, fetches: Iterable[str], call: str) -> str:
         """What sess.run returned for a list: NumPy values, and merge_all()'s dict of tensors as it is
         (it goes to write_summaries)."""
         if set(fetches) & self.summary_names:
             return f"[value if isinstance(value, dict) else value.numpy() for value in {call}]"
+        if set(fetches) & self.structures:  # a whole dataset element: a tuple or dict of tensors
+            return f"[{self.tf}.nest.map_structure(lambda t: t.numpy(), value) for value in {call}]"
         return f"[value.numpy() for value in {call}]"
+
+    def value_of(self, fetch: str, call: str) -> str:
+        """What sess.run returned for one fetch: a NumPy value, each of a dataset element's, or the summaries dict."""
+        if fetch in self.summary_names:
+            return call  # merge_all()'s dict of tensors goes to write_summaries as it is
+        if fetch in self.structures:
+            return f"{self.tf}.nest.map_structure(lambda t: t.numpy(), {call})"
+        return f"{call}.numpy()"
 
     def splice(self, new_body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """The module's statements with the rewritten scope in place of the old one."""
@@ -288,7 +321,17 @@ class Rewrite(Analysis):
         if not new_body:
             new_body = [cst.SimpleStatementLine([cst.Pass()])]
         replaced = owner.with_changes(body=owner.body.with_changes(body=new_body))
-        return [replaced if statement is owner else statement for statement in self.module.body]
+        body: list[cst.BaseStatement] = []
+        for statement in self.module.body:
+            if statement is owner:
+                body.append(replaced)
+            elif id(statement) in self.module_replacements:
+                kept = self.module_replacements[id(statement)]
+                if kept is not None:
+                    body.append(kept)
+            else:
+                body.append(statement)
+        return body
 
     def parts(
         self, train: Definition | None, others: list[tuple[str, Definition | str | None]]
@@ -309,16 +352,21 @@ class Rewrite(Analysis):
         """
         self.helpers: dict[int, Helper] = {}
         self.closure_ids: dict[int, set[int]] = {}
-        self.step_members: dict[tuple[int, ...], list[Definition]] = {}
-        self.step_returns: dict[tuple[int, ...], set[str]] = {}
+        self.step_members: dict[tuple[int | str, ...], list[Definition]] = {}
+        self.step_returns: dict[tuple[int | str, ...], set[str]] = {}
         for site in self.sites:
             resolved = [self.resolve(name, site.top) for name in site.fetches]
             if all(item is None for item in resolved):
                 continue
             trains = [item for item in resolved if isinstance(item, Definition) and item.train is not None]
             train = trains[0] if len(trains) == 1 else None
-            others = [(name, item) for name, item in zip(site.fetches, resolved, strict=True) if item is not train]
-            key = tuple(id(item) for item in resolved)
+            # (train is None: a variable resolves to None too, and is fetched like any other name)
+            others = [
+                (name, item)
+                for name, item in zip(site.fetches, resolved, strict=True)
+                if train is None or item is not train
+            ]
+            key = self.step_key(site.fetches, resolved)
             if key not in self.step_members:
                 tape_part, rest, _ = self.parts(train, others)
                 self.step_members[key] = tape_part + rest
@@ -326,7 +374,7 @@ class Rewrite(Analysis):
                 if train is not None and train.train is not None:
                     returns.add(train.train[1])
                 self.step_returns[key] = returns
-        users: dict[int, set[tuple[int, ...]]] = {}
+        users: dict[int, set[tuple[int | str, ...]]] = {}
         for key, members in self.step_members.items():
             for definition in members:
                 users.setdefault(id(definition), set()).add(key)
@@ -424,7 +472,7 @@ class Rewrite(Analysis):
             name = self.fresh("compute_" + "_".join(site.fetches))
         lines = [f"@{tf}.function\n", f"def {name}({', '.join(params)}):\n"]
         for param in params:
-            if param not in self.static:
+            if param not in self.static and param not in self.elements:  # an element is tensors already
                 lines.append(f"    {param} = {tf}.cast({param}, {self.placeholders[param][1]})\n")
 
         returns = {fetch for fetch, _ in others} | ({train.train[1]} if train is not None and train.train else set())

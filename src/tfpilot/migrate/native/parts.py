@@ -34,7 +34,7 @@ class Helper:
     definitions: list[Definition]
     params: list[str]
     name: str = ""
-    users: set[tuple[int, ...]] = dataclasses.field(default_factory=set)
+    users: set[tuple[int | str, ...]] = dataclasses.field(default_factory=set)
     returns: set[str] = dataclasses.field(default_factory=set)
 
     def ordered_returns(self) -> list[str]:
@@ -53,3 +53,4 @@ class Site:
     in_expression_statement: bool = False
     function: str = ""
     as_tuple: bool = False  # sess.run((a, b)) returns a tuple, sess.run([a, b]) a list
+    keys: tuple[str, ...] = ()  # sess.run({"a": a, ...}): the dict's keys (source code), in order

@@ -115,6 +115,14 @@ CREATES_VARIABLES = re.compile(
     r"^tensorflow\.(Variable|compat\.v1\.(Variable|get_variable)|get_variable|compat\.v1\.layers\.|layers\.|contrib\.|"
     r"nn\.rnn_cell\.|compat\.v1\.nn\.rnn_cell\.|keras\.layers\.)|^keras\.layers\."
 )
+# tf.reset_default_graph, as tf_upgrade_v2 leaves it or imported from TF's ops module (the cookbook's form).
+RESET_GRAPH = frozenset(
+    {
+        V1 + "reset_default_graph",
+        "tensorflow.reset_default_graph",
+        "tensorflow.python.framework.ops.reset_default_graph",
+    }
+)
 # Graph state made at module level: with the Session in a function, the rewrite would leave it there.
 MODULE_GRAPH = re.compile(
     r"^tensorflow\.(compat\.v1\.)?(placeholder|Variable|get_variable|layers\.|train\.\w*Optimizer|"
