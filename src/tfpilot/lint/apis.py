@@ -329,14 +329,66 @@ KERAS_REMOVED_METHODS: dict[str, str] = {
 }
 
 
+# What `keras.backend` still has in Keras 3 (settings and dtype helpers), and what TF 2.21's
+# `tf.keras.backend` has (Keras 3's tf.keras keeps Keras 2's functional backend beside them). Any
+# other name under either is gone: AttributeError. Checked against the installed Keras by
+# tests/unit/lint/test_lint_tf_premises.py.
+KERAS3_BACKEND = frozenset(
+    {
+        "backend", "clear_session", "epsilon", "floatx", "get_uid", "image_data_format", "is_float_dtype",
+        "is_int_dtype", "is_keras_tensor", "result_type", "set_epsilon", "set_floatx", "set_image_data_format",
+        "standardize_dtype",
+    }
+)  # fmt: skip
+TF_KERAS3_BACKEND = KERAS3_BACKEND | frozenset(
+    {
+        "abs", "all", "any", "arange", "argmax", "argmin", "batch_dot", "batch_flatten", "batch_get_value",
+        "batch_normalization", "batch_set_value", "bias_add", "binary_crossentropy", "binary_focal_crossentropy",
+        "cast", "cast_to_floatx", "categorical_crossentropy", "categorical_focal_crossentropy", "clip",
+        "concatenate", "constant", "conv1d", "conv2d", "conv2d_transpose", "conv3d", "cos", "count_params",
+        "ctc_batch_cost", "ctc_decode", "ctc_label_dense_to_sparse", "cumprod", "cumsum", "depthwise_conv2d", "dot",
+        "dropout", "dtype", "elu", "equal", "eval", "exp", "expand_dims", "eye", "flatten", "foldl", "foldr",
+        "gather", "get_value", "gradients", "greater", "greater_equal", "hard_sigmoid", "in_top_k", "int_shape",
+        "is_sparse", "l2_normalize", "less", "less_equal", "log", "map_fn", "max", "maximum", "mean", "min",
+        "minimum", "moving_average_update", "name_scope", "ndim", "not_equal", "one_hot", "ones", "ones_like",
+        "permute_dimensions", "pool2d", "pool3d", "pow", "prod", "random_bernoulli", "random_normal",
+        "random_normal_variable", "random_uniform", "random_uniform_variable", "relu", "repeat", "repeat_elements",
+        "reshape", "resize_images", "resize_volumes", "reverse", "rnn", "round", "separable_conv2d", "set_value",
+        "shape", "sigmoid", "sign", "sin", "softmax", "softplus", "softsign", "sparse_categorical_crossentropy",
+        "spatial_2d_padding", "spatial_3d_padding", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient",
+        "sum", "switch", "tanh", "temporal_padding", "tile", "to_dense", "transpose", "truncated_normal", "update",
+        "update_add", "update_sub", "var", "variable", "zeros", "zeros_like",
+    }
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=512)
+def _backend_removal(namespace: str, name: str) -> KerasRemoval:  # noqa: ARG001 - the cache key
+    """One entry per (namespace, name), so that callers may compare entries by identity."""
+    if namespace == "keras":
+        hint = (
+            "Keras 3's `keras.backend` keeps only its settings functions (floatx, epsilon, image_data_format, ...); "
+            "use `keras.ops` (keras.ops.relu, keras.ops.image.resize, ...) or `tf.*`"
+        )
+    else:
+        hint = "TF 2.21's `tf.keras.backend` does not have it either; use `keras.ops` or `tf.*`"
+    return KerasRemoval(f"backend.{name}", hint, namespaces=(namespace,))
+
+
 @functools.lru_cache(maxsize=4096)
 def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
-    """The removal entry matching ``path`` (``layers.CuDNNLSTM``) in ``namespace``, if any."""
+    """The removal entry matching ``path`` (``layers.CuDNNLSTM``) in ``namespace``, if any; any
+    ``backend.<name>`` that Keras 3's backend module of that namespace lacks counts as one."""
     for entry in KERAS_REMOVED:
         if namespace not in entry.namespaces:
             continue
         if path == entry.path or (entry.prefix and path.startswith(entry.path + ".")):
             return entry
+    parts = path.split(".")
+    if len(parts) == 2 and parts[0] == "backend" and parts[1] and not parts[1].startswith("_"):
+        kept = KERAS3_BACKEND if namespace == "keras" else TF_KERAS3_BACKEND
+        if parts[1] not in kept:
+            return _backend_removal(namespace, parts[1])
     return None
 
 

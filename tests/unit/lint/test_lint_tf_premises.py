@@ -546,3 +546,50 @@ def test_tfp510_keras3_weight_names_have_no_scope_and_no_output_index():
                 vectors = weight.numpy()
     """
     assert _codes(source, "TFP510") == [6]
+
+
+def test_tfp504_keras3_backend_keeps_only_the_names_the_rule_knows():
+    """Keras 3's keras.backend kept only its settings functions (K.mean, K.relu, K.resize_images
+    raise AttributeError); TF 2.21's tf.keras.backend keeps Keras 2's functional backend too."""
+    from tfpilot.lint.apis import KERAS3_BACKEND, TF_KERAS3_BACKEND
+
+    assert {n for n in dir(keras.backend) if not n.startswith("_")} == set(KERAS3_BACKEND)
+    assert {n for n in dir(tf.keras.backend) if not n.startswith("_")} == set(TF_KERAS3_BACKEND)
+    with pytest.raises(AttributeError):
+        keras.backend.relu  # noqa: B018 - the attribute lookup is the premise
+    source = textwrap.dedent(
+        """
+        from keras import backend as K
+        import tensorflow as tf
+
+
+        def relu6(x):
+            return K.relu(x, max_value=6)
+
+
+        def loss(y, p):
+            return K.mean(K.square(y - p))
+
+
+        fine = K.image_data_format() + str(tf.keras.backend.mean)
+        """
+    )
+    found = [f for f in lint_source(source, path="backend.py") if f.code == "TFP504"]
+    assert [f.location.split(":")[1] for f in found] == ["7"] and "(and 2 more in this file)" in found[0].message
+
+
+def test_tfp614_tf1_fallback_in_an_except_handler_is_never_reached_on_tf2():
+    assert hasattr(tf.image, "resize") and not hasattr(tf.image, "resize_images")
+    source = textwrap.dedent(
+        """
+        import tensorflow as tf
+
+
+        def up(x):
+            try:
+                return tf.image.resize(x, (2, 2))
+            except AttributeError:
+                return tf.image.resize_images(x, (2, 2))
+        """
+    )
+    assert not [f for f in lint_source(source, path="up.py") if f.code == "TFP614"]

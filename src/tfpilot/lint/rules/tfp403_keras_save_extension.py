@@ -6,7 +6,7 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
-from tfpilot.lint.bindings import KERAS
+from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, TF_MODULE
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.paths import possible_tails
 from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
@@ -33,6 +33,25 @@ class KerasSaveExtension(Rule):
     tokens = ("save", "ModelCheckpoint")
     calls = frozenset({"save", "save_model", "ModelCheckpoint"})
     VALID = [
+        """
+import keras
+
+
+class Actor:
+    def __init__(self):
+        self.model = keras.Sequential([keras.layers.Dense(1)])
+
+    def save(self, model_dir, version=1):
+        self.model.export(f"{model_dir}/actor/{version}")
+
+
+class Agent:
+    def __init__(self):
+        self.actor = Actor()
+
+    def save(self, model_dir, version=1):
+        self.actor.save(model_dir, version)
+""",
         """
 import keras
 
@@ -76,6 +95,16 @@ def save(model, root):
             line=6,
         ),
     ]
+
+    def _holds_own_class(self, receiver: ast.expr, at: ast.AST) -> bool:
+        """``self.actor = Actor(...)`` with ``class Actor:`` (no Keras base) defined here: its
+        ``save`` is the project's own method (which may call Keras' inside), not Model.save."""
+        name = self.context.dotted(receiver)
+        if name is None:
+            return False
+        bindings = self.context.bindings
+        values = bindings.values(name, at, self.context.scope.node)
+        return bool(values) and all(bindings.kind_of(value) in (PLAIN_CLASS, TF_MODULE) for value in values)
 
     def _model_in_container(self, node: ast.expr) -> bool:
         """``self.blocks[i]`` where every ``self.blocks[...] = ...`` of the file stores a Keras model
@@ -124,6 +153,8 @@ def save(model, root):
             return  # TFP402 reports it
         if isinstance(func, ast.Attribute) and func.attr == "save" and node.args:
             if not is_keras_model_expr(func.value, self.context) and not self._model_in_container(func.value):
+                return
+            if self._holds_own_class(func.value, node):
                 return
             target = node.args[0]
         elif (

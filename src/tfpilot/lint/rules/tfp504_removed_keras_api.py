@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import KERAS_REMOVED_METHODS, find_keras_removal, keras_name
+from tfpilot.lint.apis import KERAS_REMOVED, KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.paths import reaching_values
@@ -128,6 +128,8 @@ session = K.get_session()
         ),
     ]
 
+    _backend_uses: tuple[int, int] | None  # set in __init__ (below)
+
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         found = keras_name(qualname)
         if found is None:
@@ -140,6 +142,20 @@ session = K.get_session()
         if binding is not None and find_keras_removal(binding[0], binding[1]) is entry:
             return  # the import that bound this name is already reported
         text = self.context.dotted(node) or path
+        if entry.path.startswith("backend.") and entry not in KERAS_REMOVED:
+            # Keras 2's functional backend (K.mean, K.relu, ...) used throughout a file is one
+            # cause: one finding, at the first use, counting the rest
+            if self._backend_uses is not None:
+                index, count = self._backend_uses
+                self._backend_uses = (index, count + 1)
+                first = self.violations[index]
+                self.violations[index] = dataclasses.replace(
+                    first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
+                )
+                return
+            self.report(node, f"`{text}` was removed in Keras 3: {entry.hint}")
+            self._backend_uses = (len(self.violations) - 1, 1)
+            return
         fix: dict[str, Any] | None = None
         if entry.rename_to is not None and isinstance(node, ast.Attribute):
             marker = "." + entry.path
@@ -193,6 +209,8 @@ session = K.get_session()
         self._may_build = "Input(" in context.source
         # `optimizer.lr` is one cause however often a file reads it: (violation index, how many)
         self._optimizer_lr: tuple[int, int] | None = None
+        # Keras 2 backend functions Keras 3 dropped, one finding per file: (violation index, how many)
+        self._backend_uses: tuple[int, int] | None = None
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "lr":

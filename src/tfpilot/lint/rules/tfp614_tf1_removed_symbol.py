@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_name, via_compat_v1
@@ -33,6 +34,16 @@ def _removed_reference(qualname: str) -> str | None:
 # TF 2.21's tf.losses, tf.metrics, tf.optimizers and tf.initializers are the Keras 3 modules; in a
 # file that runs on Keras 2 they are tf_keras's, where `tf.losses.mean_squared_error` exists.
 _KERAS_BACKED = frozenset({"losses", "metrics", "optimizers", "initializers"})
+
+
+def _catches_missing_api(handler: ast.ExceptHandler) -> bool:
+    """A handler for a missing API: AttributeError / ImportError (or everything)."""
+    caught = handler.type
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return caught is None or any(
+        isinstance(n, ast.Name) and n.id in ("AttributeError", "ImportError", "ModuleNotFoundError", "Exception")
+        for n in names
+    )
 
 
 def _advice(name: str) -> str:
@@ -66,6 +77,16 @@ class Tf1RemovedSymbol(Rule):
     category = "tf1 -> tf2"
     tokens = ("tensorflow",)
     VALID = [
+        """
+import tensorflow as tf
+
+
+def upsample(x, size):
+    try:
+        return tf.image.resize(x, size)
+    except AttributeError:  # TensorFlow 1 had only resize_images
+        return tf.image.resize_images(x, size)
+""",
         """
 import tensorflow as tf
 
@@ -199,8 +220,30 @@ from tensorflow import gfile
                 test = ast.unparse(ancestor.test).lower()
                 if "version" in test and ("tf" in test or "tensorflow" in test):
                     return True
+            # `try: tf.image.resize(...) except AttributeError: tf.image.resize_images(...)`: the
+            # TF1 name is the fallback for a TensorFlow without its TF2 replacement, which the try
+            # uses; never reached on TF2. (A try whose body fails on TF2 for another reason, a
+            # Keras 2 call, does reach its TF1 fallback: still reported.)
+            if (
+                isinstance(ancestor, ast.ExceptHandler)
+                and _catches_missing_api(ancestor)
+                and self._try_uses_replacement(ancestor, name)
+            ):
+                return True
             child = ancestor
         return False
+
+    def _try_uses_replacement(self, handler: ast.ExceptHandler, name: str) -> bool:
+        replacement = REMOVED.get(name)
+        if not replacement or replacement.startswith("compat.v1."):
+            return False
+        statement = next(
+            (a for a in self.context.ancestors() if isinstance(a, ast.Try) and handler in a.handlers), None
+        )
+        if statement is None:
+            return False
+        body = "\n".join(ast.unparse(s) for s in statement.body)
+        return re.search(rf"\.{re.escape(replacement)}\b(?!_)", body) is not None
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level or node.module != "tensorflow":
