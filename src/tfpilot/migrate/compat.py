@@ -463,7 +463,11 @@ def _selected_helper(helper: str, members: Iterable[str]) -> tuple[list[str], st
     imports = [
         line
         for line in lines[: cls.lineno - 1]
-        if line.startswith(("import ", "from ")) and re.search(rf"\b{re.escape(line.split()[-1])}\b", class_source)
+        if line.startswith(("import ", "from "))
+        # the helpers' own imports of tfpilot (TF1OptionRefused) are defined in the written file:
+        # a migrated program must run where tfpilot is not installed
+        and not line.startswith(("from tfpilot", "import tfpilot"))
+        and re.search(rf"\b{re.escape(line.split()[-1])}\b", class_source)
     ]
     return imports, class_source
 

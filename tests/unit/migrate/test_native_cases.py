@@ -110,6 +110,23 @@ with tf.compat.v1.Session() as sess:
 
 CASES = [
     Case(
+        "a TF1 optimizer's compute_gradients / apply_gradients(grads_and_vars): compat (held-out round 5)",
+        """
+import tensorflow as tf
+W = tf.Variable(5.0)
+cost = tf.reduce_mean(tf.square([1.0, 2.0] * W - [1.0, 2.0]))
+optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate=0.01)
+gvs = optimizer.compute_gradients(cost)
+apply_gradients = optimizer.apply_gradients(gvs)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(3):
+        print(step, sess.run([cost, gvs]))
+        sess.run(apply_gradients)
+""",
+        fallback="the TF1 optimizer's `compute_gradients`",
+    ),
+    Case(
         "module-level Session: one train step returning the fetched loss",
         MODULE_STEP,
         contains=("@tf.function\ndef train_step(x, y):", "tf.GradientTape()", "value = train_step(xs, ys).numpy()"),

