@@ -593,3 +593,26 @@ def test_tfp614_tf1_fallback_in_an_except_handler_is_never_reached_on_tf2():
         """
     )
     assert not [f for f in lint_source(source, path="up.py") if f.code == "TFP614"]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "np.prod(dims)",
+        "functools.reduce(lambda x, y: x * y, dims)",
+        "functools.reduce(operator.mul, dims)",
+        "len(dims)",
+    ],
+)
+def test_tfp504_keras3_refuses_a_computed_int_as_an_input_shape(shape):
+    """A product of dimensions or a count is one integer, which Keras 3 refuses as a shape, numpy's
+    int64 included; as a tuple's element it is fine."""
+    import functools
+    import operator
+
+    dims = (2, 3)
+    with pytest.raises(ValueError, match="Cannot convert"):
+        keras.Input(shape=eval(shape, {"np": np, "functools": functools, "operator": operator, "dims": dims}))
+    source = f"import functools\nimport operator\n\nimport numpy as np\nfrom keras import Input\n\n\ndef build(dims):\n    flat = {shape}\n    return Input(shape=flat), Input(shape=(flat,))\n"
+    found = [f for f in lint_source(source, path="shape.py") if f.code == "TFP504"]
+    assert [f.location.split(":")[1:3] for f in found] == [["10", "12"]]

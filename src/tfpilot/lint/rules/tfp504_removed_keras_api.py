@@ -37,6 +37,31 @@ def _is_int_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
+# Calls that return one integer: a count or a product of dimensions (`np.prod(shape)`,
+# `functools.reduce(lambda x, y: x * y, shape)`, `len(features)`); Keras 3 refuses each as a shape
+# (ValueError "Cannot convert '6' to a shape", numpy's int64 included; run in test_lint_tf_premises).
+_INT_CALLS = frozenset({"len", "int", "prod", "reduce"})
+
+
+def _is_int_valued(node: ast.AST) -> bool:
+    """An int literal, a call that returns one integer, or arithmetic on those."""
+    if _is_int_literal(node):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        return _is_int_valued(node.left) and _is_int_valued(node.right)
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name == "reduce":
+            # functools.reduce(operator.mul / lambda x, y: x * y, dims): a product of dimensions
+            first = node.args[0] if node.args else None
+            return (isinstance(first, ast.Lambda) and isinstance(first.body, ast.BinOp)) or (
+                isinstance(first, ast.Attribute) and first.attr == "mul"
+            )
+        return name in _INT_CALLS
+    return False
+
+
 # Keras 2's LossScaleOptimizer methods for custom loops; Keras 3's scales with scale_loss() and
 # unscales inside apply_gradients().
 _LOSS_SCALE_METHODS = {
@@ -422,7 +447,7 @@ session = K.get_session()
         found = keras_name(self.context.qualname(node.func))
         if found is None or found[1] not in ("Input", "layers.Input"):
             return False
-        if _is_int_literal(shape):
+        if _is_int_valued(shape):
             return True
         name = self.context.dotted(shape)
         if name is None:
@@ -433,9 +458,9 @@ session = K.get_session()
             # function still needs)
             reaching, complete = reaching_values(shape.id, shape, self.context.scope.node)
             if complete and reaching:
-                return all(_is_int_literal(value) for value in reaching)
+                return all(_is_int_valued(value) for value in reaching)
         values = self.context.bindings.values(name, node, self.context.scope.node)
-        return bool(values) and all(_is_int_literal(value) for value in values)
+        return bool(values) and all(_is_int_valued(value) for value in values)
 
     def _positional_layer_init(self, node: ast.Call) -> bool:
         """``super().__init__(kwargs)`` in a Keras Layer subclass (any positional argument) or a
