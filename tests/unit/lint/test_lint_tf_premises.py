@@ -616,3 +616,23 @@ def test_tfp504_keras3_refuses_a_computed_int_as_an_input_shape(shape):
     source = f"import functools\nimport operator\n\nimport numpy as np\nfrom keras import Input\n\n\ndef build(dims):\n    flat = {shape}\n    return Input(shape=flat), Input(shape=(flat,))\n"
     found = [f for f in lint_source(source, path="shape.py") if f.code == "TFP504"]
     assert [f.location.split(":")[1:3] for f in found] == [["10", "12"]]
+
+
+def test_tfp406_a_weights_name_ending_in_an_epoch_number_is_refused(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    epoch = 3
+    with pytest.raises(ValueError, match="weights.h5"):
+        model.save_weights(str(tmp_path / "ckpt") + "." + str(epoch))
+    source = textwrap.dedent(
+        """
+        import keras
+
+
+        class Saver(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                self.model.save_weights(self.path + "." + str(epoch))
+                self.model.save_weights(self.path + "." + str(epoch) + ".weights.h5")
+        """
+    )
+    found = [f for f in lint_source(source, path="saver.py") if f.code == "TFP406"]
+    assert [f.location.split(":")[1] for f in found] == ["7"]
