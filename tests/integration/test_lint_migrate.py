@@ -173,8 +173,8 @@ def test_compat_output_runs_and_the_report_says_which(tmp_path, capsys):
 def test_report_marks_a_leftover_removed_api_as_will_not_run(tmp_path):
     source = tmp_path / "leftover.py"
     source.write_text(
-        "import tensorflow as tf\nfrom tensorflow.contrib import slim\n\n"
-        "x = tf.placeholder(tf.float32, [None, 3])\ny = slim.fully_connected(x, 4)\n"
+        "import tensorflow as tf\nfrom tensorflow.contrib import distributions\n\n"
+        "x = tf.placeholder(tf.float32, [None, 3])\ny = x + distributions.Normal(0.0, 1.0).sample()\n"
     )
     result = migrate(source, tmp_path / "out.py")
     (status,) = result.statuses
@@ -185,7 +185,25 @@ def test_report_marks_a_leftover_removed_api_as_will_not_run(tmp_path):
     report = result.report_path.read_text()
     assert files_table(report)["out.py"][0] == "no"
     migrated = (tmp_path / "out.py").read_text()
-    assert "tf.compat.v1.disable_v2_behavior()" in migrated  # the graph part is handled; slim is not
+    assert "tf.compat.v1.disable_v2_behavior()" in migrated  # the graph part is handled; distributions is not
+
+
+def test_report_marks_a_slim_member_without_a_helper_as_will_not_run(tmp_path):
+    """slim's layer functions are replaced (they are contrib.layers'); its arg_scope is not, and
+    the file is reported as one that will not run, naming the call."""
+    source = tmp_path / "scoped.py"
+    source.write_text(
+        "import tensorflow as tf\nimport tensorflow.contrib.slim as slim\n\n"
+        "x = tf.placeholder(tf.float32, [None, 3])\n"
+        "with slim.arg_scope([slim.fully_connected], activation_fn=None):\n"
+        "    y = slim.fully_connected(x, 4)\n"
+    )
+    result = migrate(source, tmp_path / "out.py")
+    (status,) = result.statuses
+    assert not status.will_run
+    blockers = [item for item in result.needs_person if item.blocks_run]
+    assert [item.line for item in blockers] == [7] and "slim.arg_scope" in blockers[0].message  # out.py's line
+    assert "_tf1_contrib.fully_connected(x, 4)" in (tmp_path / "out.py").read_text()
 
 
 def test_migrate_rejects_an_unknown_mode(tmp_path, capsys):

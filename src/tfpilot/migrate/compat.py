@@ -102,6 +102,7 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "l2_regularizer",
                 "batch_norm",
                 "dropout",
+                "flatten",
                 "sequence_loss",
             }
         ),
@@ -188,6 +189,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.layers", "_tf1_layers", "helper"),
     RemovedApi("tensorflow.compat.v1.layers", "_tf1_layers", "helper"),
     RemovedApi("tensorflow.contrib.rnn", "_tf1_rnn", "helper"),
+    RemovedApi("tensorflow.contrib.slim", "_tf1_contrib", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
@@ -206,6 +208,9 @@ _MODULE_HELPERS: dict[str, str] = {
     "tensorflow.layers": "_tf1_layers",
     "tensorflow.compat.v1.layers": "_tf1_layers",
     "tensorflow.contrib.rnn": "_tf1_rnn",
+    # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d); its
+    # arg_scope, repeat, nets and losses are not replaced (the report names each use)
+    "tensorflow.contrib.slim": "_tf1_contrib",
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",

@@ -224,6 +224,15 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "(2, 5, 4) ['rnn/basic_lstm_cell/bias:0', 'rnn/basic_lstm_cell/kernel:0']",
     ),
+    "tensorflow.contrib.slim": (
+        GRAPH + "import tensorflow.contrib.slim as slim\nx = tf.ones([2, 6, 6, 1])\n"
+        "h = slim.flatten(slim.max_pool2d(slim.conv2d(x, 4, [3, 3], scope='conv1'), [2, 2]))\n"
+        "out = slim.dropout(h, 0.5, is_training=False)\n"
+        + SESSION
+        + "print(sess.run(out).shape, sorted(v.name for v in tf.trainable_variables()))\n",
+        (),
+        "(2, 36) ['conv1/biases:0', 'conv1/weights:0']",
+    ),
     "tensorflow.nn.rnn_cell": (
         GRAPH
         + "x = tf.zeros([2, 5, 3])\nout, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)\n"

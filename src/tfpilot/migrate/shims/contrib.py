@@ -220,6 +220,19 @@ class _tf1_contrib:
         return activation_fn(outputs) if activation_fn is not None else outputs
 
     @staticmethod
+    def flatten(inputs, outputs_collections=None, scope=None):
+        """slim.flatten / contrib.layers.flatten: [batch, ...] -> [batch, k]."""
+        with _tf.compat.v1.name_scope(scope, "Flatten", [inputs]):
+            inputs = _tf.convert_to_tensor(inputs)
+            rest = inputs.shape[1:]
+            width = -1
+            if rest.is_fully_defined():
+                width = 1
+                for size in rest.as_list():
+                    width *= size
+            return _tf.reshape(inputs, [-1, width])
+
+    @staticmethod
     def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None):
         return _tf1_layers.dropout(inputs, rate=1.0 - keep_prob, noise_shape=noise_shape, training=is_training)
 
