@@ -363,7 +363,7 @@ TF_KERAS3_BACKEND = KERAS3_BACKEND | frozenset(
 
 
 @functools.lru_cache(maxsize=512)
-def _backend_removal(namespace: str, name: str) -> KerasRemoval:  # noqa: ARG001 - the cache key
+def _backend_removal(namespace: str, name: str) -> KerasRemoval:
     """One entry per (namespace, name), so that callers may compare entries by identity."""
     if namespace == "keras":
         hint = (

@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.nodes import walk_nodes
-from tfpilot.lint.patterns import _numeric_field, path_literal, string_value
+from tfpilot.lint.patterns import numeric_field, path_literal, string_value
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -62,7 +62,7 @@ def _tails(node: ast.AST, context: FileContext, owner: ast.AST | None, depth: in
         return _tails(last.value, context, owner, depth + 1) if last.format_spec is None else [None]
     if isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Name, ast.Attribute)):
         name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        if name == "str" and len(node.args) == 1 and _numeric_field("", node.args[0]):
+        if name == "str" and len(node.args) == 1 and numeric_field("", node.args[0]):
             # `path + "." + str(epoch)`: the name ends in the counter's digits
             return ["<number>"]
         if name in ("join", "Path", "PurePath", "fspath", "str"):

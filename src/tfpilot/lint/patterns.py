@@ -64,7 +64,7 @@ def path_literal(node: ast.AST | None) -> str | None:
         tail = string_value(node.values[-1])
         if tail is None and len(node.values) > 1:
             last = node.values[-1]
-            numeric = isinstance(last, ast.FormattedValue) and _numeric_field(
+            numeric = isinstance(last, ast.FormattedValue) and numeric_field(
                 string_value(last.format_spec) if last.format_spec is not None else "", last.value
             )
             return _checkpoint_template(string_value(node.values[-2]), numeric=numeric)
@@ -89,7 +89,7 @@ def path_literal(node: ast.AST | None) -> str | None:
                 argument = node.args[int(key)]
             else:
                 argument = next((k.value for k in node.keywords if k.arg == key), None)
-            numeric = _numeric_field(spec, argument)
+            numeric = numeric_field(spec, argument)
         return _checkpoint_template(template.rsplit("{", 1)[0], numeric=numeric)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return path_literal(node.right)
@@ -118,7 +118,7 @@ _COUNTER = re.compile(
 )
 
 
-def _numeric_field(spec: str | None, argument: ast.AST | None) -> bool:
+def numeric_field(spec: str | None, argument: ast.AST | None) -> bool:
     """A replacement field that certainly renders a number: an integer or float format spec
     (``:d``, ``:04d``, ``:.2f``), an int literal or ``i + 1``, or a step / epoch counter's name."""
     if spec and spec[-1] in "bdoxXneEfFgG%":
