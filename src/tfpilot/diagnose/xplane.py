@@ -23,6 +23,7 @@ from typing import Any
 
 from tfpilot.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from tfpilot.diagnose.op_types import canonical_op_type
+from tfpilot.diagnose.pipeline import MAX_DRAIN_STEPS
 from tfpilot.errors import TfpilotError
 
 __all__ = [
@@ -237,7 +238,6 @@ def _xplane_pb2() -> Any:
 _ITERATOR_STATS = ("buffer_limit", "max_batch_results", "parallelism", "autotune", "cpu_budget")
 # Measured steps the window keeps at least, whatever the drain read from the profile.
 MIN_MEASURED_STEPS = 3
-MAX_DRAIN_STEPS = 16
 
 
 def iterator_stats(files: list[Path]) -> dict[str, Any]:

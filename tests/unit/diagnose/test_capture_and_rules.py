@@ -301,6 +301,7 @@ def test_drain_and_autotune_cap_are_read_from_tf_data_iterator_stats(tmp_path):
     """The window's drain comes from the profile (prefetch buffers, MapAndBatch results), not from a guess."""
     import os
 
+    from tfpilot.diagnose.pipeline import MAX_DRAIN_STEPS
     from tfpilot.diagnose.xplane import drain_from_stats, find_xplane_files, iterator_stats
 
     dataset = tf.data.Dataset.range(10_000).map(lambda i: i * 2, num_parallel_calls=tf.data.AUTOTUNE)
@@ -325,7 +326,8 @@ def test_drain_and_autotune_cap_are_read_from_tf_data_iterator_stats(tmp_path):
     # AUTOTUNE's cap is tf.data's CPU budget: the cores this process may run on.
     assert stats["cpu_budget"] == len(os.sched_getaffinity(0))
     drain = drain_from_stats(stats)
-    assert drain == 3 + fused["max_batch_results"]
+    # The sum is capped; MapAndBatch's result count follows the host's cores (16 on the CI host, fewer here).
+    assert drain == min(3 + fused["max_batch_results"], MAX_DRAIN_STEPS)
     capture = summarize_profile(tmp_path).capture
     # 4 steps profiled, at least 3 measured: the read drain (>= 4) cannot all be skipped.
     assert capture["drain_steps_read"] == drain and capture["measure_from_guess"] == 2
