@@ -41,6 +41,7 @@ from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
+from tfpilot.train.fit.deferred_loop import DeferredLoop
 from tfpilot.train.fit.guarded_step import GuardedStep, applied_steps, defines_call, model_optimizers
 from tfpilot.train.fit.sample_rows import finite_rows
 from tfpilot.train.guard import NanGuard
@@ -394,9 +395,22 @@ def fit(
     # Under a distribution strategy optimizer.apply uses merge_call, which a tf.cond built in a
     # replica context may not hold, and the layer state is mirrored: the guard is one device's.
     guarded = is_default_strategy(model.distribute_strategy)
+    traced_spec: list[Any] = []
+
+    def recorded(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def train_step(data: Any) -> Any:
+            # The types the step receives (after Keras' adapters cast them) type the serving inputs,
+            # and a dimension that differs between traces (per-batch padding) is None there; specs,
+            # not the traced tensors, which would keep the trace's graph alive.
+            traced_spec.append(tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data))
+            return inner(data)
+
+        return train_step
+
     if guarded:
-        model.train_step = step.wrap(own_step, keep_batch=not model.jit_compile)
+        model.train_step = recorded(step.wrap(own_step, keep_batch=not model.jit_compile))
     else:
+        model.train_step = recorded(own_step)
         findings.append(
             Finding(
                 code="FIT-GUARD-OFF",
@@ -409,17 +423,6 @@ def fit(
                 fix="add keras.callbacks.TerminateOnNaN() to stop at the first NaN loss, or train on one device",
             )
         )
-    traced_spec: list[Any] = []
-    inner = model.train_step
-
-    def train_step(data: Any) -> Any:
-        # The types the step receives (after Keras' adapters cast them) type the serving inputs,
-        # and a dimension that differs between traces (per-batch padding) is None there; specs,
-        # not the traced tensors, which would keep the trace's graph alive.
-        traced_spec.append(tf.nest.map_structure(lambda t: None if t is None else tf.type_spec_from_value(t), data))
-        return inner(data)
-
-    model.train_step = train_step
     history_rows: list[dict[str, Any]] = []
     manager, epoch_variable = _checkpoint(model, run, max_to_keep=train.max_checkpoints)
     keras_history = None
@@ -452,6 +455,11 @@ def fit(
         if guarded:
             step.install()
         model.train_function = None  # rebuilt from the guarded step
+        if guarded and model.steps_per_execution > 1 and not model.run_eagerly:
+            # Several steps a call: the guard checks once per call (deferred_loop.py), with
+            # Keras' own function of the per-step guarded step where it cannot.
+            model.make_train_function()
+            model.train_function = DeferredLoop(model, step, recorded(step.check_step(own_step)), model.train_function)
         try:
             keras_history = model.fit(
                 x,

@@ -235,6 +235,9 @@ class GuardedStep:
         # touches (those with a gradient, as Keras' apply filters them), found at trace time.
         self._pending: dict[int, tf.Variable] = {}
         self._decayed: dict[int, list[Any]] = {}
+        # Set while check_step traces: updates apply unconditionally and only their gradients'
+        # finiteness is collected here (deferred_loop.py undoes a bad call as a whole).
+        self._checks: list[tf.Tensor] | None = None
 
     @property
     def halted(self) -> tf.Tensor:
@@ -269,6 +272,10 @@ class GuardedStep:
                 # the trace creates none and tf.function need not trace the step a second time.
                 outside_the_trace(lambda: optimizer.build(trainable_variables))
             finite = _gradients_finite(grads)
+            if self._checks is not None:
+                self._checks.append(finite)
+                original(grads, trainable_variables)
+                return
             # A halted run (the policy stopped it) changes nothing any more, and once one update of
             # this step was refused, the step's later updates are too: a GAN whose critic update
             # saw the NaN batch must not train its generator on that batch (its g_loss, which never
@@ -315,26 +322,8 @@ class GuardedStep:
 
         def guarded_train_step(data: Any) -> Any:
             bad_tensors = self.bad_batch.usable(data) if keep_batch else None
-            if self.state is None:
-                compiled = getattr(self.model, "compiled", False)
-                if (
-                    compiled
-                    and defines_call(self.model)
-                    and not (self.model.built and _compile_state_built(self.model))
-                ):
-                    # A model without call() (a GAN driving its sub-models from train_step) has no
-                    # forward pass to build symbolically; Keras' own fit never calls it either.
-                    # Outside the trace (it reads only the batch's shapes and dtypes): variables
-                    # created inside the first trace make tf.function trace the whole step again,
-                    # as it does under model.fit, which builds its metrics there.
-                    if self.model.built:
-                        outside_the_trace(lambda: build_compile_state(self.model, data))
-                    else:
-                        # Building the model draws its initial weights from Keras' global seed,
-                        # which is per thread: here, in the trace, as model.fit builds it.
-                        build_compile_state(self.model, data)
-                self.state = _state_of_trainable_layers(self.model)
-            state = self.state
+            self._prepare(data)
+            state = self.state or []
             before = [tf.convert_to_tensor(v) for v in state]
             self._refused = []
             try:
@@ -389,6 +378,53 @@ class GuardedStep:
             return {**logs, **dict(zip(tensor_keys, values, strict=True))}
 
         return guarded_train_step
+
+    def _prepare(self, data: Any) -> None:
+        """At the first trace: build the model and its compile state where Keras' fit would, and
+        find the small state a bad step puts back."""
+        if self.state is not None:
+            return
+        compiled = getattr(self.model, "compiled", False)
+        if compiled and defines_call(self.model) and not (self.model.built and _compile_state_built(self.model)):
+            # A model without call() (a GAN driving its sub-models from train_step) has no
+            # forward pass to build symbolically; Keras' own fit never calls it either.
+            # Outside the trace (it reads only the batch's shapes and dtypes): variables
+            # created inside the first trace make tf.function trace the whole step again,
+            # as it does under model.fit, which builds its metrics there.
+            if self.model.built:
+                outside_the_trace(lambda: build_compile_state(self.model, data))
+            else:
+                # Building the model draws its initial weights from Keras' global seed,
+                # which is per thread: here, in the trace, as model.fit builds it.
+                build_compile_state(self.model, data)
+        self.state = _state_of_trainable_layers(self.model)
+
+    def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
+        """The step without the guard's conds: every update applies, and the step returns
+        (logs, whether its logs and every gradient were finite). The deferred loop
+        (deferred_loop.py) runs a call of these and, when one was not finite, puts the call's
+        start state back and runs its batches again through `wrap`'s step."""
+
+        def checked_train_step(data: Any) -> tuple[Any, tf.Tensor]:
+            self._prepare(data)
+            self._checks = []
+            try:
+                logs = train_step(data)
+            finally:
+                checks, self._checks = self._checks, None
+            good = tf.logical_and(_all_finite(logs), tf.reduce_all(tf.stack([tf.constant(True), *checks])))
+            keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
+            for key, variable in self._holders(logs, keys).items():
+                variable.assign(logs[key])  # a bad call is put back and run again, holders too
+            self.trained.assign_add(1)
+            self.steps.assign_add(1)
+            return logs, good
+
+        return checked_train_step
+
+    def held_variables(self) -> list[tf.Variable]:
+        """The variables holding the last good value of logs that are no metric (see _holders)."""
+        return list(self._last_good.values())
 
     def _holders(self, logs: Any, keys: list[str]) -> dict[str, tf.Variable]:
         """A variable per float log of a fixed shape that is no metric result, created once
