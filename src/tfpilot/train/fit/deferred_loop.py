@@ -153,6 +153,9 @@ class DeferredLoop:
                 logs, finite = fast(data)
                 good = tf.logical_and(good, finite)
                 count += 1
+            # The guard's counters once per call (a bad call is put back, counters included).
+            self.step.steps.assign_add(tf.cast(count, tf.int64))
+            self.step.trained.assign_add(tf.cast(count, tf.int64))
             return count, good, logs, arrays
 
         @tf.function(reduce_retracing=True)
