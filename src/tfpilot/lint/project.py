@@ -29,11 +29,14 @@ _MAX_READ = 1_000_000
 
 class ProjectPins:
     """``keras2``: why the project's tf.keras is Keras 2 (None: nothing says so). ``old_tf``: why
-    it runs a TensorFlow older than 2.16 (tf.estimator and Keras 2 still there), or None."""
+    it runs a TensorFlow older than 2.16 (tf.estimator and Keras 2 still there), or None.
+    ``newest_tf``: the newest TensorFlow 2 minor version the pins allow (`==2.7.0`: 7, `<2.16`: 15),
+    with the file that says so, or None: advice to use an API newer than that would break it."""
 
-    def __init__(self, keras2: str | None, old_tf: str | None) -> None:
+    def __init__(self, keras2: str | None, old_tf: str | None, newest_tf: tuple[int, str] | None = None) -> None:
         self.keras2 = keras2
         self.old_tf = old_tf
+        self.newest_tf = newest_tf
 
 
 _NONE = ProjectPins(None, None)
@@ -59,6 +62,7 @@ def _pins_of(directory: Path) -> ProjectPins:
             return _NONE
         return _pins_of(directory.parent)
     keras2 = old_tf = None
+    newest: tuple[int, str] | None = None
     for file in files:
         try:
             text = file.read_text(encoding="utf-8", errors="replace")[:_MAX_READ]
@@ -68,9 +72,12 @@ def _pins_of(directory: Path) -> ProjectPins:
             operator, minor = match.group(1), int(match.group(2))
             if minor < 16 or (operator == "<" and minor <= 16):
                 old_tf = old_tf or f"{file.name} pins TensorFlow below 2.16"
+            allowed = minor - 1 if operator == "<" else minor
+            if newest is None or allowed < newest[0]:
+                newest = (allowed, file.name)
         if keras2 is None and _TF_KERAS.search(text):
             keras2 = f"{file.name} asks for tf_keras (Keras 2)"
-    return ProjectPins(keras2 or old_tf, old_tf)
+    return ProjectPins(keras2 or old_tf, old_tf, newest)
 
 
 def _packaging_files(directory: Path) -> list[Path] | None:

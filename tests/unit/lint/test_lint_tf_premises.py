@@ -411,6 +411,41 @@ def test_tfp504_keras3_refuses_int_input_shapes_positional_layer_init_and_optimi
     assert lines == ["6", "8", "10", "12"]
 
 
+def test_tfp504_a_positional_argument_to_a_project_class_between_is_that_class_s_own():
+    """super().__init__(config) in a subclass of the project's own Layer reaches that class's
+    __init__(self, config, **kwargs), which passes only keywords to Keras: it runs on Keras 3."""
+
+    class Encoder(keras.layers.Layer):
+        def __init__(self, config, **kwargs):
+            super().__init__(**kwargs)
+            self.units = config
+
+    class Decoder(Encoder):
+        def __init__(self, config, **kwargs):
+            super().__init__(config, **kwargs)
+
+    assert Decoder(4, name="decoder").units == 4
+    source = textwrap.dedent(
+        """
+        import tensorflow as tf
+
+        class Encoder(tf.keras.layers.Layer):
+            def __init__(self, config, **kwargs):
+                super().__init__(**kwargs)
+
+        class Decoder(Encoder):
+            def __init__(self, config, **kwargs):
+                super().__init__(config, **kwargs)
+
+        class Broken(tf.keras.layers.Layer):
+            def __init__(self, config, **kwargs):
+                super().__init__(config, **kwargs)
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
+    assert lines == ["14"]
+
+
 def test_tfp509_keras2_only_libraries_fail_on_keras3():
     import importlib
 
@@ -636,3 +671,84 @@ def test_tfp406_a_weights_name_ending_in_an_epoch_number_is_refused(tmp_path):
     )
     found = [f for f in lint_source(source, path="saver.py") if f.code == "TFP406"]
     assert [f.location.split(":")[1] for f in found] == ["7"]
+
+
+RELAXED = """\
+import tensorflow as tf
+
+
+@tf.function(experimental_relax_shapes=True)
+def step(x):
+    return x * 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("pin", "severity"),
+    [("tensorflow-gpu==2.7.0", "info"), ("tensorflow>=2.4,<2.9", "info"), ("tensorflow>=2.12", "warning"), ("", "warning")],
+)
+def test_tfp107_the_old_name_still_runs_and_the_rename_is_a_note_where_the_pin_predates_it(tmp_path, pin, severity):
+    """TF 2.21 still takes `experimental_relax_shapes` (so the finding is a rename, not a break), and
+    `reduce_retracing` arrived in TF 2.9: a project pinned below it must keep the old name."""
+    from tfpilot.lint.engine import lint_paths
+
+    namespace: dict = {}
+    exec(compile(RELAXED, "<relaxed>", "exec"), {"tf": tf}, namespace)
+    assert int(namespace["step"](tf.constant(2))) == 4
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "setup.py").write_text(f"from setuptools import setup\nsetup(install_requires=['{pin}'])\n")
+    (tmp_path / "train.py").write_text(RELAXED)
+    report = lint_paths([tmp_path])
+    ((finding,),) = [[f for f in report.findings if f.code == "TFP107"]]
+    assert finding.severity.value == severity
+    assert ("pins TF 2." in finding.message) == (severity == "info")
+
+
+def test_tfp511_a_version_compared_as_a_string_misorders_two_digit_minor_versions():
+    """'2.21.0' > '2.4.0' is False as strings: the branch meant for old TensorFlow runs on TF 2.21."""
+    assert tf.__version__.split(".")[:2] == ["2", "21"] and not (tf.__version__ > "2.4.0")
+    assert keras.__version__.startswith("3.1") and keras.__version__ < "3.9"
+    source = textwrap.dedent(
+        """
+        import tensorflow as tf
+        import keras
+
+        if tf.__version__ > '2.4.0':
+            pass
+        if tf.__version__ >= "2.0":
+            pass
+        old = tf.version.VERSION < "2.9"
+        modern = keras.__version__ >= "3.0"
+        legacy = keras.__version__ < "3.9"
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP511"]
+    assert lines == ["5", "9", "11"]
+
+
+def test_tfp504_keras3_refuses_a_positional_name_in_add_weight():
+    class Embedding(keras.layers.Layer):
+        def build(self, input_shape):
+            self.table = self.add_weight("weight", shape=(4, 2))
+
+    with pytest.raises(ValueError, match="must be passed as a keyword"):
+        Embedding()(keras.ops.ones((1, 3)))
+    source = textwrap.dedent(
+        """
+        import tensorflow as tf
+
+        class Embedding(tf.keras.layers.Layer):
+            def build(self, input_shape):
+                self.table = self.add_weight("weight", shape=(4, 2))
+                self.bias = self.add_weight(name="bias", shape=(2,))
+
+        class Store:
+            def add_weight(self, name, value):
+                self.name = name
+
+            def fill(self):
+                self.add_weight("w", 3)
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
+    assert lines == ["6"]

@@ -6,9 +6,13 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES
+from tfpilot.findings import Severity
 from tfpilot.lint.rule import Invalid, Rule
 
 _RENAMED = {"experimental_relax_shapes": "reduce_retracing", "experimental_compile": "jit_compile"}
+# The TensorFlow 2 minor version that introduced each new name: a project pinned below it has only
+# the old one (TensorSpeech/TensorFlowTTS pins tensorflow-gpu==2.7.0 and uses experimental_relax_shapes).
+_NEW_SINCE = {"reduce_retracing": 9, "jit_compile": 5}
 
 
 class DeprecatedTfFunctionArguments(Rule):
@@ -60,12 +64,21 @@ def step(x):
             return
         for keyword in node.keywords:
             new_name = _RENAMED.get(keyword.arg or "")
-            if new_name is not None:
+            if new_name is None:
+                continue
+            message = f"tf.function(`{keyword.arg}`=...) is deprecated; it is now `{new_name}`"
+            newest = self.context.project.newest_tf
+            if newest is not None and newest[0] < _NEW_SINCE[new_name]:
+                # The rename would break the project on the TensorFlow it pins; TF 2.21 still takes
+                # the old name. A note for the day the pin moves, never rewritten by --fix.
                 self.report(
                     keyword,
-                    f"tf.function(`{keyword.arg}`=...) is deprecated; it is now `{new_name}`",
-                    fix_data={"rename": new_name, "description": f"{keyword.arg} -> {new_name}"},
+                    f"{message} (since TF 2.{_NEW_SINCE[new_name]}); {newest[1]} pins TF 2.{newest[0]} or older, "
+                    "which has only the old name, and TF 2.21 still accepts it: rename it when the pin moves",
+                    severity=Severity.INFO,
                 )
+                continue
+            self.report(keyword, message, fix_data={"rename": new_name, "description": f"{keyword.arg} -> {new_name}"})
 
     @classmethod
     def fix(cls, node: Any, data: dict[str, Any]) -> Any:

@@ -70,6 +70,10 @@ _LOSS_SCALE_METHODS = {
 }
 
 
+# TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
+# modules are not Keras 3's to have removed; TFP509 reports depending on it.
+_PRIVATE_KERAS = "tensorflow.python.keras"
+
 class RemovedKerasApi(Rule):
     """Keras 3 removed or moved many Keras 2 APIs; the code fails on import or first call.
 
@@ -192,7 +196,7 @@ session = K.get_session()
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level or not module:
+        if node.level or not module or module.startswith(_PRIVATE_KERAS):
             return
         found = keras_name(module + ".")
         module_path = found[1].rstrip(".") if found else None
@@ -219,7 +223,7 @@ session = K.get_session()
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            found = keras_name(alias.name)
+            found = None if alias.name.startswith(_PRIVATE_KERAS) else keras_name(alias.name)
             if found is not None and find_keras_removal(*found) is not None:
                 entry = find_keras_removal(*found)
                 self.report(node, f"`{alias.name}` was removed in Keras 3: {entry.hint}")  # type: ignore[union-attr]
@@ -369,6 +373,14 @@ session = K.get_session()
                 "arguments only (TypeError: takes 1 positional argument); pass them as `**kwargs`",
             )
             return
+        if func.attr == "add_weight" and self._positional_weight_name(node):
+            self.report(
+                node,
+                f"`add_weight({ast.unparse(node.args[0])}, ...)`: Keras 3's add_weight takes `shape` first and "
+                "refuses a positional name (ValueError \"`name` must be passed as a keyword argument\"); write "
+                f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
+            )
+            return
         if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
             self.report(
                 node,
@@ -471,8 +483,25 @@ session = K.get_session()
         if not node.args or any(isinstance(a, ast.Starred) for a in node.args):
             return False
         klass = self.context.current_class()
+        if klass is None or not klass.bases:
+            return False
+        # super() is the next class in the MRO: a class of the project in between (FastSpeech's
+        # decoder passes `config` to its encoder's own __init__) takes what it declares.
+        if keras_name(self.context.qualname(klass.bases[0]) or "") is None:
+            return False
         kind = self.context.class_kind(klass)
         return kind == "keras-layer" or (kind == "keras-model" and len(node.args) == 1)
+
+    def _positional_weight_name(self, node: ast.Call) -> bool:
+        """``self.add_weight("kernel", shape=...)`` in a Keras Layer or Model subclass: Keras 2's
+        add_weight took the name first, Keras 3's takes shape first."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return False
+        if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            return False
+        klass = self.context.current_class()
+        return klass is not None and self.context.class_kind(klass) in ("keras-layer", "keras-model")
 
     def _keras_predict_classes(self, receiver: ast.expr, at: ast.Call) -> bool:
         """``model.predict_classes(x)`` on what may be a Keras model: not the project's own method
