@@ -685,7 +685,12 @@ def step(x):
 
 @pytest.mark.parametrize(
     ("pin", "severity"),
-    [("tensorflow-gpu==2.7.0", "info"), ("tensorflow>=2.4,<2.9", "info"), ("tensorflow>=2.12", "warning"), ("", "warning")],
+    [
+        ("tensorflow-gpu==2.7.0", "info"),
+        ("tensorflow>=2.4,<2.9", "info"),
+        ("tensorflow>=2.12", "warning"),
+        ("", "warning"),
+    ],
 )
 def test_tfp107_the_old_name_still_runs_and_the_rename_is_a_note_where_the_pin_predates_it(tmp_path, pin, severity):
     """TF 2.21 still takes `experimental_relax_shapes` (so the finding is a rename, not a break), and

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES
 from tfpilot.findings import Severity
+from tfpilot.lint.apis import TF_FUNCTION_QUALNAMES
 from tfpilot.lint.rule import Invalid, Rule
 
 _RENAMED = {"experimental_relax_shapes": "reduce_retracing", "experimental_compile": "jit_compile"}

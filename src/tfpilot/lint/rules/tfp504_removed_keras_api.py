@@ -74,6 +74,7 @@ _LOSS_SCALE_METHODS = {
 # modules are not Keras 3's to have removed; TFP509 reports depending on it.
 _PRIVATE_KERAS = "tensorflow.python.keras"
 
+
 class RemovedKerasApi(Rule):
     """Keras 3 removed or moved many Keras 2 APIs; the code fails on import or first call.
 
@@ -377,7 +378,7 @@ session = K.get_session()
             self.report(
                 node,
                 f"`add_weight({ast.unparse(node.args[0])}, ...)`: Keras 3's add_weight takes `shape` first and "
-                "refuses a positional name (ValueError \"`name` must be passed as a keyword argument\"); write "
+                'refuses a positional name (ValueError "`name` must be passed as a keyword argument"); write '
                 f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
             )
             return

@@ -16,9 +16,7 @@ _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_VERSIONS = frozenset(
-    {"tensorflow.__version__", "tensorflow.version.VERSION", "keras.__version__", "keras.version"}
-)
+_VERSIONS = frozenset({"tensorflow.__version__", "tensorflow.version.VERSION", "keras.__version__", "keras.version"})
 _NUMBERS = re.compile(r"\d+")
 # What the comparison is judged on: the versions tfpilot supports, whose minor versions have two
 # digits (every TensorFlow since 2.10, 2022; every Keras since 3.10).
@@ -86,7 +84,11 @@ if tf.__version__ > '2.4.0':
         version_on_left = library is not None
         if library is not None and isinstance(right, ast.Constant) and isinstance(right.value, str):
             literal = right.value
-        elif (library := self._library(right)) is not None and isinstance(left, ast.Constant) and isinstance(left.value, str):
+        elif (
+            (library := self._library(right)) is not None
+            and isinstance(left, ast.Constant)
+            and isinstance(left.value, str)
+        ):
             literal = left.value
         if literal is None or library is None or not _numbers(literal):
             return
@@ -104,7 +106,7 @@ if tf.__version__ > '2.4.0':
         )
 
     def _library(self, node: ast.expr) -> str | None:
-        """"tensorflow" or "keras" where `node` is that library's version string or a slice of it."""
+        """ "tensorflow" or "keras" where `node` is that library's version string or a slice of it."""
         if isinstance(node, ast.Subscript):
             node = node.value  # tf.__version__[:3]
         if not isinstance(node, ast.Attribute):
