@@ -10,6 +10,7 @@ the session loader TF Serving uses) before the version directory appears.
 
 from __future__ import annotations
 
+import collections
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,12 @@ def fit_input_signature(spec: dict[str, Any]) -> list[tf.TensorSpec]:
 
 def _features(spec: dict[str, Any], tensors: tuple[tf.Tensor, ...]) -> Any:
     """The feature structure the model was called with during training, from flat signature inputs."""
-    if spec["features"] == "dict":
-        return {i["name"]: tensor for i, tensor in zip(spec["inputs"], tensors, strict=True)}
+    if spec["features"] in ("dict", "ordered_dict"):
+        by_name = {i["name"]: tensor for i, tensor in zip(spec["inputs"], tensors, strict=True)}
+        if spec["features"] == "ordered_dict" and sorted(spec.get("order") or []) == sorted(by_name):
+            # as the model received it in training: keras.tree flattens an OrderedDict in its own order
+            return collections.OrderedDict((name, by_name[name]) for name in spec["order"])
+        return by_name
     if spec["features"] == "tensor":
         return tensors[0]
     return list(tensors)

@@ -646,7 +646,7 @@ def _declared_inputs(model: keras.Model, features: Any) -> Any | None:
         by_name = {getattr(tensor, "name", None): tensor for tensor in inputs}
         if not all(key in by_name for key in features):
             return None
-        return {key: by_name[key] for key in features}
+        return type(features)((key, by_name[key]) for key in features)  # an OrderedDict stays one
     if len(tf.nest.flatten(features)) != len(inputs):
         return None
     return tf.nest.pack_sequence_as(features, inputs)
@@ -665,7 +665,9 @@ def _declared_input_dtypes(model: keras.Model, features: Any) -> Any | None:
             declared = tf.as_dtype(tensor.dtype)
         except TypeError:
             return None
-        return declared if _numeric(declared) and _numeric(tf.as_dtype(feature.dtype)) else None
+        # bool too: Keras converts a bool array fed to a float Input (one-hot characters) as any number
+        fed = tf.as_dtype(feature.dtype)
+        return declared if _numeric(declared) and (_numeric(fed) or fed == tf.bool) else None
 
     return tf.nest.map_structure(dtype_of, features, matched)
 

@@ -4,6 +4,7 @@ rows, the validation batches and the modules that define the model's custom obje
 
 from __future__ import annotations
 
+import collections
 import importlib
 import inspect
 import json
@@ -72,8 +73,12 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
     """One name per flattened feature (tf.nest order): dict keys, else the model's Input names
     when a person chose them, else `inputs` / `input_<i>`."""
     if isinstance(features_spec, dict):
-        # keras.tree sorts dict keys as tf.nest does, so names line up with tf.nest.flatten.
-        return ["/".join(str(part) for part in path) for path, _ in keras.tree.flatten_with_path(features_spec)]
+        # In tf.nest's order, which every caller zips the names with: tf.nest sorts the keys of every
+        # mapping, keras.tree keeps an OrderedDict's order (make_csv_dataset yields one), so its
+        # paths are reordered by flattening a structure of their indices with tf.nest.
+        paths = [path for path, _ in keras.tree.flatten_with_path(features_spec)]
+        order = tf.nest.flatten(keras.tree.pack_sequence_as(features_spec, list(range(len(paths)))))
+        return ["/".join(str(part) for part in paths[index]) for index in order]
     leaves = tf.nest.flatten(features_spec)
     try:
         names = [getattr(tensor, "name", None) for tensor in (getattr(model, "inputs", None) or [])]
@@ -350,6 +355,9 @@ def stable_output_names(model: keras.Model) -> list[str]:
 
 
 def _structure(features: Any) -> str:
+    if isinstance(features, collections.OrderedDict):
+        # Keras flattens it in its own order (keras.tree keeps it), so serving rebuilds that order.
+        return "ordered_dict"
     if isinstance(features, dict):
         return "dict"
     return "list" if tf.nest.is_nested(features) else "tensor"
@@ -377,6 +385,8 @@ def write_spec(
     spec = {
         "kind": FIT_SPEC_KIND,
         "features": _structure(features),
+        # The features' keys in the order the model received them (an OrderedDict keeps its own).
+        "order": list(features) if isinstance(features, dict) else None,
         "inputs": signature_inputs(model, features_spec),
         "outputs": stable_output_names(model),
         "batch_size": batch_size,
