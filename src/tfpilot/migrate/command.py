@@ -19,6 +19,7 @@ package this builds on never imports it.
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import dataclasses
 import io
@@ -200,8 +201,18 @@ def _upgrade_file(
     rewritten: list[MigrationItem] = []
     attention: list[MigrationItem] = []
     captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):  # tf_upgrade_v2 prints every log line
-        processed, log_text, _errors = upgrader.process_file(str(source), str(target))
+    data = source.read_bytes()
+    with contextlib.ExitStack() as stack:
+        read_from = source
+        if data.startswith(codecs.BOM_UTF8):
+            # A UTF-8 byte order mark (Windows editors write one): Python runs such a file, but
+            # tf_upgrade_v2 reads it as text and fails to parse U+FEFF. It reads a copy without the
+            # mark, and the migrated file is plain UTF-8, which Python runs the same.
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpilot-bom-")))
+            read_from = folder / source.name
+            read_from.write_bytes(data[len(codecs.BOM_UTF8) :])
+        with contextlib.redirect_stdout(captured):  # tf_upgrade_v2 prints every log line
+            processed, log_text, _errors = upgrader.process_file(str(read_from), str(target))
     if not processed:
         shutil.copyfile(source, target)
         attention.append(

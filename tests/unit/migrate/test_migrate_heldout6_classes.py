@@ -1,0 +1,50 @@
+"""A class from held-out round 6: four of its eleven TF1 scripts begin with a UTF-8 byte order mark
+(written by Windows editors). Python runs such a file, but tf_upgrade_v2 read it as text, failed to
+parse U+FEFF and `tfpilot migrate` copied it unchanged (`tf.get_variable`, `tf.Session` left as
+they were). Now the mark is dropped before the upgrade, in both modes, and the migrated file runs."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfpilot.migrate.command import migrate
+
+SCRIPT = (
+    "import tensorflow as tf\n"
+    "\n"
+    "x = tf.get_variable('x', initializer=tf.constant([1.0, 2.0, 3.0]))\n"
+    "y = tf.reduce_sum(x * x)\n"
+    "grads = tf.gradients(y, [x], grad_ys=[tf.constant(2.0)])\n"
+    "with tf.Session() as sess:\n"
+    "    tf.global_variables_initializer().run()\n"
+    "    print(sess.run(grads)[0].tolist())\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_a_script_with_a_byte_order_mark_is_migrated_and_runs(tmp_path: Path, mode: str) -> None:
+    source = tmp_path / "tf1" / "bom.py"
+    source.parent.mkdir()
+    source.write_bytes(codecs.BOM_UTF8 + SCRIPT.encode("utf-8"))
+    compile(source.read_bytes(), str(source), "exec")  # Python reads it, mark and all
+    report = migrate(source.parent, tmp_path / "tf2", mode=mode)
+    assert report.will_run == report.files, report.statuses
+    output = tmp_path / "tf2" / "bom.py"
+    text = output.read_text(encoding="utf-8")
+    assert not text.startswith("\ufeff") and "tf.get_variable(" not in text
+    done = subprocess.run(
+        [sys.executable, str(output)],
+        cwd=tmp_path,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[4.0, 8.0, 12.0]"
