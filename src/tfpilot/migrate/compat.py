@@ -68,6 +68,18 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "dropout",
                 "flatten",
                 "batch_normalization",
+                # the layer classes (tf.layers.Dense(units=1)(x)): the functions above, variables shared
+                "Dense",
+                "Conv1D",
+                "Conv2D",
+                "Conv2DTranspose",
+                "BatchNormalization",
+                "MaxPooling1D",
+                "MaxPooling2D",
+                "AveragePooling1D",
+                "AveragePooling2D",
+                "Dropout",
+                "Flatten",
             }
         ),
     ),

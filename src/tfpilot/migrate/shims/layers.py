@@ -473,3 +473,61 @@ class _tf1_layers:
                 update = _tf.compat.v1.assign_sub(variable, (variable - value) * decay)
                 _tf.compat.v1.add_to_collection(_tf.compat.v1.GraphKeys.UPDATE_OPS, update)
             return normalize(mean, variance)
+
+    class _Layer:
+        """A tf.layers class (`tf.layers.Dense(units=1)`, then `layer(x)`): the function of the same
+        name, its variables made under one scope on the first call and shared by later calls, as
+        TF1's layer objects did (`dense/kernel`, then `dense_1/kernel` for the next object)."""
+
+        _function = ""
+        _default_name = ""
+        _has_variables = False
+
+        def __init__(self, *args, name=None, **kwargs):
+            self._args, self._kwargs, self._name, self._scope = args, kwargs, name, None
+
+        def __call__(self, inputs, **call_kwargs):
+            function = getattr(_tf1_layers, self._function)
+            if not self._has_variables:
+                return function(inputs, *self._args, name=self._name, **self._kwargs, **call_kwargs)
+            reuse = self._scope is not None
+            if not reuse:
+                with _tf.compat.v1.variable_scope(self._name, default_name=self._default_name) as scope:
+                    self._scope = scope  # the unique name (dense, dense_1, ...), taken once
+            return function(inputs, *self._args, name=self._scope, reuse=reuse or None, **self._kwargs, **call_kwargs)
+
+        def apply(self, inputs, **call_kwargs):
+            return self(inputs, **call_kwargs)
+
+    class Dense(_Layer):
+        _function, _default_name, _has_variables = "dense", "dense", True
+
+    class Conv1D(_Layer):
+        _function, _default_name, _has_variables = "conv1d", "conv1d", True
+
+    class Conv2D(_Layer):
+        _function, _default_name, _has_variables = "conv2d", "conv2d", True
+
+    class Conv2DTranspose(_Layer):
+        _function, _default_name, _has_variables = "conv2d_transpose", "conv2d_transpose", True
+
+    class BatchNormalization(_Layer):
+        _function, _default_name, _has_variables = "batch_normalization", "batch_normalization", True
+
+    class MaxPooling1D(_Layer):
+        _function = "max_pooling1d"
+
+    class MaxPooling2D(_Layer):
+        _function = "max_pooling2d"
+
+    class AveragePooling1D(_Layer):
+        _function = "average_pooling1d"
+
+    class AveragePooling2D(_Layer):
+        _function = "average_pooling2d"
+
+    class Dropout(_Layer):
+        _function = "dropout"
+
+    class Flatten(_Layer):
+        _function = "flatten"
