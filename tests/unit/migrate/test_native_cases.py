@@ -124,7 +124,46 @@ with tf.compat.v1.Session() as sess:
         print(step, sess.run([cost, gvs]))
         sess.run(apply_gradients)
 """,
-        fallback="the TF1 optimizer's `compute_gradients`",
+        # the pairs are fetched by a step of their own, which has no tape to take them from
+        fallback="compute_gradients' pairs fetched outside the train step",
+    ),
+    Case(
+        "compute_gradients + a clip over the pairs + apply_gradients: one train step (held-out rounds 5 and 6)",
+        """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+W = tf.Variable(tf.ones([2, 1]))
+cost = tf.reduce_mean(tf.square(tf.matmul(x, W)))
+optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate=0.01)
+gvs = optimizer.compute_gradients(cost)
+capped = [(tf.clip_by_norm(g, 1.0), v) for g, v in gvs]
+train = optimizer.apply_gradients(capped)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    _, c = sess.run([train, cost], feed_dict={x: xs})
+    print(c)
+""",
+        contains=(
+            "with tf.GradientTape() as tape:\n        cost = ",
+            "\n    gvs = list(zip(tape.gradient(cost, tape.watched_variables()), tape.watched_variables()))",
+            "\n    capped = [(tf.clip_by_norm(g, 1.0), v) for g, v in gvs]\n    optimizer.apply_gradients(capped)",
+        ),
+        absent=("compat.v1", "Session", "compute_gradients"),
+    ),
+    Case(
+        "compute_gradients with a minimize on the same optimizer: compat",
+        """
+import tensorflow as tf
+W = tf.Variable(1.0)
+cost = tf.square(W)
+optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+gvs = optimizer.compute_gradients(cost)
+train = optimizer.minimize(cost)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    sess.run(train)
+""",
+        fallback="the TF1 optimizer's compute_gradients / apply_gradients other than once each",
     ),
     Case(
         "module-level Session: one train step returning the fetched loss",

@@ -339,6 +339,7 @@ class Analysis(Iterators):
         self.init_names: set[str] = set()
         self.removed: set[int] = set()  # id() of statements to drop
         self.optimizers: dict[str, tuple[str, int]] = {}  # TF1 optimizer object name -> (keras expr, line)
+        self.gradient_losses: dict[str, str] = {}  # TF1 optimizer name -> the loss of its compute_gradients
         self.saver: str | None = None
         self.holders: list[tuple[str, int]] = []  # (name, index): variables, layers, optimizers
         # tf.Variable names, bound once: a tensor computed from one is recomputed at every run, as in TF1.
@@ -431,12 +432,24 @@ class Analysis(Iterators):
             # counterpart of the same meaning, and a Keras optimizer left with them raises
             # AttributeError (held-out round 5: `gvs = opt.compute_gradients(cost)`).
             other = re.search(
-                rf"\b{re.escape(targets[0])}\.(compute_gradients|apply_gradients|get_slot|get_slot_names|variables)\b",
+                rf"\b{re.escape(targets[0])}\.(get_slot|get_slot_names|variables)\b",
                 self.module.code,
             )
             if other is not None:
                 raise Fallback(
-                    line, f"the TF1 optimizer's `{other.group(1)}`: native mode rewrites only minimize(loss)"
+                    line,
+                    f"the TF1 optimizer's `{other.group(1)}`: native mode rewrites only minimize(loss) and "
+                    "compute_gradients(loss) + apply_gradients(pairs)",
+                )
+            pair = [
+                len(re.findall(rf"\b{re.escape(targets[0])}\.{method}\(", self.module.code))
+                for method in ("compute_gradients", "apply_gradients", "minimize")
+            ]
+            if (pair[0] or pair[1]) and (pair[:2] != [1, 1] or pair[2]):
+                raise Fallback(
+                    line,
+                    "the TF1 optimizer's compute_gradients / apply_gradients other than once each (and no "
+                    "minimize): native mode rewrites one compute_gradients(loss) + apply_gradients(pairs)",
                 )
             self.optimizers[targets[0]] = (optimizer, line)
             self.holders.append((targets[0], index))
@@ -494,9 +507,24 @@ class Analysis(Iterators):
             raise Fallback(line, "a graph tensor assigned to something other than names")
         # `T = opt.minimize(loss)`, with opt a TF1 optimizer (a name or made right here).
         train = self.minimize(value, index, line)
-        deps: list[Definition | str] = [self.reaching[name][-1] for name in sorted(read & graph)]
-        definition = Definition(index, statement, targets, deps, line, train=train)
+        applies = gradients_of = None
         if train is None:
+            applies, gradients_of = self.gradient_pair(value, targets, line)
+            if applies is not None:
+                train = (applies[0], self.gradient_losses[applies[0]])
+        deps: list[Definition | str] = [self.reaching[name][-1] for name in sorted(read & graph)]
+        definition = Definition(
+            index, statement, targets, deps, line, train=train, applies=applies[1] if applies else None
+        )
+        if gradients_of is not None:
+            # TF1 listed (gradient, variable) for the trainable variables; here those the loss read,
+            # from the train step's tape (a variable the loss never reads had a None gradient there too).
+            definition.gradients = True
+            definition.function_form = cst.parse_statement(
+                f"{targets[0]} = list(zip(tape.gradient({gradients_of}, tape.watched_variables()), "
+                "tape.watched_variables()))\n"
+            )  # type: ignore[assignment]
+        if train is None and not definition.gradients:
             self.hoist(definition)
             layers = any(".layers." in self.code(made) for made in definition.module_form)
             elements = self.closure(deps)[1] & set(self.elements)

@@ -17,6 +17,7 @@ class Base:
     reaching: dict[str, list[Definition | str]]
     holders: list[tuple[str, int]]  # (name, index): variables, layers, optimizers
     optimizers: dict[str, tuple[str, int]]  # TF1 optimizer object name -> (keras expression, line)
+    gradient_losses: dict[str, str]  # TF1 optimizer name -> the loss of its compute_gradients
     static: set[str]  # placeholders only ever fed Python literals
     scope_owner: cst.FunctionDef | cst.If | None
 

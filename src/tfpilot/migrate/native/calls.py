@@ -91,6 +91,33 @@ class CallRewrites(Base):
                 return expression, loss
         raise Fallback(line, "minimize() on something other than a tf.compat.v1.train optimizer")
 
+    def gradient_pair(
+        self, value: cst.BaseExpression, targets: tuple[str, ...], line: int
+    ) -> tuple[tuple[str, str] | None, str | None]:
+        """``G = opt.compute_gradients(loss)``: (None, loss); ``T = opt.apply_gradients(G)``:
+        ((optimizer, G's source), None); anything else (None, None). `opt` is a TF1 optimizer bound
+        to a name (analysis checked it has one of each and no minimize)."""
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name)
+            and value.func.value.value in self.optimizers
+            and value.func.attr.value in ("compute_gradients", "apply_gradients")
+        ):
+            return None, None
+        optimizer, method = value.func.value.value, value.func.attr.value
+        if len(value.args) != 1 or value.args[0].keyword is not None or len(targets) != 1:
+            raise Fallback(line, f"{method}() with more than one argument (global_step, var_list ...)")
+        argument = value.args[0].value
+        if method == "compute_gradients":
+            if not isinstance(argument, cst.Name):
+                raise Fallback(line, "compute_gradients() of an expression, not of a loss's name")
+            self.gradient_losses[optimizer] = argument.value
+            return None, argument.value
+        if optimizer not in self.gradient_losses:
+            raise Fallback(line, "apply_gradients() before its compute_gradients()")
+        return (optimizer, self.code(argument)), None
+
     # --- tf.layers calls -> Keras layers made once ---------------------------------------
     def hoist(self, definition: Definition) -> None:
         rewrite = self

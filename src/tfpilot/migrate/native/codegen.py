@@ -459,6 +459,15 @@ class Rewrite(Analysis):
         )
         return function.with_changes(leading_lines=self.blank_lines())
 
+    @staticmethod
+    def after_gradients(definitions: list[Definition]) -> set[int]:
+        """Ids of the compute_gradients definitions and of those that read them (in order)."""
+        after: set[int] = set()
+        for definition in definitions:
+            if definition.gradients or any(isinstance(dep, Definition) and id(dep) in after for dep in definition.deps):
+                after.add(id(definition))
+        return after
+
     def function(
         self, site: Site, train: Definition | None, others: list[tuple[str, Definition | str | None]]
     ) -> tuple[str, list[str], cst.FunctionDef, int]:
@@ -481,7 +490,18 @@ class Rewrite(Analysis):
         def body(definitions: Iterable[Definition], prefix: str) -> None:
             lines.extend(self.layout(list(definitions), returns, prefix=prefix))
 
-        if train is not None:
+        if train is None and any(d.gradients for d in rest):
+            raise Fallback(site.line, "compute_gradients' pairs fetched outside the train step")
+        if train is not None and train.applies is not None:
+            # `G = opt.compute_gradients(loss)` ... `opt.apply_gradients(G')`: the loss under the tape,
+            # then the gradients and what the program does with them (clipping), then the update.
+            after = self.after_gradients(tape_part)
+            optimizer = (train.train or ("", ""))[0]
+            lines.append(f"    with {tf}.GradientTape() as tape:\n")
+            body([d for d in tape_part if id(d) not in after], "        ")
+            body([d for d in tape_part if id(d) in after], "    ")
+            lines.append(f"    {optimizer}.apply_gradients({train.applies})\n")
+        elif train is not None:
             optimizer, loss = train.train or ("", "")
             lines.append(f"    with {tf}.GradientTape() as tape:\n")
             body(tape_part, "        ")
