@@ -86,6 +86,7 @@ def numbers(text: str) -> list[float]:
         "native_model_function.py",
         "native_iterators.py",
         "native_clipped_gradients.py",
+        "native_get_variable.py",
     ],
 )
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):

@@ -151,6 +151,38 @@ with tf.compat.v1.Session() as sess:
         absent=("compat.v1", "Session", "compute_gradients"),
     ),
     Case(
+        "get_variable: a tf.Variable with TF1's default (Glorot uniform) or the Keras twin of its initializer",
+        """
+import tensorflow as tf
+w = tf.compat.v1.get_variable('w', [3, 2])
+b = tf.compat.v1.get_variable('b', shape=[2], initializer=tf.compat.v1.zeros_initializer)
+s = tf.compat.v1.get_variable('s', [], initializer=tf.compat.v1.random_normal_initializer(0.0, 0.5))
+out = tf.reduce_sum(tf.matmul(tf.ones([1, 3]), w) + b) * s
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    print(sess.run(out))
+""",
+        contains=(
+            "w = tf.Variable(keras.initializers.GlorotUniform()([3, 2], dtype=tf.float32), name='w')",
+            "b = tf.Variable(keras.initializers.Zeros()([2], dtype=tf.float32), name='b')",
+            "keras.initializers.RandomNormal(mean=0.0, stddev=0.5)([], dtype=tf.float32)",
+        ),
+        absent=("compat.v1", "get_variable"),
+    ),
+    Case(
+        "get_variable where variable scopes share by name: compat",
+        """
+import tensorflow as tf
+w = tf.compat.v1.get_variable('w', [2])
+with tf.compat.v1.variable_scope('', reuse=True):
+    again = tf.compat.v1.get_variable('w', [2])
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    print(sess.run(w))
+""",
+        fallback="get_variable in a file that shares variables by scope (reuse)",
+    ),
+    Case(
         "compute_gradients with a minimize on the same optimizer: compat",
         """
 import tensorflow as tf

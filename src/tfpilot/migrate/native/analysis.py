@@ -455,6 +455,13 @@ class Analysis(Iterators):
             self.holders.append((targets[0], index))
             self.replacements[id(statement)] = (cst.parse_statement(f"{targets[0]} = {optimizer}\n"),)
             return
+        if call_name == V1 + "get_variable" and targets is not None and len(targets) == 1:
+            assert isinstance(value, cst.Call)
+            variable = cst.parse_statement(f"{targets[0]} = {self.get_variable_form(value, line)}\n")
+            assert isinstance(variable, cst.SimpleStatementLine)
+            self.replacements[id(statement)] = (statement.with_changes(body=variable.body),)
+            self.changes.append(CompatChange(line, 1, "get_variable -> tf.Variable with TF1's initializer"))
+            call_name = "tensorflow.Variable"  # a variable from here on
         if call_name is not None and re.match(r"^tensorflow\.(compat\.v1\.)?Variable$", call_name):
             self.holders.extend((name, index) for name in targets or ())
             if targets is not None and len(targets) == 1 and self.binds.get(targets[0], 0) == 1:
@@ -516,6 +523,9 @@ class Analysis(Iterators):
         definition = Definition(
             index, statement, targets, deps, line, train=train, applies=applies[1] if applies else None
         )
+        if len(targets) == 1 and self.returns_list(value):
+            # sess.run gave a list of arrays for it (tf.gradients' list, a list of tensors): each is converted
+            self.structures.add(targets[0])
         if gradients_of is not None:
             # TF1 listed (gradient, variable) for the trainable variables; here those the loss read,
             # from the train step's tape (a variable the loss never reads had a None gradient there too).
@@ -1030,6 +1040,19 @@ class Analysis(Iterators):
                             if not rewrite.summary_writer_helper:
                                 raise Fallback(line, "add_summary of something other than merge_all()'s result")
                             rewrite.summary_adds.add(id(node))
+                        elif method == "add_graph":
+                            # TF2 has no Session graph to write: dropped, with a note (as FileWriter(graph=)).
+                            rewrite.session_uses.append((node, rewrite.current_top, "graph"))
+                            self.handled.update(id(name) for name in descendants(node) if isinstance(name, cst.Name))
+                            rewrite.notes.append(
+                                CompatChange(
+                                    line,
+                                    1,
+                                    "FileWriter.add_graph dropped: TF2 has no Session graph (tf.summary.trace_on / "
+                                    "trace_export record a tf.function's graph)",
+                                    blocks_run=False,
+                                )
+                            )
                         elif method not in ("close", "flush"):
                             raise Fallback(line, f"FileWriter.{method} has no native rewrite here")
                     elif isinstance(owner, cst.Name) and owner.value == rewrite.saver and method in ("save", "restore"):
@@ -1224,7 +1247,7 @@ class Analysis(Iterators):
                 [(top, kind) for _, top, kind in self.session_uses if top >= start]
                 + [(site.top, "run") for site in self.sites if site.top >= start]
             )
-            kinds = [kind for _, kind in uses if kind not in ("init", "close")]
+            kinds = [kind for _, kind in uses if kind not in ("init", "close", "graph")]
             if not kinds or kinds[0] != "restore":
                 raise Fallback(
                     self.line(self.body[start]) if start < len(self.body) else 1,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tfpilot.migrate.compat import CompatChange
@@ -22,6 +24,20 @@ from tfpilot.migrate.native.tables import (
 
 # tf.app.flags as tf_upgrade_v2 leaves it, and tf.flags, which it leaves as written (gone from TF 2).
 FLAGS_MODULES = (V1 + "flags", V1 + "app.flags", "tensorflow.flags", "tensorflow.app.flags")
+
+
+# TF1 initializers -> (Keras initializer, the parameters both take, in TF1's order); seeds are left
+# out (TF1's graph-level seeding has no TF2 counterpart: the values differ from TF1's either way).
+_INITIALIZERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "zeros_initializer": ("Zeros", ()),
+    "ones_initializer": ("Ones", ()),
+    "constant_initializer": ("Constant", ("value",)),
+    "random_normal_initializer": ("RandomNormal", ("mean", "stddev")),
+    "truncated_normal_initializer": ("TruncatedNormal", ("mean", "stddev")),
+    "random_uniform_initializer": ("RandomUniform", ("minval", "maxval")),
+    "glorot_uniform_initializer": ("GlorotUniform", ()),
+    "glorot_normal_initializer": ("GlorotNormal", ()),
+}
 
 
 class CallRewrites(Base):
@@ -90,6 +106,73 @@ class CallRewrites(Base):
             if expression is not None:
                 return expression, loss
         raise Fallback(line, "minimize() on something other than a tf.compat.v1.train optimizer")
+
+    def get_variable_form(self, call: cst.Call, line: int) -> str:
+        """``tf.compat.v1.get_variable(name, shape, dtype, initializer)`` as a ``tf.Variable``: made once
+        where it was, with TF1's default initializer (Glorot uniform) or the Keras one of the same
+        distribution. Sharing by name (a variable_scope with reuse) has no TF2 counterpart here."""
+        if re.search(r"\breuse\b|AUTO_REUSE", self.module.code):
+            raise Fallback(line, "get_variable in a file that shares variables by scope (reuse)")
+        names = ("name", "shape", "dtype", "initializer")
+        given: dict[str, cst.BaseExpression] = {}
+        for position, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword is not None else (names[position] if position < 4 else "")
+            if key not in names and key != "trainable":
+                raise Fallback(line, f"get_variable with `{key or 'a fifth positional argument'}`")
+            given[key] = arg.value
+        tf = self.tf
+        shape = self.code(given["shape"]) if "shape" in given else None
+        dtype = self.code(given["dtype"]) if "dtype" in given else f"{tf}.float32"
+        initializer = given.get("initializer")
+        keyword = ""
+        if "name" in given:
+            keyword += f", name={self.code(given['name'])}"
+        if "trainable" in given:
+            keyword += f", trainable={self.code(given['trainable'])}"
+        if initializer is None:
+            if shape is None:
+                raise Fallback(line, "get_variable without a shape or an initializer")
+            return f"{tf}.Variable({self.keras_name()}.initializers.GlorotUniform()({shape}, dtype={dtype}){keyword})"
+        made = self.keras_initializer(initializer)
+        if made is not None:
+            if shape is None:
+                raise Fallback(line, "get_variable with an initializer object but no shape")
+            return f"{tf}.Variable({made}({shape}, dtype={dtype}){keyword})"
+        if isinstance(initializer, cst.Call) and (self.qualified(initializer.func) or "").endswith("_initializer"):
+            raise Fallback(line, f"get_variable's initializer `{self.code(initializer.func)}` has no Keras one here")
+        # a value (a tensor, an array): the variable's shape is the value's, as TF1 required
+        return f"{tf}.Variable({tf}.cast({self.code(initializer)}, {dtype}){keyword})"
+
+    def returns_list(self, value: cst.BaseExpression) -> bool:
+        """A value that is a list or tuple of tensors, not one tensor: a literal, a comprehension, or a
+        TensorFlow function that returns a list (tf.gradients, tf.unstack, tf.split)."""
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        name = self.qualified(value.func) if isinstance(value, cst.Call) else None
+        return (
+            name is not None
+            and name.rsplit(".", 1)[-1] in ("gradients", "unstack", "split")
+            and (name.startswith("tensorflow."))
+        )
+
+    def keras_initializer(self, node: cst.BaseExpression) -> str | None:
+        """A TF1 initializer (a call, or the class itself: `initializer=tf.zeros_initializer`) as the
+        Keras initializer of the same distribution, or None."""
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            node = cst.Call(func=node)
+        if not isinstance(node, cst.Call):
+            return None
+        name = (self.qualified(node.func) or "").rsplit(".", 1)[-1]
+        keras_class, parameters = _INITIALIZERS.get(name, ("", ()))
+        if not keras_class or len(node.args) > len(parameters):
+            return None
+        arguments = []
+        for position, arg in enumerate(node.args):
+            key = arg.keyword.value if arg.keyword is not None else parameters[position]
+            if key not in parameters:
+                return None
+            arguments.append(f"{key}={self.code(arg.value)}")
+        return f"{self.keras_name()}.initializers.{keras_class}({', '.join(arguments)})"
 
     def gradient_pair(
         self, value: cst.BaseExpression, targets: tuple[str, ...], line: int

@@ -122,7 +122,7 @@ class Rewrite(Analysis):
                 call_code[id(site.call)] = self.value_of(site.fetches[0], call)
             else:
                 call_code[id(site.call)] = self.list_values(site.fetches, call)
-        init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close")}
+        init_calls = {id(call) for call, _, kind in self.session_uses if kind in ("init", "close", "graph")}
         saver_calls = {id(call): kind for call, _, kind in self.session_uses if kind in ("save", "restore")}
         rewrite = self
 
@@ -173,8 +173,8 @@ class Rewrite(Analysis):
                 return updated
 
         for init_call, _, kind in self.session_uses:
-            if kind in ("init", "close") and id(init_call) not in self.expression_calls:
-                raise Fallback(self.line(init_call), "the initializer's run is used as a value")
+            if kind in ("init", "close", "graph") and id(init_call) not in self.expression_calls:
+                raise Fallback(self.line(init_call), f"the {kind} call's result is used as a value")
         by_top: dict[int, list[cst.FunctionDef]] = {}
         for helper in self.helpers.values():
             first_top = min(functions[key][3] for key in helper.users)
