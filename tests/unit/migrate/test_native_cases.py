@@ -128,6 +128,23 @@ with tf.compat.v1.Session() as sess:
         fallback="compute_gradients' pairs fetched outside the train step",
     ),
     Case(
+        "compute_gradients' pairs fetched with the update: compat (TF1 read the variables before it)",
+        """
+import tensorflow as tf
+W = tf.Variable(5.0)
+cost = tf.reduce_mean(tf.square([1.0, 2.0] * W - [1.0, 2.0]))
+optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate=0.01)
+gvs = optimizer.compute_gradients(cost)
+apply_gradients = optimizer.apply_gradients(gvs)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(3):
+        gvs_val, _ = sess.run([gvs, apply_gradients])
+        print(step, gvs_val)
+""",
+        fallback="compute_gradients' pairs fetched with the update",
+    ),
+    Case(
         "compute_gradients + a clip over the pairs + apply_gradients: one train step (held-out rounds 5 and 6)",
         """
 import tensorflow as tf

@@ -492,6 +492,10 @@ class Rewrite(Analysis):
 
         if train is None and any(d.gradients for d in rest):
             raise Fallback(site.line, "compute_gradients' pairs fetched outside the train step")
+        if any(isinstance(item, Definition) and item.gradients for _, item in others):
+            # The pairs hold the variables, which TF1's run read before its update and a TF2 step
+            # returns after it: the printed pairs would differ (held-out round 5's Lab 3).
+            raise Fallback(site.line, "compute_gradients' pairs fetched with the update")
         if train is not None and train.applies is not None:
             # `G = opt.compute_gradients(loss)` ... `opt.apply_gradients(G')`: the loss under the tape,
             # then the gradients and what the program does with them (clipping), then the update.
