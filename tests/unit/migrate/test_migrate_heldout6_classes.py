@@ -6,12 +6,10 @@ they were). Now the mark is dropped before the upgrade, in both modes, and the m
 from __future__ import annotations
 
 import codecs
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_migrate_heldout3_classes import run
 
 from tfpilot.migrate.command import migrate
 
@@ -38,16 +36,7 @@ def test_a_script_with_a_byte_order_mark_is_migrated_and_runs(tmp_path: Path, mo
     output = tmp_path / "tf2" / "bom.py"
     text = output.read_text(encoding="utf-8")
     assert not text.startswith("\ufeff") and "tf.get_variable(" not in text
-    done = subprocess.run(
-        [sys.executable, str(output)],
-        cwd=tmp_path,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "[4.0, 8.0, 12.0]"
+    assert run(output) == "[4.0, 8.0, 12.0]"
 
 
 LAYER_OBJECTS = (
@@ -83,14 +72,5 @@ def test_tf_layers_objects_build_their_variables_once_and_train(tmp_path: Path) 
     report = migrate(source.parent, tmp_path / "tf2", mode="compat")
     assert report.will_run == report.files, report.statuses
     output = tmp_path / "tf2" / "objects.py"
-    done = subprocess.run(
-        [sys.executable, str(output)],
-        cwd=tmp_path / "tf2",
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
     expected = "['dense/bias:0', 'dense/kernel:0', 'dense_1/bias:0', 'dense_1/kernel:0'] True True"
-    assert done.stdout.strip().splitlines()[-1] == expected
+    assert run(output) == expected
