@@ -200,6 +200,40 @@ with tf.compat.v1.Session() as sess:
         fallback="get_variable in a file that shares variables by scope (reuse)",
     ),
     Case(
+        "a tf.layers.Dense object (made once, called later) becomes the Keras layer; an unused first Session goes",
+        """
+import tensorflow as tf
+sess = tf.compat.v1.Session()
+x = tf.constant([[1.0], [2.0]])
+linear = tf.compat.v1.layers.Dense(units=1)
+y_pred = linear(x)
+loss = tf.reduce_mean(tf.square(y_pred - 1.0))
+train = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(loss)
+sess = tf.compat.v1.Session()
+sess.run(tf.compat.v1.global_variables_initializer())
+for _ in range(3):
+    sess.run(train)
+print(sess.run(y_pred))
+""",
+        contains=("linear = keras.layers.Dense(units=1)", "y_pred = linear(x)", "tf.GradientTape()"),
+        absent=("compat.v1", "Session", "layers.Dense(units=1)(x)"),
+    ),
+    Case(
+        "a second Session after the first ran something starts fresh in TF1: compat",
+        """
+import tensorflow as tf
+w = tf.Variable(1.0)
+step = tf.compat.v1.assign_add(w, 1.0)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    sess.run(step)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    print(sess.run(w))
+""",
+        fallback="a second Session starts from fresh variables",
+    ),
+    Case(
         "compute_gradients with a minimize on the same optimizer: compat",
         """
 import tensorflow as tf

@@ -455,6 +455,21 @@ class Analysis(Iterators):
             self.holders.append((targets[0], index))
             self.replacements[id(statement)] = (cst.parse_statement(f"{targets[0]} = {optimizer}\n"),)
             return
+        layer_class = self.layer_object(call_name, value, targets, line)
+        if layer_class is not None:
+            # `linear = tf.layers.Dense(units=1)`: the Keras layer of the same class, made here once;
+            # what it is called on later reads its weights (they train), as a variable does.
+            assert targets is not None and isinstance(value, cst.Call)
+            layer_line = cst.parse_statement(f"{targets[0]} = {self.keras_name()}.layers.{layer_class}()\n")
+            assert isinstance(layer_line, cst.SimpleStatementLine)
+            small = layer_line.body[0]
+            assert isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)
+            layer = small.with_changes(value=small.value.with_changes(args=value.args))
+            self.replacements[id(statement)] = (statement.with_changes(body=[layer]),)
+            self.holders.append((targets[0], index))
+            self.variables.add(targets[0])
+            self.changes.append(CompatChange(line, 1, f"tf.layers.{layer_class} -> keras.layers.{layer_class}"))
+            return
         if call_name == V1 + "get_variable" and targets is not None and len(targets) == 1:
             assert isinstance(value, cst.Call)
             variable = cst.parse_statement(f"{targets[0]} = {self.get_variable_form(value, line)}\n")
@@ -1242,7 +1257,11 @@ class Analysis(Iterators):
                 ):
                     raise Fallback(self.line(found), f"feed_dict `{found.value}` is used other than as a feed_dict")
         # Later Sessions start from fresh variables in TF1; here only a restore gives the same state.
-        for _name, start in self.sessions[1:]:
+        for (_previous, before), (_name, start) in zip(self.sessions, self.sessions[1:], strict=False):
+            earlier = [top for _, top, _ in self.session_uses if before <= top < start]
+            earlier += [site.top for site in self.sites if before <= site.top < start]
+            if not earlier:
+                continue  # the Session before it ran nothing: this one is the first that does
             uses = sorted(
                 [(top, kind) for _, top, kind in self.session_uses if top >= start]
                 + [(site.top, "run") for site in self.sites if site.top >= start]

@@ -15,6 +15,7 @@ from tfpilot.migrate.native.tables import (
     FLATTEN,
     IGNORED_OPTIMIZER_ARGS,
     LAYER_MODULES,
+    LAYER_OBJECTS,
     LAYERS,
     OPTIMIZERS,
     SPARSE_DIFFERS,
@@ -142,6 +143,24 @@ class CallRewrites(Base):
             raise Fallback(line, f"get_variable's initializer `{self.code(initializer.func)}` has no Keras one here")
         # a value (a tensor, an array): the variable's shape is the value's, as TF1 required
         return f"{tf}.Variable({tf}.cast({self.code(initializer)}, {dtype}){keyword})"
+
+    def layer_object(
+        self, call_name: str | None, value: cst.BaseExpression, targets: tuple[str, ...] | None, line: int
+    ) -> str | None:
+        """The Keras class for ``L = tf.layers.Dense(units=1)`` (a TF1 layer object bound to one
+        name, arguments Keras takes under the same names), else None."""
+        if call_name is None or not isinstance(value, cst.Call) or not targets or len(targets) != 1:
+            return None
+        prefix = next((p for p in LAYER_MODULES if call_name.startswith(p)), None)
+        if prefix is None:
+            return None
+        member = call_name[len(prefix) :]
+        if member not in LAYER_OBJECTS:
+            return None
+        allowed = LAYER_OBJECTS[member]
+        if any(arg.keyword is not None and arg.keyword.value not in allowed for arg in value.args):
+            raise Fallback(line, f"tf.layers.{member} with an argument Keras' {member} does not take")
+        return member
 
     def returns_list(self, value: cst.BaseExpression) -> bool:
         """A value that is a list or tuple of tensors, not one tensor: a literal, a comprehension, or a

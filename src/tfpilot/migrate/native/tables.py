@@ -90,6 +90,18 @@ LAYERS: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
     ),
     "flatten": ("Flatten", (), frozenset({"name"})),
 }
+# tf.layers classes made as objects (`L = tf.layers.Dense(units=1)`, then `L(x)`) -> the keywords the
+# Keras class of the same name takes with the same meaning (positional arguments are the same too).
+LAYER_OBJECTS: dict[str, frozenset[str]] = {
+    "Dense": frozenset({"units", "activation", "use_bias", "kernel_initializer", "bias_initializer", "name"}),
+    "Conv2D": frozenset(
+        {"filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "activation", "use_bias"}
+        | {"kernel_initializer", "bias_initializer", "name"}
+    ),
+    "MaxPooling2D": frozenset({"pool_size", "strides", "padding", "data_format", "name"}),
+    "AveragePooling2D": frozenset({"pool_size", "strides", "padding", "data_format", "name"}),
+    "Flatten": frozenset({"name"}),
+}
 # tf.compat.v1 call -> (its parameters, all required; the TF2 expression that computes the same).
 # The losses are TF1's defaults (weights=1.0, SUM_BY_NONZERO_WEIGHTS: the mean over every element).
 V1_CALLS: dict[str, tuple[tuple[str, ...], str]] = {
