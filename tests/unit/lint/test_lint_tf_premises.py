@@ -757,3 +757,33 @@ def test_tfp504_keras3_refuses_a_positional_name_in_add_weight():
     )
     lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP504"]
     assert lines == ["6"]
+
+
+def test_tfp512_keras3_puts_weight_decay_where_keras2_took_the_optimizers_name():
+    import inspect
+
+    from tfpilot.lint.rules.tfp512_optimizer_positional_name import NAME_POSITION
+
+    for kind, position in NAME_POSITION.items():
+        parameters = list(inspect.signature(getattr(keras.optimizers, kind).__init__).parameters)[1:]
+        assert parameters[position] == "weight_decay", kind
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.01, 0.0, False, "sgd"), "mse")  # accepted when made...
+    with pytest.raises(Exception, match="Cast"):  # ...and fails at the first update
+        model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
+    source = textwrap.dedent(
+        """
+        import tensorflow as tf
+
+        class AdamWeightDecay(tf.keras.optimizers.Adam):
+            def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                         name="AdamWeightDecay", **kwargs):
+                super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, name, **kwargs)
+
+        plain = tf.keras.optimizers.SGD(0.1, 0.9, False, "sgd")
+        decayed = tf.keras.optimizers.SGD(0.1, 0.9, False, 1e-4)
+        named = tf.keras.optimizers.Adam(0.001, name="adam")
+        """
+    )
+    lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP512"]
+    assert lines == ["7", "9"]
