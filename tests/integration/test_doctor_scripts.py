@@ -168,8 +168,12 @@ def test_the_default_window_measures_ten_steps_and_a_short_one_says_why(tmp_path
     assert result.returncode == 0, result.stderr_tail
     capture = result.summary.capture if result.summary is not None else {}
     measured = [step for step in capture["steps"] if step >= capture["measure_from"]]
-    # xprof's step breakdown leaves out the session's last marker: the window measures 11 for 10 rows.
-    assert len(measured) >= 11 and result.summary.steps.steps >= 10, (capture, result.summary.steps.steps)
+    # xprof's step breakdown leaves out the session's last marker: the window measures 11 for 10 rows,
+    # unless the buffers held more than the guess and its slack when the window opened (a loaded host):
+    # then exactly that excess goes unmeasured.
+    excess = max(0, capture["drain_steps_read"] - capture["drain_steps"] - capture["drain_slack"])
+    rows = result.summary.steps.steps
+    assert len(measured) >= 11 - excess and rows >= 10 - excess, (capture, rows)
     codes = {f.code for f in result.findings}
     assert "DOC-PROFILE-WINDOW" not in codes and "DOC-HOST-SYNC" in codes
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tfpilot.diagnose import ProfileWindow, analyze_profile, parse_step_window, summarize_profile, watch
 from tfpilot.diagnose.numerics import parse_check_numerics_message
+from tfpilot.diagnose.pipeline import AUTOTUNE_DRAIN_SLACK
 from tfpilot.errors import ConfigError
 
 
@@ -241,7 +242,7 @@ def test_pipeline_description_reads_cache_parallelism_prefetch_and_epoch_length(
     assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().prefetch(3)).drain_steps() == 3
     # A fixed buffer is known; an AUTOTUNE one (explicit or the injected final prefetch) may grow: slack.
     assert describe_dataset(tf.data.Dataset.range(60).cache().repeat().prefetch(3)).drain_slack() == 0
-    assert shape.drain_slack() == 2
+    assert shape.drain_slack() == AUTOTUNE_DRAIN_SLACK
     finite = describe_dataset(tf.data.Dataset.range(96).map(lambda i: i).batch(8).cache())
     assert finite.kinds[:3] == ["Cache", "Batch", "Map"] and finite.epoch_steps == 12
     # Filtering above the repeat: the epoch's length in steps is unknown, never guessed.
@@ -250,7 +251,7 @@ def test_pipeline_description_reads_cache_parallelism_prefetch_and_epoch_length(
     assert describe_dataset(generator.map(lambda i: i)).kinds == ["Map", "Generator"]
     uncached = describe_dataset(tf.data.Dataset.range(8).batch(2))
     assert not uncached.cached and uncached.epoch_steps is None and uncached.drain_steps() == 1
-    assert uncached.drain_slack() == 2
+    assert uncached.drain_slack() == AUTOTUNE_DRAIN_SLACK
 
 
 def test_window_waits_for_the_cache_to_fill_and_skips_the_prefetched_steps(tmp_path):
