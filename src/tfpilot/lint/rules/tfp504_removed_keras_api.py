@@ -158,8 +158,6 @@ session = K.get_session()
         ),
     ]
 
-    _backend_uses: tuple[int, int] | None  # set in __init__ (below)
-
     def on_reference(self, node: ast.AST, qualname: str) -> None:
         found = keras_name(qualname)
         if found is None:
@@ -175,16 +173,8 @@ session = K.get_session()
         if entry.path.startswith("backend.") and entry not in KERAS_REMOVED:
             # Keras 2's functional backend (K.mean, K.relu, ...) used throughout a file is one
             # cause: one finding, at the first use, counting the rest
-            if self._backend_uses is not None:
-                index, count = self._backend_uses
-                self._backend_uses = (index, count + 1)
-                first = self.violations[index]
-                self.violations[index] = dataclasses.replace(
-                    first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
-                )
-                return
-            self.report(node, f"`{text}` was removed in Keras 3: {entry.hint}")
-            self._backend_uses = (len(self.violations) - 1, 1)
+            if not self._counted_again("backend"):
+                self._report_once("backend", node, f"`{text}` was removed in Keras 3: {entry.hint}")
             return
         fix: dict[str, Any] | None = None
         if entry.rename_to is not None and isinstance(node, ast.Attribute):
@@ -233,14 +223,12 @@ session = K.get_session()
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         # the first TensorFlow op on a KerasTensor in this file: (its violation index, how many)
-        self._symbolic_ops: tuple[int, int] | None = None
         # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
         self._functional_scopes: dict[int, bool] = {}
         self._may_build = "Input(" in context.source
-        # `optimizer.lr` is one cause however often a file reads it: (violation index, how many)
-        self._optimizer_lr: tuple[int, int] | None = None
-        # Keras 2 backend functions Keras 3 dropped, one finding per file: (violation index, how many)
-        self._backend_uses: tuple[int, int] | None = None
+        # Causes reported once per file however often it repeats them (`optimizer.lr`, Keras 2 backend
+        # functions, TensorFlow ops on KerasTensors): cause -> (violation index, how many uses)
+        self._grouped: dict[str, tuple[int, int]] = {}
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "lr":
@@ -263,13 +251,7 @@ session = K.get_session()
         optimizer never reads). One finding per file, at the first use."""
         if not self.context.uses_tensorflow or not self._is_optimizer(node.value, node):
             return
-        if self._optimizer_lr is not None:
-            index, count = self._optimizer_lr
-            self._optimizer_lr = (index, count + 1)
-            first = self.violations[index]
-            self.violations[index] = dataclasses.replace(
-                first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
-            )
+        if self._counted_again("optimizer-lr"):
             return
         receiver = ast.unparse(node.value)
         effect = (
@@ -277,12 +259,28 @@ session = K.get_session()
             if isinstance(node.ctx, ast.Load)
             else "is a plain attribute the optimizer never reads (the learning rate does not change)"
         )
-        self.report(
+        self._report_once(
+            "optimizer-lr",
             node,
             f"`{receiver}.lr`: Keras 3 optimizers have no `lr` (Keras 2's alias), so this {effect}; "
             f"use `{receiver}.learning_rate` (a variable: `.assign(...)` to change it)",
         )
-        self._optimizer_lr = (len(self.violations) - 1, 1)
+
+    def _counted_again(self, cause: str) -> bool:
+        """True when `cause` was reported in this file already: its finding counts one more use."""
+        if cause not in self._grouped:
+            return False
+        index, count = self._grouped[cause]
+        self._grouped[cause] = (index, count + 1)
+        first = self.violations[index]
+        self.violations[index] = dataclasses.replace(
+            first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
+        )
+        return True
+
+    def _report_once(self, cause: str, node: ast.AST, message: str) -> None:
+        self.report(node, message)
+        self._grouped[cause] = (len(self.violations) - 1, 1)
 
     def _is_optimizer(self, receiver: ast.expr, at: ast.AST) -> bool:
         """A Keras optimizer: a name that says so (``optimizer``, ``self.g_optimizer``,
@@ -562,21 +560,15 @@ session = K.get_session()
         symbolic = next((a for a in flat if self._symbolic(a)), None)
         if symbolic is None:
             return
-        if self._symbolic_ops is not None:
-            index, count = self._symbolic_ops
-            self._symbolic_ops = (index, count + 1)
-            first = self.violations[index]
-            self.violations[index] = dataclasses.replace(
-                first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
-            )
+        if self._counted_again("symbolic-op"):
             return
-        self.report(
+        self._report_once(
+            "symbolic-op",
             node,
             f"`{op}(...)` on a Keras symbolic tensor (`{ast.unparse(symbolic)}`, a layer output): Keras 3 raises "
             "'A KerasTensor cannot be used as input to a TensorFlow function'; use keras.ops "
             "(keras.ops.square) or move the computation into a Layer's call()",
         )
-        self._symbolic_ops = (len(self.violations) - 1, 1)
 
     def _builds_functional_model(self) -> bool:
         scope = self.context.scope.node

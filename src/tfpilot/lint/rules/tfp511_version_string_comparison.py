@@ -16,7 +16,7 @@ _ORDERING: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_VERSIONS = frozenset({"tensorflow.__version__", "tensorflow.version.VERSION", "keras.__version__", "keras.version"})
+_VERSIONS = frozenset({"tensorflow.__version__", "tensorflow.version.VERSION", "keras.__version__"})
 _NUMBERS = re.compile(r"\d+")
 # What the comparison is judged on: the versions tfpilot supports, whose minor versions have two
 # digits (every TensorFlow since 2.10, 2022; every Keras since 3.10).
