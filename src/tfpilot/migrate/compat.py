@@ -119,6 +119,8 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "_tf1_legacy_seq2seq": ("seq2seq", frozenset({"rnn_decoder", "sequence_loss_by_example", "sequence_loss"})),
+    "_tf1_learn": ("learn", frozenset({"preprocessing"})),
     "_tf1_estimator": (
         "estimator",
         frozenset(
@@ -201,6 +203,8 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.layers", "_tf1_layers", "helper"),
     RemovedApi("tensorflow.compat.v1.layers", "_tf1_layers", "helper"),
     RemovedApi("tensorflow.contrib.rnn", "_tf1_rnn", "helper"),
+    RemovedApi("tensorflow.contrib.legacy_seq2seq", "_tf1_legacy_seq2seq", "helper"),
+    RemovedApi("tensorflow.contrib.learn.preprocessing", "_tf1_learn.preprocessing", "helper"),
     RemovedApi("tensorflow.contrib.slim", "_tf1_contrib", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
@@ -220,6 +224,10 @@ _MODULE_HELPERS: dict[str, str] = {
     "tensorflow.layers": "_tf1_layers",
     "tensorflow.compat.v1.layers": "_tf1_layers",
     "tensorflow.contrib.rnn": "_tf1_rnn",
+    "tensorflow.contrib.legacy_seq2seq": "_tf1_legacy_seq2seq",
+    # `from tensorflow.contrib import learn` for learn.preprocessing.VocabularyProcessor; its datasets
+    # (mnist) keep their own, more specific helper above
+    "tensorflow.contrib.learn": "_tf1_learn",
     # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d); its
     # arg_scope, repeat, nets and losses are not replaced (the report names each use)
     "tensorflow.contrib.slim": "_tf1_contrib",
@@ -248,6 +256,8 @@ _WHY = {
     "_tf1_mnist": "tensorflow.examples.tutorials and tf.contrib.learn were removed in TF 2",
     "_tf1_contrib": "tf.contrib was removed in TF 2",
     "_tf1_estimator": "tf.estimator was removed in TF 2.16",
+    "_tf1_legacy_seq2seq": "tf.contrib was removed in TF 2",
+    "_tf1_learn": "tf.contrib was removed in TF 2",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).
@@ -405,6 +415,12 @@ def _helper_for(qualified: str) -> tuple[str, str] | None:
     if helper is not None and member in HELPER_NAMES[helper][1]:
         return helper, member
     return None
+
+
+def _leads_to_helper(qualified: str) -> bool:
+    """Whether a longer name that starts with this one has a helper (`tf.contrib.learn.datasets`
+    on its way to `...datasets.load_dataset`, inside the `tf.contrib.learn` module helper)."""
+    return any(name.startswith(qualified + ".") for name in (*_MODULE_HELPERS, *_MEMBER_HELPERS))
 
 
 def _is_graph_only(qualified: str) -> bool:
@@ -599,7 +615,7 @@ class _Rewriter(cst.CSTTransformer):
                 return cst.Name(namespace)
         if helper is None:
             module_name, _, member_name = qualified.rpartition(".")
-            if module_name in _MODULE_HELPERS and qualified not in _MODULE_HELPERS:
+            if module_name in _MODULE_HELPERS and qualified not in _MODULE_HELPERS and not _leads_to_helper(qualified):
                 line, column = self._position(original)
                 self.notes.append(
                     (

@@ -35,6 +35,44 @@ TARGETS = np.array([[0, 2], [1, 1]])
 WEIGHTS = np.array([[1.0, 1.0], [1.0, 0.0]], np.float32)
 
 
+def crossent_reference() -> np.ndarray:
+    shifted = LOGITS - LOGITS.max(-1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_softmax, TARGETS[..., None], -1)[..., 0]
+
+
+def legacy_losses_reference() -> tuple[list[float], float]:
+    """legacy_seq2seq's per-example loss (weighted, averaged over timesteps) and its batch mean."""
+    by_example = (crossent_reference() * WEIGHTS).sum(1) / (WEIGHTS.sum(1) + 1e-12)
+    return [round(float(v), 4) for v in by_example], round(float(by_example.sum() / len(by_example)), 4)
+
+
+LEGACY_SEQ2SEQ = (
+    GRAPH + "from tensorflow.contrib import legacy_seq2seq\n"
+    "class Cell:\n    def __call__(self, x, state):\n"
+    "        w = tf.get_variable('w', initializer=2.0)\n        out = x * w + state\n        return out, out\n"
+    "outs, last = legacy_seq2seq.rnn_decoder([tf.constant(v) for v in (1.0, 2.0, 3.0)], tf.constant(0.0), Cell(), scope='seq')\n"
+    f"L = np.array({LOGITS.tolist()!r}, np.float32)\nT = np.array({TARGETS.tolist()!r})\nW = np.array({WEIGHTS.tolist()!r}, np.float32)\n"
+    "logits = [tf.constant(L[:, t]) for t in range(2)]\ntargets = [tf.constant(T[:, t]) for t in range(2)]\n"
+    "weights = [tf.constant(W[:, t]) for t in range(2)]\n"
+    "by_example = legacy_seq2seq.sequence_loss_by_example(logits, targets, weights)\n"
+    "loss = legacy_seq2seq.sequence_loss(logits, targets, weights)\n"
+    + SESSION
+    + "print([v.name for v in tf.global_variables()], [float(v) for v in sess.run(outs)])\n"
+    "print([round(float(v), 4) for v in sess.run(by_example)], round(float(sess.run(loss)), 4))\n"
+)
+
+VOCABULARY = (
+    "import numpy as np\nfrom tensorflow.contrib import learn\n"
+    "vp = learn.preprocessing.VocabularyProcessor(4)\n"
+    "x = np.array(list(vp.fit_transform(['The cat sat', \"the dog's ball is red\", 'cat'])))\n"
+    "print(x.tolist(), len(vp.vocabulary_))\nvp.save('vocab')\n"
+    "print(list(learn.preprocessing.VocabularyProcessor.restore('vocab').transform(['red cat bird']))[0].tolist())\n"
+    "trimmed = learn.preprocessing.VocabularyProcessor(3, min_frequency=1)\n"
+    "print(list(trimmed.fit_transform(['a b a', 'b c', 'a b c']))[2].tolist())\n"
+)
+
+
 def sequence_loss_reference() -> float:
     shifted = LOGITS - LOGITS.max(-1, keepdims=True)
     log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
@@ -223,6 +261,18 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         + "print(sess.run(out).shape, sorted(v.name for v in tf.trainable_variables()))\n",
         (),
         "(2, 5, 4) ['rnn/basic_lstm_cell/bias:0', 'rnn/basic_lstm_cell/kernel:0']",
+    ),
+    "tensorflow.contrib.legacy_seq2seq": (
+        LEGACY_SEQ2SEQ,
+        (),
+        f"['seq/w:0'] [2.0, 6.0, 12.0]\n{legacy_losses_reference()[0]} {legacy_losses_reference()[1]}",
+    ),
+    "tensorflow.contrib.learn.preprocessing": (
+        VOCABULARY,
+        (),
+        # ids by first appearance, 0 for <UNK> and padding, cut at 4; "dog's" is one token; with
+        # min_frequency=1 the words seen once (c: twice, kept) go and ids follow the counts
+        "[[1, 2, 3, 0], [4, 5, 6, 7], [2, 0, 0, 0]] 9\n[8, 2, 0, 0]\n[1, 2, 3]",
     ),
     "tensorflow.contrib.slim": (
         GRAPH + "import tensorflow.contrib.slim as slim\nx = tf.ones([2, 6, 6, 1])\n"

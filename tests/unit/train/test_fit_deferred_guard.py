@@ -33,7 +33,7 @@ def _guarded(model, *, deferred, policy="skip_batch"):
     model.make_train_function(force=True)
     loop = None
     if deferred:
-        loop = DeferredLoop(model, step, step.check_step(own), model.train_function)
+        loop = DeferredLoop(model, step, step.check_step(own, gradients=False), model.train_function)
         model.train_function = loop
     return step, loop
 
@@ -156,3 +156,37 @@ def test_strings_and_ragged_inputs_are_kept_for_the_replay():
     (model, _, loop, history, _) = results[True]
     assert loop.replays >= 1 and history == plain_history
     _assert_same_state(model, plain)
+
+
+class _Norm(keras.layers.Layer):
+    """A row's length: finite at a zero row, whose gradient (x / |x|) is NaN."""
+
+    def call(self, x):
+        return tf.norm(x, axis=-1, keepdims=True)
+
+
+def test_a_nan_gradient_under_a_finite_loss_is_found_by_the_state_check_and_skipped():
+    # The bad step is its call's last: the call's logs are all finite, and only the NaN the update
+    # leaves in the weights and Adam's slots tells it (unchecked, the next call would start from
+    # NaN weights and its snapshot would hold them). The replay skips exactly that step.
+    def build():
+        keras.utils.set_random_seed(5)
+        model = keras.Sequential(
+            [keras.Input((4,)), keras.layers.Dense(4, use_bias=False), _Norm(), keras.layers.Dense(1)]
+        )
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", steps_per_execution=4)
+        return model
+
+    rng = np.random.default_rng(4)
+    x = rng.random((96, 4), dtype=np.float32) + 0.5
+    y = rng.random((96, 1), dtype=np.float32)
+    x[60] = 0.0  # Dense without bias maps it to a zero row: batch 8 of 12, the last of the second call
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    results = _run_both(build, data, epochs=1)
+    (plain, plain_step, _, plain_history, _) = results[False]
+    (model, step, loop, history, _) = results[True]
+    assert np.isfinite(plain_history["loss"]).all()
+    assert step.read()[:2] == plain_step.read()[:2] and step.trained_steps() == plain_step.trained_steps() == 11
+    assert loop.replays == 1 and history == plain_history
+    _assert_same_state(model, plain)
+    assert all(np.isfinite(np.asarray(v)).all() for v in model.variables)

@@ -245,6 +245,7 @@ class GuardedStep:
         # Set while check_step traces: updates apply unconditionally and only their gradients'
         # finiteness is collected here (deferred_loop.py undoes a bad call as a whole).
         self._checks: list[tf.Tensor] | None = None
+        self._check_gradients = True
 
     @property
     def halted(self) -> tf.Tensor:
@@ -279,7 +280,8 @@ class GuardedStep:
                 # the trace creates none and tf.function need not trace the step a second time.
                 outside_the_trace(lambda: optimizer.build(trainable_variables))
             if self._checks is not None:
-                self._checks.append(_gradients_sum(grads))
+                if self._check_gradients:
+                    self._checks.append(_gradients_sum(grads))
                 original(grads, trainable_variables)
                 return
             finite = _gradients_finite(grads)
@@ -406,15 +408,19 @@ class GuardedStep:
                 build_compile_state(self.model, data)
         self.state = _state_of_trainable_layers(self.model)
 
-    def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
+    def check_step(
+        self, train_step: Callable[[Any], Any], *, gradients: bool = True
+    ) -> Callable[[Any], tuple[Any, tf.Tensor]]:
         """The step without the guard's conds: every update applies, and the step returns
-        (logs, whether its logs and every gradient were finite). The deferred loop
-        (deferred_loop.py) runs a call of these and, when one was not finite, puts the call's
-        start state back and runs its batches again through `wrap`'s step."""
+        (logs, whether its logs - and, with `gradients`, every gradient - were finite). The
+        deferred loop (deferred_loop.py) runs a call of these and, when one was not finite, puts
+        the call's start state back and runs its batches again through `wrap`'s step. Without
+        `gradients` the caller checks the state the updates wrote instead, once per call."""
 
         def checked_train_step(data: Any) -> tuple[Any, tf.Tensor]:
             self._prepare(data)
             self._checks = []
+            self._check_gradients = gradients
             try:
                 logs = train_step(data)
             finally:
