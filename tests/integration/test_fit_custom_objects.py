@@ -79,7 +79,8 @@ def test_recorded_modules_are_imported_by_export_and_evaluate_in_a_new_process(t
     failed = run_tfpilot(["export", str(tmp_path / "runs" / "shop")], cwd=elsewhere)
     assert failed.returncode == 2
     line = failed.stderr.strip().splitlines()[-1]
-    assert "shop_layers" in line and "PYTHONPATH" in line
+    # ... and where the training process found it (named, never imported from there by itself)
+    assert "shop_layers" in line and f"PYTHONPATH={tmp_path.resolve()}" in line
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from tfpilot.findings import Finding, Severity
 from tfpilot.lint.config import LintConfig
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.discovery import discover_files
+from tfpilot.lint.earned import earned_severity
 from tfpilot.lint.noqa import file_suppresses, line_suppresses, parse_file_suppressions
 from tfpilot.lint.rule import Rule, Violation
 from tfpilot.lint.rules import RULES
@@ -316,26 +317,35 @@ def violation_to_finding(violation: Violation, path: str) -> Finding:
     location = f"{path}:{violation.shown_line}:{violation.shown_column + 1}"
     if violation.code == SYNTAX_ERROR_CODE:
         title, fix = _PROBLEMS.get(violation.problem, _PROBLEMS["syntax"])
+        # a rule that crashed is tfpilot's defect and stays an error; a file that cannot be read as
+        # Python is a file no rule checked: a note, as earned (most are exercise templates)
+        severity, _ = (
+            (Severity.ERROR, None)
+            if violation.problem == "internal"
+            else earned_severity(SYNTAX_ERROR_CODE, Severity.ERROR)
+        )
         return Finding(
             code=SYNTAX_ERROR_CODE,
-            severity=Severity.ERROR,
+            severity=severity,
             title=title,
             message=violation.message,
             location=location,
             fix=fix,
         )
     rule = _RULE_BY_CODE[violation.code]
+    severity, lowered = earned_severity(violation.code, violation.severity or rule.severity)
     return Finding(
         code=violation.code,
-        severity=violation.severity or rule.severity,
+        severity=severity,
         title=rule.name,
-        message=violation.message,
+        message=violation.message if lowered is None else f"{violation.message} ({lowered})",
         location=location,
         evidence={
             **({"start": f"{violation.line}:{violation.column + 1}"} if violation.anchor_line else {}),
             "end": f"{violation.end_line}:{violation.end_column + 1}",
             "fixable": violation.fix_data is not None,
             "category": rule.category,
+            **({"rule_severity": (violation.severity or rule.severity).value} if lowered is not None else {}),
         },
         fix=rule.fix_hint,
     )

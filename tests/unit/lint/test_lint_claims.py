@@ -9,13 +9,14 @@ from __future__ import annotations
 import textwrap
 
 from tfpilot.lint import LintConfig, lint_source
+from tfpilot.lint.earned import rule_severity
 
 
 def found(source: str, code: str) -> list[tuple[int, str, str]]:
     """(line, severity, message) of each `code` finding in `source`."""
     config = LintConfig(select=(code,))
     return [
-        (int(f.location.split(":")[1]), f.severity.value, f.message)
+        (int(f.location.split(":")[1]), rule_severity(f).value, f.message)
         for f in lint_source(textwrap.dedent(source), config=config)
     ]
 

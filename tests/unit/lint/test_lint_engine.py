@@ -68,7 +68,8 @@ def test_select_and_ignore():
 
 def test_syntax_error_is_a_finding_not_a_crash():
     (finding,) = lint_source("def broken(:\n    pass\n", path="bad.py")
-    assert finding.code == "TFP000" and finding.severity is Severity.ERROR
+    # a note: no rule checked the file (held out, most such files were exercise templates)
+    assert finding.code == "TFP000" and finding.severity is Severity.INFO
     assert finding.location.startswith("bad.py:1:")
 
 

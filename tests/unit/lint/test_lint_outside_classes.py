@@ -7,13 +7,14 @@ from __future__ import annotations
 import textwrap
 
 from tfpilot.findings import Severity
+from tfpilot.lint.earned import rule_severity
 from tfpilot.lint.engine import lint_source
 
 
 def _findings(source: str, code: str) -> list[tuple[int, int, Severity, str]]:
     found = lint_source(textwrap.dedent(source), path="case.py")
     return [
-        (int(f.location.split(":")[-2]), int(f.location.split(":")[-1]), f.severity, f.message)
+        (int(f.location.split(":")[-2]), int(f.location.split(":")[-1]), rule_severity(f), f.message)
         for f in found
         if f.code == code
     ]
@@ -289,7 +290,7 @@ def test_model_class_from_another_file_of_the_project(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(train))
     found = [
-        (int(f.location.split(":")[-2]), f.severity)
+        (int(f.location.split(":")[-2]), rule_severity(f))
         for f in lint_source(path.read_text(), path=str(path))
         if f.code == "TFP201"
     ]

@@ -7,13 +7,15 @@ from __future__ import annotations
 import textwrap
 
 from tfpilot.lint import LintConfig, lint_source
+from tfpilot.lint.earned import rule_severity
 
 
 def found(source: str, code: str) -> list[tuple[int, str]]:
     """(line, severity) of each `code` finding in `source`."""
     config = LintConfig(select=(code,))
     return [
-        (int(f.location.split(":")[1]), f.severity.value) for f in lint_source(textwrap.dedent(source), config=config)
+        (int(f.location.split(":")[1]), rule_severity(f).value)
+        for f in lint_source(textwrap.dedent(source), config=config)
     ]
 
 

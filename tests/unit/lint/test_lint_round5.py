@@ -8,12 +8,13 @@ import textwrap
 from pathlib import Path
 
 from tfpilot.findings import Severity
+from tfpilot.lint.earned import rule_severity
 from tfpilot.lint.engine import lint_source
 
 
 def _findings(source: str, code: str, path: str = "case.py") -> list[tuple[int, Severity]]:
     found = lint_source(textwrap.dedent(source), path=path)
-    return [(int(f.location.split(":")[-2]), f.severity) for f in found if f.code == code]
+    return [(int(f.location.split(":")[-2]), rule_severity(f)) for f in found if f.code == code]
 
 
 def _write(root: Path, name: str, source: str) -> str:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import textwrap
 
 from tfpilot.findings import Severity
+from tfpilot.lint.earned import rule_severity
 from tfpilot.lint.engine import lint_source
 
 
 def _findings(source: str, code: str, path: str = "case.py") -> list[tuple[int, Severity]]:
     found = lint_source(textwrap.dedent(source), path=path)
-    return [(int(f.location.split(":")[-2]), f.severity) for f in found if f.code == code]
+    return [(int(f.location.split(":")[-2]), rule_severity(f)) for f in found if f.code == code]
 
 
 # --- TFP201: a tape that differentiates only watched inputs trains no model ----------------------

@@ -7,12 +7,13 @@ from __future__ import annotations
 import textwrap
 
 from tfpilot.findings import Severity
+from tfpilot.lint.earned import rule_severity
 from tfpilot.lint.engine import lint_source
 
 
 def _findings(source: str, code: str, path: str = "case.py") -> list[tuple[int, Severity]]:
     found = lint_source(textwrap.dedent(source), path=path)
-    return [(int(f.location.split(":")[-2]), f.severity) for f in found if f.code == code]
+    return [(int(f.location.split(":")[-2]), rule_severity(f)) for f in found if f.code == code]
 
 
 # --- TFP504: Keras 2 spellings Keras 3 refuses -------------------------------------------------
@@ -90,7 +91,7 @@ def test_optimizer_learning_rate_is_left_alone():
 def test_optimizer_lr_is_reported_once_per_file():
     # INVALID: one finding at the first use, the message counts the rest
     found = [f for f in lint_source(textwrap.dedent(_LR.replace("ATTR", "lr")), path="case.py") if f.code == "TFP504"]
-    assert [(int(f.location.split(":")[-2]), f.severity) for f in found] == [(7, Severity.ERROR)]
+    assert [(int(f.location.split(":")[-2]), rule_severity(f)) for f in found] == [(7, Severity.ERROR)]
     assert "(and 1 more in this file)" in found[0].message
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, PLAIN_FUNCTION, TF_MODULE
@@ -93,6 +94,24 @@ publish(classifier, "serving/1")
             line=6,
         ),
     ]
+
+    def report(self, node: ast.AST, message: str | None = None, **kwargs: Any) -> None:
+        if kwargs.get("severity") is None and self._holds_hub_layers():
+            # Keras 3 refuses hub.KerasLayer in its models (tensorflow/tensorflow#65419), so a file
+            # that builds one runs on tf_keras, whose models tf.saved_model.save exports as they are
+            super().report(
+                node,
+                f"{message or self.message} - a Keras 3 break only, and this file's models hold hub.KerasLayer, "
+                "which needs Keras 2 (tf_keras), where tf.saved_model.save is the export",
+                severity=Severity.INFO,
+            )
+            return
+        super().report(node, message, **kwargs)
+
+    def _holds_hub_layers(self) -> bool:
+        return "KerasLayer" in self.context.source and any(
+            value.split(".")[0] == "tensorflow_hub" for value in self.context.imports.values()
+        )
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.context.qualname(node.func) not in _SAVED_MODEL_SAVE or not node.args:

@@ -486,7 +486,12 @@ session = K.get_session()
             return False
         # super() is the next class in the MRO: a class of the project in between (FastSpeech's
         # decoder passes `config` to its encoder's own __init__) takes what it declares.
-        if keras_name(self.context.qualname(klass.bases[0]) or "") is None:
+        base = keras_name(self.context.qualname(klass.bases[0]) or "")
+        if base is None:
+            return False
+        if base[1] in ("Sequential", "models.Sequential") and len(node.args) <= 3:
+            # Sequential.__init__(layers=None, trainable=True, name=None) takes them positionally
+            # (super().__init__([Conv2D(...), ...], name=...) builds and trains on Keras 3)
             return False
         kind = self.context.class_kind(klass)
         return kind == "keras-layer" or (kind == "keras-model" and len(node.args) == 1)

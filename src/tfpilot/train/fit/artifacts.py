@@ -9,6 +9,7 @@ import importlib
 import inspect
 import json
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -155,11 +156,26 @@ def missing_object(error: BaseException) -> str | None:
     return match.group(1) if match else None
 
 
-def import_modules(modules: list[str]) -> None:
+def module_roots(modules: list[str]) -> dict[str, str]:
+    """The sys.path entry each (imported) module was found under: `/proj` for /proj/pkg/mod.py."""
+    roots: dict[str, str] = {}
+    for name in modules:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if name == "__main__" or not file:
+            continue
+        path = Path(file).resolve()
+        parts = name.split(".")
+        depth = len(parts) if path.stem == "__init__" else len(parts) - 1
+        roots[name] = str(path.parents[depth])
+    return roots
+
+
+def import_modules(modules: list[str], roots: dict[str, str] | None = None) -> None:
     """Import the modules a run recorded (and `--import` ones) so their registered objects exist.
 
     Only modules the user named or whose objects the user's own training process used are
-    imported, from the current directory and sys.path; `__main__` (a script) cannot be."""
+    imported, from the current directory and sys.path (never from a directory the run names: a
+    run directory may come from someone else); `__main__` (a script) cannot be."""
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     for module in modules:
@@ -168,9 +184,14 @@ def import_modules(modules: list[str]) -> None:
         try:
             importlib.import_module(module)
         except ImportError as exc:
+            root = (roots or {}).get(module)
+            where = (
+                f"; training imported it from {root}: run there, or `PYTHONPATH={shlex.quote(root)} tfpilot ...`"
+                if root
+                else "; run from the directory that holds it or add it to PYTHONPATH"
+            )
             raise ModelError(
-                f"cannot import `{module}`, which defines custom objects of this model ({first_line(exc)}); run "
-                "from the directory that holds it or add it to PYTHONPATH"
+                f"cannot import `{module}`, which defines custom objects of this model ({first_line(exc)}){where}"
             ) from None
 
 
@@ -214,7 +235,7 @@ def load_fit_model(run: RunDir, *, extra_modules: list[str] | None = None, compi
     spec = read_fit_spec(run) if run.fit_spec_path.is_file() else {}
     recorded = list(spec.get("modules") or [])
     modules = [*recorded, *(extra_modules or [])]
-    import_modules(modules)
+    import_modules(modules, spec.get("module_roots"))
     objects = custom_objects_in([m for m in modules if m != "__main__"])
     try:
         return keras.saving.load_model(path, custom_objects=objects, compile=compile, safe_mode=True)
@@ -390,7 +411,9 @@ def write_spec(
         "inputs": signature_inputs(model, features_spec),
         "outputs": stable_output_names(model),
         "batch_size": batch_size,
-        "modules": defining_modules(model),
+        "modules": (modules := defining_modules(model)),
+        # where each was imported from, for the error that tells a new process where to find it
+        "module_roots": module_roots(modules),
         "validation_data": str(run.fit_validation_path.relative_to(run.root)) if has_validation else None,
     }
     atomic_write_json(run.fit_spec_path, spec)

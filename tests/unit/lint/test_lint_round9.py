@@ -1,0 +1,65 @@
+"""Classes found by issue 30's held-out round 9 (after its figure was recorded), each with a VALID
+case (what the rule must leave alone) and an INVALID one (what it must still report). Written for
+tfpilot; no outside code is copied."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tfpilot.findings import Severity
+from tfpilot.lint.earned import rule_severity
+from tfpilot.lint.engine import lint_source
+
+
+def _findings(source: str, code: str, path: str = "case.py") -> list[tuple[int, Severity]]:
+    found = lint_source(textwrap.dedent(source), path=path)
+    return [(int(f.location.split(":")[-2]), rule_severity(f)) for f in found if f.code == code]
+
+
+# --- TFP504: Sequential takes its layers positionally ---------------------------------------------
+
+_SEQUENTIAL = """
+    import tensorflow as tf
+
+    class Block(BASE):
+        def __init__(self, filters, **kwargs):
+            super().__init__(ARGS)
+"""
+
+
+def test_a_sequential_subclass_passing_its_layers_positionally_is_left_alone():
+    # VALID: Sequential.__init__(layers=None, trainable=True, name=None)
+    source = _SEQUENTIAL.replace("BASE", "tf.keras.Sequential").replace(
+        "ARGS", "[tf.keras.layers.Conv2D(filters, 3), tf.keras.layers.ReLU()], name='block'"
+    )
+    assert _findings(source, "TFP504") == []
+
+
+def test_a_layer_subclass_passing_kwargs_positionally_is_still_reported():
+    # INVALID: Layer.__init__ is keyword-only
+    source = _SEQUENTIAL.replace("BASE", "tf.keras.layers.Layer").replace("ARGS", "kwargs")
+    assert _findings(source, "TFP504") == [(6, Severity.ERROR)]
+
+
+# --- TFP404: a model holding hub.KerasLayer is a tf_keras model ------------------------------------
+
+_HUB = """
+    import tensorflow as tf
+    import tensorflow_hub as hub
+
+    model = tf.keras.Sequential([LAYER, tf.keras.layers.Dense(5)])
+    tf.saved_model.save(model, "export/1")
+"""
+
+
+def test_saved_model_save_of_a_model_with_hub_layers_is_a_note():
+    # VALID as a claim: Keras 3 refuses hub.KerasLayer, so this model is a tf_keras model, which
+    # tf.saved_model.save exports as it is
+    source = _HUB.replace("LAYER", 'hub.KerasLayer("https://tfhub.dev/x/1", trainable=False)')
+    assert _findings(source, "TFP404") == [(6, Severity.INFO)]
+
+
+def test_saved_model_save_of_a_keras3_model_is_still_an_error():
+    # INVALID: nothing in the file needs Keras 2
+    source = _HUB.replace("LAYER", "tf.keras.layers.Dense(8)")
+    assert _findings(source, "TFP404") == [(6, Severity.ERROR)]
