@@ -19,7 +19,6 @@ package this builds on never imports it.
 from __future__ import annotations
 
 import ast
-import codecs
 import contextlib
 import dataclasses
 import io
@@ -38,6 +37,7 @@ from tfpilot.lint.engine import check_source, read_source, select_rules
 from tfpilot.lint.fixer import fix_source
 from tfpilot.lint.rules import rule_by_code
 from tfpilot.migrate.compat import SHIM_MODULE, render_shim_module
+from tfpilot.migrate.pre_upgrade import prepare
 
 __all__ = [
     "RunResult",
@@ -202,15 +202,16 @@ def _upgrade_file(
     attention: list[MigrationItem] = []
     captured = io.StringIO()
     data = source.read_bytes()
+    prepared, prepared_changes = prepare(data)
+    rewritten += [MigrationItem(relative, line, 1, "tfpilot", "compat", what) for line, what in prepared_changes]
     with contextlib.ExitStack() as stack:
         read_from = source
-        if data.startswith(codecs.BOM_UTF8):
-            # A UTF-8 byte order mark (Windows editors write one): Python runs such a file, but
-            # tf_upgrade_v2 reads it as text and fails to parse U+FEFF. It reads a copy without the
-            # mark, and the migrated file is plain UTF-8, which Python runs the same.
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpilot-bom-")))
+        if prepared != data:
+            # tf_upgrade_v2 reads a copy (pre_upgrade.py: no byte order mark, TF 0.x calls with their
+            # keywords); the migrated file is plain UTF-8, which Python runs the same.
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpilot-prepared-")))
             read_from = folder / source.name
-            read_from.write_bytes(data[len(codecs.BOM_UTF8) :])
+            read_from.write_bytes(prepared)
         with contextlib.redirect_stdout(captured):  # tf_upgrade_v2 prints every log line
             processed, log_text, _errors = upgrader.process_file(str(read_from), str(target))
     if not processed:

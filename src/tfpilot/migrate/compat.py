@@ -175,6 +175,20 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.app.flags", "tensorflow.compat.v1.flags", "rename"),
     RemovedApi("tensorflow.logging", "tensorflow.compat.v1.logging", "rename"),
     RemovedApi("tensorflow.app", "tensorflow.compat.v1.app", "rename"),
+    # TF 0.x names TF 1.0 renamed (tf_upgrade_v2 knows only TF 1.x names): pre-1.0 tutorials
+    RemovedApi("tensorflow.mul", "tensorflow.multiply", "rename"),
+    RemovedApi("tensorflow.sub", "tensorflow.subtract", "rename"),
+    RemovedApi("tensorflow.neg", "tensorflow.negative", "rename"),
+    RemovedApi("tensorflow.pack", "tensorflow.stack", "rename"),
+    RemovedApi("tensorflow.unpack", "tensorflow.unstack", "rename"),
+    RemovedApi("tensorflow.select", "tensorflow.compat.v1.where", "rename"),
+    RemovedApi("tensorflow.scalar_summary", "tensorflow.compat.v1.summary.scalar", "rename"),
+    RemovedApi("tensorflow.histogram_summary", "tensorflow.compat.v1.summary.histogram", "rename"),
+    RemovedApi("tensorflow.image_summary", "tensorflow.compat.v1.summary.image", "rename"),
+    RemovedApi("tensorflow.audio_summary", "tensorflow.compat.v1.summary.audio", "rename"),
+    RemovedApi("tensorflow.merge_summary", "tensorflow.compat.v1.summary.merge", "rename"),
+    RemovedApi("tensorflow.merge_all_summaries", "tensorflow.compat.v1.summary.merge_all", "rename"),
+    RemovedApi("tensorflow.train.SummaryWriter", "tensorflow.compat.v1.summary.FileWriter", "rename"),
     RemovedApi("numpy.int", "int", "rename"),
     RemovedApi("numpy.float", "float", "rename"),
     RemovedApi("numpy.bool", "bool", "rename"),
@@ -354,6 +368,19 @@ class CompatResult:
         return line + sum(count for at, count in self.inserted if at <= line)
 
 
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """`if __name__ == "__main__":` (the program's body, which always runs)."""
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == "__name__"
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+        and test.comparisons[0].comparator.evaluated_value == "__main__"
+    )
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -406,8 +433,31 @@ def qualified_name(node: cst.BaseExpression, bindings: Mapping[str, str]) -> str
     return bindings[head] + ("." + rest if rest else "")
 
 
+# contrib's internal modules, which its public ones re-export (`tensorflow.contrib.layers.python.
+# layers.layers.batch_norm` is `tensorflow.contrib.layers.batch_norm`): scripts imported either
+_CONTRIB_INTERNALS = re.compile(r"^(tensorflow\.contrib\.\w+)\.python((?:\.\w+)+)$")
+_INTERNAL_MODULES = frozenset(
+    {"layers", "ops", "core", "rnn", "rnn_cell", "core_rnn_cell", "initializers", "regularizers"}
+)
+
+
+def _canonical(qualified: str) -> str:
+    """The public contrib name of a name reached through contrib's internal `python` modules."""
+    match = _CONTRIB_INTERNALS.match(qualified)
+    if match is None:
+        return qualified
+    base, rest = match.group(1), match.group(2).strip(".").split(".")
+    if (rest[-1] not in _INTERNAL_MODULES or len(rest) > 1) and _helper_for(f"{base}.{rest[-1]}") is not None:
+        return f"{base}.{rest[-1]}"
+    if all(part in _INTERNAL_MODULES for part in rest):
+        return base
+    return qualified
+
+
 def _helper_for(qualified: str) -> tuple[str, str] | None:
     """(helper namespace, member) that replaces a removed API, or None."""
+    if _CONTRIB_INTERNALS.match(qualified):
+        qualified = _canonical(qualified)
     if qualified in _MEMBER_HELPERS:
         return _MEMBER_HELPERS[qualified]
     module, _, member = qualified.rpartition(".")
@@ -572,10 +622,31 @@ class _Rewriter(cst.CSTTransformer):
         self.graph_lines: list[int] = []
         self.has_disabler = False
         self.notes: list[tuple[int, int, str]] = []
+        # notes on code inside an `if` branch (not the main guard): the file stops there only when
+        # that branch runs (`elif args.model == 'nas': cell_fn = rnn.NASCell`), so it still starts
+        self.branch_notes: list[tuple[int, int, str]] = []
+        self._branches = 0
         self.first_use: dict[str, tuple[int, int]] = {}
         self.home_imports: dict[str, str] = {}  # TF 2.21 home module -> the local name the code uses
         self.flag_casts: list[str] = []  # casts added in the statement being visited (for its comment)
         self.inner: set[int] = set()  # ids of expressions that are the value of an attribute
+
+    def visit_If(self, node: cst.If) -> None:
+        if not _is_main_guard(node.test):
+            self._branches += 1
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement:
+        if not _is_main_guard(original_node.test):
+            self._branches -= 1
+        return updated_node
+
+    def _note(self, line: int, column: int, message: str) -> None:
+        if self._branches:
+            self.branch_notes.append(
+                (line, column, f"{message} (in a branch: the program stops there only if it runs)")
+            )
+        else:
+            self.notes.append((line, column, message))
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         start = self.get_metadata(PositionProvider, node).start
@@ -605,7 +676,7 @@ class _Rewriter(cst.CSTTransformer):
         helper = _helper_for(qualified)
         if helper is None and qualified.startswith("tensorflow.contrib.") and id(original) not in self.inner:
             # A removed contrib module used as a value (`m = tf.contrib.rnn`): the whole helper.
-            namespace = _MODULE_HELPERS.get(qualified)
+            namespace = _MODULE_HELPERS.get(_canonical(qualified))
             if namespace is not None:
                 self.helpers.setdefault(namespace, set())
                 line, column = self._position(original)
@@ -617,12 +688,10 @@ class _Rewriter(cst.CSTTransformer):
             module_name, _, member_name = qualified.rpartition(".")
             if module_name in _MODULE_HELPERS and qualified not in _MODULE_HELPERS and not _leads_to_helper(qualified):
                 line, column = self._position(original)
-                self.notes.append(
-                    (
-                        line,
-                        column,
-                        f"`{dotted_name(original)}` ({qualified}) was removed and migrate has no replacement for it",
-                    )
+                self._note(
+                    line,
+                    column,
+                    f"`{dotted_name(original)}` ({qualified}) was removed and migrate has no replacement for it",
                 )
             return updated
         namespace, member = helper
@@ -844,7 +913,7 @@ class _Rewriter(cst.CSTTransformer):
                 assignments.append(statement.body[0])
                 self.changes.append((line, 1, f"import of `{full}` -> `{text}` (its TF 2.21 home)"))
                 continue
-            target = _MODULE_HELPERS.get(full)
+            target = _MODULE_HELPERS.get(_canonical(full))
             if target is None:
                 found = _helper_for(full)
                 target = None if found is None else f"{found[0]}.{found[1]}"
@@ -1085,6 +1154,7 @@ def rewrite_compat(source: str) -> CompatResult:
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers
     notes = list(rewriter.notes)
+    branch_notes = list(rewriter.branch_notes)
     changes_extra: list[tuple[int, int, str]] = []
     if helpers:
         used = _UsedNames()
@@ -1209,7 +1279,8 @@ def rewrite_compat(source: str) -> CompatResult:
         helpers=tuple(sorted(helpers)),
         graph_mode=graph_mode,
         disabled_v2=disabled,
-        notes=tuple(final(notes)) + tuple(dataclasses.replace(note, blocks_run=False) for note in final(warnings)),
+        notes=tuple(final(notes))
+        + tuple(dataclasses.replace(note, blocks_run=False) for note in (*final(warnings), *final(branch_notes))),
         in_place=in_place,
         inserted=tuple(inserted),
     )

@@ -262,6 +262,35 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "(2, 5, 4) ['rnn/basic_lstm_cell/bias:0', 'rnn/basic_lstm_cell/kernel:0']",
     ),
+    **{
+        f"tensorflow.{old}": (GRAPH + f"{SESSION}print(sess.run({call}))\n", (), expected)
+        for old, call, expected in (
+            ("mul", "tf.mul(2.0, 3.0)", "6.0"),
+            ("sub", "tf.sub(2.0, 3.0)", "-1.0"),
+            ("neg", "tf.neg(2.0)", "-2.0"),
+            ("pack", "tf.pack([1, 2])", "[1 2]"),
+            ("unpack", "tf.unpack(tf.constant([3, 4]))[1]", "4"),
+            ("select", "tf.select(tf.constant([True, False]), [1, 2], [3, 4])", "[1 4]"),
+        )
+    },
+    **{
+        f"tensorflow.{old}": (
+            GRAPH + "import os\n"
+            f"s = {call}\nw = tf.train.SummaryWriter('logs')\n" + SESSION + "w.add_summary(sess.run(s), 0)\nw.close()\n"
+            "print(len(os.listdir('logs')) > 0)\n",
+            (),
+            "True",
+        )
+        for old, call in (
+            ("scalar_summary", "tf.scalar_summary('a', tf.constant(1.0))"),
+            ("histogram_summary", "tf.histogram_summary('h', tf.constant([1.0, 2.0]))"),
+            ("image_summary", "tf.image_summary('i', tf.zeros([1, 2, 2, 1]))"),
+            ("audio_summary", "tf.audio_summary('s', tf.zeros([1, 8]), 8000)"),
+            ("merge_summary", "tf.merge_summary([tf.scalar_summary('a', tf.constant(1.0))])"),
+            ("merge_all_summaries", "(tf.scalar_summary('a', tf.constant(1.0)), tf.merge_all_summaries())[1]"),
+            ("train.SummaryWriter", "tf.scalar_summary('a', tf.constant(1.0))"),
+        )
+    },
     "tensorflow.contrib.legacy_seq2seq": (
         LEGACY_SEQ2SEQ,
         (),

@@ -677,11 +677,31 @@ sess.close()
         absent=("compat.v1", "def model("),
     ),
     Case(
-        "a model function with a branch: not a straight line, compat",
+        "a model function branching on a parameter: the branch stays in __call__",
         MODULE_STEP.replace(
             "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
             "def model(x, deep):\n    W = tf.Variable(tf.zeros([2, 1]))\n    if deep:\n        x = tf.nn.relu(x)\n"
             "    return tf.matmul(x, W)\n\npred = model(x, True)",
+        ),
+        contains=("class Model(tf.Module)", "    def __call__(self, x, deep):", "        if deep:"),
+        absent=("tf.compat.v1",),
+    ),
+    Case(
+        "a model function making a variable in a branch: not a straight line, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x, deep):\n    W = tf.Variable(tf.zeros([2, 1]))\n    if deep:\n"
+            "        V = tf.Variable(tf.eye(2))\n        x = tf.matmul(x, V)\n"
+            "    return tf.matmul(x, W)\n\npred = model(x, True)",
+        ),
+        fallback="`model` makes variables in a loop, branch or block",
+    ),
+    Case(
+        "a model function branching on what it computed: not a straight line, compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",
+            "def model(x):\n    W = tf.Variable(tf.zeros([2, 1]))\n    h = tf.matmul(x, W)\n    if h is None:\n"
+            "        h = x\n    return h\n\npred = model(x)",
         ),
         fallback="`model` makes variables in a loop, branch or block",
     ),

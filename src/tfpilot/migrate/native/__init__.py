@@ -50,6 +50,7 @@ from tfpilot.migrate.native.codegen import Rewrite
 from tfpilot.migrate.native.parts import Fallback
 from tfpilot.migrate.native.syntax import estimator_line, random_line, v1_left
 from tfpilot.migrate.native.tables import ESTIMATOR_REASON
+from tfpilot.migrate.native.version_checks import decide_version_checks
 
 __all__ = ["NativeResult", "rewrite_native"]
 
@@ -69,8 +70,15 @@ def rewrite_native(source: str) -> NativeResult:
     estimator = estimator_line(source)
     if estimator is not None:
         return NativeResult(source, False, ESTIMATOR_REASON, estimator)
+    original = source
+    source, decided = decide_version_checks(source)
     try:
         rewrite = Rewrite(source)
+        for test in decided:
+            where = next((n for n, text in enumerate(original.splitlines(), 1) if test in text), 1)
+            rewrite.changes.append(
+                CompatChange(where, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
+            )
         rewrite.prescan_static()
         rewrite.find_scope()
         rewrite.flatten()
@@ -95,7 +103,7 @@ def rewrite_native(source: str) -> NativeResult:
                 )
             )
     except Fallback as fallback:
-        return NativeResult(source, False, fallback.message, fallback.line)
+        return NativeResult(original, False, fallback.message, fallback.line)
     return NativeResult(
         code,
         True,

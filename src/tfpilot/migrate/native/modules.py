@@ -149,6 +149,10 @@ class ModuleHelpers(CallRewrites):
         locals_: set[str] = set(parameters)
         layer_counts: dict[str, int] = {}
         for position, statement in enumerate(statements):
+            if isinstance(statement, cst.If):  # a branch on parameters (parameter_branch): computed at each call
+                calls.append(self.layers_to_members(statement, init, layer_counts, set(parameters), locals_))
+                locals_.update(bound_names(statement))
+                continue
             small = statement.body[0]
             if position == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
                 calls.append(statement)  # the docstring says what a call computes
@@ -248,6 +252,9 @@ class ModuleHelpers(CallRewrites):
                     flat += inner
                     reuse = reuse or inner_reuse
                     continue
+            if isinstance(statement, cst.If) and self.parameter_branch(statement, parameters):
+                flat.append(statement)  # type: ignore[arg-type]  # computed in __call__, as it stands
+                continue
             raise Fallback(
                 self.line(statement), f"`{name}` makes variables in a loop, branch or block (not a straight line)"
             )
@@ -259,6 +266,19 @@ class ModuleHelpers(CallRewrites):
         return bool(re.match(r"^tensorflow\.(compat\.v1\.)?Variable$", qualified)) or (
             self.variable_factory(call.func) == "variable"
         )
+
+    def parameter_branch(self, statement: cst.If, parameters: set[str]) -> bool:
+        """``if activation_function is None: out = z else: out = activation_function(z)``: a branch on
+        the function's parameters (Python values at every call) that makes no variable and whose
+        blocks only assign: the same choice at each call, so it stays as it is in ``__call__``."""
+        if names_read(statement.test) - parameters - {"None", "True", "False"}:
+            return False
+        for node in descendants(statement):
+            if isinstance(node, cst.Call) and (self.makes_variable(node) or self.variable_factory(node.func)):
+                return False
+            if isinstance(node, (cst.For, cst.While, cst.With, cst.Try, cst.Return, cst.FunctionDef, cst.ClassDef)):
+                return False
+        return True
 
     def as_member(self, statement: cst.SimpleStatementLine, local: str, attribute: str) -> cst.SimpleStatementLine:
         small = statement.body[0]
@@ -309,7 +329,7 @@ class ModuleHelpers(CallRewrites):
                 return expression.with_changes(func=cst.Attribute(cst.Name("self"), cst.Name(attribute)))
 
         new = statement.visit(Layers())
-        assert isinstance(new, cst.SimpleStatementLine)
+        assert isinstance(new, (cst.SimpleStatementLine, cst.If))
         return new
 
     def with_members(self, statement: cst.SimpleStatementLine, attributes: dict[str, str]) -> cst.SimpleStatementLine:
@@ -333,7 +353,7 @@ class ModuleHelpers(CallRewrites):
                 return updated
 
         new = statement.visit(Members())
-        assert isinstance(new, cst.SimpleStatementLine)
+        assert isinstance(new, (cst.SimpleStatementLine, cst.If))
         return new
 
     def render_module(
