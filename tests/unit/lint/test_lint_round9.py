@@ -63,3 +63,57 @@ def test_saved_model_save_of_a_keras3_model_is_still_an_error():
     # INVALID: nothing in the file needs Keras 2
     source = _HUB.replace("LAYER", "tf.keras.layers.Dense(8)")
     assert _findings(source, "TFP404") == [(6, Severity.ERROR)]
+
+
+# --- TFP504: Keras 2 arguments Keras 3 refuses (held-out round 9's missed pitfalls) ---------------
+
+_CHECKPOINT = """
+    import tensorflow as tf
+
+    save = tf.keras.callbacks.ModelCheckpoint("ckpt/model.keras", ARGS)
+"""
+
+
+def test_model_checkpoint_with_save_freq_is_left_alone():
+    assert _findings(_CHECKPOINT.replace("ARGS", "save_freq=500"), "TFP504") == []
+
+
+def test_model_checkpoint_with_period_is_reported():
+    assert _findings(_CHECKPOINT.replace("ARGS", "period=5"), "TFP504") == [(4, Severity.ERROR)]
+
+
+_REDUCTION = """
+    import tensorflow as tf
+
+    class Pairwise(tf.keras.losses.Loss):
+        def __init__(self, reduction=tf.keras.losses.Reduction.VALUE):
+            super().__init__(reduction=reduction)
+"""
+
+
+def test_a_reduction_keras3_accepts_is_left_alone():
+    assert _findings(_REDUCTION.replace("VALUE", "SUM_OVER_BATCH_SIZE"), "TFP504") == []
+
+
+def test_reduction_auto_is_reported():
+    assert _findings(_REDUCTION.replace("VALUE", "AUTO"), "TFP504") == [(5, Severity.ERROR)]
+
+
+def test_comparing_with_reduction_auto_is_left_alone():
+    # VALID: reading the enum to compare with it never reaches a Keras 3 loss
+    source = """
+    import tensorflow as tf
+
+    def mean_like(loss):
+        return loss.reduction in (tf.keras.losses.Reduction.AUTO, tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE)
+    """
+    assert _findings(source, "TFP504") == []
+
+
+def test_reduction_auto_given_as_a_keyword_is_reported():
+    source = """
+    import tensorflow as tf
+
+    loss = tf.keras.losses.MeanSquaredError(reduction=tf.keras.losses.Reduction.AUTO)
+    """
+    assert _findings(source, "TFP504") == [(4, Severity.ERROR)]

@@ -787,3 +787,17 @@ def test_tfp512_keras3_puts_weight_decay_where_keras2_took_the_optimizers_name()
     )
     lines = [f.location.split(":")[-2] for f in lint_source(source, path="p.py") if f.code == "TFP512"]
     assert lines == ["7", "9"]
+
+
+def test_tfp504_keras3_refuses_checkpoint_period_and_reduction_auto():
+    with pytest.raises(TypeError, match="period"):
+        keras.callbacks.ModelCheckpoint("m.keras", period=5)
+    keras.callbacks.ModelCheckpoint("m.keras", save_freq=5)  # the Keras 3 spelling
+
+    class Pairwise(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return y_pred
+
+    with pytest.raises(ValueError, match="reduction"):
+        Pairwise(reduction=tf.keras.losses.Reduction.AUTO)
+    Pairwise(reduction=tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE)

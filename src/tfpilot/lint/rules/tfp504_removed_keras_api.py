@@ -25,6 +25,11 @@ _REMOVED_LAYER_METHODS = {
 # keras.utils.PyDataset(workers=, use_multiprocessing=, max_queue_size=) and rejects them here.
 _WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
 _TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
+# (Keras class, keyword) Keras 2 took and Keras 3 refuses, and what to write instead.
+_REMOVED_KEYWORDS = {
+    ("ModelCheckpoint", "period"): "save every N epochs with `save_freq=N * steps_per_epoch` (batches), "
+    "or save in an `on_epoch_end` callback",
+}
 # What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
 _STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
 
@@ -234,6 +239,7 @@ session = K.get_session()
         if node.attr == "lr":
             self._check_optimizer_lr(node)
             return
+
         # `layer.output_shape` / `layer.input_shape` on a layer of a model: Keras 3 layers have
         # neither (models still do)
         if node.attr not in _LAYER_SHAPES or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
@@ -380,6 +386,13 @@ session = K.get_session()
                 f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
             )
             return
+        for keyword in node.keywords:
+            if keyword.arg == "reduction" and self._reduction_auto(keyword.value):
+                self._report_reduction_auto(keyword.value)
+        removed = self._removed_keyword(node)
+        if removed is not None:
+            self.report(node, removed)
+            return
         if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
             self.report(
                 node,
@@ -472,6 +485,48 @@ session = K.get_session()
                 return all(_is_int_valued(value) for value in reaching)
         values = self.context.bindings.values(name, node, self.context.scope.node)
         return bool(values) and all(_is_int_valued(value) for value in values)
+
+    def _reduction_auto(self, value: ast.AST | None) -> bool:
+        """``tf.keras.losses.Reduction.AUTO``: tf.keras (Keras 3) keeps the enum, but its AUTO is
+        "auto", which every Keras 3 loss refuses (ValueError "Invalid value for argument
+        `reduction`"). Only where it is given as a reduction: comparing with it is harmless."""
+        if not (isinstance(value, ast.Attribute) and value.attr == "AUTO" and isinstance(value.value, ast.Attribute)):
+            return False
+        found = keras_name(self.context.qualname(value.value) or "")
+        return found is not None and found[1] == "losses.Reduction"
+
+    def _report_reduction_auto(self, value: ast.AST) -> None:
+        self.report(
+            value,
+            f"`{ast.unparse(value)}` is 'auto', which Keras 3 losses refuse (ValueError); pass "
+            "`reduction='sum_over_batch_size'` (what AUTO meant outside a distribution strategy)",
+        )
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None]
+        for argument, default in pairs:
+            if argument.arg == "reduction" and self._reduction_auto(default):
+                self._report_reduction_auto(default)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _removed_keyword(self, node: ast.Call) -> str | None:
+        """A keyword a Keras 2 constructor took and Keras 3's refuses (TypeError when the object
+        is made): ``ModelCheckpoint(period=5)`` (premise test)."""
+        found = keras_name(self.context.qualname(node.func) or "")
+        if found is None:
+            return None
+        for keyword in node.keywords:
+            hint = _REMOVED_KEYWORDS.get((found[1].rpartition(".")[2], keyword.arg or ""))
+            if hint is not None:
+                return (
+                    f"`{found[1].rpartition('.')[2]}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` "
+                    f"(TypeError: unexpected keyword argument); {hint}"
+                )
+        return None
 
     def _positional_layer_init(self, node: ast.Call) -> bool:
         """``super().__init__(kwargs)`` in a Keras Layer subclass (any positional argument) or a
