@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 from test_migrate_heldout3_classes import run
 
-from tfpilot.migrate.command import migrate
+from tfpilot.migrate.command import MigrationReport, migrate
+
+
+def _migrate(tmp_path: Path, name: str, text: str, mode: str = "compat") -> tuple[MigrationReport, Path]:
+    """Write `text` as tf1/NAME, migrate tf1/ into tf2/; the report and the migrated file."""
+    source = tmp_path / "tf1" / name
+    source.parent.mkdir()
+    source.write_text(text)
+    return migrate(source.parent, tmp_path / "tf2", mode=mode), tmp_path / "tf2" / name
+
 
 SCRIPT = (
     "import sys\n"
@@ -31,23 +40,19 @@ SCRIPT = (
 
 @pytest.mark.parametrize("mode", ["compat", "native"])
 def test_a_removed_name_in_an_optional_branch_is_a_note_and_the_file_runs(tmp_path: Path, mode: str) -> None:
-    source = tmp_path / "tf1" / "cells.py"
-    source.parent.mkdir()
-    source.write_text(SCRIPT.replace("CHOSEN", "rnn.NASCell"))
-    report = migrate(source.parent, tmp_path / "tf2", mode=mode)
+    report, migrated = _migrate(tmp_path, "cells.py", SCRIPT.replace("CHOSEN", "rnn.NASCell"), mode)
     assert report.will_run == report.files, report.statuses
     notes = [item for item in report.needs_person + report.notes if "NASCell" in item.message]
     assert notes and not any(item.blocks_run for item in notes) and "in a branch" in notes[0].message
-    assert run(tmp_path / "tf2" / "cells.py") == "(2, 4, 3)"
+    assert run(migrated) == "(2, 4, 3)"
 
 
 def test_the_same_name_used_unconditionally_still_stops_the_file(tmp_path: Path) -> None:
-    source = tmp_path / "tf1" / "cells.py"
-    source.parent.mkdir()
-    source.write_text(
-        SCRIPT.replace("CHOSEN", "rnn.BasicLSTMCell").replace("cell = cell_fn(3)", "cell = rnn.NASCell(3)")
+    report, migrated = _migrate(
+        tmp_path,
+        "cells.py",
+        SCRIPT.replace("CHOSEN", "rnn.BasicLSTMCell").replace("cell = cell_fn(3)", "cell = rnn.NASCell(3)"),
     )
-    report = migrate(source.parent, tmp_path / "tf2")
     assert report.will_run == 0
     assert any(item.blocks_run and "NASCell" in item.message for item in report.needs_person + report.notes)
 
@@ -92,16 +97,13 @@ LAYERED = (
 
 
 def test_a_layer_function_branching_on_a_parameter_and_a_version_check_become_native(tmp_path: Path) -> None:
-    source = tmp_path / "tf1" / "layered.py"
-    source.parent.mkdir()
-    source.write_text(LAYERED)
-    report = migrate(source.parent, tmp_path / "tf2", mode="native")
+    report, migrated = _migrate(tmp_path, "layered.py", LAYERED, "native")
     assert report.will_run == report.files and not report.kept_on_compat, report.statuses
-    text = (tmp_path / "tf2" / "layered.py").read_text()
+    text = migrated.read_text()
     assert "tf.compat.v1" not in text and "Session" not in text and "placeholder" not in text
     assert "__version__" not in text and "initialize_all_variables" not in text
     assert "if activation_function is None:" in text  # the branch stays where each call makes its choice
-    _, first, _, last = run(tmp_path / "tf2" / "layered.py").split()
+    _, first, _, last = run(migrated).split()
     assert float(last) < float(first) / 2  # it trains
 
 
@@ -138,20 +140,16 @@ PRE_1_0 = (
 
 @pytest.mark.parametrize("loss", ["softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits"])
 def test_positional_cross_entropy_of_tf_0_x_keeps_logits_and_labels_apart(tmp_path: Path, loss: str) -> None:
-    source = tmp_path / "tf1" / "pre.py"
-    source.parent.mkdir()
-    source.write_text(PRE_1_0.replace("LOSS", loss))
-    report = migrate(source.parent, tmp_path / "tf2")
-    text = (tmp_path / "tf2" / "pre.py").read_text()
+    report, migrated = _migrate(tmp_path, "pre.py", PRE_1_0.replace("LOSS", loss))
+    text = migrated.read_text()
     assert f"{loss}(logits=y,labels=" in text.replace(" ", "")
     assert any("TF 0.x's (logits, labels) order" in item.message for item in report.rewritten)
-    assert run(tmp_path / "tf2" / "pre.py") == "True"  # it trains: the loss has a gradient for w
+    assert run(migrated) == "True"  # it trains: the loss has a gradient for w
 
 
 def test_keyword_cross_entropy_is_left_to_tf_upgrade_v2(tmp_path: Path) -> None:
-    source = tmp_path / "tf1" / "post.py"
-    source.parent.mkdir()
-    source.write_text(PRE_1_0.replace("LOSS(y, y_)", "softmax_cross_entropy_with_logits(labels=y_, logits=y)"))
-    report = migrate(source.parent, tmp_path / "tf2")
+    report, migrated = _migrate(
+        tmp_path, "post.py", PRE_1_0.replace("LOSS(y, y_)", "softmax_cross_entropy_with_logits(labels=y_, logits=y)")
+    )
     assert not any("TF 0.x" in item.message for item in report.rewritten)
-    assert run(tmp_path / "tf2" / "post.py") == "True"
+    assert run(migrated) == "True"
