@@ -190,3 +190,32 @@ def test_a_nan_gradient_under_a_finite_loss_is_found_by_the_state_check_and_skip
     assert loop.replays == 1 and history == plain_history
     _assert_same_state(model, plain)
     assert all(np.isfinite(np.asarray(v)).all() for v in model.variables)
+
+
+class _Masked(keras.layers.Layer):
+    """Keeps a -inf mask as a (non-trainable) weight, as some attention layers do."""
+
+    def build(self, input_shape):
+        self.mask = self.add_weight(shape=(input_shape[-1],), initializer="zeros", trainable=False)
+        self.mask.assign(tf.constant([0.0] * (input_shape[-1] - 1) + [-np.inf]))
+
+    def call(self, x):
+        return tf.nn.softmax(x + self.mask)
+
+
+def test_a_weight_that_is_not_finite_by_design_does_not_send_every_call_to_the_replay():
+    def build():
+        keras.utils.set_random_seed(6)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), _Masked(), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse", steps_per_execution=4)
+        return model
+
+    rng = np.random.default_rng(6)
+    data = tf.data.Dataset.from_tensor_slices(
+        (rng.random((64, 4), dtype=np.float32), rng.random((64, 1), dtype=np.float32))
+    ).batch(8)
+    results = _run_both(build, data, epochs=1)
+    (plain, _, _, plain_history, _) = results[False]
+    (model, _, loop, history, _) = results[True]
+    assert loop.replays == 0 and history == plain_history
+    _assert_same_state(model, plain)

@@ -137,7 +137,9 @@ class DeferredLoop:
         if size > MAX_SNAPSHOT_BYTES:
             return False
         pairs = [(v, tf.Variable(tf.convert_to_tensor(v), trainable=False, name="tfpilot_call_start")) for v in state]
-        checked = [v for v in state if tf.as_dtype(v.dtype).is_floating]
+        # A variable that is not finite before training (a -inf mask kept as a weight, the guard's
+        # NaN "no good value yet" holders, whose logs are checked per step) would mark every call.
+        checked = [v for v in state if tf.as_dtype(v.dtype).is_floating and bool(tf.reduce_all(tf.math.is_finite(v)))]
         guarded_step = model.train_step
 
         def guarded_one(data: Any) -> Any:
