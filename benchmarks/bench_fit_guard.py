@@ -79,9 +79,7 @@ def main() -> None:
             guard.install()
         if variant == "deferred":
             model.make_train_function()
-            model.train_function = DeferredLoop(
-                model, guard, guard.check_step(own_step, gradients=False), model.train_function
-            )
+            model.train_function = DeferredLoop(model, guard, guard.check_step(own_step), model.train_function)
         model.fit(data, epochs=1, verbose=0)  # warm-up: tracing and compilation
         models[variant] = model
     seconds: dict[str, list[float]] = {variant: [] for variant in chosen}

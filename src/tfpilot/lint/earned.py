@@ -63,7 +63,7 @@ def earned_severity(code: str, severity: Severity) -> tuple[Severity, str | None
         return severity, None
     return (
         Severity.INFO,
-        f"a note: this rule was {right}/{labelled} right on held-out code, under the 90% a warning needs",
+        f"a note: this rule was {right}/{labelled} right on held-out code, under the {MIN_PRECISION:.0%} a warning needs",
     )
 
 

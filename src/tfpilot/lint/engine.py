@@ -333,7 +333,8 @@ def violation_to_finding(violation: Violation, path: str) -> Finding:
             fix=fix,
         )
     rule = _RULE_BY_CODE[violation.code]
-    severity, lowered = earned_severity(violation.code, violation.severity or rule.severity)
+    claimed = violation.severity or rule.severity
+    severity, lowered = earned_severity(violation.code, claimed)
     return Finding(
         code=violation.code,
         severity=severity,
@@ -345,7 +346,7 @@ def violation_to_finding(violation: Violation, path: str) -> Finding:
             "end": f"{violation.end_line}:{violation.end_column + 1}",
             "fixable": violation.fix_data is not None,
             "category": rule.category,
-            **({"rule_severity": (violation.severity or rule.severity).value} if lowered is not None else {}),
+            **({"rule_severity": claimed.value} if lowered is not None else {}),
         },
         fix=rule.fix_hint,
     )

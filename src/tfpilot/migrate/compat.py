@@ -456,8 +456,7 @@ def _canonical(qualified: str) -> str:
 
 def _helper_for(qualified: str) -> tuple[str, str] | None:
     """(helper namespace, member) that replaces a removed API, or None."""
-    if _CONTRIB_INTERNALS.match(qualified):
-        qualified = _canonical(qualified)
+    qualified = _canonical(qualified)
     if qualified in _MEMBER_HELPERS:
         return _MEMBER_HELPERS[qualified]
     module, _, member = qualified.rpartition(".")

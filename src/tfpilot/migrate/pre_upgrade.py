@@ -37,8 +37,10 @@ class _Keywords(cst.CSTTransformer):
         func = updated.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         order = _PRE_1_0_ORDER.get(name)
+        if order is None:
+            return updated
         positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]
-        if order is None or len(positional) < 2 or updated.args[0].keyword is not None:
+        if len(positional) < 2 or updated.args[0].keyword is not None:
             return updated
         args = list(updated.args)
         for index, keyword in enumerate(order):

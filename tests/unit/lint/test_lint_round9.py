@@ -117,3 +117,15 @@ def test_reduction_auto_given_as_a_keyword_is_reported():
     loss = tf.keras.losses.MeanSquaredError(reduction=tf.keras.losses.Reduction.AUTO)
     """
     assert _findings(source, "TFP504") == [(4, Severity.ERROR)]
+
+
+def test_names_imported_from_keras_are_reported_too():
+    # INVALID: the same refusals reached through from-imports (a bare call, a bare enum)
+    source = """
+    from tensorflow.keras.callbacks import ModelCheckpoint
+    from tensorflow.keras.losses import MeanSquaredError, Reduction
+
+    save = ModelCheckpoint("ckpt/model.keras", period=5)
+    loss = MeanSquaredError(reduction=Reduction.AUTO)
+    """
+    assert _findings(source, "TFP504") == [(5, Severity.ERROR), (6, Severity.ERROR)]

@@ -113,7 +113,22 @@ def test_a_version_check_on_other_values_is_left_alone() -> None:
     source = "import tensorflow as tf\nif tf.__version__ > limit:\n    a = 1\nelse:\n    a = 2\n"
     assert decide_version_checks(source, "2.21.0") == (source, [])
     decided, tests = decide_version_checks(source.replace("limit", "'2.0'"), "2.21.0")
-    assert decided == "import tensorflow as tf\na = 1\n" and tests == ["tf.__version__ > '2.0'"]
+    assert decided == "import tensorflow as tf\na = 1\n" and tests == [(2, "tf.__version__ > '2.0'")]
+
+
+def test_a_version_check_in_an_elif_is_folded_into_its_chain() -> None:
+    from tfpilot.migrate.native.version_checks import decide_version_checks
+
+    source = (
+        "import tensorflow as tf\nif x > 2:\n    a = 1\nelif tf.__version__ > 'V':\n    a = 2\n"
+        "elif y:\n    a = 3\nelse:\n    a = 4\n"
+    )
+    taken, tests = decide_version_checks(source.replace("'V'", "'2.0'"), "2.21.0")
+    assert taken == "import tensorflow as tf\nif x > 2:\n    a = 1\nelse:\n    a = 2\n" and tests == [
+        (4, "tf.__version__ > '2.0'")
+    ]
+    skipped, _ = decide_version_checks(source.replace("'V'", "'3.0'"), "2.21.0")
+    assert skipped == "import tensorflow as tf\nif x > 2:\n    a = 1\nelif y:\n    a = 3\nelse:\n    a = 4\n"
 
 
 # held-out round 7's pre-1.0 MLP: `softmax_cross_entropy_with_logits(y, y_)` meant (logits,
@@ -153,3 +168,10 @@ def test_keyword_cross_entropy_is_left_to_tf_upgrade_v2(tmp_path: Path) -> None:
     )
     assert not any("TF 0.x" in item.message for item in report.rewritten)
     assert run(migrated) == "True"
+
+
+def test_a_one_line_version_check_keeps_its_statement() -> None:
+    from tfpilot.migrate.native.version_checks import decide_version_checks
+
+    source = "import tensorflow as tf\nif tf.__version__ > '2.0': a = 1\nelse: a = 2\nb = 3\n"
+    assert decide_version_checks(source, "2.21.0")[0] == "import tensorflow as tf\na = 1\nb = 3\n"

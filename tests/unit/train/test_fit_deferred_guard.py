@@ -33,7 +33,7 @@ def _guarded(model, *, deferred, policy="skip_batch"):
     model.make_train_function(force=True)
     loop = None
     if deferred:
-        loop = DeferredLoop(model, step, step.check_step(own, gradients=False), model.train_function)
+        loop = DeferredLoop(model, step, step.check_step(own), model.train_function)
         model.train_function = loop
     return step, loop
 

@@ -30,6 +30,7 @@ _REMOVED_KEYWORDS = {
     ("ModelCheckpoint", "period"): "save every N epochs with `save_freq=N * steps_per_epoch` (batches), "
     "or save in an `on_epoch_end` callback",
 }
+_REMOVED_KEYWORD_NAMES = frozenset(keyword for _, keyword in _REMOVED_KEYWORDS)
 # What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
 _STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
 
@@ -231,6 +232,8 @@ session = K.get_session()
         # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
         self._functional_scopes: dict[int, bool] = {}
         self._may_build = "Input(" in context.source
+        # only such a file can give a function's `reduction` parameter Reduction.AUTO as default
+        self._may_reduce = "Reduction" in context.source
         # Causes reported once per file however often it repeats them (`optimizer.lr`, Keras 2 backend
         # functions, TensorFlow ops on KerasTensors): cause -> (violation index, how many uses)
         self._grouped: dict[str, tuple[int, int]] = {}
@@ -239,7 +242,6 @@ session = K.get_session()
         if node.attr == "lr":
             self._check_optimizer_lr(node)
             return
-
         # `layer.output_shape` / `layer.input_shape` on a layer of a model: Keras 3 layers have
         # neither (models still do)
         if node.attr not in _LAYER_SHAPES or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
@@ -368,6 +370,8 @@ session = K.get_session()
                 'shape"; `(1)` is an int, not a tuple); write `shape=(n,)`',
             )
             return
+        if self._check_keywords(node):
+            return
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
             return
@@ -385,13 +389,6 @@ session = K.get_session()
                 'refuses a positional name (ValueError "`name` must be passed as a keyword argument"); write '
                 f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
             )
-            return
-        for keyword in node.keywords:
-            if keyword.arg == "reduction" and self._reduction_auto(keyword.value):
-                self._report_reduction_auto(keyword.value)
-        removed = self._removed_keyword(node)
-        if removed is not None:
-            self.report(node, removed)
             return
         if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
             self.report(
@@ -486,14 +483,29 @@ session = K.get_session()
         values = self.context.bindings.values(name, node, self.context.scope.node)
         return bool(values) and all(_is_int_valued(value) for value in values)
 
+    def _check_keywords(self, node: ast.Call) -> bool:
+        """Keywords Keras 3 refuses, on any call (`ModelCheckpoint(...)` imported by name too):
+        ``reduction=Reduction.AUTO`` and a constructor keyword Keras 3 dropped. True when a
+        dropped keyword was reported (the call needs nothing more)."""
+        for keyword in node.keywords:
+            if keyword.arg == "reduction" and self._reduction_auto(keyword.value):
+                self._report_reduction_auto(keyword.value)
+        if not any(keyword.arg in _REMOVED_KEYWORD_NAMES for keyword in node.keywords):
+            return False  # the common case: no qualified name to resolve
+        removed = self._removed_keyword(node)
+        if removed is not None:
+            self.report(node, removed)
+        return removed is not None
+
     def _reduction_auto(self, value: ast.AST | None) -> bool:
-        """``tf.keras.losses.Reduction.AUTO``: tf.keras (Keras 3) keeps the enum, but its AUTO is
-        "auto", which every Keras 3 loss refuses (ValueError "Invalid value for argument
-        `reduction`"). Only where it is given as a reduction: comparing with it is harmless."""
-        if not (isinstance(value, ast.Attribute) and value.attr == "AUTO" and isinstance(value.value, ast.Attribute)):
+        """``tf.keras.losses.Reduction.AUTO`` (or ``Reduction.AUTO`` imported): tf.keras (Keras 3)
+        keeps the enum, but its AUTO is "auto", which every Keras 3 loss refuses (ValueError
+        "Invalid value for argument `reduction`"). Only where it is given as a reduction:
+        comparing with it is harmless."""
+        if not (isinstance(value, ast.Attribute) and value.attr == "AUTO"):
             return False
-        found = keras_name(self.context.qualname(value.value) or "")
-        return found is not None and found[1] == "losses.Reduction"
+        found = keras_name(self.context.qualname(value) or "")
+        return found is not None and found[1] == "losses.Reduction.AUTO"
 
     def _report_reduction_auto(self, value: ast.AST) -> None:
         self.report(
@@ -503,6 +515,8 @@ session = K.get_session()
         )
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if not self._may_reduce:
+            return
         arguments = node.args
         positional = [*arguments.posonlyargs, *arguments.args]
         pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))

@@ -74,10 +74,9 @@ def rewrite_native(source: str) -> NativeResult:
     source, decided = decide_version_checks(source)
     try:
         rewrite = Rewrite(source)
-        for test in decided:
-            where = next((n for n, text in enumerate(original.splitlines(), 1) if test in text), 1)
+        for line, test in decided:
             rewrite.changes.append(
-                CompatChange(where, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
+                CompatChange(line, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
             )
         rewrite.prescan_static()
         rewrite.find_scope()

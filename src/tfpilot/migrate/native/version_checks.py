@@ -14,9 +14,13 @@ import ast
 import importlib.metadata
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tfpilot.migrate.compat import import_bindings
 
 __all__ = ["decide_version_checks", "installed_tensorflow"]
 
+_TENSORFLOW = frozenset({"tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"})
 _CALLS = {"int": int, "float": float, "str": str, "len": len}
 _METHODS = frozenset({"split", "startswith", "strip", "lstrip", "rstrip"})
 _NODES = (
@@ -83,63 +87,79 @@ def _decide(test: str, tf_names: set[str], version: str) -> bool | None:
         return None
 
 
+def _statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """A branch's statements, as lines of the enclosing block (`if c: a = 1` has a one-line suite)."""
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    assert isinstance(block, cst.SimpleStatementSuite)
+    return [cst.SimpleStatementLine(body=block.body)]
+
+
 class _Decider(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
     def __init__(self, module: cst.Module, tf_names: set[str], version: str) -> None:
         super().__init__()
         self.module = module
         self.tf_names = tf_names
         self.version = version
-        self.decided: list[str] = []
+        self.decided: list[tuple[int, str]] = []  # (line, test) of each check decided
+        self._elifs: set[int] = set()  # ids of the `elif` branches (decided by the `if` they belong to)
 
-    def _chosen(self, node: cst.If) -> list[cst.BaseStatement] | None:
-        value = _decide(self.module.code_for_node(node.test), self.tf_names, self.version)
+    def _value(self, original: cst.If) -> bool | None:
+        test = self.module.code_for_node(original.test)
+        value = _decide(test, self.tf_names, self.version)
+        if value is not None:
+            self.decided.append((self.get_metadata(PositionProvider, original).start.line, test))
+        return value
+
+    def _orelse(
+        self, original: cst.If | cst.Else | None, updated: cst.If | cst.Else | None
+    ) -> cst.If | cst.Else | None:
+        """An if's `elif`/`else` chain with its decided checks folded in (`elif <check>` true: it is
+        the `else`; false: the chain goes on past it)."""
+        if not isinstance(original, cst.If) or not isinstance(updated, cst.If):
+            return updated
+        value = self._value(original)
+        rest = self._orelse(original.orelse, updated.orelse)
         if value is None:
-            return None
-        self.decided.append(self.module.code_for_node(node.test))
-        if value:
-            return list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else None
-        if node.orelse is None:
-            return []
-        if isinstance(node.orelse, cst.Else):
-            return list(node.orelse.body.body) if isinstance(node.orelse.body, cst.IndentedBlock) else None
-        inner = self._chosen(node.orelse)
-        if inner is not None:
-            return inner
-        return [cst.If(test=node.orelse.test, body=node.orelse.body, orelse=node.orelse.orelse)]
+            return updated.with_changes(orelse=rest)
+        return cst.Else(body=updated.body) if value else rest
+
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self._elifs.add(id(node.orelse))
 
     def leave_If(
         self, original: cst.If, updated: cst.If
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
-        chosen = self._chosen(updated)
-        if chosen is None:
-            return updated
-        if not chosen:
+        if id(original) in self._elifs:
+            return updated  # its own `if` decides it (_orelse): an elif is no statement of its own
+        value = self._value(original)
+        rest = self._orelse(original.orelse, updated.orelse)
+        if value is None:
+            return updated.with_changes(orelse=rest)
+        if value:
+            chosen = _statements(updated.body)
+        elif rest is None:
             return cst.RemoveFromParent()
+        elif isinstance(rest, cst.Else):
+            chosen = _statements(rest.body)
+        else:  # the first undecided elif becomes the if
+            chosen = [cst.If(test=rest.test, body=rest.body, orelse=rest.orelse)]
         head = chosen[0]
         assert isinstance(head, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
         first = head.with_changes(leading_lines=[*updated.leading_lines, *head.leading_lines])
         return cst.FlattenSentinel([first, *chosen[1:]])
 
 
-def decide_version_checks(source: str, version: str | None = None) -> tuple[str, list[str]]:
+def decide_version_checks(source: str, version: str | None = None) -> tuple[str, list[tuple[int, str]]]:
     """The source with each pure TensorFlow version check replaced by the branch that runs on
-    `version` (default: the installed TensorFlow), and the tests decided."""
+    `version` (default: the installed TensorFlow), and (line, test) of each check decided."""
     if "__version__" not in source:
         return source, []
     module = cst.parse_module(source)
-    tf_names = {"tf"}
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        if module.code_for_node(alias.name) == "tensorflow":
-                            asname = alias.asname
-                            tf_names.add(
-                                asname.name.value
-                                if asname is not None and isinstance(asname.name, cst.Name)
-                                else "tensorflow"
-                            )
+    tf_names = {name for name, bound in import_bindings(module).items() if bound in _TENSORFLOW}
     decider = _Decider(module, tf_names, version or installed_tensorflow())
-    rewritten = module.visit(decider)
+    rewritten = MetadataWrapper(module).visit(decider)
     return rewritten.code, decider.decided

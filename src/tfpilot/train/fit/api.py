@@ -459,9 +459,7 @@ def fit(
             # Several steps a call: the guard checks once per call (deferred_loop.py), with
             # Keras' own function of the per-step guarded step where it cannot.
             model.make_train_function()
-            model.train_function = DeferredLoop(
-                model, step, recorded(step.check_step(own_step, gradients=False)), model.train_function
-            )
+            model.train_function = DeferredLoop(model, step, recorded(step.check_step(own_step)), model.train_function)
         try:
             keras_history = model.fit(
                 x,

@@ -139,7 +139,9 @@ class DeferredLoop:
         pairs = [(v, tf.Variable(tf.convert_to_tensor(v), trainable=False, name="tfpilot_call_start")) for v in state]
         # A variable that is not finite before training (a -inf mask kept as a weight, the guard's
         # NaN "no good value yet" holders, whose logs are checked per step) would mark every call.
-        checked = [v for v in state if tf.as_dtype(v.dtype).is_floating and bool(tf.reduce_all(tf.math.is_finite(v)))]
+        floating = [v for v in state if tf.as_dtype(v.dtype).is_floating]
+        finite_now = tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in floating]).numpy() if floating else []
+        checked = [v for v, finite in zip(floating, finite_now, strict=True) if finite]  # one host read
         guarded_step = model.train_step
 
         def guarded_one(data: Any) -> Any:

@@ -100,20 +100,16 @@ def _restored(value: tf.Tensor, replacement: Any) -> tf.Tensor:
     return tf.identity(value)
 
 
-def _gradients_sum(grads: list[Any]) -> tf.Tensor:
-    """The sum of every gradient's values: finite when every gradient is (NaN and Inf survive a
-    sum), the cheapest full check; an overflow of a sum of finite float32 values is not a real case."""
+def _gradients_finite(grads: list[Any]) -> tf.Tensor:
+    """Whether every gradient is finite, from one sum of all their values (NaN and Inf survive a
+    sum): the cheapest full check; an overflow of a sum of finite float32 values is not a real case."""
     sums = [tf.constant(0.0)]
     for gradient in grads:
         if gradient is None:
             continue
         values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
         sums.append(tf.reduce_sum(tf.cast(values, tf.float32)))
-    return tf.add_n(sums)
-
-
-def _gradients_finite(grads: list[Any]) -> tf.Tensor:
-    return tf.math.is_finite(_gradients_sum(grads))
+    return tf.math.is_finite(tf.add_n(sums))
 
 
 def _float_leaves(values: Any) -> list[tf.Tensor]:
@@ -242,10 +238,9 @@ class GuardedStep:
         # touches (those with a gradient, as Keras' apply filters them), found at trace time.
         self._pending: dict[int, tf.Variable] = {}
         self._decayed: dict[int, list[Any]] = {}
-        # Set while check_step traces: updates apply unconditionally and only their gradients'
-        # finiteness is collected here (deferred_loop.py undoes a bad call as a whole).
-        self._checks: list[tf.Tensor] | None = None
-        self._check_gradients = True
+        # True while check_step traces: updates apply unconditionally (deferred_loop.py checks the
+        # state they wrote once per call and undoes a bad call as a whole).
+        self._unguarded = False
 
     @property
     def halted(self) -> tf.Tensor:
@@ -279,9 +274,7 @@ class GuardedStep:
                 # Building creates variables, which a cond branch may not; outside the trace, so that
                 # the trace creates none and tf.function need not trace the step a second time.
                 outside_the_trace(lambda: optimizer.build(trainable_variables))
-            if self._checks is not None:
-                if self._check_gradients:
-                    self._checks.append(_gradients_sum(grads))
+            if self._unguarded:
                 original(grads, trainable_variables)
                 return
             finite = _gradients_finite(grads)
@@ -408,26 +401,23 @@ class GuardedStep:
                 build_compile_state(self.model, data)
         self.state = _state_of_trainable_layers(self.model)
 
-    def check_step(
-        self, train_step: Callable[[Any], Any], *, gradients: bool = True
-    ) -> Callable[[Any], tuple[Any, tf.Tensor]]:
-        """The step without the guard's conds: every update applies, and the step returns
-        (logs, whether its logs - and, with `gradients`, every gradient - were finite). The
-        deferred loop (deferred_loop.py) runs a call of these and, when one was not finite, puts
-        the call's start state back and runs its batches again through `wrap`'s step. Without
-        `gradients` the caller checks the state the updates wrote instead, once per call."""
+    def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
+        """The step without the guard's conds: every update applies, and the step returns (logs,
+        whether its logs were finite). The deferred loop (deferred_loop.py) runs a call of these,
+        checks the state their updates wrote once per call (a non-finite gradient leaves a
+        non-finite weight or slot) and, when either was not finite, puts the call's start state
+        back and runs its batches again through `wrap`'s step."""
 
         def checked_train_step(data: Any) -> tuple[Any, tf.Tensor]:
             self._prepare(data)
-            self._checks = []
-            self._check_gradients = gradients
+            self._unguarded = True
             try:
                 logs = train_step(data)
             finally:
-                checks, self._checks = self._checks, None
+                self._unguarded = False
             # One sum for the whole step (NaN and Inf survive it): each op costs a few microseconds
             # of executor time without XLA, a visible share of a small model's step.
-            sums = [*checks, *(tf.reduce_sum(tf.cast(v, tf.float32)) for v in _float_leaves(logs))]
+            sums = [tf.reduce_sum(tf.cast(v, tf.float32)) for v in _float_leaves(logs)]
             good = tf.math.is_finite(tf.add_n(sums)) if sums else tf.constant(True)
             keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
             for key, variable in self._holders(logs, keys).items():
