@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
 from tfpilot.lint.local_modules import imported_function
-from tfpilot.lint.nodes import child_nodes, walk_nodes
+from tfpilot.lint.nodes import walk_nodes
 
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
@@ -46,6 +46,30 @@ _KERAS_FACTORIES = frozenset(
     {"Sequential", "models.Sequential", "Model", "models.Model", "models.clone_model", "models.load_model"}
 )
 _MAX_DEPTH = 4
+
+# Nodes the index never needs to look at: names and constants (a binding's target is read from its
+# statement), expression contexts and operators. They are about half of a file's nodes.
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del}
+    | {cls for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for cls in base.__subclasses__()}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``child_nodes(node)`` without the leaves above, in the same order."""
+    kind = node.__class__
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name != "ctx")
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            children.extend(item for item in value if isinstance(item, ast.AST) and item.__class__ not in _LEAVES)
+        elif isinstance(value, ast.AST) and value.__class__ not in _LEAVES:
+            children.append(value)
+    return children
 
 
 class Bindings:
@@ -124,13 +148,19 @@ class Bindings:
                 self._enclosing[id(current)] = owner
                 body = current.body  # type: ignore[attr-defined]
                 inside = {id(child) for child in body} if isinstance(body, list) else {id(body)}
-                for child in child_nodes(current):
+                for child in _children(current):
                     # decorators, defaults and annotations run in the enclosing scope
                     stack.append((child, current if id(child) in inside else owner))
                 continue
-            stack.extend((child, owner) for child in child_nodes(current))
+            stack.extend((child, owner) for child in _children(current))
 
     # --- questions ------------------------------------------------------------------------------
+
+    def class_of(self, function: ast.AST) -> ast.ClassDef | None:
+        """The class whose body defines ``function`` (None: not a method)."""
+        if not self._built:
+            self._build()
+        return self._method_class.get(id(function))
 
     def values(self, name: str, at: ast.AST, function: ast.AST | None, depth: int = 0) -> list[ast.AST]:
         """The expressions ``name`` (``model``, ``self.encoder``) may hold at node ``at``, which is

@@ -149,14 +149,14 @@ def save(model, root):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        own_class_receiver: ast.expr | None = None
         if has_keyword(node, "save_format"):
             return  # TFP402 reports it
         if isinstance(func, ast.Attribute) and func.attr == "save" and node.args:
             if not is_keras_model_expr(func.value, self.context) and not self._model_in_container(func.value):
                 return
-            if self._holds_own_class(func.value, node):
-                return
             target = node.args[0]
+            own_class_receiver = func.value
         elif (
             is_keras_path(self.context.qualname(func), "models.save_model", "saving.save_model") and len(node.args) > 1
         ):
@@ -179,14 +179,18 @@ def save(model, root):
             return
         else:
             return
+        # The receiver's bindings (one walk of the file) are asked only once a path would be reported.
         for path in path_literals(target, self.context):
             if not path.endswith(_KERAS_SUFFIXES):
-                self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
+                if own_class_receiver is None or not self._holds_own_class(own_class_receiver, node):
+                    self.report(node, f"saving to {path!r} without a .keras/.h5 extension raises ValueError in Keras 3")
                 return
         if isinstance(target, ast.Attribute):
             # `model.save(FLAGS.output)`: the absl / argparse default (lint/paths.py, as TFP406 reads it)
             for tail in possible_tails(target, self.context):
                 if tail is not None and not tail.endswith(_KERAS_SUFFIXES):
+                    if own_class_receiver is not None and self._holds_own_class(own_class_receiver, node):
+                        return
                     self.report(
                         node,
                         f"saving to `{ast.unparse(target)}` (default ...{tail!r}) without a .keras/.h5 extension "

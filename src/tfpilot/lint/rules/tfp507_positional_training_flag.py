@@ -119,16 +119,7 @@ def _python_in_base(function: ast.AST, name: str, context: Any, depth: int) -> b
     """The same method of a base class (of this file or of the project) receives a Python value
     for ``name`` at its call sites."""
     method = getattr(function, "name", "")
-    owners: dict[int, ast.ClassDef] = context.__dict__.get("_tfp507_method_classes")
-    if owners is None:
-        # the class whose body holds each method, from one walk of the file
-        owners = context.__dict__["_tfp507_method_classes"] = {
-            id(member): klass
-            for klass in walk_nodes(context.tree)
-            if isinstance(klass, ast.ClassDef)
-            for member in klass.body
-        }
-    holder = owners.get(id(function))
+    holder = context.bindings.class_of(function)
     for klass in [holder] if holder is not None else []:
         for base in klass.bases:
             if not isinstance(base, ast.Name):
