@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Any
 
 from tfpilot.findings import Severity
@@ -76,6 +77,32 @@ _LOSS_SCALE_METHODS = {
 }
 
 
+# Keras 2's OptimizerV2 internals that custom loops and optimizer subclasses called; a Keras 3
+# optimizer has none of them (AttributeError). `build(var_list)` makes the slots now.
+_OPTIMIZER_V2_METHODS = {
+    "_create_hypers": "Keras 3 optimizers keep their hyperparameters as plain attributes",
+    "_create_slots": "call `optimizer.build(var_list)` to create the slot variables",
+    "_create_all_weights": "call `optimizer.build(var_list)` to create the slot variables",
+    "_set_hyper": "set the attribute (`optimizer.learning_rate = ...`)",
+    "_get_hyper": "read the attribute (`optimizer.learning_rate`)",
+    "_decayed_lr": "read `optimizer.learning_rate` (a schedule is evaluated at `optimizer.iterations`)",
+    "get_slot": "Keras 3 keeps slots in `optimizer.variables`; there is no per-variable lookup",
+    "get_slot_names": "Keras 3 keeps slots in `optimizer.variables`; there is no per-variable lookup",
+}
+# Instance attributes Keras 3's Model sets in __init__: a method of a Model subclass by one of these
+# names is hidden by the attribute (`self.loss` is None, so `self.loss(x, y)` raises TypeError).
+_MODEL_INIT_ATTRIBUTES = frozenset(
+    {"loss", "compiled", "train_function", "test_function", "predict_function", "steps_per_execution"}
+)
+# What a keras name of a constructor that builds a model looks like (keras_name()'s second item).
+_KERAS_MODEL_FACTORIES = frozenset({"Sequential", "Model", "models.Sequential", "models.Model"})
+# Keras RNN cells and layers: Keras 3's get_initial_state(batch_size) takes neither dtype= nor inputs=.
+_RNN_LAYERS = frozenset(
+    {"LSTMCell", "GRUCell", "SimpleRNNCell", "StackedRNNCells", "RNN", "LSTM", "GRU", "SimpleRNN", "ConvLSTM2D"}
+)
+# A TF1 optimizer (tf.compat.v1.train.*Optimizer) has `variables()`, `get_slot()` and `_create_slots`.
+_TF1_OPTIMIZER = re.compile(r"train\.\w*Optimizer\b")
+
 # TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
 # modules are not Keras 3's to have removed; TFP509 reports depending on it.
 _PRIVATE_KERAS = "tensorflow.python.keras"
@@ -108,6 +135,12 @@ class RemovedKerasApi(Rule):
         "output_shape",
         "input_shape",
         "_scaled_",
+        "optimizer",
+        "opt.",
+        "get_initial_state",
+        "def loss(",
+        "Module",
+        "Variable(",
     )
     # every call: a TensorFlow op on a KerasTensor can be any op (gated by _builds_functional_model)
     fixable = True
@@ -405,6 +438,8 @@ session = K.get_session()
                 f"{_LOSS_SCALE_METHODS[func.attr]}",
             )
             return
+        if self._check_optimizer_method(node, func) or self._check_initial_state(node, func):
+            return
         # the checks below judge Keras objects: a file that imports neither TF nor Keras has none
         if func.attr in _REMOVED_LAYER_METHODS and self.context.uses_tensorflow:
             self.report(
@@ -454,6 +489,131 @@ session = K.get_session()
                 f"`.{func.attr}()` was removed in Keras 3; `.{new}()` accepts generators and datasets",
                 fix_data={"method": new, "description": f".{func.attr}() -> .{new}()"},
             )
+
+    def _check_optimizer_method(self, node: ast.Call, func: ast.Attribute) -> bool:
+        """``optimizer._create_slots(...)`` / ``optimizer.variables()`` on a Keras optimizer."""
+        name = func.attr
+        if name not in _OPTIMIZER_V2_METHODS and not (name == "variables" and not node.args and not node.keywords):
+            return False
+        if not self.context.uses_tensorflow or _TF1_OPTIMIZER.search(self.context.source):
+            return False  # TF1's optimizers have these methods
+        if not self._is_optimizer(func.value, node):
+            return False
+        cause = "optimizer-variables" if name == "variables" else "optimizer-v2-internals"
+        if self._counted_again(cause):
+            return True
+        receiver = ast.unparse(func.value)
+        if name == "variables":
+            message = (
+                f"`{receiver}.variables()`: a Keras 3 optimizer's `variables` is a list, not a method "
+                f"(TypeError: 'list' object is not callable); write `{receiver}.variables`"
+            )
+        else:
+            message = (
+                f"`{receiver}.{name}()`: Keras 2's OptimizerV2 internals are gone from Keras 3 optimizers "
+                f"(AttributeError); {_OPTIMIZER_V2_METHODS[name]}"
+            )
+        self._report_once(cause, node, message)
+        return True
+
+    def _check_initial_state(self, node: ast.Call, func: ast.Attribute) -> bool:
+        """``cell.get_initial_state(batch_size=..., dtype=...)`` on a Keras RNN cell or layer."""
+        if func.attr != "get_initial_state" or not self.context.uses_tensorflow:
+            return False
+        extra = [k.arg for k in node.keywords if k.arg in ("dtype", "inputs")]
+        if not extra:
+            return False
+        name = self.context.dotted(func.value)
+        values = self.context.bindings.values(name, node, self.context.scope.node) if name else []
+        if not values or not all(
+            isinstance(value, ast.Call)
+            and (found := keras_name(self.context.qualname(value.func))) is not None
+            and found[1].split(".")[-1] in _RNN_LAYERS
+            for value in values
+        ):
+            return False
+        if self._counted_again("initial-state-keywords"):
+            return True
+        self._report_once(
+            "initial-state-keywords",
+            node,
+            f"`{ast.unparse(func)}(..., {extra[0]}=...)`: Keras 3's get_initial_state takes only batch_size "
+            f"(TypeError: unexpected keyword argument '{extra[0]}'); pass `batch_size` alone (the state is "
+            "in the layer's dtype)",
+        )
+        return True
+
+    def _self_assignments(self, klass: ast.ClassDef) -> list[tuple[ast.Assign, str]]:
+        """``self.x = <call>`` in the class's own methods: (statement, the callee's qualified name)."""
+        found = []
+        for member in klass.body:
+            if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for statement in walk_nodes(member):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and isinstance(statement.value, ast.Call)
+                    and len(statement.targets) == 1
+                    and isinstance(target := statement.targets[0], ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    qualname = self.context.qualname(statement.value.func)
+                    if qualname is not None:
+                        found.append((statement, qualname))
+        return found
+
+    def _check_tracking(self, node: ast.ClassDef, kind: str) -> None:
+        """Keras 3 and tf.Module no longer see each other's variables: a tf.Module's
+        ``trainable_variables`` leaves out the Keras layers it holds, and a Keras layer does not
+        track a raw ``tf.Variable``."""
+        if kind == "tf-module":
+            held = []
+            for statement, qualname in self._self_assignments(node):
+                found = keras_name(qualname)
+                if found is not None and (found[1].startswith("layers.") or found[1] in _KERAS_MODEL_FACTORIES):
+                    held.append(ast.unparse(statement.targets[0]))
+            if held and not self._counted_again("module-holds-keras"):
+                names = ", ".join(f"`{name}`" for name in dict.fromkeys(held[:3]))
+                self._report_once(
+                    "module-holds-keras",
+                    node,
+                    f"tf.Module `{node.name}` holds Keras layers ({names}): Keras 3 layers are no tf.Modules, so "
+                    f"`{node.name}(...).trainable_variables` and `.variables` leave their weights out (a tape and "
+                    "optimizer over them train nothing); subclass keras.Model or keras.layers.Layer instead",
+                )
+        elif kind in ("keras-model", "keras-layer"):
+            for statement, qualname in self._self_assignments(node):
+                if qualname == "tensorflow.Variable":
+                    if self._counted_again("raw-variable-in-layer"):
+                        continue
+                    target = ast.unparse(statement.targets[0])
+                    self._report_once(
+                        "raw-variable-in-layer",
+                        statement,
+                        f"`{target} = tf.Variable(...)` in a Keras {kind.split('-')[1]}: Keras 3 does not track a "
+                        "tf.Variable, so it is missing from `trainable_variables` and `weights` (fit and an "
+                        "optimizer over them never train it; save_weights leaves it out); create it with "
+                        "`self.add_weight(...)`",
+                    )
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if not self.context.uses_tensorflow:
+            return
+        kind = self.context.class_kind(node)
+        self._check_tracking(node, kind)
+        if kind != "keras-model":
+            return
+        for member in node.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name in _MODEL_INIT_ATTRIBUTES:
+                if any(self.context.dotted(d) in ("property", "cached_property") for d in member.decorator_list):
+                    continue  # a property: Keras' assignment goes through it (or fails loudly at once)
+                self.report(
+                    member,
+                    f"method `{member.name}` of a Keras Model: Keras 3's Model.__init__ sets "
+                    f"`self.{member.name} = ...` on the instance, which hides the method "
+                    f"(`self.{member.name}(...)` raises TypeError: 'NoneType' object is not callable); rename it",
+                )
 
     def _input_shape_is_int(self, node: ast.Call) -> bool:
         """``keras.Input(shape=512)`` / ``Input((1))`` / ``Input(shape=self.z_dim)`` where every
