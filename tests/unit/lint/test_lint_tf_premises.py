@@ -933,3 +933,39 @@ def test_tfp504_keras3_and_tf_module_do_not_see_each_others_variables():
                 self.scale = tf.Variable(1.0)
         """
     assert _tfp504_lines(source) == ["4", "17"]
+
+
+def test_tfp504_keras3_base_classes_lack_keras2_internals_that_subclasses_read():
+    from tfpilot.lint.keras3_private import KERAS3_PRIVATE, installed_private
+
+    for base in ("callbacks.TensorBoard", "layers.Layer", "Model"):
+        installed = installed_private(base)
+        assert "_get_writer" not in installed and "_train_run_name" not in installed
+        # the table the rule reads names what the installed Keras has (a few members every version keeps)
+        assert {name for name in KERAS3_PRIVATE[base] if name in ("_tracker", "_name", "_log_dir")} <= installed
+    source = """
+        import tensorflow as tf
+
+        class Board(tf.keras.callbacks.TensorBoard):
+            def __init__(self, log_dir):
+                super().__init__(log_dir=log_dir)
+                self._steps = 0
+
+            def on_epoch_end(self, epoch, logs=None):
+                self._steps += 1
+                writer = self._get_writer(self._train_run_name)
+                return self._log_dir, writer, self._helper()
+
+            def _helper(self):
+                return None
+
+        class Dynamic(tf.keras.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__()
+                for key, value in kwargs.items():
+                    setattr(self, "_" + key, value)
+
+            def call(self, x):
+                return x * self._scale
+        """
+    assert _tfp504_lines(source) == ["11"]

@@ -10,6 +10,7 @@ from typing import Any
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED, KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN
+from tfpilot.lint.keras3_private import KERAS3_PRIVATE
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
@@ -597,11 +598,48 @@ session = K.get_session()
                         "`self.add_weight(...)`",
                     )
 
+    def _check_keras2_internals(self, node: ast.ClassDef) -> None:
+        """``self._get_writer(...)`` in a subclass of Keras' TensorBoard: a private member of the
+        Keras 2 class that neither Keras 3's class nor the subclass has (AttributeError)."""
+        if len(node.bases) != 1 or "self._" not in self.context.source:
+            return
+        found = keras_name(self.context.qualname(node.bases[0]))
+        known = KERAS3_PRIVATE.get(found[1]) if found is not None else None
+        if known is None:
+            return
+        defined = {m.name for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        defined.update(
+            t.id for m in node.body if isinstance(m, ast.Assign) for t in m.targets if isinstance(t, ast.Name)
+        )
+        reads: list[ast.Attribute] = []
+        for inner in walk_nodes(node):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "setattr":
+                return  # names set by setattr cannot be known
+            if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
+                if isinstance(inner.ctx, ast.Load):
+                    reads.append(inner)
+                else:
+                    defined.add(inner.attr)
+        for read in sorted(reads, key=lambda r: (r.lineno, r.col_offset)):
+            name = read.attr
+            if name.startswith("_") and not name.startswith("__") and name not in defined and name not in known:
+                if self._counted_again("keras2-internal"):
+                    return
+                self._report_once(
+                    "keras2-internal",
+                    read,
+                    f"`self.{name}`: Keras 3's {found[1].split('.')[-1]} has no `{name}` (a Keras 2 internal) and "  # type: ignore[index]
+                    f"`{node.name}` does not define it, so this raises AttributeError; use the public API "
+                    "or keep the state in the subclass",
+                )
+                return
+
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if not self.context.uses_tensorflow:
             return
         kind = self.context.class_kind(node)
         self._check_tracking(node, kind)
+        self._check_keras2_internals(node)
         if kind != "keras-model":
             return
         for member in node.body:
