@@ -120,6 +120,33 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
         ),
     ),
     "_tf1_legacy_seq2seq": ("seq2seq", frozenset({"rnn_decoder", "sequence_loss_by_example", "sequence_loss"})),
+    "_tf1_metrics": (
+        "metrics",
+        frozenset(
+            {
+                "streaming_accuracy",
+                "streaming_auc",
+                "streaming_precision",
+                "streaming_recall",
+                "streaming_mean_absolute_error",
+                "streaming_mean_squared_error",
+                "streaming_root_mean_squared_error",
+                "streaming_mean_relative_error",
+                "streaming_mean_iou",
+                "streaming_true_positives",
+                "streaming_false_positives",
+                "streaming_true_negatives",
+                "streaming_false_negatives",
+                "streaming_sparse_precision_at_k",
+                "streaming_sparse_recall_at_k",
+                "streaming_mean",
+                "streaming_mean_tensor",
+                "accuracy",
+                "aggregate_metrics",
+                "aggregate_metric_map",
+            }
+        ),
+    ),
     "_tf1_learn": ("learn", frozenset({"preprocessing"})),
     "_tf1_estimator": (
         "estimator",
@@ -157,7 +184,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 4
+SHIMS_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +247,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.legacy_seq2seq", "_tf1_legacy_seq2seq", "helper"),
     RemovedApi("tensorflow.contrib.learn.preprocessing", "_tf1_learn.preprocessing", "helper"),
     RemovedApi("tensorflow.contrib.slim", "_tf1_contrib", "helper"),
+    RemovedApi("tensorflow.contrib.metrics", "_tf1_metrics", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
@@ -245,6 +273,7 @@ _MODULE_HELPERS: dict[str, str] = {
     # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d); its
     # arg_scope, repeat, nets and losses are not replaced (the report names each use)
     "tensorflow.contrib.slim": "_tf1_contrib",
+    "tensorflow.contrib.metrics": "_tf1_metrics",
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
@@ -272,6 +301,7 @@ _WHY = {
     "_tf1_estimator": "tf.estimator was removed in TF 2.16",
     "_tf1_legacy_seq2seq": "tf.contrib was removed in TF 2",
     "_tf1_learn": "tf.contrib was removed in TF 2",
+    "_tf1_metrics": "tf.contrib was removed in TF 2 (and tf.metrics takes labels first)",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).

@@ -319,6 +319,20 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "(2, 36) ['conv1/biases:0', 'conv1/weights:0']",
     ),
+    # contrib took (predictions, labels), tf.metrics takes (labels, predictions): precision 2/3 here,
+    # 1.0 with the two swapped
+    "tensorflow.contrib.metrics": (
+        GRAPH + "labels = tf.constant([0, 1, 1, 0])\nscores = tf.constant([0.1, 0.9, 0.8, 0.3])\n"
+        "predicted = tf.cast(scores > 0.25, tf.int32)\n"
+        "auc = tf.contrib.metrics.streaming_auc(scores, labels)\n"
+        "values, updates = tf.contrib.metrics.aggregate_metric_map({'auc': auc, "
+        "'acc': tf.contrib.metrics.streaming_accuracy(predicted, labels), "
+        "'precision': tf.contrib.metrics.streaming_precision(predicted, labels)})\n"
+        "sess = tf.Session()\nsess.run(tf.local_variables_initializer())\nsess.run(list(updates.values()))\n"
+        "print(*[round(float(sess.run(values[k])), 3) for k in ('auc', 'acc', 'precision')])\n",
+        (),
+        "1.0 0.75 0.667",
+    ),
     "tensorflow.nn.rnn_cell": (
         GRAPH
         + "x = tf.zeros([2, 5, 3])\nout, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)\n"

@@ -27,6 +27,7 @@ estimator, Keras metric objects in ``eval_metric_ops``, and a multi-worker ``TF_
 # tfpilot: noqa-file[TFP6]
 # --- emitted below ---
 import collections as _collections
+import copy as _copy
 import inspect as _inspect
 import json as _json
 import os as _os
@@ -341,11 +342,12 @@ class _tf1_estimator:
             self._model_fn = model_fn
             self._model_dir = str(model_dir)
             self._config = config.replace(model_dir=self._model_dir)
-            self._params = dict(params or {})
+            # TF1 kept a deep copy of whatever params was (a dict, or a project's own Params object)
+            self._params = _copy.deepcopy(params) if params is not None else {}
 
         model_dir = property(lambda self: self._model_dir)
         config = property(lambda self: self._config)
-        params = property(lambda self: dict(self._params))
+        params = property(lambda self: _copy.deepcopy(self._params))
         model_fn = property(lambda self: self._model_fn)
 
         def latest_checkpoint(self):
