@@ -257,6 +257,16 @@ def _nearby_modules(source: Path) -> dict[str, str]:
     return found
 
 
+def _import_root(input_path: Path, relative: Path) -> Path:
+    """The folder (relative to the tree) a migrated file imports top-level modules from: its own,
+    or, for a module of a package (``model/model_fn.py`` next to ``model/__init__.py``), the folder
+    above the outermost package, which is on sys.path when the scripts there import the package."""
+    folder, source_folder = relative.parent, input_path.parent
+    while folder.parts and (source_folder / "__init__.py").exists():
+        folder, source_folder = folder.parent, source_folder.parent
+    return folder
+
+
 def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
     """Module names the migrated tree itself provides (sibling files and packages)."""
     names: set[str] = set()
@@ -536,8 +546,9 @@ def migrate(
             statuses.append(result.status)
             if result.helpers:
                 helpers.update(result.helpers)
-                shim_dirs.add(output_path.parent)
-        # One helper module per output directory that needs one (a script imports from its own folder).
+                shim_dirs.add(root / _import_root(input_path, relative))
+        # One helper module per output directory that needs one (a script imports from its own folder;
+        # a package's modules from the folder above the package, where its entry scripts run).
         for directory in sorted(shim_dirs):
             atomic_write_text(directory / f"{SHIM_MODULE}.py", render_shim_module(helpers))
 

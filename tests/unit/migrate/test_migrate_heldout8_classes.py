@@ -76,3 +76,25 @@ def test_an_estimator_takes_a_params_object_that_is_no_dict(tmp_path: Path) -> N
     report, migrated = _migrate(tmp_path, "train.py", ESTIMATOR.replace("MODEL_DIR", repr(str(model_dir))))
     assert report.will_run == report.files, report.statuses
     assert run(migrated) == "2.0 0.5"
+
+
+def test_a_package_module_finds_its_helpers_where_the_entry_script_runs(tmp_path: Path) -> None:
+    # cs230's layout: train.py at the top imports model/model_fn.py, which uses tf.layers
+    tree = tmp_path / "tf1"
+    (tree / "model").mkdir(parents=True)
+    (tree / "model" / "__init__.py").write_text("")
+    (tree / "model" / "model_fn.py").write_text(
+        "import tensorflow as tf\n\ndef build(x):\n    return tf.layers.dense(x, 3, name='out')\n"
+    )
+    (tree / "train.py").write_text(
+        "import tensorflow as tf\nfrom model.model_fn import build\n"
+        "out = build(tf.ones([2, 4]))\n"
+        "with tf.Session() as sess:\n"
+        "    sess.run(tf.global_variables_initializer())\n"
+        "    print(sess.run(out).shape)\n"
+    )
+    report = migrate(tree, tmp_path / "tf2", mode="compat")
+    assert report.will_run == report.files, report.statuses
+    assert (tmp_path / "tf2" / "tf1_compat_shims.py").exists()
+    assert not (tmp_path / "tf2" / "model" / "tf1_compat_shims.py").exists()
+    assert run(tmp_path / "tf2" / "train.py") == "(2, 3)"
