@@ -644,8 +644,9 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.bindings = bindings
         self.bare_names = bare_names  # names the file uses other than as an attribute or keyword
-        self.summary_v1 = summary_v1
+        self.summary_v1 = summary_v1  # the second pass over a graph file: TF1's summary ops and Variable back
         self.tf2_summaries = 0
+        self.tf2_variables = 0
         self.helpers: dict[str, set[str]] = {}
         self.changes: list[tuple[int, int, str]] = []
         self.graph_lines: list[int] = []
@@ -863,6 +864,8 @@ class _Rewriter(cst.CSTTransformer):
         # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
         # nothing in a TF1 graph (merge_all() then returns None). A graph file gets TF1's ops back.
         qualified = qualified_name(original.func, self.bindings)
+        if qualified == "tensorflow.Variable":
+            return self._variable_v1(original, updated)
         if qualified is None or qualified.rpartition(".")[0] != "tensorflow.summary":
             return updated
         if qualified.rpartition(".")[2] not in _TF1_SUMMARY_OPS:
@@ -888,6 +891,28 @@ class _Rewriter(cst.CSTTransformer):
             )
         )
         return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.summary.{member}"))
+
+    def _variable_v1(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``tf.Variable(0, name="global_step")`` in a TF1 graph: TF1's variable class back. With v2
+        behaviour off, tf.compat.v1.Variable makes TF1's reference variable, whose value fetched in
+        the same ``sess.run`` as its update is the updated one; tf.Variable always makes a resource
+        variable, which gives the value from before (the step count a script prints moves by one)."""
+        self.tf2_variables += 1
+        if not self.summary_v1 or not isinstance(updated.func, cst.Attribute):
+            return updated
+        head = dotted_name(original.func)
+        assert head is not None
+        alias = head.split(".")[0]
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                f"`{head}` -> `{alias}.compat.v1.Variable` (a TF1 graph: TF1's variable, whose value read in the "
+                "same sess.run as its update is the updated one, as the script expects)",
+            )
+        )
+        return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.Variable"))
 
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
@@ -1178,7 +1203,7 @@ def rewrite_compat(source: str) -> CompatResult:
         or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
         for helper, members in rewriter.helpers.items()
     )
-    if graph_mode and rewriter.tf2_summaries:
+    if graph_mode and (rewriter.tf2_summaries or rewriter.tf2_variables):
         rewriter = _Rewriter(bindings, summary_v1=True, bare_names=bare_names)
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers

@@ -98,3 +98,25 @@ def test_a_package_module_finds_its_helpers_where_the_entry_script_runs(tmp_path
     assert (tmp_path / "tf2" / "tf1_compat_shims.py").exists()
     assert not (tmp_path / "tf2" / "model" / "tf1_compat_shims.py").exists()
     assert run(tmp_path / "tf2" / "train.py") == "(2, 3)"
+
+
+GLOBAL_STEP = (
+    "import tensorflow as tf\n"
+    "x = tf.placeholder(tf.float32, [None, 1])\n"
+    "w = tf.Variable(tf.zeros([1, 1]))\n"
+    "loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))\n"
+    "global_step = tf.Variable(0, name='global_step', trainable=False)\n"
+    "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    print([int(sess.run([train_op, global_step], feed_dict={x: [[1.0]]})[1]) for _ in range(3)])\n"
+)
+
+
+def test_a_step_counter_fetched_with_its_update_reads_as_in_tf1(tmp_path: Path) -> None:
+    # round 8's template scripts log `if step % 10 == 0` on the value fetched with train_op: TF1's
+    # reference variable gives the updated count; TF2's tf.Variable (a resource variable) the old one
+    report, migrated = _migrate(tmp_path, "train.py", GLOBAL_STEP)
+    assert report.will_run == report.files, report.statuses
+    assert "tf.compat.v1.Variable(0, name='global_step'" in migrated.read_text()
+    assert run(migrated) == "[1, 2, 3]"
