@@ -443,7 +443,15 @@ def _migrate_file(
     blockers = check_runs(text, local_modules=local_modules, skip_lines=shim, nearby_modules=nearby_modules or {})
     attention += [
         MigrationItem(
-            name, b.line, b.column, "tfpilot", "RUN", b.what, why="the file stops here", fix=b.fix, blocks_run=True
+            name,
+            b.line,
+            b.column,
+            "tfpilot",
+            "RUN",
+            b.what + (" (in a branch: the program stops there only if it runs)" if b.in_branch else ""),
+            why="the file stops here" + (" when this branch runs" if b.in_branch else ""),
+            fix=b.fix,
+            blocks_run=not b.in_branch,
         )
         for b in blockers
     ]

@@ -66,6 +66,31 @@ class Blocker:
     column: int  # 1-based
     what: str
     fix: str
+    # inside an `if` / `elif` / `else` branch (not the main guard): the program stops there only when
+    # that branch runs (`elif FLAGS.loss == "cross_entropy": tf.nn.cross_entropy_with_logits(...)`)
+    in_branch: bool = False
+
+
+def _branch_lines(tree: ast.AST) -> set[int]:
+    """Lines of the statements inside if / elif / else branches other than the main guard's."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or _is_main_guard(node.test):
+            continue
+        for statement in (*node.body, *node.orelse):
+            lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return lines
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 # TF1 options the compat shims (migrate/shims/) refuse with TF1OptionRefused (a NotImplementedError) when the
@@ -227,6 +252,7 @@ def check_runs(
                         )  # fmt: skip
 
     covered: set[str] = set()  # names checked, and every prefix of them
+    branches = _branch_lines(tree)
     graph_line = 0
     disabled = False
     for node in ast.walk(tree):
@@ -258,6 +284,7 @@ def check_runs(
                     node.col_offset + 1,
                     f"`{name}` does not exist in this TensorFlow ({missing} is gone)",
                     _replacement(missing),
+                    in_branch=node.lineno in branches,
                 )
             )
     if graph_line and not disabled:

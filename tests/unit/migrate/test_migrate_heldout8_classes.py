@@ -120,3 +120,31 @@ def test_a_step_counter_fetched_with_its_update_reads_as_in_tf1(tmp_path: Path) 
     assert report.will_run == report.files, report.statuses
     assert "tf.compat.v1.Variable(0, name='global_step'" in migrated.read_text()
     assert run(migrated) == "[1, 2, 3]"
+
+
+BRANCHES = (
+    "import sys\n"
+    "import tensorflow as tf\n"
+    "kind = sys.argv[1] if len(sys.argv) > 1 else 'sparse'\n"
+    "logits = tf.constant([[2.0, 0.5]])\n"
+    "if kind == 'sparse':\n"
+    "    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0], logits=logits)\n"
+    "elif kind == 'dense':\n"
+    "    loss = tf.nn.cross_entropy_with_logits(labels=[[1.0, 0.0]], logits=logits)\n"
+    "print(round(float(tf.reduce_mean(loss)), 3))\n"
+)
+
+
+def test_a_name_tensorflow_never_had_in_an_untaken_branch_does_not_stop_the_file(tmp_path: Path) -> None:
+    # round 8's template script: `elif FLAGS.loss == "cross_entropy": tf.nn.cross_entropy_with_logits(...)`
+    report, migrated = _migrate(tmp_path, "train.py", BRANCHES)
+    assert report.will_run == report.files, report.statuses
+    flagged = [item for item in report.needs_person + report.notes if "cross_entropy_with_logits" in item.message]
+    assert flagged and not flagged[0].blocks_run and "in a branch" in flagged[0].message
+    assert run(migrated) == "0.201"
+
+
+def test_the_same_name_outside_a_branch_still_stops_the_file(tmp_path: Path) -> None:
+    source = BRANCHES.replace("elif kind == 'dense':\n    loss", "loss2")
+    report, _ = _migrate(tmp_path, "train.py", source)
+    assert report.will_run == 0
