@@ -42,7 +42,13 @@ from tfpilot.rundir import RunDir
 from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
 from tfpilot.train.fit.deferred_loop import DeferredLoop
-from tfpilot.train.fit.guarded_step import GuardedStep, applied_steps, defines_call, model_optimizers
+from tfpilot.train.fit.guarded_step import (
+    GuardedStep,
+    applied_steps,
+    defines_call,
+    model_optimizers,
+    overrides_train_step,
+)
 from tfpilot.train.fit.sample_rows import finite_rows
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
@@ -135,12 +141,6 @@ def _train_config(
         raise ConfigError(
             f"tfpilot.fit: `{key}` {first['msg'].removeprefix('Value error, ')} (got {first.get('input')!r})"
         ) from None
-
-
-def _overrides_train_step(model: keras.Model) -> bool:
-    """Whether the model's class defines its own train_step (a GAN's, a VAE's)."""
-    own = getattr(type(model), "train_step", None)
-    return own is not None and own is not getattr(keras.Model, "train_step", None)
 
 
 def _optimizer(value: Any) -> Any:
@@ -355,7 +355,7 @@ def fit(
     if train.clip_norm:
         for optimizer in model_optimizers(model):
             optimizer.global_clipnorm = train.clip_norm
-    if _overrides_train_step(model):
+    if overrides_train_step(model):
         findings.append(
             Finding(
                 code="FIT-OWN-TRAIN-STEP",

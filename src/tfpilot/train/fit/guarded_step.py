@@ -47,11 +47,31 @@ from tfpilot._tf_private import build_compile_state
 __all__ = ["GuardedStep", "model_optimizers"]
 
 
+def _layers_of(model: keras.Model) -> list[keras.layers.Layer]:
+    """The model and every layer it holds, at any depth, each once (attributes, lists, dicts)."""
+    seen: dict[int, keras.layers.Layer] = {}
+    todo: list[Any] = [model]
+    while todo:
+        layer = todo.pop(0)
+        if id(layer) in seen:
+            continue
+        seen[id(layer)] = layer
+        for value in vars(layer).values():
+            items = (
+                value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            )
+            todo.extend(item for item in items if isinstance(item, keras.layers.Layer))
+    return list(seen.values())
+
+
 def model_optimizers(model: keras.Model) -> list[keras.optimizers.Optimizer]:
-    """model.optimizer and the optimizers a custom `compile` stored on the model (a GAN's
-    d_optimizer and g_optimizer), each once."""
+    """model.optimizer, the optimizers a custom `compile` stored on the model (a GAN's d_optimizer
+    and g_optimizer) and those its layers hold (a forward-forward network trains each layer with
+    its own), each once."""
     found: dict[int, keras.optimizers.Optimizer] = {}
-    candidates = [getattr(model, "optimizer", None), *vars(model).values()]
+    candidates = [getattr(model, "optimizer", None)]
+    for layer in _layers_of(model):
+        candidates.extend(vars(layer).values())
     for value in candidates:
         if isinstance(value, keras.optimizers.Optimizer):
             found.setdefault(id(value), value)
@@ -216,6 +236,7 @@ class GuardedStep:
         self.optimizers = [o for o in model_optimizers(model) if not isinstance(o, keras.optimizers.LossScaleOptimizer)]
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
+        self._variables_seen = 0  # len(model.variables) when `state` was read
         self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfpilot_guard_steps")
         # Steps that trained (not skipped). Not an optimizer's iterations: a step may apply one
         # optimizer several times (WGAN-GP's critic: 3 updates per batch) or none.
@@ -384,7 +405,7 @@ class GuardedStep:
     def _prepare(self, data: Any) -> None:
         """At the first trace: build the model and its compile state where Keras' fit would, and
         find the small state a bad step puts back."""
-        if self.state is not None:
+        if self.state is not None and self._variables_seen == len(self.model.variables):
             return
         compiled = getattr(self.model, "compiled", False)
         if compiled and defines_call(self.model) and not (self.model.built and _compile_state_built(self.model)):
@@ -398,8 +419,17 @@ class GuardedStep:
             else:
                 # Building the model draws its initial weights from Keras' global seed,
                 # which is per thread: here, in the trace, as model.fit builds it.
-                build_compile_state(self.model, data)
+                try:
+                    build_compile_state(self.model, data)
+                except Exception:  # noqa: BLE001 - Keras raises RuntimeError, or what the model's call raises
+                    if not overrides_train_step(self.model):
+                        raise
+                    # Its own train_step calls the model in its own way (`self([source, target])` from a
+                    # dict batch): the step builds it during this trace, as under model.fit, which on
+                    # one device never builds a model symbolically. The state is read again at the
+                    # next trace, once the variables exist (tf.function traces again after creating them).
         self.state = _state_of_trainable_layers(self.model)
+        self._variables_seen = len(self.model.variables)
 
     def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
         """The step without the guard's conds: every update applies, and the step returns (logs,
@@ -490,6 +520,12 @@ class GuardedStep:
         start, self._read_total = self._read_total, total
         indices = [int(ring[i % self.RING]) if total - i <= self.RING else -1 for i in range(start, total)]
         return int(steps), indices, halted
+
+
+def overrides_train_step(model: keras.Model) -> bool:
+    """Whether the model's class defines its own train_step (a GAN's, a VAE's)."""
+    own = getattr(type(model), "train_step", None)
+    return own is not None and own is not getattr(keras.Model, "train_step", None)
 
 
 def defines_call(model: keras.Model) -> bool:
