@@ -120,6 +120,20 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
         ),
     ),
     "_tf1_legacy_seq2seq": ("seq2seq", frozenset({"rnn_decoder", "sequence_loss_by_example", "sequence_loss"})),
+    "_tf1_lookup": (
+        "lookup",
+        frozenset(
+            {
+                "HashTable",
+                "KeyValueTensorInitializer",
+                "TextFileInitializer",
+                "TextFileIndex",
+                "index_table_from_file",
+                "index_table_from_tensor",
+                "index_to_string_table_from_file",
+            }
+        ),
+    ),
     "_tf1_metrics": (
         "metrics",
         frozenset(
@@ -184,7 +198,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 5
+SHIMS_VERSION = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +262,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.learn.preprocessing", "_tf1_learn.preprocessing", "helper"),
     RemovedApi("tensorflow.contrib.slim", "_tf1_contrib", "helper"),
     RemovedApi("tensorflow.contrib.metrics", "_tf1_metrics", "helper"),
+    RemovedApi("tensorflow.contrib.lookup", "_tf1_lookup", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
@@ -274,6 +289,7 @@ _MODULE_HELPERS: dict[str, str] = {
     # arg_scope, repeat, nets and losses are not replaced (the report names each use)
     "tensorflow.contrib.slim": "_tf1_contrib",
     "tensorflow.contrib.metrics": "_tf1_metrics",
+    "tensorflow.contrib.lookup": "_tf1_lookup",
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
     "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
@@ -302,6 +318,7 @@ _WHY = {
     "_tf1_legacy_seq2seq": "tf.contrib was removed in TF 2",
     "_tf1_learn": "tf.contrib was removed in TF 2",
     "_tf1_metrics": "tf.contrib was removed in TF 2 (and tf.metrics takes labels first)",
+    "_tf1_lookup": "tf.contrib was removed in TF 2",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).

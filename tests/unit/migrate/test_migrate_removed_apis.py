@@ -333,6 +333,20 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "1.0 0.75 0.667",
     ),
+    # ids by line number, unknown words in the OOV bucket TF1's fingerprint64 hash picks, back to words
+    "tensorflow.contrib.lookup": (
+        GRAPH + "import os, tempfile\npath = os.path.join(tempfile.mkdtemp(), 'words.txt')\n"
+        "open(path, 'w').write('the\\ncat\\nsat\\n')\n"
+        "words = tf.contrib.lookup.index_table_from_file(path, num_oov_buckets=1)\n"
+        "strict = tf.contrib.lookup.index_table_from_file(path)\n"
+        "back = tf.contrib.lookup.index_to_string_table_from_file(path)\n"
+        "ids = words.lookup(tf.constant(['cat', 'dog', 'the']))\n"
+        "sess = tf.Session()\nsess.run(tf.tables_initializer())\n"
+        "print(sess.run(ids).tolist(), sess.run(strict.lookup(tf.constant(['sat', 'dog']))).tolist(), "
+        "[w.decode() for w in sess.run(back.lookup(tf.constant([2, 0], tf.int64)))])\n",
+        (),
+        "[1, 3, 0] [2, -1] ['sat', 'the']",
+    ),
     "tensorflow.nn.rnn_cell": (
         GRAPH
         + "x = tf.zeros([2, 5, 3])\nout, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)\n"
