@@ -78,7 +78,7 @@ def test_its_bad_batch_is_skipped_with_every_variable_finite(tmp_path):
 
 def _layerwise_model():
     """Each layer trains itself with an optimizer of its own (keras-io's forward-forward network):
-    the compiled optimizer never steps."""
+    the compiled optimizer never steps, and the train_step is a tf.function of its own."""
     import keras
     import tensorflow as tf
 
@@ -108,6 +108,7 @@ def _layerwise_model():
                 x = block(x)
             return x
 
+        @tf.function  # as keras-io's network: its updates happen in a graph of their own
         def train_step(self, data):
             x, y = data
             losses = []

@@ -252,7 +252,11 @@ class GuardedStep:
         # The first bad batch, for the host's check_numerics replay.
         self.bad_batch = BatchStash("guard_bad_batch")
         self._read_total = 0  # bad steps the host has read so far
-        self._refused: list[tf.Tensor] | None = None
+        # Whether an update of the current step was refused. A variable, not a list of tensors: a
+        # train_step that is a tf.function of its own (keras-io's forward-forward network) applies
+        # its updates in its own graph, whose tensors the step around it cannot read.
+        self._refused = tf.Variable(False, trainable=False, name="tfpilot_guard_refused")
+        self._in_step = False  # tracing inside guarded_train_step
         self._originals: dict[int, Callable[..., Any]] = {}
         # Per optimizer: applies begun and not finished (the call that finds the end of a dataset
         # of unknown length begins one and never finishes it), and the variables its weight decay
@@ -303,10 +307,10 @@ class GuardedStep:
             # this step was refused, the step's later updates are too: a GAN whose critic update
             # saw the NaN batch must not train its generator on that batch (its g_loss, which never
             # sees the real images, is finite), or the skipped batch would change the weights.
-            blocked = [self.halted, *(self._refused or [])]
-            allowed = tf.logical_and(finite, tf.logical_not(tf.reduce_any(tf.stack(blocked))))
-            if self._refused is not None:
-                self._refused.append(tf.logical_not(allowed))
+            blocked = tf.logical_or(self.halted, self._refused.read_value()) if self._in_step else self.halted
+            allowed = tf.logical_and(finite, tf.logical_not(blocked))
+            if self._in_step:
+                self._refused.assign(tf.logical_or(self._refused.read_value(), tf.logical_not(allowed)))
 
             # model.fit's step increments the iterations even on the call that finds the end of a
             # dataset of unknown length (the increment needs no batch, so it runs before the
@@ -348,13 +352,14 @@ class GuardedStep:
             self._prepare(data)
             state = self.state or []
             before = [tf.convert_to_tensor(v) for v in state]
-            self._refused = []
+            self._refused.assign(False)
+            self._in_step = True
             try:
                 logs = train_step(data)
             finally:
-                refused, self._refused = self._refused, None
+                self._in_step = False
             halted = self.halted
-            any_refused = tf.reduce_any(tf.stack([tf.constant(False), *refused]))
+            any_refused = self._refused.read_value()
             good = tf.logical_and(_all_finite(logs), tf.logical_not(tf.logical_or(any_refused, halted)))
             index = self.steps.read_value()
             tensor_keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
