@@ -892,22 +892,12 @@ class _Rewriter(cst.CSTTransformer):
         ):
             return updated  # already written for the TF2 API
         self.tf2_summaries += 1
-        if not self.summary_v1 or not isinstance(updated.func, cst.Attribute):
-            return updated
-        head = dotted_name(original.func)
-        assert head is not None
-        alias = head.split(".")[0]
-        member = qualified.rpartition(".")[2]
-        line, column = self._position(original)
-        self.changes.append(
-            (
-                line,
-                column,
-                f"`{head}` -> `{alias}.compat.v1.summary.{member}` (the TF2 summary API records nothing in a TF1 "
-                "graph; merge_all() would return None)",
-            )
+        return self._v1_in_graph(
+            original,
+            updated,
+            "summary." + qualified.rpartition(".")[2],
+            "the TF2 summary API records nothing in a TF1 graph; merge_all() would return None",
         )
-        return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.summary.{member}"))
 
     def _variable_v1(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``tf.Variable(0, name="global_step")`` in a TF1 graph: TF1's variable class back. With v2
@@ -915,21 +905,24 @@ class _Rewriter(cst.CSTTransformer):
         the same ``sess.run`` as its update is the updated one; tf.Variable always makes a resource
         variable, which gives the value from before (the step count a script prints moves by one)."""
         self.tf2_variables += 1
+        return self._v1_in_graph(
+            original,
+            updated,
+            "Variable",
+            "a TF1 graph: TF1's variable, whose value read in the same sess.run as its update is the updated "
+            "one, as the script expects",
+        )
+
+    def _v1_in_graph(self, original: cst.Call, updated: cst.Call, member: str, why: str) -> cst.BaseExpression:
+        """On the second pass over a graph file (summary_v1): `tf.<member>` -> `tf.compat.v1.<member>`."""
         if not self.summary_v1 or not isinstance(updated.func, cst.Attribute):
             return updated
         head = dotted_name(original.func)
         assert head is not None
         alias = head.split(".")[0]
         line, column = self._position(original)
-        self.changes.append(
-            (
-                line,
-                column,
-                f"`{head}` -> `{alias}.compat.v1.Variable` (a TF1 graph: TF1's variable, whose value read in the "
-                "same sess.run as its update is the updated one, as the script expects)",
-            )
-        )
-        return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.Variable"))
+        self.changes.append((line, column, f"`{head}` -> `{alias}.compat.v1.{member}` ({why})"))
+        return updated.with_changes(func=cst.parse_expression(f"{alias}.compat.v1.{member}"))
 
     def leave_SimpleStatementLine(
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine

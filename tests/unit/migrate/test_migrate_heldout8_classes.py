@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 from test_migrate_heldout3_classes import run
+from test_migrate_heldout7_classes import _migrate
 
-from tfpilot.migrate.command import MigrationReport, migrate
-
-
-def _migrate(tmp_path: Path, name: str, text: str, mode: str = "compat") -> tuple[MigrationReport, Path]:
-    source = tmp_path / "tf1" / name
-    source.parent.mkdir()
-    source.write_text(text)
-    return migrate(source.parent, tmp_path / "tf2", mode=mode), tmp_path / "tf2" / name
-
+from tfpilot.migrate.command import migrate
 
 PYTHON2 = (
     "import tensorflow as tf\n"
