@@ -8,6 +8,8 @@ reports against the installed Keras. Importing this module needs no Keras."""
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["KERAS3_PRIVATE"]
 
 KERAS3_PRIVATE: dict[str, frozenset[str]] = {
@@ -333,23 +335,25 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
 KERAS3_PRIVATE["models.Model"] = KERAS3_PRIVATE["Model"]
 
 
-# How each base class is built to read an instance's attributes too (set in __init__).
-_MAKERS = {
-    "Model": "keras.Model()",
-    "layers.Layer": "keras.layers.Layer()",
-    "callbacks.Callback": "keras.callbacks.Callback()",
-    "callbacks.TensorBoard": "keras.callbacks.TensorBoard()",
-    "callbacks.ModelCheckpoint": "keras.callbacks.ModelCheckpoint('x.keras')",
-    "callbacks.EarlyStopping": "keras.callbacks.EarlyStopping()",
+# The arguments each base class is built with, to read an instance's attributes too (set in __init__).
+_MAKERS: dict[str, tuple[str, ...]] = {
+    "Model": (),
+    "layers.Layer": (),
+    "callbacks.Callback": (),
+    "callbacks.TensorBoard": (),
+    "callbacks.ModelCheckpoint": ("x.keras",),
+    "callbacks.EarlyStopping": (),
 }
 
 
 def installed_private(base: str) -> frozenset[str]:
     """The private names of the installed Keras's class ``base`` and of an instance of it."""
+    import keras  # only here: linting never imports Keras
 
-    cls = eval(f"keras.{base}")  # noqa: S307 - a fixed table of Keras classes, not input
-    instance = eval(_MAKERS[base])  # noqa: S307
-    names = {n for n in dir(cls) if n.startswith("_")} | set(vars(instance))
+    cls: Any = keras
+    for part in base.split("."):
+        cls = getattr(cls, part)
+    names = {n for n in dir(cls) if n.startswith("_")} | set(vars(cls(*_MAKERS[base])))
     return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
 
 
