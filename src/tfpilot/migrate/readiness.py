@@ -252,7 +252,7 @@ def check_runs(
                         )  # fmt: skip
 
     covered: set[str] = set()  # names checked, and every prefix of them
-    branches = _branch_lines(tree)
+    branches: set[int] | None = None  # read only when a name is missing (one more walk)
     graph_line = 0
     disabled = False
     for node in ast.walk(tree):
@@ -278,6 +278,8 @@ def check_runs(
         exists, found = _resolve(qualified)
         if not exists:
             missing = ".".join(parts[: len(found.split(".")) + 1]) if found else parts[0]
+            if branches is None:
+                branches = _branch_lines(tree)
             blockers.append(
                 Blocker(
                     node.lineno,

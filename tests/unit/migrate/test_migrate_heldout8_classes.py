@@ -141,3 +141,16 @@ def test_the_same_name_outside_a_branch_still_stops_the_file(tmp_path: Path) -> 
     source = BRANCHES.replace("elif kind == 'dense':\n    loss", "loss2")
     report, _ = _migrate(tmp_path, "train.py", source)
     assert report.will_run == 0
+
+
+def test_the_lookup_helper_refuses_a_hasher_it_does_not_reproduce(tmp_path: Path) -> None:
+    # TF 2.21's tables hash OOV keys with fingerprint64 only: a keyed hasher would give other ids
+    from tfpilot.migrate.shims.lookup import _tf1_lookup
+    from tfpilot.migrate.shims.refusal import TF1OptionRefused
+
+    vocabulary = tmp_path / "words.txt"
+    vocabulary.write_text("a\nb\n")
+    with pytest.raises(TF1OptionRefused, match="hashes OOV keys"):
+        _tf1_lookup.index_table_from_file(str(vocabulary), num_oov_buckets=1, hasher_spec=object())
+    with pytest.raises(TF1OptionRefused, match="hashes OOV keys"):
+        _tf1_lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=1, hasher_spec=object())

@@ -95,7 +95,7 @@ _OPTIMIZER_V2_METHODS = {
 _MODEL_INIT_ATTRIBUTES = frozenset(
     {"loss", "compiled", "train_function", "test_function", "predict_function", "steps_per_execution"}
 )
-# What a keras name of a constructor that builds a model looks like (keras_name()'s second item).
+# What keras_name() calls a constructor of a Keras model (its second item).
 _KERAS_MODEL_FACTORIES = frozenset({"Sequential", "Model", "models.Sequential", "models.Model"})
 # Keras RNN cells and layers: Keras 3's get_initial_state(batch_size) takes neither dtype= nor inputs=.
 _RNN_LAYERS = frozenset(
@@ -213,8 +213,7 @@ session = K.get_session()
         if entry.path.startswith("backend.") and entry not in KERAS_REMOVED:
             # Keras 2's functional backend (K.mean, K.relu, ...) used throughout a file is one
             # cause: one finding, at the first use, counting the rest
-            if not self._counted_again("backend"):
-                self._report_once("backend", node, f"`{text}` was removed in Keras 3: {entry.hint}")
+            self._report_per_file("backend", node, f"`{text}` was removed in Keras 3: {entry.hint}")
             return
         fix: dict[str, Any] | None = None
         if entry.rename_to is not None and isinstance(node, ast.Attribute):
@@ -293,36 +292,31 @@ session = K.get_session()
         optimizer never reads). One finding per file, at the first use."""
         if not self.context.uses_tensorflow or not self._is_optimizer(node.value, node):
             return
-        if self._counted_again("optimizer-lr"):
-            return
         receiver = ast.unparse(node.value)
         effect = (
             "raises AttributeError"
             if isinstance(node.ctx, ast.Load)
             else "is a plain attribute the optimizer never reads (the learning rate does not change)"
         )
-        self._report_once(
+        self._report_per_file(
             "optimizer-lr",
             node,
             f"`{receiver}.lr`: Keras 3 optimizers have no `lr` (Keras 2's alias), so this {effect}; "
             f"use `{receiver}.learning_rate` (a variable: `.assign(...)` to change it)",
         )
 
-    def _counted_again(self, cause: str) -> bool:
-        """True when `cause` was reported in this file already: its finding counts one more use."""
+    def _report_per_file(self, cause: str, node: ast.AST, message: str) -> None:
+        """One finding per cause and file, at the first use; each later use is counted in its message."""
         if cause not in self._grouped:
-            return False
+            self.report(node, message)
+            self._grouped[cause] = (len(self.violations) - 1, 1)
+            return
         index, count = self._grouped[cause]
         self._grouped[cause] = (index, count + 1)
         first = self.violations[index]
         self.violations[index] = dataclasses.replace(
             first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
         )
-        return True
-
-    def _report_once(self, cause: str, node: ast.AST, message: str) -> None:
-        self.report(node, message)
-        self._grouped[cause] = (len(self.violations) - 1, 1)
 
     def _is_optimizer(self, receiver: ast.expr, at: ast.AST) -> bool:
         """A Keras optimizer: a name that says so (``optimizer``, ``self.g_optimizer``,
@@ -501,8 +495,6 @@ session = K.get_session()
         if not self._is_optimizer(func.value, node):
             return False
         cause = "optimizer-variables" if name == "variables" else "optimizer-v2-internals"
-        if self._counted_again(cause):
-            return True
         receiver = ast.unparse(func.value)
         if name == "variables":
             message = (
@@ -514,7 +506,7 @@ session = K.get_session()
                 f"`{receiver}.{name}()`: Keras 2's OptimizerV2 internals are gone from Keras 3 optimizers "
                 f"(AttributeError); {_OPTIMIZER_V2_METHODS[name]}"
             )
-        self._report_once(cause, node, message)
+        self._report_per_file(cause, node, message)
         return True
 
     def _check_initial_state(self, node: ast.Call, func: ast.Attribute) -> bool:
@@ -533,9 +525,7 @@ session = K.get_session()
             for value in values
         ):
             return False
-        if self._counted_again("initial-state-keywords"):
-            return True
-        self._report_once(
+        self._report_per_file(
             "initial-state-keywords",
             node,
             f"`{ast.unparse(func)}(..., {extra[0]}=...)`: Keras 3's get_initial_state takes only batch_size "
@@ -569,14 +559,17 @@ session = K.get_session()
         ``trainable_variables`` leaves out the Keras layers it holds, and a Keras layer does not
         track a raw ``tf.Variable``."""
         if kind == "tf-module":
-            held = []
-            for statement, qualname in self._self_assignments(node):
-                found = keras_name(qualname)
-                if found is not None and (found[1].startswith("layers.") or found[1] in _KERAS_MODEL_FACTORIES):
-                    held.append(ast.unparse(statement.targets[0]))
-            if held and not self._counted_again("module-holds-keras"):
+            # Layers and models built here (not bindings.kind_of's wider KERAS: a pretrained
+            # keras.applications base held by a tf.Module is a frozen feature extractor in practice)
+            held = [
+                ast.unparse(statement.targets[0])
+                for statement, qualname in self._self_assignments(node)
+                if (found := keras_name(qualname)) is not None
+                and (found[1].startswith("layers.") or found[1] in _KERAS_MODEL_FACTORIES)
+            ]
+            if held:
                 names = ", ".join(f"`{name}`" for name in dict.fromkeys(held[:3]))
-                self._report_once(
+                self._report_per_file(
                     "module-holds-keras",
                     node,
                     f"tf.Module `{node.name}` holds Keras layers ({names}): Keras 3 layers are no tf.Modules, so "
@@ -586,10 +579,8 @@ session = K.get_session()
         elif kind in ("keras-model", "keras-layer"):
             for statement, qualname in self._self_assignments(node):
                 if qualname == "tensorflow.Variable":
-                    if self._counted_again("raw-variable-in-layer"):
-                        continue
                     target = ast.unparse(statement.targets[0])
-                    self._report_once(
+                    self._report_per_file(
                         "raw-variable-in-layer",
                         statement,
                         f"`{target} = tf.Variable(...)` in a Keras {kind.split('-')[1]}: Keras 3 does not track a "
@@ -604,7 +595,8 @@ session = K.get_session()
         if len(node.bases) != 1 or "self._" not in self.context.source:
             return
         found = keras_name(self.context.qualname(node.bases[0]))
-        known = KERAS3_PRIVATE.get(found[1]) if found is not None else None
+        base = found[1] if found is not None else ""
+        known = KERAS3_PRIVATE.get(base)
         if known is None:
             return
         defined = {m.name for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -623,12 +615,10 @@ session = K.get_session()
         for read in sorted(reads, key=lambda r: (r.lineno, r.col_offset)):
             name = read.attr
             if name.startswith("_") and not name.startswith("__") and name not in defined and name not in known:
-                if self._counted_again("keras2-internal"):
-                    return
-                self._report_once(
+                self._report_per_file(
                     "keras2-internal",
                     read,
-                    f"`self.{name}`: Keras 3's {found[1].split('.')[-1]} has no `{name}` (a Keras 2 internal) and "  # type: ignore[index]
+                    f"`self.{name}`: Keras 3's {base.split('.')[-1]} has no `{name}` (a Keras 2 internal) and "
                     f"`{node.name}` does not define it, so this raises AttributeError; use the public API "
                     "or keep the state in the subclass",
                 )
@@ -832,9 +822,7 @@ session = K.get_session()
         symbolic = next((a for a in flat if self._symbolic(a)), None)
         if symbolic is None:
             return
-        if self._counted_again("symbolic-op"):
-            return
-        self._report_once(
+        self._report_per_file(
             "symbolic-op",
             node,
             f"`{op}(...)` on a Keras symbolic tensor (`{ast.unparse(symbolic)}`, a layer output): Keras 3 raises "

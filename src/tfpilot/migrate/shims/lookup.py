@@ -6,12 +6,16 @@ the same tables are built here from TF 2.21's public ``tf.compat.v1.lookup`` cla
 initializer (one key per line, the line number its id) in a ``StaticHashTable``, or, with OOV
 buckets, a ``StaticVocabularyTable``, which hashes unknown keys with the same fingerprint64 TF1's
 ``IdTableWithHashBuckets`` used, so the ids are TF1's. In a graph the tables still register with
-``tf.tables_initializer()``.
+``tf.tables_initializer()``. A ``hasher_spec`` other than TF1's default (a keyed strong hash) is
+refused by name (TF 2.21's tables have no hasher option): the OOV ids would differ.
 """
 
 # tfpilot: noqa-file[TFP6]
+
 # --- emitted below ---
 import tensorflow as _tf
+
+from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 
 class _tf1_lookup:
@@ -36,7 +40,7 @@ class _tf1_lookup:
         delimiter="\t",
     ):
         if hasher_spec is not None:
-            raise NotImplementedError("index_table_from_file(hasher_spec=...): only TF1's default fingerprint64")
+            raise TF1OptionRefused("the migrated index_table_from_file hashes OOV keys with TF1's default only")
         initializer = _tf.compat.v1.lookup.TextFileInitializer(
             vocabulary_file, key_dtype, key_column_index, _tf.int64, value_column_index,
             vocab_size=vocab_size, delimiter=delimiter,
@@ -50,7 +54,7 @@ class _tf1_lookup:
         vocabulary_list, num_oov_buckets=0, default_value=-1, hasher_spec=None, dtype=_tf.string, name=None
     ):
         if hasher_spec is not None:
-            raise NotImplementedError("index_table_from_tensor(hasher_spec=...): only TF1's default fingerprint64")
+            raise TF1OptionRefused("the migrated index_table_from_tensor hashes OOV keys with TF1's default only")
         keys = _tf.convert_to_tensor(vocabulary_list, dtype=dtype)
         ids = _tf.range(_tf.size(keys, out_type=_tf.int64), dtype=_tf.int64)
         initializer = _tf.compat.v1.lookup.KeyValueTensorInitializer(keys, ids)

@@ -33,6 +33,7 @@ would need a copy of the weights every step).
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import functools
 from collections.abc import Callable
@@ -50,9 +51,9 @@ __all__ = ["GuardedStep", "model_optimizers"]
 def _layers_of(model: keras.Model) -> list[keras.layers.Layer]:
     """The model and every layer it holds, at any depth, each once (attributes, lists, dicts)."""
     seen: dict[int, keras.layers.Layer] = {}
-    todo: list[Any] = [model]
+    todo: collections.deque[Any] = collections.deque([model])
     while todo:
-        layer = todo.pop(0)
+        layer = todo.popleft()
         if id(layer) in seen:
             continue
         seen[id(layer)] = layer
