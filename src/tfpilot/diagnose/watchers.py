@@ -99,6 +99,12 @@ class StepTiming:
     # Median step on one core's terms (its critical path): the main thread's CPU between two calls plus the call's
     # time, the smaller of its wall and process CPU time (rules.base.step_on_one_core_ms).
     step_core_median_ms: float = 0.0
+    # The input wait's spread over steps (None: not measured): the median step's next() share of that step, and the
+    # share of all next() time spent in the first step of an epoch (a new iterator's buffers start empty). A pipeline
+    # that cannot keep up makes every step wait, or every epoch start; waits scattered over a few random steps are the
+    # scheduler keeping tf.data's threads off busy CPUs.
+    input_median_percent: float | None = None
+    epoch_start_input_share: float | None = None
 
 
 @dataclasses.dataclass
@@ -417,6 +423,8 @@ class Watcher:
                 return original_next(iterator)
             except StopIteration:
                 watcher._on_epoch_end(iterator)
+                epoch_end = time.perf_counter()
+                watcher._record("epoch", epoch_end, epoch_end, "")
                 raise
             finally:
                 watcher._record("next", start, time.perf_counter(), "", (start_cpu, time.thread_time()))
@@ -718,11 +726,12 @@ class Watcher:
         waits = sorted(
             (s, e, k, key, t1 - t0)
             for k, s, e, key, t0, t1, _, _ in self.events
-            if (k in ("next", "sync", "overhead") or (k == kind and key != driver))
+            if (k in ("next", "sync", "overhead", "epoch") or (k == kind and key != driver))
             and boundaries[0][1] <= s <= boundaries[-1][1]
         )
         steps = len(boundaries) - 1
         step_times, idle_times, step_cpu, idle_cpu, host_cpu, step_core = [], [], [], [], [], []
+        input_shares, epoch_start_input = [], 0.0
         starts = [w[0] for w in waits]
         for previous, following in zip(boundaries, boundaries[1:], strict=False):
             previous_end, next_start, next_end = previous[1], following[0], following[1]
@@ -732,6 +741,10 @@ class Watcher:
             overhead = sum(e - s for s, e, k, _, _ in inside if k == "overhead")
             idle_times.append(max(next_start - previous_end - explained - overhead, 0.0))
             step_times.append(next_end - previous_end - overhead)
+            waited = sum(e - s for s, e, k, _, _ in inside if k == "next")
+            input_shares.append(100.0 * waited / step_times[-1] if step_times[-1] > 0 else 0.0)
+            if any(k == "epoch" for _, _, k, _, _ in inside):
+                epoch_start_input += waited
             # The same split in CPU seconds: the main thread's CPU in the gap outside those events (Python work
             # between steps), and the process's CPU over the whole step. A loaded host stretches wall time (a
             # tiny compiled call waits for its threads to be scheduled), not the CPU the work takes.
@@ -784,6 +797,8 @@ class Watcher:
             step_cpu_ms=1e3 * statistics.fmean(step_cpu) if step_cpu else 0.0,
             host_cpu_median_ms=1e3 * statistics.median(host_cpu) if host_cpu else 0.0,
             step_core_median_ms=1e3 * statistics.median(step_core) if step_core else 0.0,
+            input_median_percent=statistics.median(input_shares),
+            epoch_start_input_share=epoch_start_input / total_input if total_input else 0.0,
         )
 
     def report(self) -> WatchReport:

@@ -34,6 +34,7 @@ import statistics
 
 from tfpilot.diagnose.pipeline import PipelineShape
 from tfpilot.diagnose.rules.base import Observations
+from tfpilot.diagnose.watchers import StepTiming
 from tfpilot.findings import Finding, Severity
 
 CODE = "DOC-INPUT-BOUND"
@@ -49,6 +50,8 @@ STEADY_FRACTION = 0.5
 MIN_STEADY_STEPS = 3
 # Pipeline work per step below this fraction of the wait: the host was oversubscribed, not the pipeline slow.
 CONTENTION_RATIO = 0.25
+# Share of the run's input wait in the epochs' first steps above which the wait is an epoch-start drain.
+EPOCH_START_SHARE = 0.5
 # About one new eager iterator per step (model.predict or evaluate called every step, next(iter(ds)) in the loop):
 # each step's wait is a new iterator's start-up (its threads, its first batch), which no pipeline change removes.
 ITERATORS_PER_STEP = 0.9
@@ -332,7 +335,24 @@ def _watcher_verdict(observations: Observations) -> tuple[float, float, float] |
     work_ms = pipeline_work_ms_per_step(observations)
     if work_ms is not None and work_ms < CONTENTION_RATIO * timing.input_ms:
         return None
+    if _scattered_waits(timing):
+        return None
     return timing.input_percent, timing.input_ms, timing.step_ms
+
+
+def _scattered_waits(timing: StepTiming) -> bool:
+    """The run's wait sits in a few random steps: neither the median step nor the epochs' first steps hold it.
+
+    A pipeline slower than the step makes every step wait; one whose buffers start empty at each epoch (no cache, a new
+    iterator per epoch) makes each epoch's first step wait. A mean pushed over the line by a few long waits elsewhere
+    is a loaded host's scheduler keeping tf.data's threads off the CPUs (CI's ``pytest -n 2`` beside a CPU burner):
+    no pipeline change removes it.
+    """
+    if timing.input_median_percent is None or timing.epoch_start_input_share is None:
+        return False  # not measured (a report written before these fields)
+    every_step = timing.input_median_percent >= MODERATE_PERCENT
+    epoch_starts = timing.epoch_start_input_share >= EPOCH_START_SHARE
+    return not (every_step or epoch_starts)
 
 
 def iterators_per_step(observations: Observations) -> float | None:
