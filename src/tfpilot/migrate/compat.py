@@ -627,10 +627,16 @@ def render_shim_module(helpers: Iterable[str]) -> str:
     wanted.update(needed for helper in list(wanted) for needed in _HELPER_NEEDS.get(helper, ()))
     chosen = {helper: HELPER_NAMES[helper][1] for helper in sorted(wanted)}
     body = render_shims(chosen).split("\n", 1)[1].replace(SHIM_END + "\n", "").rstrip("\n")
+    # Said only where a helper builds a graph: a data reader (_tf1_mnist) beside native TF2 code uses no compat.v1.
+    graph_note = (
+        "They build TF1 graphs with tf.compat.v1 and keep TF1's variable names, so old checkpoints load.\n"
+        if "compat.v1" in body
+        else ""
+    )
     return (
         f'"""Helpers for TF1 APIs that TensorFlow 2.21 / Keras 3 removed, written by `tfpilot migrate`.\n\n'
         "Migrated files import them (`from tf1_compat_shims import _tf1_layers`); see MIGRATION_REPORT.md.\n"
-        "They build TF1 graphs with tf.compat.v1 and keep TF1's variable names, so old checkpoints load.\n"
+        f"{graph_note}"
         "Do not edit: run `tfpilot migrate` again to regenerate this file.\n"
         '"""\n\n'
         "# tfpilot: noqa-file[TFP6]\n\n"

@@ -87,6 +87,7 @@ def numbers(text: str) -> list[float]:
         "native_iterators.py",
         "native_clipped_gradients.py",
         "native_get_variable.py",
+        "native_summed_penalty.py",
     ],
 )
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):

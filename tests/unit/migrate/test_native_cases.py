@@ -924,6 +924,45 @@ sess.close()
     ),
 ]
 
+SUMMED = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+W = tf.Variable(tf.zeros([2, 1]))
+START
+total += tf.nn.l2_loss(W)
+loss = tf.reduce_mean(tf.matmul(x, W)) + total
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(3):
+        _, value = sess.run([train_op, loss], feed_dict={x: xs})
+        print(value)
+"""
+
+CASES += [
+    Case(
+        "a module-level `+=` that builds the graph starts from a number: both move into the step, in order",
+        SUMMED.replace("START", "total = 0.0"),
+        contains=("        total = 0.0\n        total += tf.nn.l2_loss(W)\n",),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "from a constant tensor, with Python lines between the start and the sum",
+        SUMMED.replace("START", "total = tf.constant(0.0)\nsteps = 3"),
+        contains=("        total = tf.constant(0.0)\n        total += tf.nn.l2_loss(W)\n", "\nsteps = 3\n"),
+    ),
+    Case(
+        "a module-level `+=` whose start is read between (printed, a Python value there): compat",
+        SUMMED.replace("START", "total = 0.0\nprint(total)"),
+        fallback="the graph adds to `total`, which does not start from a number or a constant tensor",
+    ),
+    Case(
+        "a Python counter's `+=` beside the graph stays Python",
+        SUMMED.replace("START", "total = 0.0\ncount = 0\ncount += 1"),
+        contains=("\ncount = 0\ncount += 1\n",),
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_native_case(case: Case) -> None:

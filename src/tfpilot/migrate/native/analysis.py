@@ -384,6 +384,9 @@ class Analysis(Iterators):
         line = self.line(statement)
         if self.summary(index, statement, small):
             return
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+            self.augmented(index, statement, small, graph, line)
+            return
         if not isinstance(small, cst.Assign):
             return
         if len(small.targets) != 1:
@@ -559,6 +562,53 @@ class Analysis(Iterators):
         for name in targets:
             self.reaching.setdefault(name, []).append(definition)
         self.removed.add(id(statement))
+
+    def augmented(
+        self, index: int, statement: cst.SimpleStatementLine, small: cst.AugAssign, graph: set[str], line: int
+    ) -> None:
+        """``l2_loss += tf.nn.l2_loss(W)`` at module level, building the graph: ``l2_loss = l2_loss + ...``.
+
+        TF1 scripts sum a regulariser or a loss term by term while they build the graph. Each ``+=`` is a new
+        definition of the name that reads the one before it, so the step recomputes the sum in the same order. The
+        sum's start (``l2_loss = tf.constant(0.0)``, a number) moves into the steps with it (start_of).
+        """
+        assert isinstance(small.target, cst.Name)
+        name = small.target.value
+        read = self.reads_outside_sites(small.value, graph)
+        if name not in graph and not read & (graph | self.variables):
+            return  # Python arithmetic (a step counter, a running total of numbers)
+        if name in self.variables or name in self.holders_names() or name in self.placeholders:
+            raise Fallback(line, f"`{name} {small.operator.__class__.__name__}=` rebinds a variable or placeholder")
+        before = self.reaching[name][-1] if name in graph else self.start_of(index, name, line)
+        deps: list[Definition | str] = [before, *(self.reaching[other][-1] for other in sorted(read & graph - {name}))]
+        definition = Definition(index, statement, (name,), deps, line)
+        self.hoist(definition)
+        self.definitions.append(definition)
+        self.reaching.setdefault(name, []).append(definition)
+        self.removed.add(id(statement))
+
+    def start_of(self, index: int, name: str, line: int) -> Definition:
+        """The module-level ``name = <number or constant op>`` that a graph-building ``name += ...`` starts from."""
+        graph = self.graph_names()
+        for start in range(index - 1, -1, -1):
+            before = self.body[start]
+            if name not in bound_names(before) and name not in names_read(before):
+                continue
+            small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
+            if not _assigns_only(small, name) or names_read(small.value) & (graph | self.variables):
+                break
+            calls = [self.qualified(node.func) or "" for node in descendants(small.value) if isinstance(node, cst.Call)]
+            if not all(TENSOR_OP.match(call) and not CREATES_VARIABLES.match(call) for call in calls):
+                break
+            if any(RANDOM.search(call) for call in calls) or id(before) in self.removed:
+                break
+            assert isinstance(before, cst.SimpleStatementLine)
+            definition = Definition(start, before, (name,), [], self.line(before))
+            self.definitions.append(definition)
+            self.reaching.setdefault(name, []).append(definition)
+            self.removed.add(id(before))
+            return definition
+        raise Fallback(line, f"the graph adds to `{name}`, which does not start from a number or a constant tensor")
 
     def placeholder_calls(
         self, targets: tuple[str, ...] | None, value: cst.BaseExpression
@@ -1254,6 +1304,7 @@ class Analysis(Iterators):
                     and found.value in self.feed_names
                     and id(found) not in self.feed_arguments
                     and not isinstance(self.parents.get(found), cst.AssignTarget)
+                    and not _is_keyword(found, self.parents.get(found))  # `feed_dict=feed_dict`: the keyword
                 ):
                     raise Fallback(self.line(found), f"feed_dict `{found.value}` is used other than as a feed_dict")
         # Later Sessions start from fresh variables in TF1; here only a restore gives the same state.
@@ -1317,6 +1368,11 @@ class Analysis(Iterators):
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
         # Module-level statements outside the scope (a Session in main()) replaced, or dropped (None).
         self.module_replacements: dict[int, cst.BaseStatement | None] = {}
+
+
+def _is_keyword(name: cst.Name, parent: cst.CSTNode | None) -> bool:
+    """The keyword of a call's argument (``feed_dict`` in ``feed_dict=feeds``), not a read of that name."""
+    return isinstance(parent, cst.Arg) and parent.keyword is name
 
 
 def _assigns_only(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:
