@@ -72,6 +72,24 @@ def _children(node: ast.AST) -> list[ast.AST]:
     return children
 
 
+class LoopElement(ast.expr):
+    """What a loop target unpacked from ``zip(a, b)`` or ``enumerate(a)`` holds: an element of ``iterable``.
+
+    ``for layer, past in zip(self.decoder_layers, pasts)`` binds ``layer`` to an element of
+    ``self.decoder_layers``; the kind of that element is the kind of what the list was built from.
+    """
+
+    _fields = ("iterable",)
+    iterable: ast.expr
+
+    def __init__(self, iterable: ast.expr, loop: ast.AST, owner: ast.AST | None) -> None:
+        super().__init__()
+        self.iterable = iterable
+        self.loop = loop
+        self.owner = owner
+        ast.copy_location(self, loop)
+
+
 class Bindings:
     """Lazy index of every binding and call site in one file (see the module docstring)."""
 
@@ -90,6 +108,8 @@ class Bindings:
         self._calls: dict[str, list[tuple[ast.Call, ast.AST | None, int]]] = {}
         # id(function) -> the function enclosing it (None at module level)
         self._enclosing: dict[int, ast.AST | None] = {}
+        # id(for loop) -> the function it runs in (None at module level): where its iterable's names are read
+        self._loop_owner: dict[int, ast.AST | None] = {}
 
     # --- index ----------------------------------------------------------------------------------
 
@@ -124,7 +144,13 @@ class Bindings:
             elif kind is ast.AnnAssign and current.value is not None:  # type: ignore[attr-defined]
                 self._bind(current.target, current.value, owner, current.lineno)  # type: ignore[attr-defined]
             elif kind in (ast.For, ast.AsyncFor):
-                self._bind(current.target, current, owner, current.lineno)  # type: ignore[attr-defined]
+                self._loop_owner[id(current)] = owner
+                unpacked = _unpacked_elements(current)  # type: ignore[arg-type]
+                if unpacked:
+                    for target, iterable in unpacked:
+                        self._bind(target, LoopElement(iterable, current, owner), owner, current.lineno)  # type: ignore[attr-defined]
+                else:
+                    self._bind(current.target, current, owner, current.lineno)  # type: ignore[attr-defined]
             elif kind in (ast.With, ast.AsyncWith):
                 for item in current.items:  # type: ignore[attr-defined]
                     if item.optional_vars is not None:
@@ -403,6 +429,10 @@ class Bindings:
             # `model = lambda x: w * x + b`: a plain function, unless it takes `training` itself
             names = {a.arg for a in (*value.args.posonlyargs, *value.args.args, *value.args.kwonlyargs)}
             return UNKNOWN if "training" in names or value.args.kwarg is not None else PLAIN_FUNCTION
+        if isinstance(value, LoopElement):
+            return self.element_kind(value.iterable, value, value.owner, depth + 1)
+        if isinstance(value, (ast.For, ast.AsyncFor)) and isinstance(value.target, ast.Name):
+            return self.element_kind(value.iter, value, self._loop_owner.get(id(value)), depth + 1)
         if not isinstance(value, ast.Call):
             return UNKNOWN
         found = keras_name(context.qualname(value.func))
@@ -440,6 +470,36 @@ class Bindings:
                         return factory[1].bindings.returned_kind(factory[0], depth + 1)
         return UNKNOWN
 
+    def element_kind(self, iterable: ast.AST, at: ast.AST, owner: ast.AST | None, depth: int) -> str:
+        """The kind of every element of ``iterable`` (a list of layers built in a comprehension, ``model.layers``);
+        UNKNOWN unless they all have one kind."""
+        if depth > _MAX_DEPTH:
+            return UNKNOWN
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            kinds = {self.kind_of(element, depth) for element in iterable.elts}
+        elif isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            kinds = {self.kind_of(iterable.elt, depth)}
+        elif (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id in ("list", "tuple", "reversed", "sorted")
+            and len(iterable.args) == 1
+        ):
+            return self.element_kind(iterable.args[0], at, owner, depth + 1)
+        elif isinstance(iterable, ast.Attribute) and iterable.attr == "layers" and not isinstance(at, LoopElement):
+            # `for layer in model.layers` of a Keras model: Keras layers
+            receiver = self.context.dotted(iterable.value)
+            held = self.values(receiver, at, owner, depth + 1) if receiver else []
+            kinds = {self.kind_of(v, depth + 1) for v in held} or {UNKNOWN}
+            return KERAS if kinds == {KERAS} else UNKNOWN
+        elif isinstance(iterable, (ast.Name, ast.Attribute)):
+            name = self.context.dotted(iterable)
+            held = self.values(name, at, owner, depth + 1) if name else []
+            kinds = {self.element_kind(v, at, owner, depth + 1) for v in held} or {UNKNOWN}
+        else:
+            return UNKNOWN
+        return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
     def returned_kind(self, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> str:
         """The kind a factory function returns (``def get_model(): ...; return model``)."""
         kinds: set[str] = set()
@@ -452,6 +512,23 @@ class Bindings:
                 else:
                     kinds.add(self.kind_of(value, depth))
         return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
+
+def _unpacked_elements(loop: ast.For | ast.AsyncFor) -> list[tuple[ast.Name, ast.expr]]:
+    """(target name, iterable) for ``for a, b in zip(xs, ys)`` and the second name of ``for i, x in enumerate(xs)``."""
+    target, iterated = loop.target, loop.iter
+    if not (isinstance(target, ast.Tuple) and isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)):
+        return []
+    if iterated.keywords or any(isinstance(argument, ast.Starred) for argument in iterated.args):
+        return []
+    names = target.elts
+    if iterated.func.id == "zip" and len(iterated.args) == len(names):
+        pairs = list(zip(names, iterated.args, strict=True))
+    elif iterated.func.id == "enumerate" and len(iterated.args) == 1 and len(names) == 2:
+        pairs = [(names[1], iterated.args[0])]
+    else:
+        return []
+    return [(name, iterable) for name, iterable in pairs if isinstance(name, ast.Name)]
 
 
 def _related(first: ast.ClassDef, second: ast.ClassDef) -> bool:

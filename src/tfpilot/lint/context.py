@@ -107,7 +107,10 @@ class FileContext:
         self._function_defs: dict[str, list[ast.AST]] = {}
         self._class_defs: dict[str, list[ast.ClassDef]] = {}
         self._class_kinds: dict[int, str] = {}
+        self._star_modules: list[tuple[int, str]] = []
         self._collect_statements(tree.body)
+        if self._star_modules:
+            self._add_star_imports()
         self.uses_tensorflow = any(
             value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
         )
@@ -219,6 +222,8 @@ class FileContext:
                         statement.module or "",  # type: ignore[attr-defined]
                         alias.name,
                     )
+                if statement.names[0].name == "*" and statement in self.tree.body:  # type: ignore[attr-defined]
+                    self._star_modules.append((statement.level, statement.module or ""))  # type: ignore[attr-defined]
                 if statement.level or not statement.module:  # type: ignore[attr-defined]
                     continue
                 for alias in statement.names:  # type: ignore[attr-defined]
@@ -233,6 +238,23 @@ class FileContext:
                 block = getattr(statement, field, None)
                 if block:
                     self._collect_statements(block)
+
+    def _add_star_imports(self) -> None:
+        """``from utils.tf_utils import *`` of a module of the project: the names it binds come with it.
+
+        Research code keeps ``import tensorflow as tf`` in one utility module and star-imports it everywhere
+        (akanyaani/gpt-2-tensorflow2.0): without this, ``tf`` is unknown in every file but that one. The module's
+        imports (and its own star imports, transitively) and its classes and functions are added where this file
+        binds nothing under the name; the module is read from disk, never imported.
+        """
+        from tfpilot.lint.local_modules import star_exports
+
+        for level, module in self._star_modules:
+            imports, definitions = star_exports(self.path, level, module)
+            for name, qualified in imports.items():
+                self.imports.setdefault(name, qualified)
+            for name in definitions:
+                self.local_imports.setdefault(name, (level, module, name))
 
     def qualname(self, node: ast.AST | None) -> str | None:
         """``tf.compat.v1.Session`` -> ``tensorflow.compat.v1.Session`` through the imports."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["imported_class", "imported_function"]
+__all__ = ["imported_class", "imported_function", "star_exports"]
 
 _MAX_LEVELS = 4  # how far above the importing file an absolute module is looked for
 _MAX_BYTES = 2_000_000
@@ -70,6 +70,38 @@ def _imported_module(context: FileContext, name: str) -> tuple[FileContext, str]
         return None
     other = _context_of(str(path))
     return (other, attribute) if other is not None else None
+
+
+_EMPTY: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
+_reading: set[str] = set()  # modules whose star exports are being read (a cycle of star imports ends here)
+
+
+def star_exports(importer: str, level: int, module: str) -> tuple[dict[str, str], frozenset[str]]:
+    """(imports, classes and functions) that ``from module import *`` in file ``importer`` binds, when the
+    module is a file of the project; empty otherwise (a library's star import binds what only importing it tells)."""
+    try:
+        here = Path(importer).resolve().parent
+    except (OSError, RuntimeError):
+        return _EMPTY
+    path = _module_file(here, level, module)
+    if path is None or str(path) in _reading:
+        return _EMPTY
+    _reading.add(str(path))
+    try:
+        other = _context_of(str(path))
+    finally:
+        _reading.discard(str(path))
+    if other is None:
+        return _EMPTY
+    names = other.tree.body
+    defined = frozenset(
+        statement.name
+        for statement in names
+        if isinstance(statement, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and not statement.name.startswith("_")
+    )
+    public = {name: qualified for name, qualified in other.imports.items() if not name.startswith("_")}
+    return public, defined
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED, KERAS_REMOVED_METHODS, find_keras_removal, keras_name
-from tfpilot.lint.bindings import KERAS, UNKNOWN
+from tfpilot.lint.bindings import KERAS, UNKNOWN, LoopElement
 from tfpilot.lint.keras3_private import KERAS3_PRIVATE
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.paths import reaching_values
@@ -107,6 +107,18 @@ _TF1_OPTIMIZER = re.compile(r"train\.\w*Optimizer\b")
 # TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
 # modules are not Keras 3's to have removed; TFP509 reports depending on it.
 _PRIVATE_KERAS = "tensorflow.python.keras"
+
+
+# Keras 2 add_weight keywords that Keras 3's add_weight(shape, initializer, dtype, trainable, autocast, regularizer,
+# constraint, aggregation, overwrite_with_gradient, name) does not take: what to write instead.
+_KERAS2_ADD_WEIGHT_KEYWORDS = {
+    "experimental_autocast": "it is `autocast=` in Keras 3",
+    "use_resource": "drop it (Keras 3 variables are always resource variables)",
+    "synchronization": "drop it (Keras 3 variables choose their own); `aggregation=` stays",
+    "partitioner": "drop it (Keras 3 has no variable partitioners)",
+    "caching_device": "drop it (Keras 3 has no caching device)",
+    "getter": "drop it (Keras 3 has no custom getters)",
+}
 
 
 class RemovedKerasApi(Rule):
@@ -346,21 +358,9 @@ session = K.get_session()
         if not isinstance(receiver, ast.Name):
             return False
         for value in self.context.bindings.values(receiver.id, receiver, self.context.scope.node):
-            if isinstance(value, ast.Tuple) and len(value.elts) == 2:
-                # `for i, layer in enumerate(model.layers)`: the second name of the loop's target
-                loop = next(
-                    (n for n in walk_nodes(self.context.tree) if isinstance(n, ast.For) and n.target is value), None
-                )
-                second = value.elts[1]
-                if not (isinstance(second, ast.Name) and second.id == receiver.id and loop is not None):
-                    return False
-                iterated = loop.iter
-                if not (isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)):
-                    return False
-                if iterated.func.id != "enumerate" or not iterated.args:
-                    return False
-                inner = iterated.args[0]
-                if not (isinstance(inner, ast.Attribute) and inner.attr == "layers"):
+            if isinstance(value, LoopElement):
+                # `for i, layer in enumerate(model.layers)`: an element of the model's layers
+                if not (isinstance(value.iterable, ast.Attribute) and value.iterable.attr == "layers"):
                     return False
                 continue
             if isinstance(value, ast.For):
@@ -410,13 +410,22 @@ session = K.get_session()
                 "arguments only (TypeError: takes 1 positional argument); pass them as `**kwargs`",
             )
             return
-        if func.attr == "add_weight" and self._positional_weight_name(node):
-            self.report(
-                node,
-                f"`add_weight({ast.unparse(node.args[0])}, ...)`: Keras 3's add_weight takes `shape` first and "
-                'refuses a positional name (ValueError "`name` must be passed as a keyword argument"); write '
-                f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
-            )
+        if func.attr == "add_weight" and self._keras_add_weight(node):
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                self.report(
+                    node,
+                    f"`add_weight({ast.unparse(node.args[0])}, ...)`: Keras 3's add_weight takes `shape` first and "
+                    'refuses a positional name (ValueError "`name` must be passed as a keyword argument"); write '
+                    f"`add_weight(name={ast.unparse(node.args[0])}, shape=...)`",
+                )
+            # A second cause in the same call, reported where it is written: the keyword's own line.
+            removed = next((k for k in node.keywords if k.arg in _KERAS2_ADD_WEIGHT_KEYWORDS), None)
+            if removed is not None and removed.arg is not None:
+                self.report(
+                    removed,
+                    f"`add_weight({removed.arg}=...)`: Keras 3's add_weight has no `{removed.arg}` argument (TypeError: "
+                    f"unexpected keyword argument); {_KERAS2_ADD_WEIGHT_KEYWORDS[removed.arg]}",
+                )
             return
         if func.attr == "predict_classes" and self._keras_predict_classes(func.value, node):
             self.report(
@@ -753,13 +762,12 @@ session = K.get_session()
         kind = self.context.class_kind(klass)
         return kind == "keras-layer" or (kind == "keras-model" and len(node.args) == 1)
 
-    def _positional_weight_name(self, node: ast.Call) -> bool:
-        """``self.add_weight("kernel", shape=...)`` in a Keras Layer or Model subclass: Keras 2's
-        add_weight took the name first, Keras 3's takes shape first."""
+    def _keras_add_weight(self, node: ast.Call) -> bool:
+        """``self.add_weight(...)`` in a Keras Layer or Model subclass. Keras 2's add_weight took the name first
+        and TF-variable options (experimental_autocast, use_resource ...); Keras 3's takes shape first and
+        refuses both."""
         func = node.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
-            return False
-        if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             return False
         klass = self.context.current_class()
         return klass is not None and self.context.class_kind(klass) in ("keras-layer", "keras-model")

@@ -46,7 +46,25 @@ def _catches_missing_api(handler: ast.ExceptHandler) -> bool:
     )
 
 
+# TF1's streaming metrics / graph losses whose names Keras 2 (tf.keras, TF 2.0-2.15) reused for per-example
+# functions: TF2-era code calling `tf.metrics.mean_absolute_error(y_true, y_pred)` meant those. TF 2.21's tf.keras
+# keeps them as tf.keras.losses.MAE / MSE (keras.metrics.mean_absolute_error under `import keras`).
+_KERAS_FUNCTIONS = {
+    "metrics.mean_absolute_error": "MAE",
+    "metrics.mean_squared_error": "MSE",
+    "losses.mean_squared_error": "MSE",
+}
+
+
 def _advice(name: str) -> str:
+    short = _KERAS_FUNCTIONS.get(name)
+    if short is not None:
+        function = name.split(".", 1)[1]
+        return (
+            f"in TF 2 code it was Keras 2's per-example function: `tf.keras.losses.{short}(y_true, y_pred)` "
+            f"(`keras.losses.{function}` under `import keras`); TF1's streaming `tf.compat.v1.{name}` returns "
+            "(value, update_op) and runs in graph mode only"
+        )
     new = REMOVED.get(name)
     if new is None:
         return "TensorFlow's upgrade tables name no replacement"
