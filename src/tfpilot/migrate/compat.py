@@ -198,7 +198,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 6
+SHIMS_VERSION = 7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -627,10 +627,10 @@ def render_shim_module(helpers: Iterable[str]) -> str:
     wanted.update(needed for helper in list(wanted) for needed in _HELPER_NEEDS.get(helper, ()))
     chosen = {helper: HELPER_NAMES[helper][1] for helper in sorted(wanted)}
     body = render_shims(chosen).split("\n", 1)[1].replace(SHIM_END + "\n", "").rstrip("\n")
-    # Said only where a helper builds a graph: a data reader (_tf1_mnist) beside native TF2 code uses no compat.v1.
+    # Said only where a helper builds a graph: the MNIST reader beside native TF2 code only reads TF's seed.
     graph_note = (
         "They build TF1 graphs with tf.compat.v1 and keep TF1's variable names, so old checkpoints load.\n"
-        if "compat.v1" in body
+        if "compat.v1" in render_shims({helper: names for helper, names in chosen.items() if helper != "_tf1_mnist"})
         else ""
     )
     return (

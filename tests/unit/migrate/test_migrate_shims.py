@@ -238,3 +238,27 @@ def test_the_written_helpers_run_where_tfpilot_is_not_installed(tmp_path):
     check = "import sys; sys.modules['tfpilot'] = None; import tf1_compat_shims; print(tf1_compat_shims.HELPERS)"
     done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_batches_follow_tf1s_seeding_of_numpy_from_the_tensorflow_seed(tmp_path, monkeypatch, mnist_arrays) -> None:
+    """TF >= 1.4's DataSet seeded NumPy from TensorFlow's graph-level seed (tf.set_random_seed(777) before
+    read_data_sets): the first batch is train[permutation(n)] under numpy.random.seed(777), run after run."""
+    monkeypatch.delenv("TFPILOT_MNIST", raising=False)
+    np.savez(tmp_path / "mnist.npz", **mnist_arrays)
+    tf.random.set_seed(777)
+    np.random.seed(1)  # a numpy seed set before the loader is overwritten by it, as TF1's was
+    data = _tf1_mnist.read_data_sets(str(tmp_path))
+    _, labels = data.train.next_batch(20)
+    np.random.seed(777)
+    order = np.random.permutation(100)
+    np.testing.assert_array_equal(labels, mnist_arrays["y_train"][5000:][order[:20]])
+    tf.random.set_seed(777)
+    again = _tf1_mnist.read_data_sets(str(tmp_path)).train.next_batch(20)[1]
+    np.testing.assert_array_equal(again, labels)
+    # In graph mode (a compat-migrated file) the graph's seed is the one read.
+    with tf.Graph().as_default() as graph:
+        graph.seed = 5
+        graph_labels = _tf1_mnist.read_data_sets(str(tmp_path)).train.next_batch(20)[1]
+    np.random.seed(5)
+    np.testing.assert_array_equal(graph_labels, mnist_arrays["y_train"][5000:][np.random.permutation(100)[:20]])
+    tf.random.set_seed(None)  # the process's other tests run unseeded

@@ -48,7 +48,13 @@ class _tf1_mnist:
             self._num_examples = images.shape[0]
             self._epochs_completed = 0
             self._index_in_epoch = 0
-            self._random = _np.random.RandomState(seed) if seed is not None else _np.random
+            # TF >= 1.4's DataSet seeded NumPy's global generator from TensorFlow's seeds when it was made
+            # (numpy.random.seed of the graph-level seed, or of the op-level one when a seed is passed), and every
+            # next_batch shuffle drew from it: a script that sets tf.set_random_seed(777) gets the same batches
+            # on every run, and one that sets none gets a fresh order each run, as it did in TF1.
+            seeds = _tf1_mnist._tensorflow_seeds(seed)
+            _np.random.seed(seeds[0] if seed is None else seeds[1])
+            self._random = _np.random
 
         images = property(lambda self: self._images)
         labels = property(lambda self: self._labels)
@@ -84,6 +90,15 @@ class _tf1_mnist:
     class Datasets:
         def __init__(self, train, validation, test):
             self.train, self.validation, self.test = train, validation, test
+
+    @staticmethod
+    def _tensorflow_seeds(seed):
+        """TF1's random_seed.get_seed(seed): (graph-level, op-level) seeds, from the TF seed in force."""
+        try:
+            import tensorflow as _tf
+        except ImportError:  # no TensorFlow: what TF1 did with no seed set
+            return None, seed
+        return _tf.compat.v1.get_seed(seed)
 
     @staticmethod
     def _read_idx(path):
