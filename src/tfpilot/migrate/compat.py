@@ -667,9 +667,11 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.bindings = bindings
         self.bare_names = bare_names  # names the file uses other than as an attribute or keyword
-        self.summary_v1 = summary_v1  # the second pass over a graph file: TF1's summary ops and Variable back
+        # the second pass over a graph file: TF1's summary ops, Variable and initializers back
+        self.summary_v1 = summary_v1
         self.tf2_summaries = 0
         self.tf2_variables = 0
+        self.keras_initializers = 0
         self.helpers: dict[str, set[str]] = {}
         self.changes: list[tuple[int, int, str]] = []
         self.graph_lines: list[int] = []
@@ -889,6 +891,18 @@ class _Rewriter(cst.CSTTransformer):
         qualified = qualified_name(original.func, self.bindings)
         if qualified == "tensorflow.Variable":
             return self._variable_v1(original, updated)
+        if qualified == "tensorflow.compat.v1.keras.initializers.VarianceScaling":
+            # tf_upgrade_v2 writes this for tf.contrib.layers.xavier_initializer / variance_scaling_initializer.
+            # With Keras 3 it is Keras' class: unseeded by tf.set_random_seed (new weights every run) and another
+            # random stream than TF1's. The TF1 class takes the same scale / mode / distribution.
+            self.keras_initializers += 1
+            return self._v1_in_graph(
+                original,
+                updated,
+                "variance_scaling_initializer",
+                "TF1's initializer, seeded by the graph's seed as contrib's was; the Keras 3 class it names ignores "
+                "tf.set_random_seed",
+            )
         if qualified is None or qualified.rpartition(".")[0] != "tensorflow.summary":
             return updated
         if qualified.rpartition(".")[2] not in _TF1_SUMMARY_OPS:
@@ -1219,7 +1233,7 @@ def rewrite_compat(source: str) -> CompatResult:
         or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
         for helper, members in rewriter.helpers.items()
     )
-    if graph_mode and (rewriter.tf2_summaries or rewriter.tf2_variables):
+    if graph_mode and (rewriter.tf2_summaries or rewriter.tf2_variables or rewriter.keras_initializers):
         rewriter = _Rewriter(bindings, summary_v1=True, bare_names=bare_names)
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers
