@@ -97,10 +97,31 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
 
     names = _input_names(model, features_spec)
     keys = signature_keys(names)
-    return [
-        {"name": name, "key": keys[name], "dtype": spec.dtype.name, "shape": [None, *spec.shape.as_list()[1:]]}
-        for name, spec in zip(names, tf.nest.flatten(features_spec), strict=True)
-    ]
+    declared = _declared_input_shapes(model, names)
+    rows = []
+    for name, spec in zip(names, tf.nest.flatten(features_spec), strict=True):
+        shape = [None, *spec.shape.as_list()[1:]]
+        model_shape = declared.get(name)
+        if model_shape is not None and len(model_shape) == len(shape) + 1 and model_shape[-1] == 1:
+            # Keras adds the trailing 1 itself when the data has one dimension less than the Input
+            # (a CSV column batched to (batch,) into Input(shape=(1,))): clients send what the model declares.
+            shape = [None, *model_shape[1:]]
+        rows.append({"name": name, "key": keys[name], "dtype": spec.dtype.name, "shape": shape})
+    return rows
+
+
+def _declared_input_shapes(model: keras.Model, names: list[str]) -> dict[str, list[int | None]]:
+    """The model's own Input shapes by input name (empty for a model without symbolic inputs)."""
+    try:
+        inputs = list(getattr(model, "inputs", None) or [])
+    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
+        return {}
+    by_name = {_CLONE_SUFFIX.sub("", str(getattr(t, "name", ""))): list(t.shape) for t in inputs}
+    if all(name in by_name for name in names):
+        return {name: by_name[name] for name in names}
+    if len(inputs) == len(names):  # a list of arrays goes to the Inputs in order
+        return {name: list(t.shape) for name, t in zip(names, inputs, strict=True)}
+    return {}
 
 
 # ----------------------------------------------------------------------------- custom objects
@@ -426,6 +447,8 @@ def save_sample(run: RunDir, *, model: keras.Model, features: Any) -> None:
     arrays: dict[str, Any] = {}
     for spec, leaf in zip(inputs, tf.nest.flatten(features), strict=True):
         array = np.asarray(leaf)
+        if array.ndim == len(spec["shape"]) - 1:
+            array = array[..., None]  # a (batch,) column stored as its Input(shape=(1,)) declares it
         # String tensors come out as object arrays, which npz could only store by pickling.
         arrays[spec["key"]] = array.astype(np.bytes_) if array.dtype == object else array
     run.fit_dir.mkdir(parents=True, exist_ok=True)
