@@ -963,6 +963,55 @@ CASES += [
     ),
 ]
 
+IMAGES = MODULE_STEP.replace(
+    "loss = tf.reduce_mean(tf.square(y - pred))",
+    "loss = tf.reduce_mean(tf.square(y - pred))\ntf.compat.v1.summary.image('input', tf.reshape(x, [-1, 1, 2, 1]), 2)\n"
+    "tf.compat.v1.summary.image('pred', tf.reshape(pred, [-1, 1, 1, 1]))",
+).replace(
+    "    _, value = sess.run([train_op, loss], feed_dict={x: xs, y: ys})",
+    "    merged = tf.compat.v1.summary.merge_all()\n"
+    "    writer = tf.compat.v1.summary.FileWriter('logs')\n"
+    "    summary, _ = sess.run([merged, train_op], feed_dict={x: xs, y: ys})\n"
+    "    writer.add_summary(summary, global_step=0)",
+)
+
+CASES += [
+    Case(
+        "image summaries keep TF1's max_outputs (3 unless given); add_summary's step by keyword (round 9)",
+        IMAGES,
+        contains=(
+            "'image': {'input': tf.reshape(x, [-1, 1, 2, 1])[:2], 'pred': tf.reshape(pred, [-1, 1, 1, 1])[:3]}",
+            "tf.summary.image(tag, value, max_outputs=3)",
+            "write_summaries(writer, summary, 0)",
+        ),
+        absent=("compat.v1",),
+    ),
+    Case(
+        "an image summary whose max_outputs is computed stays on compat",
+        IMAGES.replace("[-1, 1, 2, 1]), 2)", "[-1, 1, 2, 1]), count)"),
+        fallback="tf.summary.image with a max_outputs that is not a number",
+    ),
+    Case(
+        "a variable_scope block around get_variable in a file that reuses nothing is opened (round 9)",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "with tf.compat.v1.variable_scope('layer1'):\n"
+            "    W = tf.compat.v1.get_variable('W', shape=[2, 1], initializer=tf.compat.v1.zeros_initializer())",
+        ),
+        contains=("W = tf.Variable(",),
+        absent=("compat.v1", "variable_scope"),
+    ),
+    Case(
+        "the same block in a file that shares variables by scope stays on compat",
+        MODULE_STEP.replace(
+            "W = tf.Variable(tf.zeros([2, 1]))",
+            "with tf.compat.v1.variable_scope('layer1', reuse=tf.compat.v1.AUTO_REUSE):\n"
+            "    W = tf.compat.v1.get_variable('W', shape=[2, 1], initializer=tf.compat.v1.zeros_initializer())",
+        ),
+        fallback="`tf.compat.v1.AUTO_REUSE` has no native rewrite here",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_native_case(case: Case) -> None:

@@ -230,9 +230,10 @@ class Analysis(Iterators):
             return None
         if any(arg.keyword is not None and arg.keyword.value not in ("name", "default_name") for arg in call.args):
             return None
-        if name == V1 + "variable_scope" and any(
-            found.startswith(V1 + "get_variable") or found == V1 + "AUTO_REUSE" for found in self.calls_in(statement)
-        ):
+        if name == V1 + "variable_scope" and re.search(r"\breuse\b|AUTO_REUSE", self.module.code):
+            # Variables shared by scope and name: the block is more than naming. Without any reuse in the file,
+            # each get_variable inside makes a new variable (TF1 refused a second one of the same name), which
+            # is what the tf.Variable it becomes does.
             return None
         if item.asname is not None:
             if not isinstance(item.asname.name, cst.Name) or item.asname.name.value in names_read(statement.body):
@@ -348,6 +349,7 @@ class Analysis(Iterators):
         self.constants: set[str] = set()
         self.constant_statements: set[int] = set()
         self.summaries: list[tuple[str, str, str]] = []  # (kind, tag code, tensor code), in program order
+        self.image_max_outputs = 3  # TF1's and TF2's default; the largest max_outputs an image summary asks for
         self.summary_ops: set[str] = set()  # names bound to TF1 summary ops (gone)
         self.summary_names: set[str] = set()  # names bound to merge_all(): a dict of tensors
         self.summary_writer_helper = ""
@@ -807,20 +809,31 @@ class Analysis(Iterators):
             raise Fallback(line, f"tf.summary.{member} bound to something other than one name")
         assert targets is not None
         if member in SUMMARY_KINDS:
+            positions = ("name", "tensor", "max_outputs") if member == "image" else ("name", "tensor")
             args = {
-                arg.keyword.value if arg.keyword is not None else ("name", "tensor")[position]: arg.value
-                for position, arg in enumerate(value.args[:2])
+                arg.keyword.value if arg.keyword is not None else positions[position]: arg.value
+                for position, arg in enumerate(value.args[: len(positions)])
             }
-            if len(value.args) != 2 or set(args) - {"name", "tensor", "values"}:
+            allowed = {"name", "tensor", "values", "max_outputs"} if member == "image" else {"name", "tensor", "values"}
+            if len(value.args) != len(args) or len(args) < 2 or set(args) - allowed:
                 raise Fallback(line, f"tf.summary.{member} with options (collections, family ...)")
             tag, tensor = args["name"], args.get("tensor", args.get("values"))
             assert tensor is not None
+            tensor_code = self.code(tensor)
+            if member == "image":
+                # TF1's image summary kept the first max_outputs images (3 unless given); TF2's takes the same
+                # argument when it writes. The step returns that many, and the writer keeps up to the largest.
+                limit = args.get("max_outputs", cst.Integer("3"))
+                if not isinstance(limit, cst.Integer):
+                    raise Fallback(line, "tf.summary.image with a max_outputs that is not a number")
+                tensor_code = f"{tensor_code}[:{limit.value}]"
+                self.image_max_outputs = max(self.image_max_outputs, int(limit.value))
             prefix = self.tag_prefixes.get(id(statement), "")
             if isinstance(tag, cst.SimpleString) and isinstance(tag.evaluated_value, str):
                 tag_code = repr(prefix + tag.evaluated_value)
             else:
                 tag_code = f"{prefix!r} + {self.code(tag)}" if prefix else self.code(tag)
-            self.summaries.append((member, tag_code, self.code(tensor)))
+            self.summaries.append((member, tag_code, tensor_code))
             self.summary_ops.update(targets)
             self.removed.add(id(statement))
             self.changes.append(
@@ -860,9 +873,10 @@ class Analysis(Iterators):
                     "    with writer.as_default(step=step):\n",
                 ]
                 for kind in kinds:
+                    options = f", max_outputs={self.image_max_outputs}" if kind == "image" else ""
                     lines += [
                         f"        for tag, value in summaries[{kind!r}].items():\n",
-                        f"            {self.tf}.summary.{kind}(tag, value)\n",
+                        f"            {self.tf}.summary.{kind}(tag, value{options})\n",
                     ]
                 helper = cst.parse_statement("".join(lines))
                 assert isinstance(helper, cst.FunctionDef)
@@ -1100,7 +1114,16 @@ class Analysis(Iterators):
                         rewrite.session_uses.append((node, rewrite.current_top, "init"))
                     elif isinstance(owner, cst.Name) and owner.value in rewrite.writers:
                         if method == "add_summary":
-                            if len(node.args) != 2 or any(arg.keyword is not None for arg in node.args):
+                            keywords = [arg.keyword.value if arg.keyword is not None else None for arg in node.args]
+                            if (
+                                len(node.args) != 2
+                                or keywords[0] not in (None, "summary")
+                                or keywords[1]
+                                not in (
+                                    None,
+                                    "global_step",
+                                )
+                            ):
                                 raise Fallback(line, "add_summary without a step (tf.summary v2 needs one)")
                             if not rewrite.summary_writer_helper:
                                 raise Fallback(line, "add_summary of something other than merge_all()'s result")

@@ -134,7 +134,11 @@ class Rewrite(Analysis):
                     assert isinstance(updated.func, cst.Attribute)
                     return updated.with_changes(
                         func=cst.Name(rewrite.summary_writer_helper),
-                        args=[cst.Arg(updated.func.value, comma=cst.MaybeSentinel.DEFAULT), *updated.args],
+                        # add_summary(summary, global_step=step): the helper takes them by position
+                        args=[
+                            cst.Arg(updated.func.value, comma=cst.MaybeSentinel.DEFAULT),
+                            *(arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for arg in updated.args),
+                        ],
                     )
                 kind = saver_calls.get(id(original))
                 if kind is not None:
