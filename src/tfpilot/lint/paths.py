@@ -213,7 +213,22 @@ def _attribute_tails(node: ast.Attribute, context: FileContext, depth: int) -> l
     default = _flag_defaults(context).get(node.attr)
     if default is not None and dotted != "self." + node.attr:
         return [default]
+    if node.attr == "name" and _is_keras_object(node.value, context):
+        return [MODEL_NAME_TAIL]
     return [None]
+
+
+# The tail of `model.name`: a Keras model's or layer's name (`sequential_3`, `model_7`) carries no file extension.
+MODEL_NAME_TAIL = "<its Keras name>"
+
+
+def _is_keras_object(node: ast.expr, context: FileContext) -> bool:
+    from tfpilot.lint.bindings import KERAS
+
+    receiver = context.dotted(node)
+    if receiver is None:
+        return False
+    return context.bindings.kinds(receiver, node, _owner_of(node, context.tree)) == {KERAS}
 
 
 def _flag_defaults(context: FileContext) -> dict[str, str]:

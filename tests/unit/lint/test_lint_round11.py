@@ -134,3 +134,28 @@ def test_tf_metrics_mean_absolute_error_points_at_the_keras_function_tf_keeps():
     assert not hasattr(tf.metrics, "mean_absolute_error")
     assert float(tf.reduce_mean(tf.keras.losses.MAE([1.0, 2.0], [1.5, 2.5]))) == pytest.approx(0.5)
     assert hasattr(keras.losses, "mean_absolute_error") and hasattr(keras.losses, "mean_squared_error")
+
+
+# --- TFP403: a model saved under its own Keras name ------------------------------------------------------------
+
+
+def test_a_model_saved_under_its_own_name_is_reported_and_keras_3_refuses_it(tmp_path, monkeypatch):
+    source = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.save(model.name)
+        model.save(model.name + ".keras")
+
+
+        class Run:
+            name = "experiment"
+
+
+        model.save(Run().name)
+    """
+    assert _lines(source, "TFP403") == [5]
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError):
+        model.save(model.name)

@@ -8,7 +8,7 @@ from tfpilot.findings import Severity
 from tfpilot.lint.apis import is_keras_path
 from tfpilot.lint.bindings import KERAS, PLAIN_CLASS, TF_MODULE
 from tfpilot.lint.nodes import walk_nodes
-from tfpilot.lint.paths import possible_tails
+from tfpilot.lint.paths import MODEL_NAME_TAIL, possible_tails
 from tfpilot.lint.patterns import has_keyword, is_constant, is_keras_model_expr, keyword, path_literals
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -191,9 +191,10 @@ def save(model, root):
                 if tail is not None and not tail.endswith(_KERAS_SUFFIXES):
                     if own_class_receiver is not None and self._holds_own_class(own_class_receiver, node):
                         return
+                    shown = "the model's own name" if tail == MODEL_NAME_TAIL else f"default ...{tail!r}"
                     self.report(
                         node,
-                        f"saving to `{ast.unparse(target)}` (default ...{tail!r}) without a .keras/.h5 extension "
+                        f"saving to `{ast.unparse(target)}` ({shown}) without a .keras/.h5 extension "
                         "raises ValueError in Keras 3",
                     )
                     return
