@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections import deque
 from typing import Any
 
 from tfpilot.findings import Severity
@@ -107,6 +108,25 @@ _TF1_OPTIMIZER = re.compile(r"train\.\w*Optimizer\b")
 # TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
 # modules are not Keras 3's to have removed; TFP509 reports depending on it.
 _PRIVATE_KERAS = "tensorflow.python.keras"
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.AST]:
+    """The statements in ``body`` and in its blocks (nested functions included), breadth first in
+    ``walk_nodes``' order, without visiting any expression (an assignment is a statement, and a method is
+    mostly expressions). Except handlers and match cases come along as the blocks that hold statements."""
+    found: list[ast.AST] = []
+    todo: deque[ast.AST] = deque(body)
+    while todo:
+        node = todo.popleft()
+        found.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                todo.extend(item for item in value if isinstance(item, _BLOCK_NODES))
+    return found
+
+
+_BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case)
 
 
 # Keras 2 add_weight keywords that Keras 3's add_weight(shape, initializer, dtype, trainable, autocast, regularizer,
@@ -549,7 +569,7 @@ session = K.get_session()
         for member in klass.body:
             if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for statement in walk_nodes(member):
+            for statement in _statements(member.body):
                 if (
                     isinstance(statement, ast.Assign)
                     and isinstance(statement.value, ast.Call)
