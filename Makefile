@@ -38,7 +38,7 @@ check: install
 	$(BIN)/mypy
 
 test: install browser
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -p no:cacheprovider --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
