@@ -72,27 +72,27 @@ def _imported_module(context: FileContext, name: str) -> tuple[FileContext, str]
     return (other, attribute) if other is not None else None
 
 
-_EMPTY: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
 _reading: set[str] = set()  # modules whose star exports are being read (a cycle of star imports ends here)
 
 
 def star_exports(importer: str, level: int, module: str) -> tuple[dict[str, str], frozenset[str]]:
     """(imports, classes and functions) that ``from module import *`` in file ``importer`` binds, when the
     module is a file of the project; empty otherwise (a library's star import binds what only importing it tells)."""
+    nothing: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     try:
         here = Path(importer).resolve().parent
     except (OSError, RuntimeError):
-        return _EMPTY
+        return nothing
     path = _module_file(here, level, module)
     if path is None or str(path) in _reading:
-        return _EMPTY
+        return nothing
     _reading.add(str(path))
     try:
         other = _context_of(str(path))
     finally:
         _reading.discard(str(path))
     if other is None:
-        return _EMPTY
+        return nothing
     names = other.tree.body
     defined = frozenset(
         statement.name

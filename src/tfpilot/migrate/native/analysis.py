@@ -580,7 +580,7 @@ class Analysis(Iterators):
         if name not in graph and not read & (graph | self.variables):
             return  # Python arithmetic (a step counter, a running total of numbers)
         if name in self.variables or name in self.holders_names() or name in self.placeholders:
-            raise Fallback(line, f"`{name} {small.operator.__class__.__name__}=` rebinds a variable or placeholder")
+            raise Fallback(line, f"`{self.code(small).strip()}` rebinds a variable or placeholder")
         before = self.reaching[name][-1] if name in graph else self.start_of(index, name, line)
         deps: list[Definition | str] = [before, *(self.reaching[other][-1] for other in sorted(read & graph - {name}))]
         definition = Definition(index, statement, (name,), deps, line)
@@ -1115,15 +1115,7 @@ class Analysis(Iterators):
                     elif isinstance(owner, cst.Name) and owner.value in rewrite.writers:
                         if method == "add_summary":
                             keywords = [arg.keyword.value if arg.keyword is not None else None for arg in node.args]
-                            if (
-                                len(node.args) != 2
-                                or keywords[0] not in (None, "summary")
-                                or keywords[1]
-                                not in (
-                                    None,
-                                    "global_step",
-                                )
-                            ):
+                            if len(node.args) != 2 or keywords not in _ADD_SUMMARY_KEYWORDS:
                                 raise Fallback(line, "add_summary without a step (tf.summary v2 needs one)")
                             if not rewrite.summary_writer_helper:
                                 raise Fallback(line, "add_summary of something other than merge_all()'s result")
@@ -1391,6 +1383,10 @@ class Analysis(Iterators):
         self.module_forms: dict[int, tuple[cst.BaseStatement, ...]] = {}
         # Module-level statements outside the scope (a Session in main()) replaced, or dropped (None).
         self.module_replacements: dict[int, cst.BaseStatement | None] = {}
+
+
+# add_summary(summary, step) with either argument by keyword (TF1's names).
+_ADD_SUMMARY_KEYWORDS = [[first, second] for first in (None, "summary") for second in (None, "global_step")]
 
 
 def _is_keyword(name: cst.Name, parent: cst.CSTNode | None) -> bool:
