@@ -283,10 +283,7 @@ class Bindings:
         """What the file's call sites pass for parameter ``name`` of ``function``."""
         arguments = function.args  # type: ignore[attr-defined]
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-        defaults = dict(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
-        defaults.update(
-            {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
-        )
+        defaults = parameter_defaults(function)
         function_name = getattr(function, "name", None)
         if function_name is None:
             return []
@@ -512,6 +509,17 @@ class Bindings:
                 else:
                     kinds.add(self.kind_of(value, depth))
         return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
+
+def parameter_defaults(function: ast.AST) -> dict[str, ast.expr]:
+    """Parameter name -> its default expression, for the parameters that have one."""
+    arguments = function.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    defaults = dict(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+    defaults.update(
+        {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
+    )
+    return defaults
 
 
 def _unpacked_elements(loop: ast.For | ast.AsyncFor) -> list[tuple[ast.Name, ast.expr]]:

@@ -18,6 +18,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from tfpilot.lint.bindings import KERAS, parameter_defaults
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.patterns import numeric_field, path_literal, string_value
 
@@ -88,6 +89,10 @@ def _name_tails(node: ast.Name, context: FileContext, owner: ast.AST | None, dep
         outside = context.bindings.values(node.id, node, owner)
         if isinstance(scope, _FUNCTIONS) and not _is_parameter(scope, node.id) and reached:
             outside = []  # a local read before its first assignment on some path: nothing reaches
+        elif not outside and isinstance(scope, _FUNCTIONS) and _is_parameter(scope, node.id):
+            # what the call sites pass, as written (`create_checkpoint(model_name=model.name)`): the
+            # binding layer resolves names only, and an attribute it cannot follow may still have a known tail
+            outside = _passed_expressions(scope, node.id, context)
         values.extend(v for v in outside if v not in values)
     if not values:
         return [None]
@@ -223,8 +228,6 @@ MODEL_NAME_TAIL = "<its Keras name>"
 
 
 def _is_keras_object(node: ast.expr, context: FileContext) -> bool:
-    from tfpilot.lint.bindings import KERAS
-
     receiver = context.dotted(node)
     if receiver is None:
         return False
@@ -265,6 +268,22 @@ def _keyword_string(call: ast.Call, name: str) -> str | None:
         if item.arg == name:
             return string_value(item.value)
     return None
+
+
+def _passed_expressions(function: ast.AST, name: str, context: FileContext) -> list[ast.AST]:
+    """Every expression the file's call sites pass for parameter ``name`` (the default where a site passes
+    none); empty when a site passes ``*args`` / ``**kwargs`` or leaves it with no default."""
+    sites = context.bindings.passed(function, name)
+    if not sites:
+        return []
+    defaults = parameter_defaults(function)
+    found: list[ast.AST] = []
+    for value, _owner in sites:
+        value = value if value is not None else defaults.get(name)
+        if value is None:
+            return []
+        found.append(value)
+    return found
 
 
 def _is_parameter(function: ast.AST, name: str) -> bool:

@@ -159,3 +159,26 @@ def test_a_model_saved_under_its_own_name_is_reported_and_keras_3_refuses_it(tmp
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError):
         model.save(model.name)
+
+
+def test_a_checkpoint_path_joined_from_a_parameter_every_caller_fills_with_a_model_name():
+    source = """
+        import os
+
+        import tensorflow as tf
+
+
+        def checkpoint(model_name, root="experiments"):
+            return tf.keras.callbacks.ModelCheckpoint(filepath=os.path.join(root, model_name), save_best_only=True)
+
+
+        def kept(model_name, root="experiments"):
+            return tf.keras.callbacks.ModelCheckpoint(filepath=os.path.join(root, model_name), save_best_only=True)
+
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.fit(x, y, callbacks=[checkpoint(model_name=model.name)])
+        model.fit(x, y, callbacks=[kept(model_name=model.name + ".keras"), kept(model_name=chosen)])
+    """
+    # INVALID at line 8; VALID at line 12 (one caller adds .keras, another passes a name this file cannot read)
+    assert _lines(source, "TFP403") == [8]

@@ -168,7 +168,8 @@ def save(model, root):
             filepath = (
                 node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
             )
-            for path in path_literals(filepath, self.context):
+            literals = path_literals(filepath, self.context)
+            for path in literals:
                 if not path.endswith(_KERAS_SUFFIXES):
                     self.report(
                         node,
@@ -176,6 +177,16 @@ def save(model, root):
                         "callback is built unless the name ends in .keras",
                     )
                     return
+            if not literals and filepath is not None:
+                # `ModelCheckpoint(os.path.join(root, model_name))` with every caller passing `model.name`
+                tails = possible_tails(filepath, self.context)
+                if tails and all(t is not None and not t.endswith(_KERAS_SUFFIXES) for t in tails):
+                    shown = "the model's own name" if MODEL_NAME_TAIL in tails else f"...{tails[0]!r}"
+                    self.report(
+                        node,
+                        f"ModelCheckpoint(`{ast.unparse(filepath)}`) ({shown}) saves whole models: Keras 3 raises "
+                        "ValueError when the callback is built unless the name ends in .keras",
+                    )
             return
         else:
             return
