@@ -40,3 +40,28 @@ def test_a_batch_column_for_a_one_wide_input_serves_under_the_inputs_shape(tmp_p
     served = next(iter(signature(user_id=tf.constant(users[:4, None]), history=tf.constant(history[:4])).values()))
     expected = model({"user_id": tf.constant(users[:4]), "history": tf.constant(history[:4])}, training=False)
     np.testing.assert_allclose(served.numpy(), np.asarray(expected), rtol=1e-5)
+
+
+def test_the_deferred_guard_prints_no_autograph_warning_in_the_users_run(tmp_path, caplog):
+    """Found while benchmarking this round: at steps_per_execution > 1 AutoGraph tried to convert the
+    thread pool that builds the guard's variables outside the trace, and TensorFlow printed
+    "AutoGraph could not transform <bound method Future.result ...>" in every such run."""
+    import logging
+
+    import keras
+
+    import tfpilot
+
+    tf_logger = logging.getLogger("tensorflow")  # TensorFlow's own logger does not propagate to the root
+    tf_logger.addHandler(caplog.handler)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", steps_per_execution=16)
+    x = np.random.default_rng(0).random((512, 8), dtype=np.float32)
+    y = np.arange(512) % 2
+    try:
+        with caplog.at_level(logging.WARNING, logger="tensorflow"):
+            tfpilot.fit(model, x, y, epochs=1, batch_size=16, runs_dir=tmp_path, name="quiet")
+    finally:
+        tf_logger.removeHandler(caplog.handler)
+    assert not [r for r in caplog.records if "AutoGraph could not transform" in r.getMessage()]

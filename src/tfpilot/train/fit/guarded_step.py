@@ -143,6 +143,9 @@ def _float_leaves(values: Any) -> list[tf.Tensor]:
     return leaves
 
 
+# AutoGraph converts what a traced step calls; converting this (a thread pool's Future.result) fails with
+# "mangled names are not yet supported" and prints a warning in the user's run.
+@tf.autograph.experimental.do_not_convert
 def outside_the_trace(make: Callable[[], Any]) -> Any:
     """Run `make` (which creates variables) in a fresh thread: eagerly, and outside the variable
     creator scope of the tf.function being traced.
