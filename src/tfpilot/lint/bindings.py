@@ -483,7 +483,7 @@ class Bindings:
             and len(iterable.args) == 1
         ):
             return self.element_kind(iterable.args[0], at, owner, depth + 1)
-        elif isinstance(iterable, ast.Attribute) and iterable.attr == "layers" and not isinstance(at, LoopElement):
+        elif isinstance(iterable, ast.Attribute) and iterable.attr == "layers":
             # `for layer in model.layers` of a Keras model: Keras layers
             receiver = self.context.dotted(iterable.value)
             held = self.values(receiver, at, owner, depth + 1) if receiver else []

@@ -11,7 +11,7 @@ import ast
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["child_nodes", "walk_nodes"]
+__all__ = ["child_nodes", "walk_nodes", "walk_statements"]
 
 _AST = ast.AST
 
@@ -45,3 +45,23 @@ def walk_nodes(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, _AST):
                         append(item)
         yield current
+
+
+_BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case)
+
+
+def walk_statements(body: list[ast.stmt]) -> list[ast.AST]:
+    """The statements in ``body`` and in their blocks (nested functions included), breadth first in
+    ``walk_nodes``' order, without visiting any expression: for a rule that looks only at statements
+    (assignments), a function's expressions are most of its nodes. Except handlers and match cases come
+    along as the nodes that hold blocks."""
+    found: list[ast.AST] = []
+    todo: deque[ast.AST] = deque(body)
+    while todo:
+        node = todo.popleft()
+        found.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                todo.extend(item for item in value if isinstance(item, _BLOCK_NODES))
+    return found

@@ -669,9 +669,7 @@ class _Rewriter(cst.CSTTransformer):
         self.bare_names = bare_names  # names the file uses other than as an attribute or keyword
         # the second pass over a graph file: TF1's summary ops, Variable and initializers back
         self.summary_v1 = summary_v1
-        self.tf2_summaries = 0
-        self.tf2_variables = 0
-        self.keras_initializers = 0
+        self.v1_candidates = 0  # calls the second pass over a graph file turns back into TF1's (_v1_in_graph)
         self.helpers: dict[str, set[str]] = {}
         self.changes: list[tuple[int, int, str]] = []
         self.graph_lines: list[int] = []
@@ -895,7 +893,6 @@ class _Rewriter(cst.CSTTransformer):
             # tf_upgrade_v2 writes this for tf.contrib.layers.xavier_initializer / variance_scaling_initializer.
             # With Keras 3 it is Keras' class: unseeded by tf.set_random_seed (new weights every run) and another
             # random stream than TF1's. The TF1 class takes the same scale / mode / distribution.
-            self.keras_initializers += 1
             return self._v1_in_graph(
                 original,
                 updated,
@@ -911,7 +908,6 @@ class _Rewriter(cst.CSTTransformer):
             arg.keyword is not None and arg.keyword.value in ("step", "data", "description") for arg in original.args
         ):
             return updated  # already written for the TF2 API
-        self.tf2_summaries += 1
         return self._v1_in_graph(
             original,
             updated,
@@ -924,7 +920,6 @@ class _Rewriter(cst.CSTTransformer):
         behaviour off, tf.compat.v1.Variable makes TF1's reference variable, whose value fetched in
         the same ``sess.run`` as its update is the updated one; tf.Variable always makes a resource
         variable, which gives the value from before (the step count a script prints moves by one)."""
-        self.tf2_variables += 1
         return self._v1_in_graph(
             original,
             updated,
@@ -935,6 +930,7 @@ class _Rewriter(cst.CSTTransformer):
 
     def _v1_in_graph(self, original: cst.Call, updated: cst.Call, member: str, why: str) -> cst.BaseExpression:
         """On the second pass over a graph file (summary_v1): `tf.<member>` -> `tf.compat.v1.<member>`."""
+        self.v1_candidates += 1
         if not self.summary_v1 or not isinstance(updated.func, cst.Attribute):
             return updated
         head = dotted_name(original.func)
@@ -1233,7 +1229,7 @@ def rewrite_compat(source: str) -> CompatResult:
         or (helper == "_tf1_contrib" and members & _CONTRIB_VARIABLES)
         for helper, members in rewriter.helpers.items()
     )
-    if graph_mode and (rewriter.tf2_summaries or rewriter.tf2_variables or rewriter.keras_initializers):
+    if graph_mode and rewriter.v1_candidates:
         rewriter = _Rewriter(bindings, summary_v1=True, bare_names=bare_names)
         rewritten = MetadataWrapper(module).visit(rewriter)
     helpers = rewriter.helpers

@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections import deque
 from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import KERAS_REMOVED, KERAS_REMOVED_METHODS, find_keras_removal, keras_name
 from tfpilot.lint.bindings import KERAS, UNKNOWN, LoopElement
 from tfpilot.lint.keras3_private import KERAS3_PRIVATE
-from tfpilot.lint.nodes import walk_nodes
+from tfpilot.lint.nodes import walk_nodes, walk_statements
 from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
@@ -108,25 +107,6 @@ _TF1_OPTIMIZER = re.compile(r"train\.\w*Optimizer\b")
 # TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
 # modules are not Keras 3's to have removed; TFP509 reports depending on it.
 _PRIVATE_KERAS = "tensorflow.python.keras"
-
-
-def _statements(body: list[ast.stmt]) -> list[ast.AST]:
-    """The statements in ``body`` and in its blocks (nested functions included), breadth first in
-    ``walk_nodes``' order, without visiting any expression (an assignment is a statement, and a method is
-    mostly expressions). Except handlers and match cases come along as the blocks that hold statements."""
-    found: list[ast.AST] = []
-    todo: deque[ast.AST] = deque(body)
-    while todo:
-        node = todo.popleft()
-        found.append(node)
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                todo.extend(item for item in value if isinstance(item, _BLOCK_NODES))
-    return found
-
-
-_BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case)
 
 
 # Keras 2 add_weight keywords that Keras 3's add_weight(shape, initializer, dtype, trainable, autocast, regularizer,
@@ -569,7 +549,7 @@ session = K.get_session()
         for member in klass.body:
             if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for statement in _statements(member.body):
+            for statement in walk_statements(member.body):
                 if (
                     isinstance(statement, ast.Assign)
                     and isinstance(statement.value, ast.Call)

@@ -54,7 +54,6 @@ class _tf1_mnist:
             # on every run, and one that sets none gets a fresh order each run, as it did in TF1.
             seeds = _tf1_mnist._tensorflow_seeds(seed)
             _np.random.seed(seeds[0] if seed is None else seeds[1])
-            self._random = _np.random
 
         images = property(lambda self: self._images)
         labels = property(lambda self: self._labels)
@@ -62,7 +61,7 @@ class _tf1_mnist:
         epochs_completed = property(lambda self: self._epochs_completed)
 
         def _shuffle(self):
-            order = self._random.permutation(self._num_examples)
+            order = _np.random.permutation(self._num_examples)
             self._images = self._images[order]
             self._labels = self._labels[order]
 

@@ -81,11 +81,7 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
         order = tf.nest.flatten(keras.tree.pack_sequence_as(features_spec, list(range(len(paths)))))
         return ["/".join(str(part) for part in paths[index]) for index in order]
     leaves = tf.nest.flatten(features_spec)
-    try:
-        names = [getattr(tensor, "name", None) for tensor in (getattr(model, "inputs", None) or [])]
-    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
-        names = []
-    names = [_CLONE_SUFFIX.sub("", name) if isinstance(name, str) else name for name in names]
+    names = [name for name, _ in _symbolic_inputs(model)]
     if len(names) == len(leaves) and all(names) and not any(_AUTOMATIC_NAME.match(str(n)) for n in names):
         return [str(name) for name in names]
     return ["inputs"] if len(leaves) == 1 else [f"input_{i}" for i in range(len(leaves))]
@@ -110,17 +106,27 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
     return rows
 
 
-def _declared_input_shapes(model: keras.Model, names: list[str]) -> dict[str, list[int | None]]:
-    """The model's own Input shapes by input name (empty for a model without symbolic inputs)."""
+def _symbolic_inputs(model: keras.Model) -> list[tuple[str | None, list[int | None]]]:
+    """(name without Keras' clone suffix, shape) of each of the model's Inputs; empty for a subclassed model."""
     try:
         inputs = list(getattr(model, "inputs", None) or [])
     except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
-        return {}
-    by_name = {_CLONE_SUFFIX.sub("", str(getattr(t, "name", ""))): list(t.shape) for t in inputs}
+        return []
+    found: list[tuple[str | None, list[int | None]]] = []
+    for tensor in inputs:
+        name = getattr(tensor, "name", None)
+        found.append((_CLONE_SUFFIX.sub("", name) if isinstance(name, str) else name, list(tensor.shape)))
+    return found
+
+
+def _declared_input_shapes(model: keras.Model, names: list[str]) -> dict[str, list[int | None]]:
+    """The model's own Input shapes by input name (empty for a model without symbolic inputs)."""
+    inputs = _symbolic_inputs(model)
+    by_name = {str(name): shape for name, shape in inputs}
     if all(name in by_name for name in names):
         return {name: by_name[name] for name in names}
     if len(inputs) == len(names):  # a list of arrays goes to the Inputs in order
-        return {name: list(t.shape) for name, t in zip(names, inputs, strict=True)}
+        return {name: shape for name, (_, shape) in zip(names, inputs, strict=True)}
     return {}
 
 

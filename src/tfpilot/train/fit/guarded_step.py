@@ -33,7 +33,6 @@ would need a copy of the weights every step).
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import functools
 from collections.abc import Callable
@@ -48,30 +47,13 @@ from tfpilot._tf_private import build_compile_state
 __all__ = ["GuardedStep", "model_optimizers"]
 
 
-def _layers_of(model: keras.Model) -> list[keras.layers.Layer]:
-    """The model and every layer it holds, at any depth, each once (attributes, lists, dicts)."""
-    seen: dict[int, keras.layers.Layer] = {}
-    todo: collections.deque[Any] = collections.deque([model])
-    while todo:
-        layer = todo.popleft()
-        if id(layer) in seen:
-            continue
-        seen[id(layer)] = layer
-        for value in vars(layer).values():
-            items = (
-                value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-            )
-            todo.extend(item for item in items if isinstance(item, keras.layers.Layer))
-    return list(seen.values())
-
-
 def model_optimizers(model: keras.Model) -> list[keras.optimizers.Optimizer]:
     """model.optimizer, the optimizers a custom `compile` stored on the model (a GAN's d_optimizer
     and g_optimizer) and those its layers hold (a forward-forward network trains each layer with
     its own), each once."""
     found: dict[int, keras.optimizers.Optimizer] = {}
     candidates = [getattr(model, "optimizer", None)]
-    for layer in _layers_of(model):
+    for layer in _tf_private.flatten_layers(model, include_self=True):
         candidates.extend(vars(layer).values())
     for value in candidates:
         if isinstance(value, keras.optimizers.Optimizer):
