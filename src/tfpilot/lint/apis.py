@@ -327,6 +327,10 @@ KERAS_REMOVED_METHODS: dict[str, str] = {
     "evaluate_generator": "evaluate",
     "predict_generator": "predict",
 }
+# Keras 2's private function builders, which code of the Keras 2.2 era called by hand (the
+# thread-safety workaround before serving from threads); Keras 3 models have none of them
+# (AttributeError) and build their functions on first use.
+KERAS2_PRIVATE_METHODS = frozenset({"_make_predict_function", "_make_train_function", "_make_test_function"})
 
 
 # What `keras.backend` still has in Keras 3 (settings and dtype helpers), and what TF 2.21's

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
+from tfpilot.findings import Severity
 from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -18,6 +20,10 @@ class GradientInsideTape(Rule):
     A non-persistent tape stops recording at its first ``gradient`` call (TF 2.21's
     ``GradientTape.gradient`` pops it), so there the call costs nothing and is not reported; nor
     is a gradient that the code differentiates again (second derivatives, on purpose).
+
+    One finding per tape block (the block is the cause, however many gradients it takes). A
+    block at module level outside any loop (a notebook cell printing chain-rule factors) runs
+    once: a note, not a warning.
     """
 
     code = "TFP205"
@@ -65,10 +71,11 @@ d2y_dx2 = second.gradient(dy_dx, x)
             """
 import tensorflow as tf
 
-x = tf.Variable(2.0)
-with tf.GradientTape(persistent=True) as tape:
-    y = x * x
-    grad = tape.gradient(y, x)
+def train_step(x, y, model, optimizer):
+    with tf.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """,
             line=7,
         ),
@@ -84,10 +91,25 @@ with tf.GradientTape(persistent=True) as tape:
             if tape.name == func.value.id and tape.scope is self.context.scope:
                 if not _persistent(tape.node, tape.name) or self._differentiated_again(node):
                     return
-                self.report(
-                    node, f"`{tape.name}.{func.attr}()` inside `with ... as {tape.name}:` records the backward pass too"
+                if id(tape.node) in self._reported:
+                    return  # one finding per tape block: the cause is the block, not each call
+                self._reported.add(id(tape.node))
+                calls = _gradient_calls(tape.node, tape.name)
+                more = f" ({calls} gradient calls in this block)" if calls > 1 else ""
+                message = (
+                    f"`{tape.name}.{func.attr}()` inside `with ... as {tape.name}:` records the backward pass too{more}"
                 )
+                if isinstance(self.context.scope.node, ast.Module) and not self.context.function_loops():
+                    # A module-level block outside any loop (a notebook cell) runs once: the
+                    # recorded backward pass costs one step's memory, not a per-step slowdown.
+                    self.report(node, message + "; it runs once here", severity=Severity.INFO)
+                else:
+                    self.report(node, message)
                 return
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
 
     def _differentiated_again(self, node: ast.Call) -> bool:
         """The gradient's result is a target of another gradient call in the same function."""
@@ -107,6 +129,18 @@ with tf.GradientTape(persistent=True) as tape:
             ):
                 return True
         return False
+
+
+def _gradient_calls(with_node: ast.With, name: str | None) -> int:
+    return sum(
+        1
+        for n in walk_nodes(with_node)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _GRADIENT_METHODS
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name
+    )
 
 
 def _persistent(with_node: ast.With, name: str | None) -> bool:

@@ -13,6 +13,7 @@ from tfpilot.lint.rule import Invalid, Rule
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # a loop written to run at most this many times is a few calls, not a per-step one
 _FEW = 5
 
@@ -25,7 +26,8 @@ class PredictInLoop(Rule):
     state of an RL loop, one batch of an evaluation loop or one pixel of an autoregressive sampler
     that overhead is most of the time; Keras's documentation says to call the model directly
     there (``model(x, training=False)``). ``test_lint_tf_premises.py`` measures the gap on the
-    installed Keras. Reported where the call is inside a loop of its function (not an epoch loop:
+    installed Keras. Reported where the call is inside a loop of its function or a comprehension
+    (not an epoch loop:
     one predict per epoch costs little), or inside a function the file calls from a loop. A note:
     whether the overhead matters depends on how long each step runs.
     """
@@ -89,6 +91,8 @@ for state in states:
         )
 
     def _in_a_step(self, node: ast.Call) -> bool:
+        if self._in_a_comprehension(node):
+            return True
         loops = self.context.function_loops()
         if loops:
             innermost = loops[-1]
@@ -103,6 +107,25 @@ for state in states:
             return len(loops) > 1 or not _few_iterations(innermost.iter)
         function = self.context.scope.node
         return isinstance(function, _FUNCTIONS) and self._called_in_a_loop(function.name)
+
+    def _in_a_comprehension(self, node: ast.Call) -> bool:
+        """`[model.predict(p) for p in points]`: one predict per element, as in a loop."""
+        inner: ast.AST = node
+        for ancestor in self.context.ancestors():
+            if isinstance(ancestor, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(ancestor, ast.comprehension) and inner is ancestor.iter:
+                return False  # `[f(x) for x in model.predict(batch)]`: what is iterated is computed once
+            if isinstance(ancestor, _COMPREHENSIONS):
+                iterated = [g.iter for g in ancestor.generators]
+                targets = {n.id for g in ancestor.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                if isinstance(receiver, ast.Name) and receiver.id in targets:
+                    return False  # `[m.predict(x) for m in ensemble]`: each model once
+                if inner not in iterated and not all(_few_iterations(i) for i in iterated):
+                    return True
+            inner = ancestor
+        return False
 
     def _called_in_a_loop(self, function: str) -> bool:
         """The file calls ``function`` (``function(`` or ``.function(``) on a line inside a loop.

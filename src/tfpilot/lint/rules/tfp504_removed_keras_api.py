@@ -8,7 +8,13 @@ import re
 from typing import Any
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import KERAS_REMOVED, KERAS_REMOVED_METHODS, find_keras_removal, keras_name
+from tfpilot.lint.apis import (
+    KERAS2_PRIVATE_METHODS,
+    KERAS_REMOVED,
+    KERAS_REMOVED_METHODS,
+    find_keras_removal,
+    keras_name,
+)
 from tfpilot.lint.bindings import KERAS, UNKNOWN, LoopElement
 from tfpilot.lint.keras3_private import KERAS3_PRIVATE
 from tfpilot.lint.nodes import walk_nodes, walk_statements
@@ -463,6 +469,13 @@ session = K.get_session()
                         "keras.utils.PyDataset instead, or drop them",
                     )
                     break
+        if func.attr in KERAS2_PRIVATE_METHODS and self.context.uses_tensorflow and not node.args:
+            self.report(
+                node,
+                f"`.{func.attr}()` is Keras 2's private function builder; Keras 3 models have no such "
+                "method (AttributeError) and build their functions on first use: drop the call",
+            )
+            return
         if func.attr in _STATUS_METHODS and self.context.uses_tensorflow:
             inner = func.value
             if (

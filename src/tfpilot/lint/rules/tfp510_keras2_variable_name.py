@@ -12,6 +12,7 @@ _WEIGHT_COLLECTIONS = frozenset(
     {"weights", "trainable_weights", "non_trainable_weights", "variables", "trainable_variables"}
 )
 _STRING_TESTS = frozenset({"endswith", "startswith", "find", "index", "count"})
+_REGEX_TESTS = frozenset({"match", "search", "fullmatch"})
 
 
 class Keras2VariableName(Rule):
@@ -58,6 +59,24 @@ vectors = [w for w in layer.weights if w.name.endswith("/embeddings:0")]
         super().__init__(context)
         # names bound by a loop or comprehension over a Keras weight collection
         self._weight_names: set[str] = set()
+        # names bound to a weight collection itself (`params = model.weights`)
+        self._collections: set[str] = set()
+        # names bound to a compiled regular expression that expects a `...:0` name
+        self._scoped_patterns: set[str] = set()
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if not names:
+            return
+        if self._collection(node.value):
+            self._collections.update(names)
+        elif (
+            isinstance(node.value, ast.Call)
+            and _regex_call(node.value, "compile")
+            and node.value.args
+            and _scoped_pattern(node.value.args[0])
+        ):
+            self._scoped_patterns.update(names)
 
     def visit_For(self, node: ast.For) -> None:
         self._note_target(node.target, node.iter)
@@ -65,13 +84,25 @@ vectors = [w for w in layer.weights if w.name.endswith("/embeddings:0")]
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._note_target(node.target, node.iter)
 
+    def _collection(self, node: ast.expr) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in _WEIGHT_COLLECTIONS) or (
+            isinstance(node, ast.Name) and node.id in self._collections
+        )
+
     def _note_target(self, target: ast.expr, iterated: ast.expr) -> None:
-        if (
-            isinstance(iterated, ast.Attribute)
-            and iterated.attr in _WEIGHT_COLLECTIONS
-            and isinstance(target, ast.Name)
-        ):
-            self._weight_names.add(target.id)
+        if isinstance(target, ast.Name):
+            if self._collection(iterated):
+                self._weight_names.add(target.id)
+            return
+        if not isinstance(target, ast.Tuple) or not isinstance(iterated, ast.Call):
+            return
+        callee = iterated.func
+        # `for i, w in enumerate(model.weights)`, `for value, w in zip(values, model.weights)`
+        if isinstance(callee, ast.Name) and callee.id == "enumerate" and len(target.elts) == 2 and iterated.args:
+            self._note_target(target.elts[1], iterated.args[0])
+        elif isinstance(callee, ast.Name) and callee.id == "zip" and len(target.elts) == len(iterated.args):
+            for element, source in zip(target.elts, iterated.args, strict=True):
+                self._note_target(element, source)
 
     def visit_Compare(self, node: ast.Compare) -> None:
         if not self._weight_names:
@@ -82,18 +113,30 @@ vectors = [w for w in layer.weights if w.name.endswith("/embeddings:0")]
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if not self._weight_names or not isinstance(func, ast.Attribute) or func.attr not in _STRING_TESTS:
+        if not isinstance(func, ast.Attribute):
             return
-        if self._weight_name(func.value) and any(_scoped_literal(a) for a in node.args):
-            self.report(node, self._message(node))
+        if func.attr in _STRING_TESTS:
+            if self._weight_name(func.value) and any(_scoped_literal(a) for a in node.args):
+                self.report(node, self._message(node))
+        elif func.attr in _REGEX_TESTS:
+            # re.match(r"...:0", w.name) or PATTERN.match(w.name) with PATTERN = re.compile(r"...:0")
+            if _regex_call(node, func.attr) and len(node.args) >= 2:
+                pattern, subject = node.args[0], node.args[1]
+                scoped = _scoped_pattern(pattern)
+            elif isinstance(func.value, ast.Name) and func.value.id in self._scoped_patterns and node.args:
+                subject, scoped = node.args[0], True
+            else:
+                return
+            if scoped and self._weight_name(subject):
+                self.report(node, self._message(node))
 
     def _weight_name(self, node: ast.expr) -> bool:
-        return (
-            isinstance(node, ast.Attribute)
-            and node.attr == "name"
-            and isinstance(node.value, ast.Name)
-            and node.value.id in self._weight_names
-        )
+        if not (isinstance(node, ast.Attribute) and node.attr == "name"):
+            return False
+        value = node.value
+        if isinstance(value, ast.Subscript):  # model.weights[0].name
+            return self._collection(value.value)
+        return isinstance(value, ast.Name) and value.id in self._weight_names
 
     @staticmethod
     def _message(node: ast.AST) -> str:
@@ -101,6 +144,23 @@ vectors = [w for w in layer.weights if w.name.endswith("/embeddings:0")]
             f"`{ast.unparse(node)}`: Keras 3 weight names are short ('embeddings', no scope, no ':0'; the "
             "scoped name is `.path`), so this test never matches on Keras 3"
         )
+
+
+def _regex_call(node: ast.expr, function: str) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == function
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "re"
+    )
+
+
+def _scoped_pattern(node: ast.expr) -> bool:
+    """A regular expression that only matches a name ending in TensorFlow's `:0`."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return False
+    return node.value.rstrip("$").endswith(":0")
 
 
 def _scoped_literal(node: ast.expr) -> bool:
