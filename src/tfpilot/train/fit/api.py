@@ -49,7 +49,7 @@ from tfpilot.train.fit.guarded_step import (
     model_optimizers,
     overrides_train_step,
 )
-from tfpilot.train.fit.sample_rows import finite_rows
+from tfpilot.train.fit.sample_rows import finite_rows, probe_rows
 from tfpilot.train.guard import NanGuard
 from tfpilot.train.overfitting import overfitting_findings
 from tfpilot.train.step import is_default_strategy
@@ -633,13 +633,18 @@ def _serving_shapes(model: keras.Model, features: Any, traced: list[Any]) -> lis
     return shapes
 
 
+def _model_inputs(model: keras.Model) -> list[Any]:
+    """The model's Input tensors, flat; empty for a model without symbolic inputs (subclassed)."""
+    try:
+        return list(tf.nest.flatten(getattr(model, "inputs", None) or []))
+    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
+        return []
+
+
 def _declared_inputs(model: keras.Model, features: Any) -> Any | None:
     """The model's Input tensors in the features' structure; None when the model declares no
     Inputs (a subclassed model) or the features cannot be matched to them."""
-    try:
-        inputs = list(tf.nest.flatten(getattr(model, "inputs", None) or []))
-    except (AttributeError, ValueError):  # subclassed models have no symbolic inputs
-        return None
+    inputs = _model_inputs(model)
     if not inputs:
         return None
     if isinstance(features, dict):
@@ -799,7 +804,28 @@ def _sample_features(
         rows = _typed_rows(model, batches, structure, count=whole)
         if rows is not None and _leading_rows(rows) == whole and _refusal(model, rows) is None:
             return rows, _fixed_batch_finding(model, whole, refusal)
+    if overrides_train_step(model):
+        # Its own train_step reads the batches its own way (anchors and positives from one stacked
+        # tensor): they are not the model's input. Serve what the model declares.
+        probe = probe_rows(_model_inputs(model), count=_SAMPLE_ROWS)
+        if probe is not None and _refusal(model, probe) is None:
+            return probe, _probe_finding(model, refusal)
     return features, None
+
+
+def _probe_finding(model: keras.Model, refusal: str) -> Finding:
+    return Finding(
+        code="FIT-GENERATED-SAMPLE",
+        severity=Severity.INFO,
+        title="The training batches are not the model's input: the export is checked on generated rows",
+        message=f"`{type(model).__name__}` trains through its own train_step on batches it reads its own way "
+        f"(the model refused them: {refusal}); the serving signature follows the model's declared Inputs, and "
+        f"fit/sample_features.npz holds {_SAMPLE_ROWS} generated rows (a seeded normal draw, not training data) "
+        "that `tfpilot export` uses only to compare the exported model with the trained one",
+        location=type(model).__name__,
+        evidence={"error": refusal, "rows": _SAMPLE_ROWS},
+        fix="nothing to do; to check the export on real inputs, call the exported model on rows of your own",
+    )
 
 
 def _typed_rows(model: keras.Model, batches: list[Any], structure: Any, *, count: int) -> Any:

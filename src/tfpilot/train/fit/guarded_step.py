@@ -405,20 +405,22 @@ class GuardedStep:
             # Outside the trace (it reads only the batch's shapes and dtypes): variables
             # created inside the first trace make tf.function trace the whole step again,
             # as it does under model.fit, which builds its metrics there.
-            if self.model.built:
-                outside_the_trace(lambda: build_compile_state(self.model, data))
-            else:
-                # Building the model draws its initial weights from Keras' global seed,
-                # which is per thread: here, in the trace, as model.fit builds it.
-                try:
+            try:
+                if self.model.built:
+                    outside_the_trace(lambda: build_compile_state(self.model, data))
+                else:
+                    # Building the model draws its initial weights from Keras' global seed,
+                    # which is per thread: here, in the trace, as model.fit builds it.
                     build_compile_state(self.model, data)
-                except Exception:  # noqa: BLE001 - Keras raises RuntimeError, or what the model's call raises
-                    if not overrides_train_step(self.model):
-                        raise
-                    # Its own train_step calls the model in its own way (`self([source, target])` from a
-                    # dict batch): the step builds it during this trace, as under model.fit, which on
-                    # one device never builds a model symbolically. The state is read again at the
-                    # next trace, once the variables exist (tf.function traces again after creating them).
+            except Exception:  # noqa: BLE001 - Keras raises RuntimeError, ValueError, or what the model's call raises
+                if not overrides_train_step(self.model):
+                    raise
+                # Its own train_step calls the model in its own way (`self([source, target])` from a
+                # dict batch, `self(batch[0])` from a stack of pairs): the batch is not the model's
+                # input, and the step builds what it needs during this trace, as under model.fit,
+                # which on one device never builds a model symbolically. The state is read again at
+                # the next trace, once the variables exist (tf.function traces again after creating them).
+                pass
         self.state = _state_of_trainable_layers(self.model)
         self._variables_seen = len(self.model.variables)
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["finite_rows"]
+__all__ = ["finite_rows", "probe_rows"]
 
 
 def finite_rows(batches: list[Any], *, count: int, chunk: int = 256) -> Any:
@@ -47,3 +47,27 @@ def finite_rows(batches: list[Any], *, count: int, chunk: int = 256) -> Any:
         return None
     joined = tf.nest.map_structure(lambda *parts: np.concatenate(parts, axis=0), *kept)
     return tf.nest.map_structure(lambda value: value[:count], joined)
+
+
+def probe_rows(inputs: list[Any], *, count: int, seed: int = 0) -> Any:
+    """`count` generated rows shaped and typed as the model's declared Inputs, or None.
+
+    For a model whose own train_step reads the batches its own way (a stack of pairs, a dict it
+    unpacks), the batches are not the model's input, so no training row can verify its export.
+    These rows only compare the exported model with the trained one: a seeded standard normal for
+    float inputs, zeros for integer ones; inputs of any other type (strings) or with an unknown
+    dimension besides the batch give None."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for tensor in inputs:
+        shape = list(tensor.shape)[1:]
+        if any(dimension is None for dimension in shape):
+            return None
+        dtype = tf.as_dtype(tensor.dtype)
+        if dtype.is_floating:
+            rows.append(tf.constant(rng.standard_normal([count, *shape]), dtype=dtype))
+        elif dtype.is_integer:
+            rows.append(tf.zeros([count, *shape], dtype=dtype))
+        else:
+            return None
+    return rows[0] if len(rows) == 1 else rows
