@@ -241,6 +241,22 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi(".output_types", "tf.compat.v1.data.get_output_types(dataset)", "rewrite"),
     RemovedApi(".output_shapes", "tf.compat.v1.data.get_output_shapes(dataset)", "rewrite"),
     RemovedApi(".output_classes", "tf.compat.v1.data.get_output_classes(dataset)", "rewrite"),
+    # contrib.framework's global step and checkpoint readers moved to core in TF 1.x; tf_upgrade_v2
+    # renames only some contrib.framework names (nest, sort, is_tensor, load_variable)
+    RemovedApi(
+        "tensorflow.contrib.framework.get_or_create_global_step",
+        "tensorflow.compat.v1.train.get_or_create_global_step",
+        "rename",
+    ),
+    RemovedApi("tensorflow.contrib.framework.get_global_step", "tensorflow.compat.v1.train.get_global_step", "rename"),
+    RemovedApi(
+        "tensorflow.contrib.framework.create_global_step", "tensorflow.compat.v1.train.create_global_step", "rename"
+    ),
+    RemovedApi("tensorflow.contrib.framework.list_variables", "tensorflow.train.list_variables", "rename"),
+    RemovedApi("tensorflow.contrib.framework.load_checkpoint", "tensorflow.train.load_checkpoint", "rename"),
+    RemovedApi(
+        "tensorflow.contrib.framework.init_from_checkpoint", "tensorflow.compat.v1.train.init_from_checkpoint", "rename"
+    ),
     RemovedApi("tensorflow.contrib.seq2seq.sequence_loss", "_tf1_contrib.sequence_loss", "helper"),
     RemovedApi("tensorflow.contrib.learn.datasets.load_dataset", "_tf1_mnist.load_dataset", "helper"),
     RemovedApi("tensorflow.contrib.learn.datasets.mnist", "_tf1_mnist", "helper"),

@@ -79,6 +79,26 @@ PRE_1_0_MATH = (
     "sess.run(tf.select(tf.constant([True, False]), [1, 2], [3, 4])).tolist())\n"
 )
 PRE_1_0_MATH_OUT = "6.0 -1.0 -2.0 [1, 2] 4 [1, 4]"
+# contrib.framework's global step and checkpoint readers, in one program: a step counted, saved, read back
+CONTRIB_FRAMEWORK = (
+    GRAPH + "step = tf.contrib.framework.get_or_create_global_step()\n"
+    "same = tf.contrib.framework.get_global_step()\n"
+    "w = tf.Variable(2.0, name='w')\nwarm = tf.Variable(0.0, name='warm')\n"
+    "train = tf.train.GradientDescentOptimizer(0.25).minimize(tf.square(w), global_step=step)\n"
+    + SESSION
+    + "for _ in range(3):\n    sess.run(train)\n"
+    "path = tf.train.Saver().save(sess, './fw_ckpt')\n"
+    "print(sess.run(same), sorted(n for n, _ in tf.contrib.framework.list_variables(path)), "
+    "round(float(tf.contrib.framework.load_checkpoint(path).get_tensor('w')), 4))\n"
+    "with tf.Graph().as_default():\n"
+    "    made = tf.contrib.framework.create_global_step()\n"
+    "    w2 = tf.get_variable('w', shape=[], initializer=tf.zeros_initializer())\n"
+    "    tf.contrib.framework.init_from_checkpoint(path, {'w': 'w'})\n"
+    "    with tf.Session() as s2:\n"
+    "        s2.run(tf.global_variables_initializer())\n"
+    "        print(made.op.name, round(float(s2.run(w2)), 4))\n"
+)
+CONTRIB_FRAMEWORK_OUT = "3 ['global_step', 'w', 'warm'] 0.25\nglobal_step 0.25"
 PRE_1_0_SUMMARIES = (
     GRAPH + "import os\n"
     "scalar = tf.scalar_summary('a', tf.constant(1.0))\n"
@@ -285,6 +305,17 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
     **{
         f"tensorflow.{old}": (PRE_1_0_MATH, (), PRE_1_0_MATH_OUT)
         for old in ("mul", "sub", "neg", "pack", "unpack", "select")
+    },
+    **{
+        f"tensorflow.contrib.framework.{name}": (CONTRIB_FRAMEWORK, (), CONTRIB_FRAMEWORK_OUT)
+        for name in (
+            "get_or_create_global_step",
+            "get_global_step",
+            "create_global_step",
+            "list_variables",
+            "load_checkpoint",
+            "init_from_checkpoint",
+        )
     },
     **{
         f"tensorflow.{old}": (PRE_1_0_SUMMARIES, (), "True True True True True")

@@ -75,6 +75,44 @@ if __name__ == "__main__":
     tf.compat.v1.app.run(main=main)
 """
 
+TWO_PROGRAMS = """
+import numpy as np
+import tensorflow as tf
+
+
+def model(x):
+    hidden = tf.compat.v1.layers.batch_normalization(x)
+    return tf.compat.v1.layers.dense(hidden, 1)
+
+
+def fit_line():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+    y = tf.compat.v1.placeholder(tf.float32, [None, 1])
+    pred = model(x)
+    loss = tf.reduce_mean(tf.square(y - pred))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        for step in range(3):
+            _, value = sess.run([train_op, loss], feed_dict={x: np.ones((4, 2)), y: np.ones((4, 1))})
+            print(value)
+
+
+def count():
+    total = tf.Variable(0.0)
+    add = tf.compat.v1.assign_add(total, 1.0)
+    with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        for _ in range(3):
+            sess.run(add)
+        print(sess.run(total))
+
+
+if __name__ == "__main__":
+    fit_line()
+    count()
+"""
+
 REBOUND = """
 import tensorflow as tf
 x = tf.compat.v1.placeholder(tf.float32, [None, 2])
@@ -330,7 +368,8 @@ with tf.compat.v1.Session() as sess:
     Case(
         "Sessions in two functions",
         "import tensorflow as tf\ndef a():\n    s = tf.compat.v1.Session()\ndef b():\n    s = tf.compat.v1.Session()\n",
-        fallback="Sessions in more than one function",
+        contains=("def a():", "def b():"),
+        absent=("Session",),
     ),
     Case(
         "graph at module level, Session in main",
@@ -515,6 +554,43 @@ sess.close()
         REBOUND,
         contains=("    y = 2 * i\n", "def train_step(x, y_):", "  y = tf.matmul(x, W)"),
         absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "a data loop unpacks into a tensor's name (`_`, thrown away twice): it is rebound as plainly as `y = ...`",
+        REBOUND.replace("y = tf.matmul(x, W)\n", "y, _ = tf.matmul(x, W), tf.reduce_sum(W)\n").replace(
+            "    y = 2 * i\n", "    y, _ = 2 * i, None\n"
+        ),
+        contains=("    y, _ = 2 * i, None\n", "def train_step(x, y_):"),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
+        "two functions, each its own graph and Session (a file of examples): each is rewritten on its own",
+        TWO_PROGRAMS,
+        contains=(
+            "def fit_line():",
+            "def count():",
+            "    model = Model()",
+            "class Model(tf.Module):",
+            "keras.layers.BatchNormalization()",
+            "training=False)",
+        ),
+        absent=("compat.v1", "Session", "placeholder"),
+    ),
+    Case(
+        "a model function both Session functions call: one tf.Module class cannot serve two rewrites, so compat",
+        TWO_PROGRAMS.replace(
+            "        print(sess.run(total))\n",
+            "        print(sess.run(total))\n        print(sess.run(scored, feed_dict={z: np.ones((1, 2))}))\n",
+        ).replace(
+            "    total = tf.Variable(0.0)\n",
+            "    total = tf.Variable(0.0)\n    z = tf.compat.v1.placeholder(tf.float32, [None, 2])\n    scored = model(z)\n",
+        ),
+        fallback="model function `model` is used outside the graph's definitions",
+    ),
+    Case(
+        "tf.layers.batch_normalization(training=...) in training mode: TF1 updated its averages only through UPDATE_OPS",
+        TWO_PROGRAMS.replace("batch_normalization(x)", "batch_normalization(x, training=True)"),
+        fallback="tf.layers.batch_normalization(training=...)",
     ),
     Case(
         "the rebound name is read after the loop: which value it holds depends on the loop, so compat",

@@ -43,6 +43,7 @@ Everything here works on source text with libcst and imports no TensorFlow.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 from tfpilot.migrate.compat import CompatChange
@@ -72,26 +73,23 @@ def rewrite_native(source: str) -> NativeResult:
         return NativeResult(source, False, ESTIMATOR_REASON, estimator)
     original = source
     source, decided = decide_version_checks(source)
+    changes: list[CompatChange] = [
+        CompatChange(line, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
+        for line, test in decided
+    ]
+    notes: list[CompatChange] = []
     try:
-        rewrite = Rewrite(source)
-        for line, test in decided:
-            rewrite.changes.append(
-                CompatChange(line, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
-            )
-        rewrite.prescan_static()
-        rewrite.find_scope()
-        rewrite.flatten()
-        rewrite.analyse()
-        rewrite.find_feed_bindings()
-        rewrite.find_sites()
-        rewrite.check()
-        code = rewrite.generate()
+        owners = Rewrite(source).session_functions() or []
+        if len(owners) < 2:
+            code = _rewrite_one(source, None, changes, notes)
+        else:
+            code = _rewrite_each(source, owners, changes, notes)
         left = v1_left(code)
         if left is not None:
             raise Fallback(left[0], f"`{left[1]}` has no native rewrite here")
         random = random_line(source)
         if random is not None:
-            rewrite.notes.append(
+            notes.append(
                 CompatChange(
                     random,
                     1,
@@ -106,6 +104,69 @@ def rewrite_native(source: str) -> NativeResult:
     return NativeResult(
         code,
         True,
-        changes=tuple(sorted(rewrite.changes, key=lambda change: change.line)),
-        notes=tuple(rewrite.notes),
+        changes=tuple(sorted(changes, key=lambda change: change.line)),
+        notes=tuple(notes),
     )
+
+
+def _rewrite_one(source: str, owner: str | None, changes: list[CompatChange], notes: list[CompatChange]) -> str:
+    """One rewrite of the module, or of the one Session function ``owner`` (the others left as they are)."""
+    rewrite = Rewrite(source, owner=owner)
+    rewrite.prescan_static()
+    rewrite.find_scope()
+    rewrite.flatten()
+    rewrite.analyse()
+    rewrite.find_feed_bindings()
+    rewrite.find_sites()
+    rewrite.check()
+    code = rewrite.generate()
+    changes += rewrite.changes
+    notes += rewrite.notes
+    return code
+
+
+def _rewrite_each(source: str, owners: list[str], changes: list[CompatChange], notes: list[CompatChange]) -> str:
+    """A file of self-contained programs, one per function (``def train(): ... with Session()``,
+    ``def evaluate(): ...``): each function built its own graph and ran it in its own Session, so
+    each is rewritten on its own, from the last to the first, each pass on the previous one's output.
+
+    A change's line is moved back to the input's numbering by how far its function moved (an
+    import the rewrite added above it). A function of the file that builds graph state for more
+    than one of them (a model function becomes one tf.Module class) keeps the file on compat."""
+    original_lines = _function_lines(source)
+    code = source
+    for owner in reversed(owners):
+        current_lines = _function_lines(code)
+        shift = current_lines[owner] - original_lines[owner]
+        these: list[CompatChange] = []
+        code = _rewrite_one(code, owner, these, notes)
+        changes += [dataclasses.replace(change, line=max(change.line - shift, 1)) for change in these]
+    read, bound = _names_read_and_bound(code)
+    gone = (set(original_lines) - set(_function_lines(code))) & (read - bound)
+    if gone:
+        name = sorted(gone)[0]
+        raise Fallback(original_lines[name], f"`{name}` builds graph state for more than one Session function")
+    return code
+
+
+def _function_lines(source: str) -> dict[str, int]:
+    """Module-level function names and the line each is defined on."""
+    return {
+        node.name: node.lineno
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def _names_read_and_bound(source: str) -> tuple[set[str], set[str]]:
+    """Names the code reads, and names it binds anywhere (assignments, parameters, definitions)."""
+    read: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return read, bound

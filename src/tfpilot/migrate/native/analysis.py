@@ -59,6 +59,8 @@ class Analysis(Iterators):
                 )
             if isinstance(statement, (cst.FunctionDef, cst.If)) and self.holds_session_anywhere(statement):
                 owners.append(statement)
+        if self.owner_name is not None:
+            owners = [o for o in owners if isinstance(o, cst.FunctionDef) and o.name.value == self.owner_name]
         if not owners:
             raise Fallback(1, "no tf.compat.v1.Session in the module, a function or the main block")
         if len(owners) > 1:
@@ -74,6 +76,20 @@ class Analysis(Iterators):
         self.check_module_graph_free(owner)
         self.scope_owner = owner
         self.scope = owner.body.body
+
+    def session_functions(self) -> list[str] | None:
+        """The module-level functions that each hold a Session, in file order, when only functions
+        do (no Session at module level, in the main block or in a class); None otherwise."""
+        self.find_graph_objects()
+        if self.holds_session(self.module.body):
+            return None
+        names: list[str] = []
+        for statement in self.module.body:
+            if isinstance(statement, (cst.ClassDef, cst.If)) and self.holds_session_anywhere(statement):
+                return None
+            if isinstance(statement, cst.FunctionDef) and self.holds_session_anywhere(statement):
+                names.append(statement.name.value)
+        return names if len(names) == len(set(names)) else None
 
     def holds_session(self, statements: Sequence[cst.BaseStatement]) -> bool:
         """A Session is made by one of these statements, or in a Session / Graph block among them."""
@@ -778,7 +794,7 @@ class Analysis(Iterators):
                 inner for inner in statement.body.body if name in names_read(inner) or name in bound_names(inner)
             )
             small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
-            if not (_assigns_only(small, name) and not names_read(small.value) & graph):
+            if not (_binds_plainly(small, name) and not names_read(small.value) & graph):
                 return set()
         for name in names:
             del self.reaching[name]
@@ -1392,6 +1408,20 @@ _ADD_SUMMARY_KEYWORDS = [[first, second] for first in (None, "summary") for seco
 def _is_keyword(name: cst.Name, parent: cst.CSTNode | None) -> bool:
     """The keyword of a call's argument (``feed_dict`` in ``feed_dict=feeds``), not a read of that name."""
     return isinstance(parent, cst.Arg) and parent.keyword is name
+
+
+def _binds_plainly(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:
+    """``name = ...`` or ``x, name = ...``: one assignment that binds that name (unpacked or not)."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return False
+    target = small.targets[0].target
+    if isinstance(target, cst.Name):
+        return target.value == name
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and all(isinstance(element, cst.Element) and isinstance(element.value, cst.Name) for element in target.elements)
+        and any(isinstance(element.value, cst.Name) and element.value.value == name for element in target.elements)
+    )
 
 
 def _assigns_only(small: cst.BaseSmallStatement | None, name: str) -> TypeGuard[cst.Assign]:

@@ -21,7 +21,10 @@ class Base:
     static: set[str]  # placeholders only ever fed Python literals
     scope_owner: cst.FunctionDef | cst.If | None
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, owner: str | None = None) -> None:
+        # With several functions that each hold a Session (a file of self-contained examples), one
+        # rewrite works on the function named here and leaves the others as they are.
+        self.owner_name = owner
         self.module = cst.parse_module(source)
         self.wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         self.positions = self.wrapper.resolve(PositionProvider)

@@ -295,6 +295,37 @@ class CallRewrites(Base):
             options = {key: value for key, value in given.items() if key in ("rate", "noise_shape", "seed")}
             keras_class = "Dropout"
             call_suffix = f", training={training.value}"
+        elif member == "batch_normalization":
+            parameters = ("axis", "momentum", "epsilon", "center", "scale")
+            given = {}
+            for position, arg in enumerate(call.args[1:]):
+                if arg.keyword is None and position >= len(parameters):
+                    raise Fallback(line, "tf.layers.batch_normalization with more positional arguments than it takes")
+                given[arg.keyword.value if arg.keyword is not None else parameters[position]] = arg.value
+            training = given.pop("training", None)
+            if not (training is None or (isinstance(training, cst.Name) and training.value == "False")):
+                # In training mode TF1 updated the moving statistics only through UPDATE_OPS, which the
+                # script runs or not; the Keras layer always updates them.
+                raise Fallback(
+                    line,
+                    "tf.layers.batch_normalization(training=...): TF1 updated its moving averages only through UPDATE_OPS",
+                )
+            unknown = set(given) - {*parameters, "name"}
+            if unknown:
+                raise Fallback(
+                    line, f"tf.layers.batch_normalization({sorted(unknown)[0]}=...) has no Keras rewrite here"
+                )
+            self.changes.append(
+                CompatChange(
+                    line,
+                    1,
+                    "tf.layers.batch_normalization without training= normalised with its moving statistics (TF1's "
+                    "default training=False), as the Keras layer called with training=False does",
+                )
+            )
+            options = given
+            keras_class = "BatchNormalization"  # TF1's defaults: momentum 0.99, epsilon 1e-3, as Keras'
+            call_suffix = ", training=False"
         else:
             if member not in LAYERS:
                 raise Fallback(line, f"tf.layers.{member} has no Keras rewrite here")
