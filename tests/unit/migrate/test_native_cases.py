@@ -113,6 +113,29 @@ if __name__ == "__main__":
     count()
 """
 
+TWO_PLAYERS = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+z = tf.compat.v1.placeholder(tf.float32, [None, 2])
+W_d = tf.Variable(tf.ones([2, 1]))
+W_g = tf.Variable(tf.ones([2, 2]))
+theta_d = [W_d]
+theta_g = [W_g]
+eps = tf.random.uniform([4, 1])
+fake = tf.matmul(z, W_g)
+mixed = eps * x + (1.0 - eps) * fake
+d_loss = tf.reduce_mean(tf.matmul(mixed, W_d)) - tf.reduce_mean(tf.matmul(x, W_d))
+g_loss = -tf.reduce_mean(tf.matmul(fake, W_d))
+d_step = tf.compat.v1.train.AdamOptimizer(0.1).minimize(d_loss, var_list=theta_d)
+g_step = tf.compat.v1.train.AdamOptimizer(0.1).minimize(g_loss, var_list=theta_g)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        _, d = sess.run([d_step, d_loss], feed_dict={x: xs, z: zs})
+        _, g = sess.run([g_step, g_loss], feed_dict={z: zs})
+    print(d, g)
+"""
+
 REBOUND = """
 import tensorflow as tf
 x = tf.compat.v1.placeholder(tf.float32, [None, 2])
@@ -428,9 +451,9 @@ sess.close()
         fallback="variable `W` is printed itself",
     ),
     Case(
-        "a random tensor is not a constant: each sess.run drew anew",
+        "a random tensor is not a constant: each sess.run drew anew, and so does each call of its step",
         "import tensorflow as tf\nc = tf.random.normal([])\nwith tf.compat.v1.Session() as sess:\n    print(sess.run(c))\n",
-        fallback="sess.run fetches `c`, which is not built from placeholders or variables",
+        contains=("def compute_c():\n    c = tf.random.normal([])\n", "print(compute_c().numpy())"),
     ),
     Case(
         "a tensor printed outside sess.run (TF1 printed its description, TF2 its value)",
@@ -591,6 +614,22 @@ sess.close()
         "tf.layers.batch_normalization(training=...) in training mode: TF1 updated its averages only through UPDATE_OPS",
         TWO_PROGRAMS.replace("batch_normalization(x)", "batch_normalization(x, training=True)"),
         fallback="tf.layers.batch_normalization(training=...)",
+    ),
+    Case(
+        "two players, each minimize() over its own var_list: each step updates that list only; a random op "
+        "that reads no graph tensor is drawn anew by every step that uses it, as every sess.run drew it",
+        TWO_PLAYERS,
+        contains=(
+            "    variables = theta_d\n",
+            "    variables = theta_g\n",
+            "        eps = tf.random.uniform([4, 1])\n",
+        ),
+        absent=("compat.v1", "Session", "watched_variables", "\neps = "),
+    ),
+    Case(
+        "minimize(loss, global_step=...): the step counter has no rewrite here, so compat",
+        TWO_PLAYERS.replace("var_list=theta_g)", "global_step=step_counter)"),
+        fallback="minimize() with more than the loss and a var_list name",
     ),
     Case(
         "the rebound name is read after the loop: which value it holds depends on the loop, so compat",

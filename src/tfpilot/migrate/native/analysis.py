@@ -543,13 +543,14 @@ class Analysis(Iterators):
             if len(targets) == 1 and self.binds.get(targets[0], 0) == 1:
                 self.variables.add(targets[0])
         read = self.reads_outside_sites(value, graph)
-        if not read & (graph | self.variables):
+        if not read & (graph | self.variables) and not self.draws_per_run(value):
             self.constant(statement, targets, value, read)
             return
         if targets is None:
             raise Fallback(line, "a graph tensor assigned to something other than names")
         # `T = opt.minimize(loss)`, with opt a TF1 optimizer (a name or made right here).
-        train = self.minimize(value, index, line)
+        minimized = self.minimize(value, index, line)
+        train = minimized[:2] if minimized is not None else None
         applies = gradients_of = None
         if train is None:
             applies, gradients_of = self.gradient_pair(value, targets, line)
@@ -557,7 +558,14 @@ class Analysis(Iterators):
                 train = (applies[0], self.gradient_losses[applies[0]])
         deps: list[Definition | str] = [self.reaching[name][-1] for name in sorted(read & graph)]
         definition = Definition(
-            index, statement, targets, deps, line, train=train, applies=applies[1] if applies else None
+            index,
+            statement,
+            targets,
+            deps,
+            line,
+            train=train,
+            train_variables=minimized[2] if minimized is not None else None,
+            applies=applies[1] if applies else None,
         )
         if len(targets) == 1 and self.returns_list(value):
             # sess.run gave a list of arrays for it (tf.gradients' list, a list of tensors): each is converted
@@ -934,6 +942,15 @@ class Analysis(Iterators):
                 )
             return True
         raise Fallback(line, f"tf.summary.{member} has no native rewrite here")
+
+    def draws_per_run(self, value: cst.BaseExpression) -> bool:
+        """A TensorFlow random op that reads no graph tensor (`eps = tf.random.uniform([n, 1])`) is still
+        part of the graph: every `sess.run` drew it anew. Computed once where it stands, it would
+        be one draw for the whole run; it belongs in the steps like any graph tensor."""
+        calls = [self.qualified(node.func) or "" for node in descendants(value) if isinstance(node, cst.Call)]
+        return any(
+            name.startswith("tensorflow.") and RANDOM.search(name) and not name.endswith("seed") for name in calls
+        ) and not any(CREATES_VARIABLES.match(name) for name in calls)
 
     def constant(
         self,

@@ -85,27 +85,35 @@ class CallRewrites(Base):
         )
         return f"{self.keras_name()}.optimizers.{keras_class}({rendered})"
 
-    def minimize(self, value: cst.BaseExpression, index: int, line: int) -> tuple[str, str] | None:
+    def minimize(self, value: cst.BaseExpression, index: int, line: int) -> tuple[str, str, str | None] | None:
+        """`opt.minimize(loss)` or `opt.minimize(loss, var_list=theta)` (a GAN's two players, each
+        updating its own list): (optimizer expression, loss name, the var_list name or None)."""
         if not (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
             and value.func.attr.value == "minimize"
         ):
             return None
+        given = {
+            arg.keyword.value if arg.keyword is not None else ("loss", "global_step", "var_list")[position]: arg.value
+            for position, arg in enumerate(value.args[:3])
+        }
         if (
-            len(value.args) != 1
-            or value.args[0].keyword not in (None,)
-            or not isinstance(value.args[0].value, cst.Name)
+            len(value.args) > 3
+            or set(given) - {"loss", "var_list"}
+            or not all(isinstance(given_value, cst.Name) for given_value in given.values())
+            or "loss" not in given
         ):
-            raise Fallback(line, "minimize() with more than the loss (global_step, var_list ...)")
-        loss = value.args[0].value.value
+            raise Fallback(line, "minimize() with more than the loss and a var_list name (global_step ...)")
+        loss = cst.ensure_type(given["loss"], cst.Name).value
+        variables = cst.ensure_type(given["var_list"], cst.Name).value if "var_list" in given else None
         owner = value.func.value
         if isinstance(owner, cst.Name) and owner.value in self.optimizers:
-            return owner.value, loss
+            return owner.value, loss, variables
         if isinstance(owner, cst.Call):
             expression = self.optimizer_expression(owner, line)
             if expression is not None:
-                return expression, loss
+                return expression, loss, variables
         raise Fallback(line, "minimize() on something other than a tf.compat.v1.train optimizer")
 
     def get_variable_form(self, call: cst.Call, line: int) -> str:

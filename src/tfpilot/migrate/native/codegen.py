@@ -513,7 +513,9 @@ class Rewrite(Analysis):
             optimizer, loss = train.train or ("", "")
             lines.append(f"    with {tf}.GradientTape() as tape:\n")
             body(tape_part, "        ")
-            lines.append("    variables = tape.watched_variables()\n")
+            # TF1's minimize updated its var_list, else every trainable variable the loss reads
+            variables = train.train_variables or "tape.watched_variables()"
+            lines.append(f"    variables = {variables}\n")
             lines.append(f"    {optimizer}.apply_gradients(zip(tape.gradient({loss}, variables), variables))\n")
         body(rest, "    ")
         returned = [fetch for fetch, _ in others]
