@@ -136,6 +136,23 @@ with tf.compat.v1.Session() as sess:
     print(d, g)
 """
 
+TRAIN_AND_EVALUATE = """
+import tensorflow as tf
+x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+y = tf.compat.v1.placeholder(tf.float32, [None, 2])
+W = tf.Variable(tf.zeros([2, 2]))
+logits = tf.matmul(x, W)
+loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
+correct = tf.equal(tf.argmax(logits, 1), tf.argmax(y, 1))
+accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        _, l, acc = sess.run([train_op, loss, accuracy], feed_dict={x: xs, y: ys})
+    print(sess.run(accuracy, feed_dict={x: xs, y: ys}))
+"""
+
 REBOUND = """
 import tensorflow as tf
 x = tf.compat.v1.placeholder(tf.float32, [None, 2])
@@ -630,6 +647,14 @@ sess.close()
         "minimize(loss, global_step=...): the step counter has no rewrite here, so compat",
         TWO_PLAYERS.replace("var_list=theta_g)", "global_step=step_counter)"),
         fallback="minimize() with more than the loss and a var_list name",
+    ),
+    Case(
+        "a train step that also fetches what an evaluation step computes: the shared forward pass runs once, "
+        "under the tape, before the update (TF1 computed loss and accuracy from one pass)",
+        TRAIN_AND_EVALUATE,
+        contains=("    with tf.GradientTape() as tape:\n        logits, accuracy = forward(x, y)\n        loss = ",),
+        once=("logits = tf.matmul(x, W)", "forward(x, y)\n        loss"),
+        absent=("compat.v1", "Session"),
     ),
     Case(
         "the rebound name is read after the loop: which value it holds depends on the loop, so compat",

@@ -424,19 +424,43 @@ class Rewrite(Analysis):
             if id(definition) not in covered:
                 read |= names_read(definition.function_form or definition.statement)
         lines: list[str] = []
+        # A helper's call goes where the first definition it covers stood: what reads its results
+        # comes after that (the loss a train step computes from the shared forward pass).
+        first_covered = {
+            id(call): next(d for d in definitions if id(d) in self.closure_ids[id(call)]) for call in calls
+        }
         for definition in definitions:
-            if definition in calls:
-                helper = self.helpers[id(definition)]
+            for call in calls:
+                if first_covered[id(call)] is not definition:
+                    continue
+                helper = self.helpers[id(call)]
                 if collect:
                     inside = {name for d in helper.definitions for name in d.targets}
-                    helper.returns.update((inside & read) | set(definition.targets))
+                    helper.returns.update((inside & read) | set(call.targets))
                     continue
                 targets = [name if name in read else "_" for name in helper.ordered_returns()]
                 lines.append(f"{prefix}{', '.join(targets)} = {helper.name}({', '.join(helper.params)})\n")
-            elif id(definition) not in covered and not collect:
+            if id(definition) not in covered and not collect:
                 form = definition.function_form or definition.statement
                 lines.append(indent(self.code(form).lstrip("\n"), prefix))
         return lines
+
+    def shared_into_tape(
+        self, tape_part: list[Definition], rest: list[Definition]
+    ) -> tuple[list[Definition], list[Definition]]:
+        """A forward helper the train step shares with another step, and whose pass the loss reads too
+        (`sess.run([train_op, loss, accuracy])` beside an accuracy-only run), is called once, under the
+        tape: TF1 computed the loss and the accuracy from one forward pass, before the update. Called
+        after the update it would compute the model a second time, on the updated weights."""
+        in_tape = {id(definition) for definition in tape_part}
+        moved: set[int] = set()
+        for root in self.maximal([d for d in rest if id(d) in self.helpers]):
+            if self.closure_ids[id(root)] & in_tape:
+                moved |= self.closure_ids[id(root)]
+        if not moved:
+            return tape_part, rest
+        tape_part = sorted([*tape_part, *(d for d in rest if id(d) in moved)], key=lambda definition: definition.index)
+        return tape_part, [d for d in rest if id(d) not in moved]
 
     def own_reads(self, definitions: list[Definition]) -> set[str]:
         """Names read by the definitions a step computes itself (not through a forward helper)."""
@@ -477,6 +501,8 @@ class Rewrite(Analysis):
     ) -> tuple[str, list[str], cst.FunctionDef, int]:
         tf = self.tf
         tape_part, rest, placeholders = self.parts(train, others)
+        if train is not None and train.applies is None:
+            tape_part, rest = self.shared_into_tape(tape_part, rest)
         params = sorted(placeholders, key=lambda name: self.placeholders[name][0])
         if train is not None:
             # The train op's own name is free once its definition is gone (nothing else may read it).
