@@ -232,3 +232,88 @@ def test_premise_a_new_optimizer_per_call_breaks_a_traced_step():
         explainer.explain(2)  # a new trace (another Python int) builds the new optimizer's slots in it
     explainer.explain(1)  # the first trace again: it applies the first optimizer, never the new one
     assert int(explainer.opt.iterations) == 0
+
+
+# --- TFP401: a Lambda model from a factory, saved to a path its callers fill with `.h5` ------------------------------
+
+_LAMBDA_FACTORY = """
+    import numpy as np
+    from tensorflow.keras.layers import Dense, Input, Lambda
+    from tensorflow.keras.models import Model
+
+
+    def actor(state_shape, bound):
+        state = Input(shape=state_shape)
+        scale = bound * np.ones(2)
+        output = Lambda(lambda op: op * scale)(Dense(2, activation="tanh")(state))
+        return Model(inputs=state, outputs=output)
+
+
+    class Agent:
+        def __init__(self):
+            self.actor = actor((3,), 2.0)
+
+        def save_model(self, path):
+            self.actor.save(path)
+
+        def train(self, episode):
+            self.save_model("actor_episode{}.h5".format(episode))
+"""
+
+
+def test_lambda_model_saved_to_an_hdf5_path_its_callers_pass_is_reported():
+    # INVALID: every call site fills `path` with an .h5 name
+    assert [line for line, _ in _found(_LAMBDA_FACTORY, "TFP401")] == [19]
+
+
+def test_lambda_model_saved_to_a_keras_path_its_callers_pass_is_left_alone():
+    # VALID: the callers pass a .keras name
+    assert _found(_LAMBDA_FACTORY.replace("{}.h5", "{}.keras"), "TFP401") == []
+
+
+# --- TFP504: eager execution switched off in a file that runs a Keras 3 model ----------------------------------------
+
+_EAGER_OFF = """
+    import numpy as np
+    import tensorflow as tf
+
+    tf.compat.v1.disable_eager_execution()
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler()
+    scaler.fit(np.ones((4, 3)))
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 3)), np.ones((4, 2)))
+"""
+
+
+def test_eager_execution_switched_off_before_keras_fit_is_one_finding_at_the_switch():
+    # INVALID: reported once, at the switch, naming the model's fit (not the scaler's)
+    found = [f for f in lint_source(textwrap.dedent(_EAGER_OFF), path="c.py") if f.code == "TFP504"]
+    assert [int(f.location.split(":")[-2]) for f in found] == [5]
+    assert "`model.fit()` (line 12) raises RuntimeError" in found[0].message
+
+
+def test_eager_execution_switched_off_for_graph_code_without_keras_runs_is_left_alone():
+    # VALID: TF1 graph code and a scikit-learn fit; no Keras model is run
+    source = _EAGER_OFF.replace("    model.fit(np.ones((4, 3)), np.ones((4, 2)))\n", "")
+    assert _found(source, "TFP504") == []
+
+
+def test_premise_keras3_fit_refuses_to_run_with_eager_execution_off():
+    import subprocess
+    import sys
+
+    program = (
+        "import numpy as np, tensorflow as tf\n"
+        "tf.compat.v1.disable_eager_execution()\n"
+        "import keras\n"
+        "m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n"
+        "m.compile(optimizer='adam', loss='mse')\n"
+        "try:\n    m.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)\nexcept RuntimeError as e:\n    print('RuntimeError', e)\n"
+        "print(type(m.train_on_batch(np.ones((4, 3)), np.ones((4, 2)))).__name__)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert "RuntimeError `tf.data.Dataset` only supports Python-style iteration in eager mode" in ran.stdout, ran
+    assert ran.stdout.strip().endswith("SymbolicTensor"), ran.stdout

@@ -81,6 +81,10 @@ def train_step(x, y, model, optimizer):
         ),
     ]
 
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not (
@@ -106,10 +110,6 @@ def train_step(x, y, model, optimizer):
                 else:
                     self.report(node, message)
                 return
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._reported: set[int] = set()
 
     def _differentiated_again(self, node: ast.Call) -> bool:
         """The gradient's result is a target of another gradient call in the same function."""

@@ -27,8 +27,8 @@ class PredictInLoop(Rule):
     that overhead is most of the time; Keras's documentation says to call the model directly
     there (``model(x, training=False)``). ``test_lint_tf_premises.py`` measures the gap on the
     installed Keras. Reported where the call is inside a loop of its function or a comprehension
-    (not an epoch loop:
-    one predict per epoch costs little), or inside a function the file calls from a loop. A note:
+    (not an epoch loop: one predict per epoch costs little), or inside a function the file calls
+    from a loop. A note:
     whether the overhead matters depends on how long each step runs.
     """
 

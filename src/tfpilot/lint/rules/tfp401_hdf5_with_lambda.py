@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from tfpilot.lint.apis import is_keras_path
+from tfpilot.lint.paths import possible_tails
 from tfpilot.lint.patterns import keyword, path_literal, string_value
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -13,6 +14,20 @@ _HDF5_SUFFIXES = (".h5", ".hdf5")
 
 
 _MODEL_FACTORIES = ("Sequential", "models.Sequential", "Model", "models.Model")
+
+
+def _hdf5_path(target: ast.AST | None, context: Any) -> bool:
+    """The path is an HDF5 file: a literal, or every value it may hold where it is used (a name
+    assigned above, a parameter every call site fills with `"actor_episode{}.h5".format(n)`)."""
+    if target is None:
+        return False
+    path = path_literal(target)
+    if path is not None:
+        return path.endswith(_HDF5_SUFFIXES)
+    if not isinstance(target, ast.Name):
+        return False
+    tails = possible_tails(target, context)
+    return bool(tails) and all(tail is not None and tail.endswith(_HDF5_SUFFIXES) for tail in tails)
 
 
 class Hdf5WithLambda(Rule):
@@ -79,11 +94,8 @@ model.save("model.h5")
             model = node.args[0]
         elif isinstance(func, ast.Attribute) and is_save:
             model = func.value
-        path = path_literal(target)
         save_format = keyword(node, "save_format")
-        if (path and path.endswith(_HDF5_SUFFIXES)) or (
-            save_format is not None and string_value(save_format.value) == "h5"
-        ):
+        if _hdf5_path(target, self.context) or (save_format is not None and string_value(save_format.value) == "h5"):
             self._hdf5_saves.append((node, model, self.context.scope.node))
 
     def finish(self) -> None:

@@ -22,6 +22,10 @@ from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
 
+# What switches eager execution off for the process, and the Keras model methods that then fail.
+_EAGER_OFF = frozenset({"tensorflow.compat.v1.disable_eager_execution", "tensorflow.compat.v1.disable_v2_behavior"})
+_EAGER_SWITCHES = frozenset(name.rsplit(".", 1)[1] for name in _EAGER_OFF)
+_KERAS_RUNS = frozenset({"fit", "evaluate", "predict", "predict_on_batch", "train_on_batch", "test_on_batch"})
 # Layer methods of Keras 2's node graph that Keras 3 removed (AttributeError).
 _REMOVED_LAYER_METHODS = {
     "get_input_shape_at": "layer.input.shape",
@@ -288,6 +292,33 @@ session = K.get_session()
         # Causes reported once per file however often it repeats them (`optimizer.lr`, Keras 2 backend
         # functions, TensorFlow ops on KerasTensors): cause -> (violation index, how many uses)
         self._grouped: dict[str, tuple[int, int]] = {}
+        # `tf.compat.v1.disable_eager_execution()` and the Keras model runs it breaks (see finish)
+        self._eager_off: ast.Call | None = None
+        self._keras_runs: list[ast.Call] = []
+
+    def finish(self) -> None:
+        """Keras 3 runs eagerly or in a tf.function: with eager execution switched off for the whole
+        process, fit / evaluate / predict raise RuntimeError ("`tf.data.Dataset` only supports
+        Python-style iteration in eager mode"), predict_on_batch an AttributeError, and
+        train_on_batch returns a graph tensor it never runs. One finding, at the switch."""
+        if self._eager_off is None or not self._keras_runs:
+            return
+        first = min(self._keras_runs, key=lambda call: call.lineno)
+        assert isinstance(first.func, ast.Attribute)
+        method = first.func.attr
+        what = (
+            "returns a graph tensor it never runs (nothing trains)"
+            if method in ("train_on_batch", "test_on_batch")
+            else "raises AttributeError"
+            if method == "predict_on_batch"
+            else "raises RuntimeError"
+        )
+        self.report(
+            self._eager_off,
+            f"eager execution is switched off here, and Keras 3 runs only eagerly or in a tf.function: "
+            f"`{ast.unparse(first.func)}()` (line {first.lineno}) {what}; drop the switch, or keep the graph "
+            "code on tf.compat.v1 apart from the Keras model",
+        )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "lr":
@@ -469,6 +500,11 @@ session = K.get_session()
                         "keras.utils.PyDataset instead, or drop them",
                     )
                     break
+        if func.attr in _KERAS_RUNS and self._keras_model(func.value, node):
+            self._keras_runs.append(node)
+        if func.attr in _EAGER_SWITCHES and self.context.qualname(func) in _EAGER_OFF:
+            self._eager_off = self._eager_off or node
+            return
         if func.attr in KERAS2_PRIVATE_METHODS and self.context.uses_tensorflow and not node.args:
             self.report(
                 node,
@@ -784,6 +820,14 @@ session = K.get_session()
             return False
         klass = self.context.current_class()
         return klass is not None and self.context.class_kind(klass) in ("keras-layer", "keras-model")
+
+    def _keras_model(self, receiver: ast.expr, at: ast.Call) -> bool:
+        """The receiver holds a Keras model here (positive evidence, not merely unknown)."""
+        name = self.context.dotted(receiver)
+        if name is None or name == "self":
+            return False
+        values = self.context.bindings.values(name, at, self.context.scope.node)
+        return any(self.context.bindings.kind_of(value) == KERAS for value in values)
 
     def _keras_predict_classes(self, receiver: ast.expr, at: ast.Call) -> bool:
         """``model.predict_classes(x)`` on what may be a Keras model: not the project's own method

@@ -1,4 +1,5 @@
-"""Rows of real training data to verify an exported model against the trained one.
+"""Rows to verify an exported model against the trained one: real training rows, or generated
+ones shaped as the model's Inputs where the batches are not its input (probe_rows).
 
 Their outputs are compared after export (the exported model must answer as the trained one
 does), so a row holding a non-finite value proves nothing: NaN never equals NaN, and a row the
