@@ -644,6 +644,15 @@ sess.close()
         absent=("compat.v1", "Session", "watched_variables", "\neps = "),
     ),
     Case(
+        "a random initializer object at module level is no draw: it stays where it is, made once",
+        TWO_PLAYERS.replace(
+            "W_d = tf.Variable(tf.ones([2, 1]))\n",
+            "init = tf.compat.v1.keras.initializers.RandomNormal(stddev=0.1)\nW_d = tf.Variable(init([2, 1]))\n",
+        ).replace("init = tf.compat.v1.keras.initializers.RandomNormal", "init = tf.random_normal_initializer"),
+        contains=("\ninit = tf.random_normal_initializer(stddev=0.1)\nW_d = tf.Variable(init([2, 1]))\n",),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
         "minimize(loss, global_step=...): the step counter has no rewrite here, so compat",
         TWO_PLAYERS.replace("var_list=theta_g)", "global_step=step_counter)"),
         fallback="minimize() with more than the loss and a var_list name",

@@ -949,7 +949,11 @@ class Analysis(Iterators):
         be one draw for the whole run; it belongs in the steps like any graph tensor."""
         calls = [self.qualified(node.func) or "" for node in descendants(value) if isinstance(node, cst.Call)]
         return any(
-            name.startswith("tensorflow.") and RANDOM.search(name) and not name.endswith("seed") for name in calls
+            name.startswith("tensorflow.")
+            and RANDOM.search(name)
+            # objects that draw later (initializers, generators) and the seed setter are no draw here
+            and not re.search(r"seed$|initializer|Generator", name)
+            for name in calls
         ) and not any(CREATES_VARIABLES.match(name) for name in calls)
 
     def constant(
