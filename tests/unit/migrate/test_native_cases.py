@@ -653,6 +653,26 @@ sess.close()
         absent=("compat.v1", "Session"),
     ),
     Case(
+        "a tf.data pipeline shuffled by tf.data.experimental.shuffle_and_repeat is a dataset, not a per-run draw",
+        """
+import numpy as np
+import tensorflow as tf
+xs = np.random.rand(64, 2).astype(np.float32)
+dataset = tf.data.Dataset.from_tensor_slices(xs).apply(tf.data.experimental.shuffle_and_repeat(64)).batch(8)
+iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+x = iterator.get_next()
+W = tf.Variable(tf.ones([2, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, W)))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+        _, l = sess.run([train_op, loss])
+""",
+        contains=("iterator = iter(dataset)",),
+        absent=("compat.v1", "Session"),
+    ),
+    Case(
         "minimize(loss, global_step=...): the step counter has no rewrite here, so compat",
         TWO_PLAYERS.replace("var_list=theta_g)", "global_step=step_counter)"),
         fallback="minimize() with more than the loss and a var_list name",

@@ -951,8 +951,9 @@ class Analysis(Iterators):
         return any(
             name.startswith("tensorflow.")
             and RANDOM.search(name)
-            # objects that draw later (initializers, generators) and the seed setter are no draw here
-            and not re.search(r"seed$|initializer|Generator", name)
+            # objects that draw later (initializers, generators, a tf.data pipeline's shuffle) and the
+            # seed setter are no draw here
+            and not re.search(r"seed$|initializer|Generator|^tensorflow\.(compat\.v1\.)?data\.", name)
             for name in calls
         ) and not any(CREATES_VARIABLES.match(name) for name in calls)
 
