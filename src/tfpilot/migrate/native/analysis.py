@@ -15,6 +15,7 @@ from tfpilot.migrate.native.syntax import (
     ValueReader,
     bound_names,
     descendants,
+    draws_random,
     is_main_test,
     is_site_call,
     names_read,
@@ -949,11 +950,9 @@ class Analysis(Iterators):
         be one draw for the whole run; it belongs in the steps like any graph tensor."""
         calls = [self.qualified(node.func) or "" for node in descendants(value) if isinstance(node, cst.Call)]
         return any(
-            name.startswith("tensorflow.")
-            and RANDOM.search(name)
-            # objects that draw later (initializers, generators, a tf.data pipeline's shuffle) and the
-            # seed setter are no draw here
-            and not re.search(r"seed$|initializer|Generator|^tensorflow\.(compat\.v1\.)?data\.", name)
+            draws_random(name)
+            # objects that draw later (initializers, generators, a tf.data pipeline's shuffle) are no draw here
+            and not re.search(r"initializer|Generator|^tensorflow\.(compat\.v1\.)?data\.", name)
             for name in calls
         ) and not any(CREATES_VARIABLES.match(name) for name in calls)
 

@@ -195,8 +195,7 @@ def random_line(source: str) -> int | None:
     class Finder(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             name = qualified_name(node.func, bindings) or ""
-            draws = name.startswith("tensorflow.") and RANDOM.search(name) and not name.endswith("seed")
-            if draws or re.match(
+            if draws_random(name) or re.match(
                 r"^(keras\.layers\.(?!Flatten|MaxPooling|AveragePooling)|tensorflow\.(compat\.v1\.)?layers\."
                 r"(?!flatten|max_pooling|average_pooling))",
                 name,
@@ -205,3 +204,8 @@ def random_line(source: str) -> int | None:
 
     module.visit(Finder())
     return min(found, default=None)
+
+
+def draws_random(name: str) -> bool:
+    """A TensorFlow call (qualified name) that draws random numbers, or makes what will (not the seed setter)."""
+    return name.startswith("tensorflow.") and bool(RANDOM.search(name)) and not name.endswith("seed")
