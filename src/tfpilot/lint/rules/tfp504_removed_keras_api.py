@@ -295,6 +295,9 @@ session = K.get_session()
         # `tf.compat.v1.disable_eager_execution()` and the Keras model runs it breaks (see finish)
         self._eager_off: ast.Call | None = None
         self._keras_runs: list[ast.Call] = []
+        # only a file that names a switch can turn eager execution off: elsewhere the binding
+        # lookups behind each fit / predict call would be spent for nothing
+        self._may_switch = any(switch in context.source for switch in _EAGER_SWITCHES)
 
     def finish(self) -> None:
         """Keras 3 runs eagerly or in a tf.function: with eager execution switched off for the whole
@@ -500,7 +503,7 @@ session = K.get_session()
                         "keras.utils.PyDataset instead, or drop them",
                     )
                     break
-        if func.attr in _KERAS_RUNS and self._keras_model(func.value, node):
+        if self._may_switch and func.attr in _KERAS_RUNS and self._keras_model(func.value, node):
             self._keras_runs.append(node)
         if func.attr in _EAGER_SWITCHES and self.context.qualname(func) in _EAGER_OFF:
             self._eager_off = self._eager_off or node
