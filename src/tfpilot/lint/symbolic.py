@@ -81,7 +81,7 @@ def is_symbolic(node: ast.AST, context: FileContext, scope: ast.AST, depth: int 
         return False
     # a layer or model called on a symbolic tensor, a Keras function or a Keras 2 era op
     if isinstance(node.func, ast.Call):
-        return _is_keras_layer(node.func, context)
+        return _is_keras_layer(node.func, context, scope)
     if found is not None:
         return found[1].startswith(("ops.", "losses.", "backend.", "activations."))
     if is_tensorflow_op(node, context) is not None:
@@ -89,7 +89,9 @@ def is_symbolic(node: ast.AST, context: FileContext, scope: ast.AST, depth: int 
     if isinstance(node.func, ast.Name):
         values, complete = reaching_values(node.func.id, node, scope)
         return (
-            complete and bool(values) and all(isinstance(v, ast.Call) and _is_keras_layer(v, context) for v in values)
+            complete
+            and bool(values)
+            and all(isinstance(v, ast.Call) and _is_keras_layer(v, context, scope) for v in values)
         )
     return False
 
@@ -112,10 +114,43 @@ def _symbolic_argument(argument: ast.AST, context: FileContext, scope: ast.AST, 
     return is_symbolic(argument, context, scope, depth + 1)
 
 
-def _is_keras_layer(call: ast.Call, context: FileContext) -> bool:
-    """``Dense(64)``, ``keras.Model(inputs, outputs)``, ``keras.Sequential([...])``."""
+def _is_keras_layer(call: ast.Call, context: FileContext, scope: ast.AST | None = None) -> bool:
+    """``Dense(64)``, ``keras.Model(inputs, outputs)``, ``keras.Sequential([...])``; also a layer
+    class of this file (``ResBlock(64)``: its bases are Keras layers) and a layer made through a
+    ``functools.partial`` of a layer class (``conv = partial(Conv2D, kernel_size=3)``, then
+    ``conv(filters=64)``), the way model-building functions often spell their layers."""
     found = keras_name(context.qualname(call.func))
-    if found is None:
+    if found is not None:
+        path = found[1]
+        return path.startswith("layers.") or path in ("Model", "models.Model", "Sequential", "models.Sequential")
+    if context.qualname(call.func) == "functools.partial":
+        return bool(call.args) and _is_layer_class(call.args[0], context)
+    if not isinstance(call.func, ast.Name):
         return False
-    path = found[1]
-    return path.startswith("layers.") or path in ("Model", "models.Model", "Sequential", "models.Sequential")
+    if _is_layer_class(call.func, context):
+        return True
+    if scope is None:
+        return False
+    # `conv_f(filters=64)` where `conv_f = functools.partial(Conv2D, ...)` in this scope
+    values, complete = reaching_values(call.func.id, call, scope)
+    return (
+        complete
+        and bool(values)
+        and all(
+            isinstance(v, ast.Call) and context.qualname(v.func) == "functools.partial" and _is_keras_layer(v, context)
+            for v in values
+        )
+    )
+
+
+def _is_layer_class(node: ast.expr, context: FileContext) -> bool:
+    """``Conv2D`` / ``keras.layers.Dense`` (a Keras layer or model class), or a class of this
+    file whose bases make it one."""
+    found = keras_name(context.qualname(node))
+    if found is not None:
+        path = found[1]
+        return path.startswith("layers.") or path in ("Model", "models.Model", "Sequential", "models.Sequential")
+    if isinstance(node, ast.Name):
+        classes = context.class_defs(node.id)
+        return bool(classes) and all(context.class_kind(k) in ("keras-layer", "keras-model") for k in classes)
+    return False

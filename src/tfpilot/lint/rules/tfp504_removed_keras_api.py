@@ -38,11 +38,28 @@ _REMOVED_LAYER_METHODS = {
 _WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
 _TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
 # (Keras class, keyword) Keras 2 took and Keras 3 refuses, and what to write instead.
+# Each row was run on the installed Keras (tests/unit/lint/test_lint_round13.py's premise test).
+_TENSORBOARD_GONE = "Keras 3's TensorBoard callback has no such option: drop it"
 _REMOVED_KEYWORDS = {
     ("ModelCheckpoint", "period"): "save every N epochs with `save_freq=N * steps_per_epoch` (batches), "
     "or save in an `on_epoch_end` callback",
+    ("ModelCheckpoint", "options"): "drop it (Keras 3 saves .keras / .weights.h5 files, not TF checkpoints)",
+    ("TensorBoard", "batch_size"): _TENSORBOARD_GONE,
+    ("TensorBoard", "write_grads"): _TENSORBOARD_GONE + " (log gradients from a custom train_step with tf.summary)",
+    ("TensorBoard", "embeddings_layer_names"): _TENSORBOARD_GONE,
+    ("TensorBoard", "embeddings_data"): _TENSORBOARD_GONE,
+    ("BatchNormalization", "fused"): "drop it (TensorFlow picks the fused kernel itself)",
+    **{
+        (rnn, "time_major"): "drop it and feed batch-major tensors (`tf.transpose(x, [1, 0, 2])` first)"
+        for rnn in ("RNN", "LSTM", "GRU", "SimpleRNN")
+    },
 }
-_REMOVED_KEYWORD_NAMES = frozenset(keyword for _, keyword in _REMOVED_KEYWORDS)
+# Keywords every Keras 2 layer took (Layer.__init__'s **kwargs) and no Keras 3 layer does.
+_REMOVED_LAYER_KEYWORDS = {
+    "batch_input_shape": "start the model with `keras.Input(batch_shape=...)` (or pass `input_shape=` "
+    "without the batch dimension)",
+}
+_REMOVED_KEYWORD_NAMES = frozenset(keyword for _, keyword in _REMOVED_KEYWORDS) | set(_REMOVED_LAYER_KEYWORDS)
 # What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
 _STATUS_METHODS = frozenset({"expect_partial", "assert_consumed", "assert_existing_objects_matched"})
 
@@ -782,13 +799,15 @@ session = K.get_session()
         found = keras_name(self.context.qualname(node.func) or "")
         if found is None:
             return None
+        layer = found[1].startswith("layers.")
         for keyword in node.keywords:
             hint = _REMOVED_KEYWORDS.get((found[1].rpartition(".")[2], keyword.arg or ""))
+            if hint is None and layer:
+                hint = _REMOVED_LAYER_KEYWORDS.get(keyword.arg or "")
             if hint is not None:
-                return (
-                    f"`{found[1].rpartition('.')[2]}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` "
-                    f"(TypeError: unexpected keyword argument); {hint}"
-                )
+                # layers check their **kwargs themselves; callbacks have none
+                error = "ValueError: Unrecognized keyword arguments" if layer else "TypeError: unexpected keyword argument"
+                return f"`{found[1].rpartition('.')[2]}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` ({error}); {hint}"
         return None
 
     def _positional_layer_init(self, node: ast.Call) -> bool:

@@ -521,6 +521,9 @@ def fit(
         except (ValueError, TypeError):
             held_out = None  # Keras refused the split itself; fit raised already
     kept_validation = _validation_dataset(held_out, validation_batch_size or batch_size)
+    if kept_validation is not None and validation_steps:
+        # fit validated on `validation_steps` batches; a repeated dataset has no end to save up to
+        kept_validation = kept_validation.take(validation_steps)
     validation_kept = False
     if kept_validation is not None and save_validation_data:
         validation = kept_validation

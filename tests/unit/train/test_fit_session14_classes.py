@@ -1,0 +1,50 @@
+"""Classes of failure tfpilot.fit showed on data shapes model.fit takes (issue 29, fourteenth
+session), each with a model of tfpilot's own.
+
+A repeated validation dataset with `validation_steps`: model.fit validates on that many batches;
+tfpilot.fit then kept "the validation batches" for `tfpilot evaluate` by saving the whole dataset,
+which never ends, so the call hung after training."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _classifier():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,), name="features")
+    hidden = keras.layers.Dense(16, activation="relu")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(hidden))
+    model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def test_a_repeated_validation_dataset_is_kept_as_the_batches_fit_validated_on(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.rundir import RunDir
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 8)).astype("float32")
+    y = (x.sum(axis=1) > 0).astype("float32")
+    repeated = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat()
+
+    plain = _classifier()
+    weights = plain.get_weights()
+    expected = plain.fit(repeated, epochs=2, steps_per_epoch=5, validation_data=repeated, validation_steps=3, verbose=0)
+
+    model = _classifier()
+    model.set_weights(weights)
+    result = tfpilot.fit(
+        model, repeated, epochs=2, steps_per_epoch=5, validation_data=repeated, validation_steps=3,
+        runs_dir=tmp_path, name="repeated",
+    )  # fmt: skip
+
+    assert result.keras_history.history == expected.history
+    kept = tf.data.Dataset.load(str(RunDir.at(tmp_path / "repeated").fit_validation_path))
+    batches = list(kept)
+    assert len(batches) == 3
+    np.testing.assert_array_equal(batches[0][0].numpy(), x[:32])
