@@ -24,6 +24,7 @@ __all__ = [
     "fingerprinting_utils",
     "flatten_layers",
     "framework_ops",
+    "iteration_counter",
     "iterator_ops",
     "load_graph_without_variables",
     "map_function_graph",
@@ -167,6 +168,18 @@ def optimizer_variables_known(optimizer: Any) -> list[Any]:
     Why: `apply(grads)` without variables pairs the gradients with this private list; the NaN guard
     needs the same pairing to know which variables a gradient-less variable leaves out."""
     return list(getattr(optimizer, "_trainable_variables", None) or [])
+
+
+def iteration_counter(optimizer: Any) -> Any:
+    """The variable that counts an optimizer's apply() calls (one per training batch).
+
+    Why: with `gradient_accumulation_steps`, Keras 3's public `iterations` is a tensor (the batch
+    count floor-divided by the accumulation steps), which cannot be assigned; the count of batches
+    the NaN guard takes back after a refused update is the private `_iterations`."""
+    counter = getattr(optimizer, "_iterations", None)
+    if counter is None or not hasattr(counter, "assign_add"):
+        raise _missing("keras.optimizers.Optimizer._iterations", "tfpilot.fit's NaN guard")
+    return counter
 
 
 def apply_weight_decay(optimizer: Any, variables: list[Any]) -> None:

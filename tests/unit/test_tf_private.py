@@ -59,6 +59,11 @@ def test_keras_entries_walk_nested_layers_read_the_compile_config_and_switch_off
     start = np.asarray(kernel).copy()
     _tf_private.apply_weight_decay(decay, [kernel])
     np.testing.assert_allclose(np.asarray(kernel), start - start * 0.1 * 0.5, rtol=1e-6)
+    accumulating = keras.optimizers.SGD(gradient_accumulation_steps=2)
+    accumulating.build(model.trainable_variables)
+    counter = _tf_private.iteration_counter(accumulating)
+    counter.assign_add(3)  # three batches: one update (iterations is the floor of 3 / 2)
+    assert int(np.asarray(accumulating.iterations)) == 1 and int(np.asarray(counter)) == 3
 
 
 def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_call(tmp_path):

@@ -128,6 +128,7 @@ class FileContext:
         self._returns_dataset: dict[str, bool] = {}
         # command-line option -> literal default (lint.paths; built on the first question)
         self.flag_defaults: dict[str, str] | None = None
+        self._layer_aliases: dict[str, str] | None = None
 
     @property
     def bindings(self) -> Bindings:
@@ -308,6 +309,32 @@ class FileContext:
             if qualified == module:
                 return local
         return None
+
+    def keras_layer_path(self, func: ast.expr) -> str | None:
+        """``layers.BatchNormalization`` for ``tf.keras.layers.BatchNormalization`` and for a name
+        the file binds to a Keras layer class: ``BatchNormalization = tf.keras.layers.BatchNormalization``
+        or ``Conv2D = functools.partial(tf.keras.layers.Conv2D, padding="same")``, as model-building
+        functions often shorten their layers. A name bound to different things is not followed."""
+        found = keras_name(self.qualname(func))
+        if found is not None:
+            return found[1] if found[1].startswith("layers.") else None
+        if not isinstance(func, ast.Name):
+            return None
+        if self._layer_aliases is None:
+            bound: dict[str, set[str | None]] = {}
+            for node in walk_nodes(self.tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    value = node.value
+                    if isinstance(value, ast.Call) and self.qualname(value.func) == "functools.partial" and value.args:
+                        value = value.args[0]
+                    path = keras_name(self.qualname(value)) if isinstance(value, (ast.Name, ast.Attribute)) else None
+                    bound.setdefault(node.targets[0].id, set()).add(
+                        path[1] if path is not None and path[1].startswith("layers.") else None
+                    )
+            self._layer_aliases = {
+                name: path for name, paths in bound.items() if len(paths) == 1 for path in paths if path is not None
+            }
+        return self._layer_aliases.get(func.id)
 
     def class_defs(self, name: str) -> list[ast.ClassDef]:
         """All classes called ``name`` anywhere in the file."""

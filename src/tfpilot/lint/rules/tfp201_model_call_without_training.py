@@ -114,10 +114,10 @@ def _layer_names(calls: list[ast.Call], context: Any) -> set[str] | None:
     """Class names of the Keras layers ``calls`` build; None when one may depend on training."""
     names: set[str] = set()
     for call in calls:
-        found = keras_name(context.qualname(call.func))
-        if found is None or not found[1].startswith("layers."):
+        path = context.keras_layer_path(call.func)
+        if path is None:
             continue
-        layer = found[1].rsplit(".", 1)[-1]
+        layer = path.rsplit(".", 1)[-1]
         if layer not in _INVARIANT_LAYERS:
             return None
         for item in call.keywords:
@@ -337,7 +337,8 @@ def _body_depends(node: ast.AST, context: Any, seen: frozenset[int]) -> bool:
 def _call_depends(call: ast.Call, context: Any, seen: frozenset[int]) -> bool:
     """One constructor call builds a training-dependent layer (directly or through a class or
     factory of the project)."""
-    found = keras_name(context.qualname(call.func))
+    alias = context.keras_layer_path(call.func) if isinstance(call.func, ast.Name) else None
+    found = keras_name(context.qualname(call.func)) if alias is None else ("", alias)
     if found is not None:
         path = found[1]
         last = path.rsplit(".", 1)[-1]

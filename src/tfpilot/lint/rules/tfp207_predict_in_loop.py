@@ -169,6 +169,9 @@ for state in states:
         if name is None:
             return False
         values = self.context.bindings.values(name, at, self.context.scope.node)
+        method = at.func.attr if isinstance(at.func, ast.Attribute) else ""
+        if any(self._overrides(value, method) for value in values):
+            return False  # the class's own `predict` (a plain method): no Keras predict loop
         kinds = {self.context.bindings.kind_of(value) for value in values}
         if KERAS in kinds:
             return True
@@ -179,6 +182,24 @@ for state in states:
             if qualname is not None and keras_name(qualname) is None and not qualname.startswith("tensorflow"):
                 return False  # built by another library (a scikit-learn estimator)
         return is_model_name(name.rsplit(".", 1)[-1])
+
+    def _overrides(self, value: ast.AST, method: str) -> bool:
+        """``value`` makes an instance of a class of this file (or of its local bases) that defines
+        ``method`` itself."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return False
+        pending, seen = list(self.context.class_defs(value.func.id)), set()
+        while pending:
+            klass = pending.pop()
+            if id(klass) in seen:
+                continue
+            seen.add(id(klass))
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method for n in klass.body):
+                return True
+            for base in klass.bases:
+                if isinstance(base, ast.Name):
+                    pending.extend(self.context.class_defs(base.id))
+        return False
 
 
 def _few_iterations(iterated: ast.expr) -> bool:

@@ -806,7 +806,9 @@ session = K.get_session()
                 hint = _REMOVED_LAYER_KEYWORDS.get(keyword.arg or "")
             if hint is not None:
                 # layers check their **kwargs themselves; callbacks have none
-                error = "ValueError: Unrecognized keyword arguments" if layer else "TypeError: unexpected keyword argument"
+                error = (
+                    "ValueError: Unrecognized keyword arguments" if layer else "TypeError: unexpected keyword argument"
+                )
                 return f"`{found[1].rpartition('.')[2]}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` ({error}); {hint}"
         return None
 

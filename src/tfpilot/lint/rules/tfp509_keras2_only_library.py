@@ -21,6 +21,18 @@ _LIBRARIES: dict[str, tuple[str, str]] = {
         "module). Keras 3 has most of it: keras.layers.GroupNormalization (InstanceNormalization is "
         "groups=-1), keras.optimizers.AdamW, keras.losses / keras.metrics, keras.ops for image ops",
     ),
+    # Third-party Keras 2 model zoos, each installed from PyPI and run on Keras 3.15 (2026-12-07):
+    # classification_models and keras_self_attention do work there and are not listed.
+    "keras_resnet": (
+        "keras-resnet (last release 0.2.0, 2019), written for Keras 2",
+        "on Keras 3 building its ResNets fails (its BatchNormalization subclass reaches Keras 3's build "
+        "without an input shape: TypeError); use keras.applications.ResNet50 (or ResNet50V2) instead",
+    ),
+    "keras_vggface": (
+        "keras-vggface (last release 0.6, 2019), written for Keras 2",
+        "on Keras 3 its import fails (ImportError: cannot import name 'layer_utils' from 'keras.utils'); "
+        "build the VGG16 / ResNet50 backbone from keras.applications and load the weights by hand",
+    ),
 }
 
 
@@ -46,7 +58,7 @@ class Keras2OnlyLibrary(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("tensorflow_addons", "tensorflow.python.keras")
+    tokens = ("tensorflow_addons", "tensorflow.python.keras", "keras_resnet", "keras_vggface")
     VALID = [
         """
 import keras

@@ -303,7 +303,8 @@ class GuardedStep:
             # iterator fails): Adam's bias correction and a schedule then count one more step per
             # such epoch. Counted the same way here, before the cond, and taken back inside it, so
             # a skipped batch still changes nothing and histories equal model.fit's.
-            optimizer.iterations.assign_add(1)
+            counter = _tf_private.iteration_counter(optimizer)
+            counter.assign_add(1)
             pending = self._pending[id(optimizer)]
             pending.assign_add(1)
             known = (
@@ -314,13 +315,13 @@ class GuardedStep:
             self._decayed[id(optimizer)] = [v for g, v in zip(grads, known, strict=False) if g is not None]
 
             def update() -> tf.Tensor:
-                optimizer.iterations.assign_sub(1)
+                counter.assign_sub(1)
                 pending.assign_sub(1)
                 original(grads, trainable_variables)
                 return tf.constant(True)
 
             def refuse() -> tf.Tensor:
-                optimizer.iterations.assign_sub(1)
+                counter.assign_sub(1)
                 pending.assign_sub(1)
                 return tf.constant(False)
 
