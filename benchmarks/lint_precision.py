@@ -198,6 +198,8 @@ def lint_tree(root: Path) -> list[dict[str, str]]:
                     "line": line,
                     "rule": finding["code"],
                     "severity": finding["severity"],
+                    # what the rule itself claimed, before an earned-severity note lowered it
+                    "rule_severity": finding.get("evidence", {}).get("rule_severity", finding["severity"]),
                     # a call in a multi-line chain is reported at its method; labels made when
                     # findings pointed at the statement's first line still match it there
                     "start_line": str(finding.get("evidence", {}).get("start", f"{line}:").split(":")[0]),
@@ -209,7 +211,7 @@ def lint_tree(root: Path) -> list[dict[str, str]]:
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-def firing_severities(findings: list[dict[str, str]]) -> dict[tuple[str, str, str, str], str]:
+def firing_severities(findings: list[dict[str, str]], field: str = "severity") -> dict[tuple[str, str, str, str], str]:
     """(repository, path, line, rule) -> severity, for each finding's line and, for a call in a
     multi-line chain, its statement's first line (where older labels point)."""
     firing: dict[tuple[str, str, str, str], str] = {}
@@ -217,8 +219,8 @@ def firing_severities(findings: list[dict[str, str]]) -> dict[tuple[str, str, st
         for line in {f["line"], f["start_line"]}:
             key = (f["repository"], f["path"], line, f["rule"])
             # two hits of one rule on one line: the label stands for the stronger claim
-            if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK[firing.get(key, "info")]:
-                firing[key] = f["severity"]
+            if SEVERITY_RANK[f[field]] >= SEVERITY_RANK[firing.get(key, "info")]:
+                firing[key] = f[field]
     return firing
 
 
@@ -255,8 +257,10 @@ def precision_report(live: list[dict[str, str]], per_rule: Counter[str], heading
         )
 
 
-def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS) -> int:
+def score(root: Path, min_severity: str = "warning", labels_path: Path = LABELS, field: str = "severity") -> int:
     findings = lint_tree(root)
+    for finding in findings:
+        finding["severity"] = finding[field]  # --rule-severity: judge each rule by its own claim
     firing = firing_severities(findings)
     per_rule = Counter(f["rule"] for f in findings)
     per_severity = Counter(f["severity"] for f in findings)
@@ -336,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     score_parser.add_argument(
         "--labels", type=Path, default=LABELS, help="labels CSV (default: benchmarks/lint_labels.csv)"
     )
+    score_parser.add_argument(
+        "--rule-severity",
+        action="store_true",
+        help="use the severity each rule claimed before earned-severity notes (src/tfpilot/lint/earned.py "
+        "is measured this way: a rule lowered to notes must still be judged on its own claims)",
+    )
     recall_parser = commands.add_parser("recall", help="lint exported trees and check the read pitfalls")
     recall_parser.add_argument("root", type=Path)
     recall_parser.add_argument(
@@ -353,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         for finding in lint_tree(args.root):
             writer.writerow([finding["repository"], finding["path"], finding["line"], finding["rule"]])
         return 0
-    return score(args.root, args.min_severity, args.labels)
+    return score(args.root, args.min_severity, args.labels, "rule_severity" if args.rule_severity else "severity")
 
 
 if __name__ == "__main__":
