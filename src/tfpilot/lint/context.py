@@ -129,6 +129,7 @@ class FileContext:
         # command-line option -> literal default (lint.paths; built on the first question)
         self.flag_defaults: dict[str, str] | None = None
         self._layer_aliases: dict[str, str] | None = None
+        self._tf1_only: list[tuple[int, int]] | None = None
 
     @property
     def bindings(self) -> Bindings:
@@ -309,6 +310,15 @@ class FileContext:
             if qualified == module:
                 return local
         return None
+
+    @property
+    def tf1_only_blocks(self) -> list[tuple[int, int]]:
+        """Line ranges of the blocks only TensorFlow 1 runs (lint.tf1_branches; computed once)."""
+        if self._tf1_only is None:
+            from tfpilot.lint.tf1_branches import tf1_only_lines
+
+            self._tf1_only = tf1_only_lines(self)
+        return self._tf1_only
 
     def keras_layer_path(self, func: ast.expr) -> str | None:
         """``layers.BatchNormalization`` for ``tf.keras.layers.BatchNormalization`` and for a name

@@ -107,6 +107,10 @@ class Rule:
         self.context = context
         self.violations: list[Violation] = []
 
+    def _tf1_only(self, node: ast.AST) -> bool:
+        line = getattr(node, "lineno", 0)
+        return any(first <= line <= last for first, last in self.context.tf1_only_blocks)
+
     # Called by the engine after the walk; rules that judge the whole module override it.
     def finish(self) -> None:
         return None
@@ -119,6 +123,8 @@ class Rule:
         fix_data: dict[str, Any] | None = None,
         severity: Severity | None = None,
     ) -> None:
+        if self.category in ("tf1 -> tf2", "keras 3") and self._tf1_only(node):
+            return  # an API TF 2 / Keras 3 removed, in a branch TF 2 never runs (lint.tf1_branches)
         if self.keras3_only and severity is None:
             reason = self.context.keras2_reason
             if reason is not None:

@@ -242,3 +242,54 @@ def test_premise_batchnorm_called_without_training_never_updates_its_statistics(
     assert float(tf.reduce_max(tf.abs(norm.moving_mean))) == 0.0
     norm(x, training=True)
     assert float(tf.reduce_min(norm.moving_mean)) > 0.0
+
+
+# --- TF1 APIs in a branch only TensorFlow 1 runs (held-out rounds 12 and 13: labelled debatable) ---------------------
+
+_TF1_BRANCHES = """
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        print("eager")
+    else:
+        sess = tf.Session()
+
+    if not tf.executing_eagerly():
+        x = tf.placeholder(tf.float32)
+
+    if tf.__version__.startswith("1."):
+        init = tf.global_variables_initializer()
+
+    if int(tf.__version__.split(".")[0]) >= 2:
+        pass
+    else:
+        tf.Session()
+
+    sess2 = tf.Session()
+"""
+
+
+def test_tf1_apis_in_branches_tf2_never_runs_are_left_alone_and_the_rest_reported():
+    found = [
+        (int(f.location.split(":")[-2]), f.code)
+        for f in lint_source(textwrap.dedent(_TF1_BRANCHES), path="c.py")
+        if f.code.startswith("TFP6")
+    ]
+    assert found == [(20, "TFP601")]
+
+
+def test_premise_tf2_runs_eagerly_and_its_version_starts_with_2():
+    assert tf.executing_eagerly()
+    assert int(tf.__version__.split(".")[0]) >= 2 and not tf.__version__.startswith("1.")
+    assert not hasattr(tf, "Session") and not hasattr(tf, "placeholder")
+
+
+def test_a_keras2_api_under_not_executing_eagerly_is_left_alone():
+    source = """
+        import tensorflow as tf
+
+        if not tf.executing_eagerly():
+            session = tf.keras.backend.get_session()
+        other = tf.keras.backend.get_session()
+    """
+    assert [line for line, _, _ in _found(source, "TFP504")] == [6]

@@ -1,0 +1,55 @@
+"""Code that only TensorFlow 1 runs: a branch behind a test that TF 2 decides the other way.
+
+``if tf.executing_eagerly(): ... else: sess = tf.Session()`` and ``if tf.__version__.startswith("1"):``
+keep a TF1 spelling for TF1 on purpose: on TF 2.21 (eager execution on, as every TF 2 program starts)
+that branch never runs, so the removed API in it breaks nothing. The rules that report TF1 APIs
+TF 2 removed (category "tf1 -> tf2") leave such branches alone. A version test is decided on the
+installed TensorFlow's version string only (``tfpilot.tf_version``); anything else of the
+program in the test leaves the branch undecided, and it is judged as any other code.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from tfpilot.lint.nodes import walk_nodes
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
+
+__all__ = ["tf1_only_lines"]
+
+_EAGER = frozenset({"tensorflow.executing_eagerly", "tensorflow.compat.v1.executing_eagerly"})
+
+
+def tf1_only_lines(context: FileContext) -> list[tuple[int, int]]:
+    """(first, last) line of every block of the file that runs only on TensorFlow 1."""
+    if "executing_eagerly" not in context.source and "__version__" not in context.source:
+        return []
+    blocks: list[tuple[int, int]] = []
+    for node in walk_nodes(context.tree):
+        if not isinstance(node, ast.If):
+            continue
+        value = _decided_on_tf2(node.test, context)
+        if value is None:
+            continue
+        dead = node.orelse if value else node.body
+        if dead:
+            blocks.append((dead[0].lineno, dead[-1].end_lineno or dead[-1].lineno))
+    return blocks
+
+
+def _decided_on_tf2(test: ast.expr, context: FileContext) -> bool | None:
+    """The test's value on TF 2.21 with eager execution on, or None when that is not known."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _decided_on_tf2(test.operand, context)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args and context.qualname(test.func) in _EAGER:
+        return True
+    if "__version__" not in ast.unparse(test):
+        return None
+    from tfpilot.tf_version import decide_version_test, installed_tensorflow
+
+    names = {local for local, module in context.imports.items() if module.split(".")[0] == "tensorflow"}
+    return decide_version_test(ast.unparse(test), names, installed_tensorflow()) if names else None
