@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tfpilot.tf_version import decide_version_test, installed_tensorflow
+
 __all__ = [
     "REMOVED_APIS",
     "SHIM_MODULE",
@@ -116,6 +118,7 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "dropout",
                 "flatten",
                 "sequence_loss",
+                "model_analyzer",
             }
         ),
     ),
@@ -444,6 +447,46 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     )
 
 
+_STOPS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+_SAYS = frozenset({"print", "warnings.warn", "logging.error", "logging.warning", "logging.info"})
+
+
+def stops_the_program(block: cst.BaseSuite) -> bool:
+    """A block that only says something and stops: ``exit("Please install Tensorflow 1.x")``,
+    ``print(...); sys.exit(1)``, ``raise ImportError(...)``."""
+    statements: Sequence[cst.BaseSmallStatement]
+    if isinstance(block, cst.SimpleStatementSuite):
+        statements = block.body
+    else:
+        lines = list(block.body)
+        if not all(isinstance(line, cst.SimpleStatementLine) for line in lines):
+            return False
+        statements = [small for line in lines for small in line.body]  # type: ignore[attr-defined]
+    stops = False
+    for small in statements:
+        if isinstance(small, cst.Raise):
+            stops = True
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            name = dotted_name(small.value.func)
+            if name in _STOPS:
+                stops = True
+            elif name not in _SAYS:
+                return False
+        elif not isinstance(small, cst.Pass):
+            return False
+    return stops
+
+
+def refuses_tensorflow2(test: cst.BaseExpression, body: cst.BaseSuite, tf_names: set[str]) -> bool:
+    """``if tf.__version__.startswith('2'): exit("Please install Tensorflow 1.x")``: a version test
+    true on the installed TensorFlow guarding a block that only stops the program. TF1 tutorials
+    refuse TF 2 this way; the migrated code runs on TF 2, so the guard goes."""
+    if not tf_names or not stops_the_program(body):
+        return False
+    code = cst.Module(body=[]).code_for_node(test)
+    return decide_version_test(code, tf_names, installed_tensorflow()) is True
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -704,9 +747,22 @@ class _Rewriter(cst.CSTTransformer):
         if not _is_main_guard(node.test):
             self._branches += 1
 
-    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement:
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.RemovalSentinel:
         if not _is_main_guard(original_node.test):
             self._branches -= 1
+        tf_names = {local for local, bound in self.bindings.items() if bound.split(".")[0] == "tensorflow"}
+        if original_node.orelse is None and refuses_tensorflow2(original_node.test, original_node.body, tf_names):
+            line, column = self._position(original_node)
+            test = cst.Module(body=[]).code_for_node(original_node.test)
+            self.changes.append(
+                (
+                    line,
+                    column,
+                    f"removed `if {test}:` and the exit under it: it refused TensorFlow 2, which the "
+                    "migrated code runs on",
+                )
+            )
+            return cst.RemovalSentinel.REMOVE
         return updated_node
 
     def _note(self, line: int, column: int, message: str) -> None:

@@ -346,9 +346,13 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "h = slim.flatten(slim.max_pool2d(slim.conv2d(x, 4, [3, 3], scope='conv1'), [2, 2]))\n"
         "out = slim.dropout(h, 0.5, is_training=False)\n"
         + SESSION
-        + "print(sess.run(out).shape, sorted(v.name for v in tf.trainable_variables()))\n",
+        + "print(sess.run(out).shape, sorted(v.name for v in tf.trainable_variables()))\n"
+        # slim's variable table (infoGAN prints it): 3x3x1x4 weights + 4 biases, float32
+        + "print(slim.model_analyzer.analyze_vars(tf.trainable_variables(), print_info=True))\n",
         (),
-        "(2, 36) ['conv1/biases:0', 'conv1/weights:0']",
+        "(2, 36) ['conv1/biases:0', 'conv1/weights:0']\n---------\nVariables: name (type shape) [size]\n---------\n"
+        "conv1/weights:0 (float32 3x3x1x4) [36, bytes: 144]\nconv1/biases:0 (float32 4) [4, bytes: 16]\n"
+        "Total size of variables: 40\nTotal bytes of variables: 160\n(40, 160)",
     ),
     # contrib took (predictions, labels), tf.metrics takes (labels, predictions): precision 2/3 here,
     # 1.0 with the two swapped

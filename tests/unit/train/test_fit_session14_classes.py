@@ -95,3 +95,80 @@ def test_an_accumulating_optimizer_trains_as_under_model_fit_and_a_skipped_batch
         assert all(np.isfinite(v).all() for v in result.keras_history.history["loss"])
         assert all(np.isfinite(v.numpy()).all() for v in [*model.weights, *model.optimizer.variables])
         assert int(model.optimizer.iterations.numpy()) == pytest.approx((2 * 6 - 2) // 2)
+
+
+# A raw tf.Variable a layer holds as a plain attribute, written by the model's own train_step from
+# the batch (an adaptive augmentation probability): Keras 3 lists it in no `weights`, so the guard
+# did not put it back after a bad batch; every later step read its NaN and the run stopped at the
+# retry limit (held-out round 12, gan_ada).
+
+
+def _adaptive_model():
+    import keras
+    import tensorflow as tf
+
+    class Adaptive(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.strength = tf.Variable(0.5, trainable=False)
+
+        def call(self, x):
+            return x * (1.0 + self.strength)
+
+    class Model(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.adaptive = Adaptive()
+            self.dense = keras.layers.Dense(1)
+            self.tracker = keras.metrics.Mean(name="loss")
+
+        def call(self, x):
+            return self.dense(self.adaptive(x))
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self(x, training=True)[:, 0] - y))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            # the step writes the layer's own state from the batch, outside any optimizer
+            # (as an adaptive augmenter does: integrated, so a NaN once stays NaN)
+            strength = self.adaptive.strength
+            strength.assign(tf.clip_by_value(strength + 0.01 * (tf.reduce_mean(tf.abs(x)) - 0.8), 0.0, 2.0))
+            self.tracker.update_state(loss)
+            return {"loss": self.tracker.result()}
+
+        @property
+        def metrics(self):
+            return [self.tracker]
+
+    keras.utils.set_random_seed(0)
+    model = Model()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    return model
+
+
+def test_a_raw_variable_the_step_writes_is_put_back_after_a_skipped_batch(tmp_path):
+    import tfpilot
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(96, 4)).astype("float32")
+    y = x.sum(axis=1).astype("float32")
+    plain = _adaptive_model()
+    expected = plain.fit(x, y, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    model = _adaptive_model()
+    result = tfpilot.fit(model, x, y, epochs=2, batch_size=16, shuffle=False, runs_dir=tmp_path, name="clean")
+    assert result.keras_history.history == expected.history
+
+    poisoned = x.copy()
+    poisoned[20, 1] = np.nan  # the second of six batches, every epoch
+    for steps in (1, 3):
+        model = _adaptive_model()
+        model.compile(optimizer=model.optimizer, steps_per_execution=steps)
+        result = tfpilot.fit(
+            model, poisoned, y, epochs=2, batch_size=16, shuffle=False, nan_policy="skip_batch",
+            runs_dir=tmp_path, name=f"nan{steps}",
+        )  # fmt: skip
+        assert np.isfinite(float(model.adaptive.strength.numpy()))
+        assert all(np.isfinite(v).all() for v in result.keras_history.history["loss"])
+        assert all(np.isfinite(v.numpy()).all() for v in model.weights)

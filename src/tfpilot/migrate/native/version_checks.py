@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from tfpilot.migrate.compat import import_bindings
+from tfpilot.migrate.compat import import_bindings, stops_the_program
 from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
 __all__ = ["decide_version_checks", "decide_version_test", "installed_tensorflow"]
@@ -73,6 +73,8 @@ class _Decider(cst.CSTTransformer):
         rest = self._orelse(original.orelse, updated.orelse)
         if value is None:
             return updated.with_changes(orelse=rest)
+        if value and original.orelse is None and stops_the_program(original.body):
+            return cst.RemoveFromParent()  # a guard refusing TF 2 (compat.refuses_tensorflow2)
         if value:
             chosen = _statements(updated.body)
         elif rest is None:

@@ -254,6 +254,50 @@ class _tf1_contrib:
 
         return l1
 
+    class model_analyzer:
+        """slim.model_analyzer: a table of variables or ops and their sizes, printed as slim printed it."""
+
+        @staticmethod
+        def analyze_vars(variables, print_info=False):
+            """(total elements, total bytes) of `variables`; with print_info, one line per variable."""
+            if print_info:
+                print("---------")
+                print("Variables: name (type shape) [size]")
+                print("---------")
+            total_size = total_bytes = 0
+            for variable in variables:
+                size = variable.get_shape().num_elements() or 0
+                size_bytes = size * variable.dtype.size
+                total_size += size
+                total_bytes += size_bytes
+                if print_info:
+                    shape = "x".join(str(dim) for dim in variable.get_shape().as_list())
+                    print(
+                        variable.name, f"({variable.dtype.base_dtype.name} {shape})", f"[{size}, bytes: {size_bytes}]"
+                    )
+            if print_info:
+                print(f"Total size of variables: {total_size}")
+                print(f"Total bytes of variables: {total_bytes}")
+            return total_size, total_bytes
+
+        @staticmethod
+        def analyze_ops(graph, print_info=False):
+            """(total ops, total output elements) of `graph`'s ops; with print_info, one line per op."""
+            if print_info:
+                print("---------")
+                print("Operations: name -> (type shapes) [size]")
+                print("---------")
+            total_size = 0
+            for op in graph.get_operations():
+                sizes = [output.get_shape().num_elements() or 0 for output in op.outputs]
+                total_size += sum(sizes)
+                if print_info:
+                    shapes = ", ".join(str(output.get_shape()) for output in op.outputs)
+                    print(op.name, "->", f"({op.type} {shapes})", f"[{sum(sizes)}]")
+            if print_info:
+                print(f"Total size: {total_size}")
+            return len(graph.get_operations()), total_size
+
     @staticmethod
     def sequence_loss(
         logits,

@@ -34,7 +34,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers
+from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers, raw_tf_variables
 
 __all__ = ["DeferredLoop", "MAX_SNAPSHOT_BYTES"]
 
@@ -45,7 +45,14 @@ MAX_SNAPSHOT_BYTES = 2 * 2**30
 def _state(model: keras.Model, step: GuardedStep) -> list[tf.Variable]:
     """Everything a training step may write, each variable once."""
     seen: dict[int, Any] = {}
-    candidates = [*model.variables, *model.metrics_variables, step.steps, step.trained, *step.held_variables()]
+    candidates = [
+        *model.variables,
+        *model.metrics_variables,
+        *raw_tf_variables(model),
+        step.steps,
+        step.trained,
+        *step.held_variables(),
+    ]
     for optimizer in model_optimizers(model):
         candidates.extend(optimizer.variables)
     for variable in candidates:

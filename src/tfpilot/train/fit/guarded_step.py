@@ -82,7 +82,26 @@ def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
                     chosen.setdefault(id(variable), variable)
     for variable in model.metrics_variables:
         chosen.setdefault(id(variable), variable)
+    for variable in raw_tf_variables(model):
+        chosen.setdefault(id(variable), variable)
     return list(chosen.values())
+
+
+def raw_tf_variables(model: keras.Model) -> list[tf.Variable]:
+    """tf.Variables that layers of the model hold as plain attributes (`self.probability =
+    tf.Variable(0.0)`, an adaptive augmenter's state that its model's train_step assigns): Keras 3
+    tracks only its own variables, so these are in no `weights` list, and a step may write them
+    with values computed from a bad batch. Frozen layers' are left out, as their weights are."""
+    found: dict[int, tf.Variable] = {}
+    for layer in _tf_private.flatten_layers(model, include_self=True):
+        if not layer.trainable:
+            continue
+        for value in vars(layer).values():
+            values = value if isinstance(value, list | tuple) else [value]
+            for item in values:
+                if isinstance(item, tf.Variable):
+                    found.setdefault(id(item), item)
+    return list(found.values())
 
 
 def _all_finite(values: Any) -> tf.Tensor:
