@@ -72,12 +72,18 @@ class Blocker:
 
 
 def _branch_lines(tree: ast.AST) -> set[int]:
-    """Lines of the statements inside if / elif / else branches other than the main guard's."""
+    """Lines of the statements inside if / elif / else branches other than the main guard's, and
+    inside `except` handlers: a handler runs only when its `try` failed (`try: tf.nn.conv2d_transpose(...)
+    except AttributeError: tf.nn.deconv2d(...)`, a fallback for TensorFlow before 0.7)."""
     lines: set[int] = set()
     for node in ast.walk(tree):
-        if not isinstance(node, ast.If) or _is_main_guard(node.test):
+        if isinstance(node, ast.ExceptHandler):
+            statements: list[ast.stmt] = list(node.body)
+        elif isinstance(node, ast.If) and not _is_main_guard(node.test):
+            statements = [*node.body, *node.orelse]
+        else:
             continue
-        for statement in (*node.body, *node.orelse):
+        for statement in statements:
             lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
     return lines
 

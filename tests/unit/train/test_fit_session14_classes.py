@@ -172,3 +172,41 @@ def test_a_raw_variable_the_step_writes_is_put_back_after_a_skipped_batch(tmp_pa
         assert np.isfinite(float(model.adaptive.strength.numpy()))
         assert all(np.isfinite(v).all() for v in result.keras_history.history["loss"])
         assert all(np.isfinite(v.numpy()).all() for v in model.weights)
+
+
+# A model compiled with jit_compile=True that computes only under XLA on this machine: a
+# channels_first convolution, which TensorFlow's own CPU kernel refuses ("only supports NHWC").
+# Keras trains and predicts it under XLA; the export called it plainly, failed, and refused
+# (held-out round 12, an EEG model). The serving function is now XLA-compiled for such a model.
+
+
+def _channels_first_model():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((2, 8, 8), name="signal")
+    hidden = keras.layers.Conv2D(3, 3, data_format="channels_first", activation="relu")(inputs)
+    outputs = keras.layers.Dense(1)(keras.layers.Flatten()(hidden))
+    model = keras.Model(inputs, outputs)
+    model.compile("adam", "mse", jit_compile=True)
+    return model
+
+
+def test_a_model_that_runs_only_under_xla_exports_an_xla_serving_function(tmp_path):
+    import tensorflow as tf
+
+    import tfpilot
+    from tfpilot.export.fit_model import export_fit_run
+    from tfpilot.rundir import RunDir
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(64, 2, 8, 8)).astype("float32")
+    y = x.mean(axis=(1, 2, 3))[:, None].astype("float32")
+    model = _channels_first_model()
+    with np.testing.assert_raises(Exception):
+        model(x[:4], training=False)  # premise: outside XLA this CPU refuses the layout
+    tfpilot.fit(model, x, y, epochs=1, batch_size=16, runs_dir=tmp_path, name="xla")
+    exported = export_fit_run(RunDir.at(tmp_path / "xla"))
+    signature = tf.saved_model.load(str(exported.path)).signatures["serving_default"]
+    served = next(iter(signature(signal=tf.constant(x[:5])).values()))
+    np.testing.assert_allclose(served.numpy(), model.predict(x[:5], verbose=0), rtol=1e-5, atol=1e-6)

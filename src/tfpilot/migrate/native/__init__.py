@@ -101,6 +101,9 @@ def rewrite_native(source: str) -> NativeResult:
             )
     except Fallback as fallback:
         return NativeResult(original, False, fallback.message, fallback.line)
+    except Exception as error:  # noqa: BLE001 - a shape the rewrite did not foresee: the compat output still runs
+        first = str(error).splitlines()[0][:200] if str(error) else ""
+        return NativeResult(original, False, f"the native rewrite failed here ({type(error).__name__}: {first})", 1)
     return NativeResult(
         code,
         True,

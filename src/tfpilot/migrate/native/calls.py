@@ -365,9 +365,10 @@ class CallRewrites(Base):
 
     def rnn_call(self, call: cst.Call, line: int, hoisted: list[cst.BaseStatement]) -> cst.BaseExpression:
         cells: set[str] = getattr(self, "cells", set())
-        arguments = {
-            arg.keyword.value if arg.keyword else ("cell", "inputs")[i]: arg.value for i, arg in enumerate(call.args)
-        }
+        positions = ("cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations")
+        if any(arg.star or (arg.keyword is None and i >= len(positions)) for i, arg in enumerate(call.args)):
+            raise Fallback(line, "dynamic_rnn with arguments passed by *args or past its parameters")
+        arguments = {arg.keyword.value if arg.keyword else positions[i]: arg.value for i, arg in enumerate(call.args)}
         cell = arguments.get("cell")
         if not (isinstance(cell, cst.Name) and cell.value in cells) or set(arguments) - {"cell", "inputs", "dtype"}:
             raise Fallback(line, "dynamic_rnn with a cell other than a module-level BasicRNNCell, or extra options")

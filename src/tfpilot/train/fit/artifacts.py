@@ -438,6 +438,8 @@ def write_spec(
         "inputs": signature_inputs(model, features_spec),
         "outputs": stable_output_names(model),
         "batch_size": batch_size,
+        # compiled with jit_compile=True: Keras trains and predicts it under XLA, and export serves it so
+        "jit_compile": bool(getattr(model, "jit_compile", False)),
         "modules": (modules := defining_modules(model)),
         # where each was imported from, for the error that tells a new process where to find it
         "module_roots": module_roots(modules),
