@@ -293,3 +293,45 @@ def test_a_keras2_api_under_not_executing_eagerly_is_left_alone():
         other = tf.keras.backend.get_session()
     """
     assert [line for line, _, _ in _found(source, "TFP504")] == [6]
+
+
+# --- TFP504: Keras 2's layer graph read through attributes Keras 3 removed -----------------------------------------
+
+_KERAS2_GRAPH = """
+    import keras
+
+
+    def input_shapes(model):
+        shapes = {}
+        for layer in model.layers[1:]:
+            for node in layer._inbound_nodes:
+                shapes[layer.name] = [shapes.get(parent.name) for parent in node.inbound_layers]
+        first = model.layers[1].inbound_nodes[0]
+        return shapes, first
+"""
+
+_OWN_GRAPH = """
+    class Graph:
+        def __init__(self):
+            self.inbound_layers = []
+
+        def add(self, layer):
+            self.inbound_layers.append(layer)
+"""
+
+
+def test_keras2_graph_attributes_are_reported_once_per_attribute():
+    assert [line for line, _, _ in _found(_KERAS2_GRAPH, "TFP504")] == [9, 10]
+
+
+def test_an_attribute_of_that_name_in_a_file_without_keras_is_left_alone():
+    assert _found(_OWN_GRAPH, "TFP504") == []
+
+
+def test_premise_keras3_layers_and_nodes_have_no_keras2_graph_attributes():
+    dense = keras.layers.Dense(2)
+    keras.Model(inputs := keras.Input((3,)), dense(inputs))
+    node = dense._inbound_nodes[0]
+    assert not hasattr(node, "inbound_layers") and not hasattr(node, "outbound_layer")
+    assert not hasattr(dense, "inbound_nodes") and not hasattr(dense, "outbound_nodes")
+    assert [parent.operation.name for parent in node.parent_nodes] == [inputs._keras_history.operation.name]

@@ -33,6 +33,14 @@ _REMOVED_LAYER_METHODS = {
     "get_input_at": "layer.input",
     "get_output_at": "layer.output",
 }
+# Keras 2's layer graph as attributes: Keras 3's layers keep only private `_inbound_nodes`, and its
+# Node has `parent_nodes` / `operation` instead (each checked on the installed Keras).
+_REMOVED_GRAPH_ATTRIBUTES = {
+    "inbound_layers": "`[parent.operation for parent in node.parent_nodes]`",
+    "outbound_layer": "`node.operation`",
+    "inbound_nodes": "`layer._inbound_nodes` (private) or the model's `layers` in order",
+    "outbound_nodes": "`layer._outbound_nodes` (private)",
+}
 # Keras 2's fit/evaluate/predict took these for Sequence workers; Keras 3 moved them to
 # keras.utils.PyDataset(workers=, use_multiprocessing=, max_queue_size=) and rejects them here.
 _WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
@@ -343,6 +351,14 @@ session = K.get_session()
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "lr":
             self._check_optimizer_lr(node)
+            return
+        if node.attr in _REMOVED_GRAPH_ATTRIBUTES and isinstance(node.ctx, ast.Load) and self.context.uses_tensorflow:
+            self._report_per_file(
+                f"graph-{node.attr}",
+                node,
+                f"`.{node.attr}` is Keras 2's layer graph; Keras 3's layers and nodes have no such attribute "
+                f"(AttributeError): read {_REMOVED_GRAPH_ATTRIBUTES[node.attr]}",
+            )
             return
         # `layer.output_shape` / `layer.input_shape` on a layer of a model: Keras 3 layers have
         # neither (models still do)
