@@ -175,7 +175,15 @@ def iteration_counter(optimizer: Any) -> Any:
 
     Why: with `gradient_accumulation_steps`, Keras 3's public `iterations` is a tensor (the batch
     count floor-divided by the accumulation steps), which cannot be assigned; the count of batches
-    the NaN guard takes back after a refused update is the private `_iterations`."""
+    the NaN guard takes back after a refused update is the private `_iterations`. Elsewhere the
+    public one is the variable (a LossScaleOptimizer's is its inner optimizer's: its own
+    `_iterations` is another variable, which nothing reads)."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        return iteration_counter(inner)
+    public = optimizer.iterations
+    if hasattr(public, "assign_add"):
+        return public
     counter = getattr(optimizer, "_iterations", None)
     if counter is None or not hasattr(counter, "assign_add"):
         raise _missing("keras.optimizers.Optimizer._iterations", "tfpilot.fit's NaN guard")

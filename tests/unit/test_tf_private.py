@@ -64,6 +64,10 @@ def test_keras_entries_walk_nested_layers_read_the_compile_config_and_switch_off
     counter = _tf_private.iteration_counter(accumulating)
     counter.assign_add(3)  # three batches: one update (iterations is the floor of 3 / 2)
     assert int(np.asarray(accumulating.iterations)) == 1 and int(np.asarray(counter)) == 3
+    scaled = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam())
+    assert _tf_private.iteration_counter(scaled) is scaled.inner_optimizer.iterations
+    scaled_accumulating = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(gradient_accumulation_steps=2))
+    assert _tf_private.iteration_counter(scaled_accumulating) is scaled_accumulating.inner_optimizer._iterations
 
 
 def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_call(tmp_path):

@@ -2,8 +2,9 @@
 
 ``if tf.executing_eagerly(): ... else: sess = tf.Session()`` and ``if tf.__version__.startswith("1"):``
 keep a TF1 spelling for TF1 on purpose: on TF 2.21 (eager execution on, as every TF 2 program starts)
-that branch never runs, so the removed API in it breaks nothing. The rules that report TF1 APIs
-TF 2 removed (category "tf1 -> tf2") leave such branches alone. A version test is decided on the
+that branch never runs, so the removed API in it breaks nothing. The rules that report APIs TF 2
+or Keras 3 removed (categories "tf1 -> tf2" and "keras 3": `tf.keras.backend.get_session()` under
+`if not tf.executing_eagerly():`) leave such branches alone. A version test is decided on the
 installed TensorFlow's version string only (``tfpilot.tf_version``); anything else of the
 program in the test leaves the branch undecided, and it is judged as any other code.
 """
