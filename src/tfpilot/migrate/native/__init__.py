@@ -72,10 +72,18 @@ def rewrite_native(source: str) -> NativeResult:
     if estimator is not None:
         return NativeResult(source, False, ESTIMATOR_REASON, estimator)
     original = source
-    source, decided = decide_version_checks(source)
+    refused: list[tuple[int, str]] = []
+    source, decided = decide_version_checks(source, refused=refused)
     changes: list[CompatChange] = [
         CompatChange(line, 1, f"the version check `{test}` is decided: the branch TF 2.21 runs is kept")
         for line, test in decided
+    ] + [
+        CompatChange(
+            line,
+            1,
+            f"removed `if {test}:` and the exit under it: it refused TensorFlow 2, which the migrated code runs on",
+        )
+        for line, test in refused
     ]
     notes: list[CompatChange] = []
     try:

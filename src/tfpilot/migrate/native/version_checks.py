@@ -38,6 +38,7 @@ class _Decider(cst.CSTTransformer):
         self.tf_names = tf_names
         self.version = version
         self.decided: list[tuple[int, str]] = []  # (line, test) of each check decided
+        self.refused: list[tuple[int, str]] = []  # (line, test) of each guard refusing TF 2, removed
         self._elifs: set[int] = set()  # ids of the `elif` branches (decided by the `if` they belong to)
 
     def _value(self, original: cst.If) -> bool | None:
@@ -74,7 +75,8 @@ class _Decider(cst.CSTTransformer):
         if value is None:
             return updated.with_changes(orelse=rest)
         if value and original.orelse is None and stops_the_program(original.body):
-            return cst.RemoveFromParent()  # a guard refusing TF 2 (compat.refuses_tensorflow2)
+            self.refused.append(self.decided.pop())  # a guard refusing TF 2 (compat.refuses_tensorflow2)
+            return cst.RemoveFromParent()
         if value:
             chosen = _statements(updated.body)
         elif rest is None:
@@ -89,7 +91,9 @@ class _Decider(cst.CSTTransformer):
         return cst.FlattenSentinel([first, *chosen[1:]])
 
 
-def decide_version_checks(source: str, version: str | None = None) -> tuple[str, list[tuple[int, str]]]:
+def decide_version_checks(
+    source: str, version: str | None = None, refused: list[tuple[int, str]] | None = None
+) -> tuple[str, list[tuple[int, str]]]:
     """The source with each pure TensorFlow version check replaced by the branch that runs on
     `version` (default: the installed TensorFlow), and (line, test) of each check decided."""
     if "__version__" not in source:
@@ -98,4 +102,6 @@ def decide_version_checks(source: str, version: str | None = None) -> tuple[str,
     tf_names = {name for name, bound in import_bindings(module).items() if bound in _TENSORFLOW}
     decider = _Decider(module, tf_names, version or installed_tensorflow())
     rewritten = MetadataWrapper(module).visit(decider)
+    if refused is not None:
+        refused.extend(decider.refused)  # guards that only stopped the program on TF 2: removed
     return rewritten.code, decider.decided
