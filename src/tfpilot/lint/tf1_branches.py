@@ -48,9 +48,10 @@ def _decided_on_tf2(test: ast.expr, context: FileContext) -> bool | None:
         return None if inner is None else not inner
     if isinstance(test, ast.Call) and not test.args and context.qualname(test.func) in _EAGER:
         return True
-    if "__version__" not in ast.unparse(test):
+    text = ast.unparse(test)
+    if "__version__" not in text:
         return None
     from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
     names = {local for local, module in context.imports.items() if module.split(".")[0] == "tensorflow"}
-    return decide_version_test(ast.unparse(test), names, installed_tensorflow()) if names else None
+    return decide_version_test(text, names, installed_tensorflow()) if names else None

@@ -477,14 +477,14 @@ def stops_the_program(block: cst.BaseSuite) -> bool:
     return stops
 
 
-def refuses_tensorflow2(test: cst.BaseExpression, body: cst.BaseSuite, tf_names: set[str]) -> bool:
+def refuses_tensorflow2(test: cst.BaseExpression, body: cst.BaseSuite, tf_names: set[str]) -> str | None:
     """``if tf.__version__.startswith('2'): exit("Please install Tensorflow 1.x")``: a version test
     true on the installed TensorFlow guarding a block that only stops the program. TF1 tutorials
-    refuse TF 2 this way; the migrated code runs on TF 2, so the guard goes."""
+    refuse TF 2 this way; the migrated code runs on TF 2, so the guard goes. The test's text, or None."""
     if not tf_names or not stops_the_program(body):
-        return False
+        return None
     code = cst.Module(body=[]).code_for_node(test)
-    return decide_version_test(code, tf_names, installed_tensorflow()) is True
+    return code if decide_version_test(code, tf_names, installed_tensorflow()) is True else None
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -725,6 +725,7 @@ class _Rewriter(cst.CSTTransformer):
     ) -> None:
         super().__init__()
         self.bindings = bindings
+        self.tf_names = {local for local, bound in bindings.items() if bound.split(".")[0] == "tensorflow"}
         self.bare_names = bare_names  # names the file uses other than as an attribute or keyword
         # the second pass over a graph file: TF1's summary ops, Variable and initializers back
         self.summary_v1 = summary_v1
@@ -750,10 +751,11 @@ class _Rewriter(cst.CSTTransformer):
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.RemovalSentinel:
         if not _is_main_guard(original_node.test):
             self._branches -= 1
-        tf_names = {local for local, bound in self.bindings.items() if bound.split(".")[0] == "tensorflow"}
-        if original_node.orelse is None and refuses_tensorflow2(original_node.test, original_node.body, tf_names):
+        test = None
+        if original_node.orelse is None:
+            test = refuses_tensorflow2(original_node.test, original_node.body, self.tf_names)
+        if test is not None:
             line, column = self._position(original_node)
-            test = cst.Module(body=[]).code_for_node(original_node.test)
             self.changes.append(
                 (
                     line,

@@ -337,8 +337,9 @@ def _body_depends(node: ast.AST, context: Any, seen: frozenset[int]) -> bool:
 def _call_depends(call: ast.Call, context: Any, seen: frozenset[int]) -> bool:
     """One constructor call builds a training-dependent layer (directly or through a class or
     factory of the project)."""
-    alias = context.keras_layer_path(call.func) if isinstance(call.func, ast.Name) else None
-    found = keras_name(context.qualname(call.func)) if alias is None else ("", alias)
+    found = keras_name(context.qualname(call.func))
+    if found is None and (alias := context.keras_layer_path(call.func)) is not None:
+        found = ("", alias)  # `BatchNormalization = tf.keras.layers.BatchNormalization` in the file
     if found is not None:
         path = found[1]
         last = path.rsplit(".", 1)[-1]

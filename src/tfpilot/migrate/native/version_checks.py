@@ -16,7 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from tfpilot.migrate.compat import import_bindings, stops_the_program
 from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
-__all__ = ["decide_version_checks", "decide_version_test", "installed_tensorflow"]
+__all__ = ["decide_version_checks"]
 
 _TENSORFLOW = frozenset({"tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"})
 
