@@ -105,6 +105,10 @@ class StepTiming:
     # scheduler keeping tf.data's threads off busy CPUs.
     input_median_percent: float | None = None
     epoch_start_input_share: float | None = None
+    # CPU per step that the process's other threads (tf.data's producers) spent while the main thread waited in next()
+    # (None: not measured). A pipeline too slow for the step works through the wait; a loaded host's scheduler keeps
+    # those threads off the CPUs, so the wall time grows and this does not.
+    input_producer_cpu_ms: float | None = None
 
 
 @dataclasses.dataclass
@@ -418,7 +422,7 @@ class Watcher:
         def next_(iterator):
             if watcher._depth or threading.get_ident() != watcher._main_thread:
                 return original_next(iterator)
-            start, start_cpu = time.perf_counter(), time.thread_time()
+            start, start_cpu, start_process = time.perf_counter(), time.thread_time(), time.process_time()
             try:
                 return original_next(iterator)
             except StopIteration:
@@ -427,7 +431,8 @@ class Watcher:
                 watcher._record("epoch", epoch_end, epoch_end, "")
                 raise
             finally:
-                watcher._record("next", start, time.perf_counter(), "", (start_cpu, time.thread_time()))
+                end, end_cpu, end_process = time.perf_counter(), time.thread_time(), time.process_time()
+                watcher._record("next", start, end, "", (start_cpu, end_cpu, end_process, start_process))
 
         self._patch(iterator_ops.OwnedIterator, "__next__", next_)
 
@@ -763,6 +768,11 @@ class Watcher:
                     call = min(following[1] - following[0], max(following[4] - following[5], 0.0))
                     step_core.append(gap_cpu + call)
         total_input = sum(e - s for s, e, k, _, _ in waits if k == "next")
+        producer_cpu = sum(
+            max((p1 - p0) - (t1 - t0), 0.0)
+            for k, s, _, _, t0, t1, p1, p0 in self.events
+            if k == "next" and p1 and boundaries[0][1] <= s <= boundaries[-1][1]
+        )
         total_sync = sum(e - s for s, e, k, _, _ in waits if k == "sync")
         total_sync_cpu = sum(cpu for _, _, k, _, cpu in waits if k == "sync")
         syncs = Counter(key for _, _, k, key, _ in waits if k == "sync")
@@ -799,6 +809,7 @@ class Watcher:
             step_core_median_ms=1e3 * statistics.median(step_core) if step_core else 0.0,
             input_median_percent=statistics.median(input_shares),
             epoch_start_input_share=epoch_start_input / total_input if total_input else 0.0,
+            input_producer_cpu_ms=producer_cpu * per,
         )
 
     def report(self) -> WatchReport:

@@ -353,3 +353,63 @@ def test_a_pipeline_that_caught_up_after_the_window_opened_is_not_input_bound(tm
     """VALID: the first window steps wait (a slow start), the steady tail never does."""
     _, found = _profiled_loop(tmp_path, slow_elements=range(0, 4), warm_up=False)
     assert "DOC-INPUT-BOUND" not in found
+
+
+# ------------------------------------------------------------------------------ DOC-INPUT-BOUND without a profile
+@pytest.mark.parametrize("burner", [False, True], ids=["quiet", "with-burner"])
+def test_a_map_too_slow_for_the_step_is_input_bound_by_the_watcher_and_its_threads_work_through_the_wait(
+    tmp_path, burner
+):
+    """INVALID: a sequential map of matmuls (bad_sequential_map) makes every step wait while tf.data's threads work."""
+    with _burner(burner):
+        session = _run_fixture("bad_sequential_map", tmp_path / "map")
+    timing = session.report.timing
+    found = {f.code: f for f in session.findings}
+    assert "DOC-INPUT-BOUND" in found, timing
+    assert found["DOC-INPUT-BOUND"].evidence["measured_by"] == "watcher"
+    assert timing.input_producer_cpu_ms >= input_bound.CONTENTION_RATIO * timing.input_ms, timing
+
+
+def _watched(timing: StepTiming, pipeline: dict) -> Observations:
+    return Observations(
+        watch=WatchReport(
+            functions=[],
+            timing=timing,
+            eager_gradient_calls=0,
+            compiled_calls=160,
+            sync_count=0,
+            nonfinite=None,
+            wall_seconds=1.0,
+            profile_dir=None,
+            pipelines=[pipeline],
+        )
+    )
+
+
+def test_a_wait_on_in_memory_slices_whose_threads_did_not_run_is_the_hosts_load_not_the_pipeline():
+    """VALID (CI's 2 cores under pytest -n 2): next() on from_tensor_slices().batch() stretched to 2.5 ms of a 9 ms step
+    on every step, while tf.data's threads used 0.07 ms of CPU in it; the same wait on a generator is judged on it."""
+    timing = StepTiming(
+        driver="train_step",
+        steps=150,
+        step_ms=9.0,
+        call_ms=5.0,
+        gap_ms=4.0,
+        input_ms=2.5,
+        sync_ms=0.5,
+        idle_ms=1.0,
+        syncs_per_step=4.0,
+        idle_percent=11.0,
+        input_percent=100 * 2.5 / 9.0,
+        sync_locations={},
+        input_median_percent=25.0,
+        epoch_start_input_share=0.0,
+        input_producer_cpu_ms=0.07,
+    )
+    slices = {"stages": [{"kind": "Batch", "batch": 16}, {"kind": "TensorSlice"}]}
+    assert input_bound.check(_watched(timing, slices)) == []
+    generator = {"stages": [{"kind": "Batch", "batch": 16}, {"kind": "Generator"}], "generator": True}
+    assert [f.code for f in input_bound.check(_watched(timing, generator))] == ["DOC-INPUT-BOUND"]
+    # The same in-memory pipeline whose threads worked through the wait is a pipeline too slow for the step.
+    working = dataclasses.replace(timing, input_producer_cpu_ms=1.5)
+    assert [f.code for f in input_bound.check(_watched(working, slices))] == ["DOC-INPUT-BOUND"]

@@ -14,6 +14,9 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
   A cached, prefetched pipeline whose stages take 0.03 ms per batch but whose consumer waited
   1 ms was not slow: its producer thread was not scheduled because the CPUs were oversubscribed,
   and no change to the pipeline would help;
+- without a profile, the same test on CPU: a pipeline of CPU work only (in-memory slices, batch, shuffle, maps of
+  TensorFlow ops) whose threads used under CONTENTION_RATIO of the wait in CPU was not running, it was kept off
+  the CPUs (the watcher reads the process's CPU over each next());
 - the median profiled step must wait too: one step in five that found the prefetch buffer empty
   (the scheduler kept tf.data's threads off the CPUs for a while) is no input-bound program, a
   pipeline that cannot keep up makes every step wait.
@@ -68,6 +71,25 @@ _PARALLEL_INTERLEAVE_STAGES = {
     "ParallelInterleaveV2",
     "ParallelInterleaveV3",
     "ParallelInterleaveV4",
+}
+# Stages whose work is CPU only (no files, no Python generator): a slow one burns CPU while the step waits for it.
+_CPU_ONLY_STAGES = {
+    "TensorSlice",
+    "Range",
+    "Batch",
+    "ParallelBatch",
+    "PaddedBatch",
+    "Unbatch",
+    "Shuffle",
+    "Repeat",
+    "Take",
+    "Skip",
+    "Prefetch",
+    "Options",
+    "Cache",
+    "Filter",
+    "Map",
+    "ParallelMap",
 }
 _CACHE_STAGES = {"MemoryCache", "MemoryCacheImpl", "Cache", "CacheImpl", "FileCache", "FileCacheImpl"}
 
@@ -335,9 +357,29 @@ def _watcher_verdict(observations: Observations) -> tuple[float, float, float] |
     work_ms = pipeline_work_ms_per_step(observations)
     if work_ms is not None and work_ms < CONTENTION_RATIO * timing.input_ms:
         return None
+    if work_ms is None and _producers_idle_through_the_wait(observations, timing):
+        return None
     if _scattered_waits(timing):
         return None
     return timing.input_percent, timing.input_ms, timing.step_ms
+
+
+def _producers_idle_through_the_wait(observations: Observations, timing: StepTiming) -> bool:
+    """Without a profile: a pipeline of CPU work only whose threads did not work while the step waited for it.
+
+    In-memory slices, batching, shuffling and maps of TensorFlow ops spend CPU to make a batch; when the main thread
+    waits in next() and tf.data's threads used under CONTENTION_RATIO of that wait, nothing in the pipeline was
+    running: the host's scheduler kept it off oversubscribed CPUs (CI's ``pytest -n 2``), and no pipeline change
+    helps. Files, generators and py_function maps can wait without CPU (I/O, a Python sleep), so those stay judged
+    on their wait.
+    """
+    if timing.input_producer_cpu_ms is None or observations.watch is None or not observations.watch.pipelines:
+        return False
+    shape = PipelineShape.from_dict(observations.watch.pipelines[0])
+    cpu_only = not shape.generator and all(stage.kind in _CPU_ONLY_STAGES for stage in shape.stages)
+    if not cpu_only or any(stage.state == "stateful" for stage in shape.random_or_stateful_maps):
+        return False
+    return timing.input_producer_cpu_ms < CONTENTION_RATIO * timing.input_ms
 
 
 def _scattered_waits(timing: StepTiming) -> bool:
