@@ -473,6 +473,9 @@ DATASET_CALL_NAMES = frozenset(
 )
 
 
+# TensorFlow's private, frozen copy of Keras 2 (what `from tensorflow.python import keras` binds).
+PRIVATE_KERAS = "tensorflow.python.keras"
+
 # Libraries whose Keras objects are Keras 2 (they ask for tf_keras / TF_USE_LEGACY_KERAS=1 under
 # TF 2.16+); the top-level import name of each.
 KERAS2_LIBRARIES = (

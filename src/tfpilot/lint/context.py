@@ -17,7 +17,13 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfpilot.lint.apis import KERAS2_ONLY_LIBRARIES, TF_FUNCTION_QUALNAMES, is_dataset_constructor, keras_name
+from tfpilot.lint.apis import (
+    KERAS2_ONLY_LIBRARIES,
+    PRIVATE_KERAS,
+    TF_FUNCTION_QUALNAMES,
+    is_dataset_constructor,
+    keras_name,
+)
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.local_modules import imported_class
@@ -80,6 +86,9 @@ _CONSTANT = ast.Constant
 _LOAD = ast.Load
 # Child fields per node type, minus those that never hold nodes worth visiting.
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+PRIVATE_KERAS_REASON = "its `keras` is TensorFlow's private Keras 2 copy, tensorflow.python.keras"
 
 
 class FileContext:
@@ -149,7 +158,11 @@ class FileContext:
         if self._keras2_reason is False:
             tops = {value.split(".")[0] for value in self.imports.values()}
             reason = None
-            if "keras" not in tops:
+            if self.imports.get("keras", "").startswith(PRIVATE_KERAS):
+                # `from tensorflow.python import keras`: the file's `keras` is TensorFlow's frozen Keras 2 copy, whose
+                # objects behave as Keras 2 (TFP509 reports the import itself).
+                reason = PRIVATE_KERAS_REASON
+            elif "keras" not in tops:
                 library = next((name for name in KERAS2_ONLY_LIBRARIES if name in tops), None)
                 if library is not None:
                     reason = f"it imports {library}, which needs TF_USE_LEGACY_KERAS=1"

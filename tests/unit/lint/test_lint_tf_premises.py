@@ -969,3 +969,16 @@ def test_tfp504_keras3_base_classes_lack_keras2_internals_that_subclasses_read()
                 return x * self._scale
         """
     assert _tfp504_lines(source) == ["11"]
+
+
+def test_tfp211_keras_momentum_keeps_the_old_average_so_pytorchs_point_one_follows_the_last_batch():
+    layer = keras.layers.BatchNormalization(momentum=0.1)
+    layer(np.full((8, 2), 5.0, dtype="float32"), training=True)
+    assert np.allclose(layer.moving_mean.numpy(), 4.5)  # 0.1 * 0 + 0.9 * 5: the last batch's mean, almost
+    usual = keras.layers.BatchNormalization()  # Keras' default, 0.99, PyTorch's 0.1 turned around is 0.9
+    usual(np.full((8, 2), 5.0, dtype="float32"), training=True)
+    assert np.allclose(usual.moving_mean.numpy(), 0.05)
+    source = "import keras\n\nnorm = keras.layers.BatchNormalization(momentum=0.1, epsilon=1e-5)\n"
+    assert "TFP211" in [finding.code for finding in lint_source(source, path="premise.py")]
+    ported = "import keras\n\nnorm = keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)\n"
+    assert "TFP211" not in [finding.code for finding in lint_source(ported, path="premise.py")]

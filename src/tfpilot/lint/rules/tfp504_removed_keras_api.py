@@ -33,6 +33,18 @@ _REMOVED_LAYER_METHODS = {
     "get_input_at": "layer.input",
     "get_output_at": "layer.output",
 }
+# tf.Variable methods a Keras 3 layer weight (keras.Variable) does not have (checked on the installed Keras: its
+# `shape` is a TensorShape-like tuple, `numpy()`, `assign()` and `value` remain).
+_TF_VARIABLE_ONLY_METHODS = {
+    "get_shape": "use `{0}.shape`",
+    "eval": "use `{0}.numpy()`",
+    "initialized_value": "use `{0}.value`",
+    "read_value": "use `{0}.value`",
+}
+_LAYER_WEIGHTS = frozenset(
+    {"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance", "recurrent_kernel",
+     "depthwise_kernel", "pointwise_kernel"}
+)  # fmt: skip
 # Keras 2's layer graph as attributes: Keras 3's layers keep only private `_inbound_nodes`, and its
 # Node has `parent_nodes` / `operation` instead (each checked on the installed Keras).
 _REMOVED_GRAPH_ATTRIBUTES = {
@@ -421,6 +433,25 @@ session = K.get_session()
                     return True
         return False
 
+    def _keras_layer_weight(self, value: ast.expr) -> bool:
+        """``layer.kernel`` / ``self.conv.bias``: a weight attribute of a Keras layer built in this file."""
+        if not isinstance(value, ast.Attribute) or value.attr not in _LAYER_WEIGHTS:
+            return False
+        owner = value.value
+        if isinstance(owner, ast.Name):
+            return self._is_layer(owner)
+        if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+            klass = self.context.classes[-1] if self.context.classes else None
+            return klass is not None and any(
+                isinstance(target := statement.targets[0], ast.Attribute)
+                and target.attr == owner.attr
+                and (found := keras_name(qualname)) is not None
+                and found[1].startswith("layers.")
+                and found[1] != "layers.Input"
+                for statement, qualname in self._self_assignments(klass)
+            )
+        return False
+
     def _is_layer(self, receiver: ast.expr) -> bool:
         """A layer of a model: ``model.layers[i]``, ``model.get_layer(...)``, the loop variable of
         ``for layer in model.layers`` (or ``enumerate(model.layers)``), or a Keras layer built here."""
@@ -475,6 +506,14 @@ session = K.get_session()
             return
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
+            return
+        if func.attr in _TF_VARIABLE_ONLY_METHODS and self._keras_layer_weight(func.value):
+            weight = ast.unparse(func.value)
+            self.report(
+                node,
+                f"`{weight}.{func.attr}()`: a Keras 3 layer's weight is a keras.Variable, which has no `{func.attr}` "
+                f"(AttributeError; tf.Variable had it); {_TF_VARIABLE_ONLY_METHODS[func.attr].format(weight)}",
+            )
             return
         if func.attr == "__init__" and self._positional_layer_init(node):
             self.report(

@@ -6,11 +6,13 @@ import ast
 from typing import Any
 
 from tfpilot.findings import Severity
+from tfpilot.lint.apis import PRIVATE_KERAS
+from tfpilot.lint.context import PRIVATE_KERAS_REASON
 from tfpilot.lint.rule import Invalid, Rule
 
 # top-level module -> (what it is, why it fails on TF 2.16+ / Keras 3)
 _LIBRARIES: dict[str, tuple[str, str]] = {
-    "tensorflow.python.keras": (
+    PRIVATE_KERAS: (
         "TensorFlow's private, frozen copy of Keras 2",
         "its models are not Keras 3 models: keras.Sequential refuses its layers, compile() refuses a "
         "Keras 3 optimizer and fit() raises AttributeError on TF 2.21; import from `keras` instead",
@@ -58,7 +60,7 @@ class Keras2OnlyLibrary(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("tensorflow_addons", "tensorflow.python.keras", "keras_resnet", "keras_vggface")
+    tokens = ("tensorflow_addons", "tensorflow.python", "keras_resnet", "keras_vggface")
     VALID = [
         """
 import keras
@@ -84,6 +86,16 @@ from tensorflow.python.keras.models import Model
         Invalid(
             """
 import tensorflow as tf
+from tensorflow.python import keras
+
+class Block(keras.layers.Layer):
+    pass
+""",
+            line=3,
+        ),
+        Invalid(
+            """
+import tensorflow as tf
 import tensorflow_addons as tfa
 
 norm = tfa.layers.InstanceNormalization()
@@ -101,7 +113,11 @@ norm = tfa.layers.InstanceNormalization()
             self._check(node, alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if not node.level and node.module:
+        if node.level or not node.module:
+            return
+        if node.module == "tensorflow.python" and any(alias.name == "keras" for alias in node.names):
+            self._check(node, PRIVATE_KERAS)  # `from tensorflow.python import keras`: the private copy, by another path
+        else:
             self._check(node, node.module)
 
     def _check(self, node: ast.stmt, module: str) -> None:
@@ -110,7 +126,9 @@ norm = tfa.layers.InstanceNormalization()
             return
         self._reported.add(library)
         what, why = _LIBRARIES[library]
-        self.report(node, f"`{module}` is {what}: {why}")
+        # The private copy is itself why the file runs on Keras 2 (FileContext.keras2_reason): that stays an error.
+        itself = library == PRIVATE_KERAS and self.context.keras2_reason == PRIVATE_KERAS_REASON
+        self.report(node, f"`{module}` is {what}: {why}", severity=self.severity if itself else None)
 
     def _in_optional_import(self) -> bool:
         """Inside the body of a ``try`` whose handlers catch ImportError (or everything)."""

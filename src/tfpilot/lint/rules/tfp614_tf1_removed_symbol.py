@@ -56,6 +56,23 @@ _KERAS_FUNCTIONS = {
 }
 
 
+# tf.distribute.Strategy methods TF 2.x dropped after their experimental period (absent from TF 2.21's strategies,
+# checked on MirroredStrategy and the default strategy). tf_upgrade_v2's tables do not cover methods of objects.
+# name -> (message, the replacement a feature check would name)
+_REMOVED_STRATEGY_METHODS: dict[str, tuple[str, str]] = {
+    "experimental_run_v2": (
+        "`strategy.experimental_run_v2()` does not exist in TF 2.21 (AttributeError): TF 2.2 renamed it "
+        "`strategy.run(fn, args=...)`, with the same arguments",
+        "run",
+    ),
+    "experimental_make_numpy_dataset": (
+        "`strategy.experimental_make_numpy_dataset()` does not exist in TF 2.21 (AttributeError): build "
+        "`tf.data.Dataset.from_tensor_slices(arrays)` and pass it to `strategy.experimental_distribute_dataset`",
+        "experimental_distribute_dataset",
+    ),
+}
+
+
 def _advice(name: str) -> str:
     short = _KERAS_FUNCTIONS.get(name)
     if short is not None:
@@ -166,8 +183,28 @@ import tensorflow as tf
 
 it = reader.make_one_shot_iterator()
 """,
+        # a strategy's renamed method, chosen by what the installed TensorFlow has
+        """
+import tensorflow as tf
+
+if hasattr(strategy, "run"):
+    result = strategy.run(step, args=(batch,))
+else:
+    result = strategy.experimental_run_v2(step, args=(batch,))
+""",
     ]
     INVALID = [
+        Invalid(
+            """
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()
+
+def distributed_step(batch):
+    return strategy.experimental_run_v2(step, args=(batch,))
+""",
+            line=7,
+        ),
         Invalid(
             """
 import tensorflow as tf
@@ -295,11 +332,20 @@ from tensorflow import gfile
         shown = self.context.dotted(node) or qualname
         self._report_once(node, f"`{shown}` does not exist in TF 2.x (AttributeError): {_advice(match)}")
 
-    calls = frozenset(REMOVED_DATASET_METHODS)
+    calls = frozenset(REMOVED_DATASET_METHODS) | frozenset(_REMOVED_STRATEGY_METHODS)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr not in REMOVED_DATASET_METHODS:
+        if not isinstance(func, ast.Attribute):
+            return
+        if func.attr in _REMOVED_STRATEGY_METHODS:
+            # Names no other TensorFlow or Keras object has: the receiver is a tf.distribute strategy.
+            message, replacement = _REMOVED_STRATEGY_METHODS[func.attr]
+            # `if hasattr(strategy, "run"): ... else: strategy.experimental_run_v2(...)` checks either name.
+            if not self._guarded(func.attr) and not under_feature_check(self.context, replacement):
+                self._report_once(node, message)
+            return
+        if func.attr not in REMOVED_DATASET_METHODS:
             return
         if any(value.startswith("tensorflow.compat.v1") for value in self.context.imports.values()):
             return  # tf.compat.v1.data.Dataset still has the method
