@@ -48,6 +48,8 @@ _TF_PREFIXES = ("tensorflow.compat.v1.", "tensorflow.compat.v2.", "tensorflow.")
 _KERAS_PREFIXES = (
     ("tensorflow.keras.", "tensorflow.keras"),
     ("tensorflow.python.keras.", "tensorflow.keras"),
+    # TF 2.21's tf.compat.v1.keras is the same Keras 3 as tf.keras (keras._tf_keras.keras): no Keras 2 in compat.v1.
+    ("tensorflow.compat.v1.keras.", "tensorflow.keras"),
     ("keras.", "keras"),
 )
 

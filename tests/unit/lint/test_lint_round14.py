@@ -119,3 +119,18 @@ def test_tf_only_methods_of_a_keras_layer_weight_raise_and_are_reported(method):
         """
     )
     assert [(f.code, _line(f)) for f in found if f.code == "TFP504"] == [("TFP504", 14)]
+
+
+def test_tf_compat_v1_keras_is_keras_3_on_tf_2_21_and_its_removals_are_reported():
+    """keras-ocr's `tf.compat.v1.keras.backend.set_session(...)`: compat.v1's keras is the same Keras 3 as tf.keras."""
+    assert tf.compat.v1.keras.layers.Dense is keras.layers.Dense
+    assert not hasattr(tf.compat.v1.keras.backend, "set_session")
+    found = _found(
+        """
+        import tensorflow as tf
+
+        config = tf.compat.v1.ConfigProto()
+        tf.compat.v1.keras.backend.set_session(tf.compat.v1.Session(config=config))
+        """
+    )
+    assert ("TFP504", 5) in [(f.code, _line(f)) for f in found]
