@@ -21,6 +21,8 @@ Everything here works on source text with libcst and imports no TensorFlow.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -259,6 +261,12 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.framework.load_checkpoint", "tensorflow.train.load_checkpoint", "rename"),
     RemovedApi(
         "tensorflow.contrib.framework.init_from_checkpoint", "tensorflow.compat.v1.train.init_from_checkpoint", "rename"
+    ),
+    # TF 1.3's tf.contrib.data, which TF 1.4 moved to tf.data (tf_upgrade_v2 renames only the later contrib.data
+    # names); its Dataset.map(num_threads=, output_buffer_size=) is rewritten at the call (_Rewriter._contrib_map)
+    *(
+        RemovedApi(f"tensorflow.contrib.data.{name}", f"tensorflow.compat.v1.data.{name}", "rename")
+        for name in ("Dataset", "Iterator", "TextLineDataset", "TFRecordDataset", "FixedLengthRecordDataset")
     ),
     RemovedApi("tensorflow.contrib.seq2seq.sequence_loss", "_tf1_contrib.sequence_loss", "helper"),
     RemovedApi("tensorflow.contrib.learn.datasets.load_dataset", "_tf1_mnist.load_dataset", "helper"),
@@ -717,6 +725,36 @@ def shim_line_range(source: str) -> range:
     return range(start + 1, end + 2)
 
 
+# TF calls whose shape TF 1 read as a TensorShape, which took whole floats (int(3.0)) where TF 2's refuses them
+# (TypeError, checked on TF 2.21; tf.zeros still takes them): keyword `shape` or this positional index. Keys are
+# names with any `compat.v1.` removed.
+_SHAPE_ARGUMENT: dict[str, int] = {
+    "tensorflow.get_variable": 1,
+    "tensorflow.placeholder": 1,
+    "tensorflow.placeholder_with_default": 1,
+    "tensorflow.sparse_placeholder": 1,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _public_home_of_private(qualified: str) -> str | None:
+    """``tensorflow.python.ops.control_flow_ops.while_loop`` -> ``while_loop``: a member TF 1 scripts reached through
+    a private module that TF 2.21's module no longer has (it moved to another private module) while TF 1's public
+    API still does, as ``tf.compat.v1.<member>`` (checked on the installed TensorFlow). None otherwise."""
+    if not qualified.startswith("tensorflow.python."):
+        return None
+    module, _, member = qualified.rpartition(".")
+    try:
+        found = importlib.import_module(module)
+    except Exception:  # a private module that is gone altogether: the readiness check reports it
+        return None
+    if hasattr(found, member):
+        return None
+    import tensorflow as tf  # only for a script that uses TensorFlow's private modules
+
+    return member if hasattr(tf.compat.v1, member) else None
+
+
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -835,6 +873,16 @@ class _Rewriter(cst.CSTTransformer):
         """A removed name with a TF 2.21 home (REMOVED_APIS' "rename" and "rewrite" rows), or None."""
         line, column = self._position(original)
         shown = dotted_name(original)
+        moved = _public_home_of_private(qualified) if qualified is not None else None
+        if moved is not None:
+            tf_alias = next((local for local, bound in sorted(self.bindings.items()) if bound == "tensorflow"), None)
+            spelled = f"{tf_alias}.compat.v1.{moved}" if tf_alias is not None else None
+            if spelled is None:
+                spelled = self.home_imports.setdefault(f"tensorflow.compat.v1.{moved}", self._home_name(moved))
+            self.changes.append(
+                (line, column, f"`{shown}` -> `{spelled}` (TF 2.21's private module no longer has it; the public name)")
+            )
+            return cst.parse_expression(spelled)
         if qualified is not None and qualified in _RENAMES:
             target = _RENAMES[qualified]
             head = (shown or "").split(".")[0]
@@ -961,6 +1009,12 @@ class _Rewriter(cst.CSTTransformer):
         # tf_upgrade_v2 leaves TF1's tf.summary.scalar(name, tensor) on the TF2 API, which records
         # nothing in a TF1 graph (merge_all() then returns None). A graph file gets TF1's ops back.
         qualified = qualified_name(original.func, self.bindings)
+        if isinstance(updated.func, cst.Attribute) and updated.func.attr.value == "map":
+            contrib_map = self._contrib_map(original, updated)
+            if contrib_map is not None:
+                return contrib_map
+        if qualified is not None and _SHAPE_ARGUMENT.get(qualified.replace(".compat.v1.", ".")) is not None:
+            updated = self._whole_shape(original, updated, _SHAPE_ARGUMENT[qualified.replace(".compat.v1.", ".")])
         if qualified == "tensorflow.Variable":
             return self._variable_v1(original, updated)
         if qualified == "tensorflow.compat.v1.keras.initializers.VarianceScaling":
@@ -988,6 +1042,75 @@ class _Rewriter(cst.CSTTransformer):
             "summary." + qualified.rpartition(".")[2],
             "the TF2 summary API records nothing in a TF1 graph; merge_all() would return None",
         )
+
+    def _contrib_map(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """TF 1.3's ``ds.map(f, num_threads=N, output_buffer_size=M)`` (tf.contrib.data) -> ``ds.map(f,
+        num_parallel_calls=N).prefetch(M)``: what TF 1.4 split those arguments into; tf.data's map refuses them."""
+        names = {arg.keyword.value for arg in updated.args if arg.keyword is not None}
+        if not names & {"num_threads", "output_buffer_size"}:
+            return None
+        buffer = next(
+            (arg.value for arg in updated.args if arg.keyword and arg.keyword.value == "output_buffer_size"), None
+        )
+        args = [
+            arg.with_changes(keyword=cst.Name("num_parallel_calls"))
+            if arg.keyword is not None and arg.keyword.value == "num_threads"
+            else arg
+            for arg in updated.args
+            if not (arg.keyword is not None and arg.keyword.value == "output_buffer_size")
+        ]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        result: cst.BaseExpression = updated.with_changes(args=args)
+        if buffer is not None:
+            result = cst.Call(func=cst.Attribute(value=result, attr=cst.Name("prefetch")), args=[cst.Arg(buffer)])
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                "`map(num_threads=, output_buffer_size=)` (TF 1.3's tf.contrib.data) -> `map(num_parallel_calls=)"
+                + (".prefetch(...)`" if buffer is not None else "`")
+                + ": tf.data's map takes neither argument",
+            )
+        )
+        return result
+
+    def _whole_shape(self, original: cst.Call, updated: cst.Call, position: int) -> cst.Call:
+        """``shape=[k, k, channels / groups, n]``: Python 3's ``/`` makes a float, which TF 1's Dimension took when it
+        was whole (int(3.0)) and TF 2's refuses (TypeError). Floor division gives TF 1's value: ``//``."""
+        args = list(updated.args)
+        index = next((i for i, arg in enumerate(args) if arg.keyword and arg.keyword.value == "shape"), None)
+        if index is None and len(args) > position and args[position].keyword is None and not args[position].star:
+            index = position
+        if index is None or not isinstance(args[index].value, (cst.List, cst.Tuple)):
+            return updated
+        shape = args[index].value
+        assert isinstance(shape, (cst.List, cst.Tuple))
+        divided = [
+            element
+            for element in shape.elements
+            if isinstance(element.value, cst.BinaryOperation) and isinstance(element.value.operator, cst.Divide)
+        ]
+        if not divided:
+            return updated
+        elements = [
+            element.with_changes(value=element.value.with_changes(operator=cst.FloorDivide()))
+            if element in divided
+            else element
+            for element in shape.elements
+        ]
+        args[index] = args[index].with_changes(value=shape.with_changes(elements=elements))
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                "`/` -> `//` in a shape: Python 3's division makes a float dimension, which TF 1 took when whole and "
+                "TF 2 refuses (TypeError)",
+            )
+        )
+        return updated.with_changes(args=args)
 
     def _variable_v1(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``tf.Variable(0, name="global_step")`` in a TF1 graph: TF1's variable class back. With v2
@@ -1052,7 +1175,13 @@ class _Rewriter(cst.CSTTransformer):
         for alias, full in pairs:
             asname = alias.asname.name if alias.asname is not None else None
             renamed = _RENAMES.get(full)
-            if renamed is not None and "." in renamed and not renamed.startswith("tensorflow."):
+            # A TF 2.21 home outside tensorflow (projector's), or any home of a from-import (`from
+            # tensorflow.contrib.data import Dataset` -> `from tensorflow.compat.v1.data import Dataset`).
+            if (
+                renamed is not None
+                and "." in renamed
+                and (not renamed.startswith("tensorflow.") or isinstance(small, cst.ImportFrom))
+            ):
                 local = asname.value if isinstance(asname, cst.Name) else None
                 if isinstance(small, cst.ImportFrom):
                     home, _, member = renamed.rpartition(".")

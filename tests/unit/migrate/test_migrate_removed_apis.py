@@ -120,6 +120,46 @@ def sequence_loss_reference() -> float:
 
 # removed name -> (TF1 snippet, command-line arguments, expected stdout)
 SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    # TF 1.3's tf.contrib.data (TF 1.4 moved it to tf.data)
+    "tensorflow.contrib.data.Dataset": (
+        "import tensorflow as tf\nfrom tensorflow.contrib.data import Dataset\n"
+        "ds = Dataset.range(4).map(lambda v: v * 3, num_threads=2, output_buffer_size=4).batch(2)\n"
+        "batch = ds.make_one_shot_iterator().get_next()\n"
+        "with tf.Session() as sess:\n    print(sess.run(batch).tolist(), sess.run(batch).tolist())\n",
+        (),
+        "[0, 3] [6, 9]",
+    ),
+    "tensorflow.contrib.data.Iterator": (
+        "import tensorflow as tf\nfrom tensorflow.contrib.data import Iterator\n"
+        "train, val = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)\n"
+        "it = Iterator.from_structure(train.output_types, train.output_shapes)\n"
+        "nxt = it.get_next()\n"
+        "with tf.Session() as sess:\n    sess.run(it.make_initializer(val))\n    print(sess.run(nxt), sess.run(nxt))\n",
+        (),
+        "10 11",
+    ),
+    "tensorflow.contrib.data.TextLineDataset": (
+        "import tensorflow as tf\nopen('lines.txt', 'w').write('a\\nbb\\n')\n"
+        "line = tf.contrib.data.TextLineDataset('lines.txt').make_one_shot_iterator().get_next()\n"
+        "with tf.Session() as sess:\n    print(sess.run(line), sess.run(line))\n",
+        (),
+        "b'a' b'bb'",
+    ),
+    "tensorflow.contrib.data.TFRecordDataset": (
+        "import tensorflow as tf\nwith tf.python_io.TFRecordWriter('r.tfrecord') as w:\n    w.write(b'xy')\n"
+        "record = tf.contrib.data.TFRecordDataset(['r.tfrecord']).make_one_shot_iterator().get_next()\n"
+        "with tf.Session() as sess:\n    print(sess.run(record))\n",
+        (),
+        "b'xy'",
+    ),
+    "tensorflow.contrib.data.FixedLengthRecordDataset": (
+        "import tensorflow as tf\nopen('fixed.bin', 'wb').write(b'abcdef')\n"
+        "ds = tf.contrib.data.FixedLengthRecordDataset(['fixed.bin'], record_bytes=3)\n"
+        "record = ds.make_one_shot_iterator().get_next()\n"
+        "with tf.Session() as sess:\n    print(sess.run(record), sess.run(record))\n",
+        (),
+        "b'abc' b'def'",
+    ),
     "tensorflow.contrib.tensorboard.plugins.projector": (
         "import os\nimport tensorflow as tf\nfrom tensorflow.contrib.tensorboard.plugins import projector\n"
         "config = projector.ProjectorConfig()\nconfig.embeddings.add().tensor_name = 'emb'\n"
