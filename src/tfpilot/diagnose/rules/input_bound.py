@@ -368,9 +368,9 @@ def _producers_idle_through_the_wait(observations: Observations, timing: StepTim
     """Without a profile: a pipeline of CPU work only whose threads did not work while the step waited for it.
 
     In-memory slices, batching, shuffling and maps of TensorFlow ops spend CPU to make a batch; when the main thread
-    waits in next() and tf.data's threads used under CONTENTION_RATIO of that wait, nothing in the pipeline was
-    running: the host's scheduler kept it off oversubscribed CPUs (CI's ``pytest -n 2``), and no pipeline change
-    helps. Files, generators and py_function maps can wait without CPU (I/O, a Python sleep), so those stay judged
+    waits in next(), tf.data's threads used under CONTENTION_RATIO of that wait, and their work is under
+    CONTENTION_RATIO of the step's CPU too, the pipeline was not what the step waited for: the host's scheduler kept
+    it off oversubscribed CPUs (CI's ``pytest -n 2``), and no pipeline change helps. Files, generators and py_function maps can wait without CPU (I/O, a Python sleep), so those stay judged
     on their wait.
     """
     if timing.input_producer_cpu_ms is None or observations.watch is None or not observations.watch.pipelines:
@@ -379,7 +379,10 @@ def _producers_idle_through_the_wait(observations: Observations, timing: StepTim
     cpu_only = not shape.generator and all(stage.kind in _CPU_ONLY_STAGES for stage in shape.stages)
     if not cpu_only or any(stage.state == "stateful" for stage in shape.random_or_stateful_maps):
         return False
-    return timing.input_producer_cpu_ms < CONTENTION_RATIO * timing.input_ms
+    # Both small: the producers' work is under a quarter of the wait and under a quarter of the step's CPU. A slow
+    # map on a loaded host gets little CPU during each wait too, yet its work is a large share of every step.
+    producer = timing.input_producer_cpu_ms
+    return producer < CONTENTION_RATIO * timing.input_ms and producer < CONTENTION_RATIO * timing.step_cpu_ms
 
 
 def _scattered_waits(timing: StepTiming) -> bool:
