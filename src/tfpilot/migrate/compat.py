@@ -121,6 +121,8 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "flatten",
                 "sequence_loss",
                 "model_analyzer",
+                "arg_scope",
+                "losses",
             }
         ),
     ),
@@ -203,7 +205,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 7
+SHIMS_VERSION = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -312,8 +314,8 @@ _MODULE_HELPERS: dict[str, str] = {
     # `from tensorflow.contrib import learn` for learn.preprocessing.VocabularyProcessor; its datasets
     # (mnist) keep their own, more specific helper above
     "tensorflow.contrib.learn": "_tf1_learn",
-    # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d); its
-    # arg_scope, repeat, nets and losses are not replaced (the report names each use)
+    # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d), with its arg_scope and
+    # losses; repeat, stack and nets are not replaced (the report names each use)
     "tensorflow.contrib.slim": "_tf1_contrib",
     "tensorflow.contrib.metrics": "_tf1_metrics",
     "tensorflow.contrib.lookup": "_tf1_lookup",

@@ -99,3 +99,51 @@ def test_a_member_gone_from_a_private_tensorflow_module_gets_its_public_tf1_name
     text = migrated.read_text()
     assert "tf.compat.v1.while_loop(" in text and "tensor_array_ops.TensorArray(" in text
     assert run(migrated) == "6.0"
+
+
+SLIM = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "import tensorflow.contrib.slim as slim\n"
+    "\n"
+    "tf.set_random_seed(0)\n"
+    "x = tf.placeholder(tf.float32, [None, 8, 8, 1])\n"
+    "y = tf.placeholder(tf.float32, [None, 3])\n"
+    "is_training = tf.placeholder(tf.bool)\n"
+    "with slim.arg_scope([slim.conv2d, slim.fully_connected],\n"
+    "                    normalizer_fn=slim.batch_norm,\n"
+    "                    normalizer_params={'is_training': is_training, 'decay': 0.95}):"
+    "\n"
+    "    net = slim.conv2d(x, 4, [3, 3], scope='conv1')"
+    "\n"
+    "    net = slim.max_pool2d(net, [2, 2], scope='pool1')"
+    "\n"
+    "    net = slim.flatten(net, scope='flatten')"
+    "\n"
+    "    logits = slim.fully_connected(net, 3, activation_fn=None, normalizer_fn=None, scope='fco')"
+    "\n"
+    "loss = slim.losses.softmax_cross_entropy(logits, y)\n"
+    "train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)\n"
+    "names = sorted(v.name for v in tf.global_variables())\n"
+    "rng = np.random.RandomState(0)\n"
+    "xs, ys = rng.rand(16, 8, 8, 1), np.eye(3)[rng.randint(0, 3, 16)]\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    first = sess.run(loss, {x: xs, y: ys, is_training: True})\n"
+    "    for _ in range(20):\n"
+    "        sess.run(train, {x: xs, y: ys, is_training: True})\n"
+    "    print(len(names), 'conv1/BatchNorm/moving_mean:0' in names, 'fco/biases:0' in names, sess.run(loss, {x: xs, y: ys, is_training: True}) < first)"
+    "\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_slim_arg_scope_sets_the_layer_defaults_and_slim_losses_take_the_logits_first(
+    tmp_path: Path, mode: str
+) -> None:
+    """hwalsuklee's slim MNIST CNN: `with slim.arg_scope([slim.conv2d, slim.fully_connected], normalizer_fn=
+    slim.batch_norm, ...)` and TF 0.12's `slim.losses.softmax_cross_entropy(logits, labels)`. Under the scope conv1 gets
+    a BatchNorm and no biases (TF1 slim's 6 variables); a call's own normalizer_fn=None wins; the loss falls."""
+    report, migrated = _migrate(tmp_path, "slimnet.py", SLIM, mode)
+    assert report.will_run == report.files, report.statuses
+    assert run(migrated) == "6 True True True"

@@ -11,6 +11,8 @@ cross-entropy, averaged over time steps and / or the batch as its flags say).
 # tfpilot: noqa-file[TFP6]
 
 from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401, I001 - written next to this helper in DEST
+from typing import Any  # for the type checker; the emitted code's annotations are strings
+
 from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 # --- emitted below ---
@@ -19,6 +21,88 @@ import tensorflow as _tf
 
 class _tf1_contrib:
     """tf.contrib.layers basics and tf.contrib.seq2seq.sequence_loss (tf.contrib was removed in TF 2)."""
+
+    # slim.arg_scope's defaults, the innermost scope last: {layer function name: {argument: value}}
+    _arg_stack: "list[dict[str, dict[str, Any]]]" = [{}]
+
+    def _arg_scoped(function: "Any") -> "Any":  # a decorator the class body applies, not a method
+        """The layer function takes slim.arg_scope's defaults for it, under what each call passes itself."""
+        import functools
+        import inspect
+
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            defaults = _tf1_contrib._arg_stack[-1].get(function.__name__)
+            if defaults:
+                given = signature.bind_partial(*args, **kwargs).arguments
+                kwargs = {**{key: value for key, value in defaults.items() if key not in given}, **kwargs}
+            return function(*args, **kwargs)
+
+        call.__dict__["_tf1_arg_scope_name"] = function.__name__  # the mark arg_scope reads
+        return call
+
+    @staticmethod
+    def arg_scope(list_ops_or_scope, **kwargs):
+        """slim.arg_scope: default arguments of the listed layer functions inside the `with` block, nested scopes
+        adding to the outer ones; `with slim.arg_scope(saved):` re-enters a scope a `with ... as saved` kept."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            if isinstance(list_ops_or_scope, dict):
+                current = list_ops_or_scope
+            else:
+                current = {name: dict(values) for name, values in _tf1_contrib._arg_stack[-1].items()}
+                for op in list_ops_or_scope:
+                    name = getattr(op, "_tf1_arg_scope_name", None)
+                    if name is None:
+                        raise TF1OptionRefused(
+                            f"slim.arg_scope over {getattr(op, '__name__', op)!r}: the migrated arg_scope sets defaults "
+                            "of the migrated slim layers only (conv2d, fully_connected, max_pool2d, avg_pool2d, "
+                            "batch_norm, dropout, flatten)"
+                        )
+                    current[name] = {**current.get(name, {}), **kwargs}
+            _tf1_contrib._arg_stack.append(current)
+            try:
+                yield current
+            finally:
+                _tf1_contrib._arg_stack.pop()
+
+        return scope()
+
+    class losses:
+        """slim.losses / tf.contrib.losses: TF1's losses with the logits (predictions) first, as contrib took them;
+        tf.compat.v1.losses takes the labels first, so a plain rename would swap them without an error."""
+
+        @staticmethod
+        def softmax_cross_entropy(logits, onehot_labels, weights=1.0, label_smoothing=0, scope=None):
+            return _tf.compat.v1.losses.softmax_cross_entropy(
+                onehot_labels, logits, weights=weights, label_smoothing=label_smoothing, scope=scope
+            )
+
+        @staticmethod
+        def sparse_softmax_cross_entropy(logits, labels, weights=1.0, scope=None):
+            return _tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, weights=weights, scope=scope)
+
+        @staticmethod
+        def sigmoid_cross_entropy(logits, multi_class_labels, weights=1.0, label_smoothing=0, scope=None):
+            return _tf.compat.v1.losses.sigmoid_cross_entropy(
+                multi_class_labels, logits, weights=weights, label_smoothing=label_smoothing, scope=scope
+            )
+
+        @staticmethod
+        def mean_squared_error(predictions, labels=None, weights=1.0, scope=None):
+            return _tf.compat.v1.losses.mean_squared_error(labels, predictions, weights=weights, scope=scope)
+
+        @staticmethod
+        def get_total_loss(add_regularization_losses=True, name="total_loss"):
+            return _tf.compat.v1.losses.get_total_loss(add_regularization_losses, name=name)
+
+        @staticmethod
+        def get_regularization_losses(scope=None):
+            return _tf.compat.v1.losses.get_regularization_losses(scope)
 
     @staticmethod
     def _scope(scope, default_name, reuse):
@@ -56,6 +140,7 @@ class _tf1_contrib:
         return weights, biases
 
     @staticmethod
+    @_arg_scoped
     def fully_connected(
         inputs,
         num_outputs,
@@ -91,6 +176,7 @@ class _tf1_contrib:
             return _tf1_contrib._finish(outputs, normalizer_fn, normalizer_params, biases, activation_fn)
 
     @staticmethod
+    @_arg_scoped
     def conv2d(
         inputs,
         num_outputs,
@@ -148,18 +234,21 @@ class _tf1_contrib:
         return pool(inputs, kernel, strides, padding.upper(), data_format=data_format or "NHWC")
 
     @staticmethod
+    @_arg_scoped
     def max_pool2d(
         inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None, scope=None
     ):
         return _tf1_contrib._pool(_tf.nn.max_pool2d, inputs, kernel_size, stride, padding, data_format)
 
     @staticmethod
+    @_arg_scoped
     def avg_pool2d(
         inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None, scope=None
     ):
         return _tf1_contrib._pool(_tf.nn.avg_pool2d, inputs, kernel_size, stride, padding, data_format)
 
     @staticmethod
+    @_arg_scoped
     def batch_norm(
         inputs,
         decay=0.999,
@@ -220,6 +309,7 @@ class _tf1_contrib:
         return activation_fn(outputs) if activation_fn is not None else outputs
 
     @staticmethod
+    @_arg_scoped
     def flatten(inputs, outputs_collections=None, scope=None):
         """slim.flatten / contrib.layers.flatten: [batch, ...] -> [batch, k]."""
         with _tf.compat.v1.name_scope(scope, "Flatten", [inputs]):
@@ -233,6 +323,7 @@ class _tf1_contrib:
             return _tf.reshape(inputs, [-1, width])
 
     @staticmethod
+    @_arg_scoped
     def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None):
         return _tf1_layers.dropout(inputs, rate=1.0 - keep_prob, noise_shape=noise_shape, training=is_training)
 
