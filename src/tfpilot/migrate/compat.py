@@ -637,6 +637,8 @@ def _selected_helper(helper: str, members: Iterable[str]) -> tuple[list[str], st
             names = [item.name]
         elif isinstance(item, ast.Assign):
             names = [target.id for target in item.targets if isinstance(target, ast.Name)]
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            names = [item.target.id]
         start = min([item.lineno, *(decorator.lineno for decorator in getattr(item, "decorator_list", []))])
         for name in names:
             spans[name] = (start, item.end_lineno or item.lineno)
