@@ -92,7 +92,9 @@ def _worst(
 def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, np.ndarray], target: Path) -> float:
     """Write `model`'s serving SavedModel to `target` (atomically) and prove it with both loaders
     against the model itself on `sample`; returns the largest difference seen."""
-    serve = fit_serving_fn(model, spec)
+    # Traced, as model.predict runs the model and as both loaders run the SavedModel: the same graph optimizations on
+    # each side. Run eagerly op by op, an FFT-heavy model (STFT inside) differed from its own graph by 7e-4.
+    serve = tf.function(fit_serving_fn(model, spec), autograph=False)
     feeds = [tf.constant(sample[i["key"]]) for i in spec["inputs"]]
     try:
         try:
@@ -103,7 +105,7 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
             # Compiled with jit_compile=True, the model trains and predicts under XLA, and some run
             # only there (a channels_first Conv on CPU: TensorFlow's own kernel supports NHWC only).
             # The serving function is then XLA-compiled too, which both loaders run.
-            serve = tf.function(serve, jit_compile=True, autograph=False)
+            serve = tf.function(fit_serving_fn(model, spec), jit_compile=True, autograph=False)
             expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
     except (tf.errors.OpError, ValueError, TypeError) as exc:
         from tfpilot.train.fit.artifacts import first_line  # the fit run's own one-line errors
