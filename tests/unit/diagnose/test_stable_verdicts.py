@@ -59,6 +59,24 @@ def _run_fixture(name: str, output: Path, *args: str):
     return session
 
 
+def _watched(
+    timing: StepTiming, *, pipelines: list[dict] | None = None, calls: int = 160, syncs: int = 0
+) -> Observations:
+    """What a watch() run of `calls` compiled steps reports with this timing (and these pipelines)."""
+    report = WatchReport(
+        functions=[],
+        timing=timing,
+        eager_gradient_calls=0,
+        compiled_calls=calls,
+        sync_count=syncs,
+        nonfinite=None,
+        wall_seconds=1.0,
+        profile_dir=None,
+        pipelines=pipelines or [],
+    )
+    return Observations(watch=report)
+
+
 # ------------------------------------------------------------------------------ DOC-STEP-GAP under load
 @pytest.mark.parametrize("burner", [False, True], ids=["quiet", "with-burner"])
 def test_a_status_line_read_and_printed_after_every_tiny_step_is_a_step_gap(tmp_path, burner):
@@ -107,17 +125,7 @@ def test_the_gap_share_is_measured_in_cpu_time_and_a_wait_in_wall_time():
         idle_cpu_median_ms=1.01,
         step_cpu_median_ms=1.895,
     )
-    report = WatchReport(
-        functions=[],
-        timing=timing,
-        eager_gradient_calls=0,
-        compiled_calls=127,
-        sync_count=625,
-        nonfinite=None,
-        wall_seconds=1.0,
-        profile_dir=None,
-    )
-    (gap,) = step_gap.check(Observations(watch=report))
+    (gap,) = step_gap.check(_watched(timing, calls=127, syncs=625))
     assert gap.evidence["idle_wall_percent"] == 16.7 and gap.evidence["idle_cpu_percent"] == 53.3
     assert gap.evidence["idle_percent"] == 53.3 and gap.evidence["threshold_percent"] == 10.0
     # A sleep (a wait on I/O) uses no CPU: the wall share still sees it (p_python_work_between_steps: 87% wall, 6% CPU).
@@ -129,13 +137,13 @@ def test_the_gap_share_is_measured_in_cpu_time_and_a_wait_in_wall_time():
         idle_cpu_median_ms=0.05,
         step_cpu_median_ms=0.73,
     )
-    (slept,) = step_gap.check(Observations(watch=dataclasses.replace(report, timing=asleep)))
+    (slept,) = step_gap.check(_watched(asleep, calls=127, syncs=625))
     assert slept.evidence["idle_percent"] == 85.6 and slept.evidence["threshold_percent"] == 50.0
     assert slept.evidence["idle_cpu_percent"] == 6.8
     # The status line's reads at load 8: descheduled mid-way, 39% of the step's wall time, 4.4% of its CPU. The copy
     # is CPU work: its CPU share decides, and the verdict (info) is the one a quiet host gives.
     loaded = dataclasses.replace(timing, sync_ms=12.95, step_ms=33.1, sync_cpu_ms=0.167, step_cpu_ms=3.82)
-    (sync,) = host_sync.check(Observations(watch=dataclasses.replace(report, timing=loaded)))
+    (sync,) = host_sync.check(_watched(loaded, calls=127, syncs=625))
     assert sync.severity.value == "info" and sync.evidence["sync_cpu_share_percent"] == 4.4
     assert sync.evidence["sync_wall_share_percent"] == 39.1
 
@@ -371,22 +379,6 @@ def test_a_map_too_slow_for_the_step_is_input_bound_by_the_watcher_and_its_threa
     assert timing.input_producer_cpu_ms >= input_bound.CONTENTION_RATIO * timing.step_cpu_ms, timing
 
 
-def _watched(timing: StepTiming, pipeline: dict) -> Observations:
-    return Observations(
-        watch=WatchReport(
-            functions=[],
-            timing=timing,
-            eager_gradient_calls=0,
-            compiled_calls=160,
-            sync_count=0,
-            nonfinite=None,
-            wall_seconds=1.0,
-            profile_dir=None,
-            pipelines=[pipeline],
-        )
-    )
-
-
 def test_a_wait_on_in_memory_slices_whose_threads_did_not_run_is_the_hosts_load_not_the_pipeline():
     """VALID (CI's 2 cores under pytest -n 2): next() on from_tensor_slices().batch() stretched to 2.5 ms of a 9 ms step
     on every step, while tf.data's threads used 0.07 ms of CPU in it (5% of the step's 1.4 ms of CPU); the same wait on
@@ -410,13 +402,13 @@ def test_a_wait_on_in_memory_slices_whose_threads_did_not_run_is_the_hosts_load_
         step_cpu_ms=1.4,
     )
     slices = {"stages": [{"kind": "Batch", "batch": 16}, {"kind": "TensorSlice"}]}
-    assert input_bound.check(_watched(timing, slices)) == []
+    assert input_bound.check(_watched(timing, pipelines=[slices])) == []
     generator = {"stages": [{"kind": "Batch", "batch": 16}, {"kind": "Generator"}], "generator": True}
-    assert [f.code for f in input_bound.check(_watched(timing, generator))] == ["DOC-INPUT-BOUND"]
+    assert [f.code for f in input_bound.check(_watched(timing, pipelines=[generator]))] == ["DOC-INPUT-BOUND"]
     # The same in-memory pipeline whose threads worked through the wait is a pipeline too slow for the step.
     working = dataclasses.replace(timing, input_producer_cpu_ms=1.5)
-    assert [f.code for f in input_bound.check(_watched(working, slices))] == ["DOC-INPUT-BOUND"]
+    assert [f.code for f in input_bound.check(_watched(working, pipelines=[slices]))] == ["DOC-INPUT-BOUND"]
     # A slow map on a loaded host (bad_sequential_map beside a burner and another pytest worker): its threads got a
     # fifth of the wait in CPU, yet their work is most of the step's CPU: the pipeline, not the scheduler.
     loaded = dataclasses.replace(timing, input_ms=11.6, step_ms=15.0, input_producer_cpu_ms=2.15, step_cpu_ms=3.5)
-    assert [f.code for f in input_bound.check(_watched(loaded, slices))] == ["DOC-INPUT-BOUND"]
+    assert [f.code for f in input_bound.check(_watched(loaded, pipelines=[slices]))] == ["DOC-INPUT-BOUND"]

@@ -12,6 +12,7 @@ from tfpilot.lint.apis import (
     KERAS2_PRIVATE_METHODS,
     KERAS_REMOVED,
     KERAS_REMOVED_METHODS,
+    PRIVATE_KERAS,
     find_keras_removal,
     keras_name,
 )
@@ -151,9 +152,8 @@ _RNN_LAYERS = frozenset(
 # A TF1 optimizer (tf.compat.v1.train.*Optimizer) has `variables()`, `get_slot()` and `_create_slots`.
 _TF1_OPTIMIZER = re.compile(r"train\.\w*Optimizer\b")
 
-# TensorFlow's private frozen Keras 2 (`tensorflow.python.keras.engine` still imports on TF 2.21): its
-# modules are not Keras 3's to have removed; TFP509 reports depending on it.
-_PRIVATE_KERAS = "tensorflow.python.keras"
+# TensorFlow's private frozen Keras 2 (PRIVATE_KERAS; `tensorflow.python.keras.engine` still imports on TF 2.21):
+# its modules are not Keras 3's to have removed; TFP509 reports depending on it.
 
 
 # Keras 2 add_weight keywords that Keras 3's add_weight(shape, initializer, dtype, trainable, autocast, regularizer,
@@ -285,7 +285,7 @@ session = K.get_session()
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level or not module or module.startswith(_PRIVATE_KERAS):
+        if node.level or not module or module.startswith(PRIVATE_KERAS):
             return
         found = keras_name(module + ".")
         module_path = found[1].rstrip(".") if found else None
@@ -312,7 +312,7 @@ session = K.get_session()
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            found = None if alias.name.startswith(_PRIVATE_KERAS) else keras_name(alias.name)
+            found = None if alias.name.startswith(PRIVATE_KERAS) else keras_name(alias.name)
             if found is not None and find_keras_removal(*found) is not None:
                 entry = find_keras_removal(*found)
                 self.report(node, f"`{alias.name}` was removed in Keras 3: {entry.hint}")  # type: ignore[union-attr]
