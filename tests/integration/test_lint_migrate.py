@@ -189,21 +189,21 @@ def test_report_marks_a_leftover_removed_api_as_will_not_run(tmp_path):
 
 
 def test_report_marks_a_slim_member_without_a_helper_as_will_not_run(tmp_path):
-    """slim's layer functions are replaced (they are contrib.layers'); its arg_scope is not, and
-    the file is reported as one that will not run, naming the call."""
+    """slim's layer functions, arg_scope and losses are replaced; its repeat is not, and the file is
+    reported as one that will not run, naming the call."""
     source = tmp_path / "scoped.py"
     source.write_text(
         "import tensorflow as tf\nimport tensorflow.contrib.slim as slim\n\n"
         "x = tf.placeholder(tf.float32, [None, 3])\n"
         "with slim.arg_scope([slim.fully_connected], activation_fn=None):\n"
-        "    y = slim.fully_connected(x, 4)\n"
+        "    y = slim.repeat(x, 2, slim.fully_connected, 4)\n"
     )
     result = migrate(source, tmp_path / "out.py")
     (status,) = result.statuses
     assert not status.will_run
     blockers = [item for item in result.needs_person if item.blocks_run]
-    assert [item.line for item in blockers] == [7] and "slim.arg_scope" in blockers[0].message  # out.py's line
-    assert "_tf1_contrib.fully_connected(x, 4)" in (tmp_path / "out.py").read_text()
+    assert [item.line for item in blockers] == [8] and "slim.repeat" in blockers[0].message  # out.py's line
+    assert "_tf1_contrib.arg_scope([_tf1_contrib.fully_connected]" in (tmp_path / "out.py").read_text()
 
 
 def test_migrate_rejects_an_unknown_mode(tmp_path, capsys):
