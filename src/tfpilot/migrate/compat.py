@@ -1017,8 +1017,9 @@ class _Rewriter(cst.CSTTransformer):
             contrib_map = self._contrib_map(original, updated)
             if contrib_map is not None:
                 return contrib_map
-        if qualified is not None and _SHAPE_ARGUMENT.get(qualified.replace(".compat.v1.", ".")) is not None:
-            updated = self._whole_shape(original, updated, _SHAPE_ARGUMENT[qualified.replace(".compat.v1.", ".")])
+        shape_at = _SHAPE_ARGUMENT.get(qualified.replace(".compat.v1.", ".")) if qualified is not None else None
+        if shape_at is not None:
+            updated = self._whole_shape(original, updated, shape_at)
         if qualified == "tensorflow.Variable":
             return self._variable_v1(original, updated)
         if qualified == "tensorflow.compat.v1.keras.initializers.VarianceScaling":

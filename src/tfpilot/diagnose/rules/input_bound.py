@@ -15,8 +15,8 @@ Guarding against false positives on a busy host (CI with ``pytest -n 2``, shared
   1 ms was not slow: its producer thread was not scheduled because the CPUs were oversubscribed,
   and no change to the pipeline would help;
 - without a profile, the same test on CPU: a pipeline of CPU work only (in-memory slices, batch, shuffle, maps of
-  TensorFlow ops) whose threads used under CONTENTION_RATIO of the wait in CPU was not running, it was kept off
-  the CPUs (the watcher reads the process's CPU over each next());
+  TensorFlow ops) whose threads' CPU was under CONTENTION_RATIO of the wait and of the step's CPU was kept off
+  the CPUs, not too slow (the watcher reads the process's CPU over each next());
 - the median profiled step must wait too: one step in five that found the prefetch buffer empty
   (the scheduler kept tf.data's threads off the CPUs for a while) is no input-bound program, a
   pipeline that cannot keep up makes every step wait.
@@ -370,8 +370,8 @@ def _producers_idle_through_the_wait(observations: Observations, timing: StepTim
     In-memory slices, batching, shuffling and maps of TensorFlow ops spend CPU to make a batch; when the main thread
     waits in next(), tf.data's threads used under CONTENTION_RATIO of that wait, and their work is under
     CONTENTION_RATIO of the step's CPU too, the pipeline was not what the step waited for: the host's scheduler kept
-    it off oversubscribed CPUs (CI's ``pytest -n 2``), and no pipeline change helps. Files, generators and py_function maps can wait without CPU (I/O, a Python sleep), so those stay judged
-    on their wait.
+    it off oversubscribed CPUs (CI's ``pytest -n 2``), and no pipeline change helps. Files, generators and
+    py_function maps can wait without CPU (I/O, a Python sleep), so those stay judged on their wait.
     """
     if timing.input_producer_cpu_ms is None or observations.watch is None or not observations.watch.pipelines:
         return False
