@@ -21,6 +21,7 @@ __all__ = [
     "eager_shape_and_values",
     "eager_tensor_base",
     "fast_path_execute",
+    "first_call_shapes",
     "fingerprinting_utils",
     "flatten_layers",
     "framework_ops",
@@ -138,6 +139,18 @@ def flatten_layers(model: Any, *, include_self: bool = False) -> list[Any]:
     if walk is None:
         raise _missing("keras.Layer._flatten_layers", "walking a model's nested layers")
     return list(walk(include_self=include_self, recursive=True))
+
+
+def first_call_shapes(model: Any) -> Any | None:
+    """The shapes of what a built layer's first call received (its first argument's structure), or None.
+
+    Why: a subclassed model declares no Inputs, and Keras keeps the shapes it was built from only
+    in the private `_build_shapes_dict` (`{"inputs_shape": [(32, 5, 24, 24), (32, 24, 11)]}`);
+    tfpilot.fit needs them to serve a model whose own train_step calls it on part of each batch."""
+    shapes = getattr(model, "_build_shapes_dict", None)
+    if not isinstance(shapes, dict) or len(shapes) != 1:
+        return None
+    return next(iter(shapes.values()))
 
 
 def compile_config(model: Any) -> dict[str, Any]:

@@ -70,6 +70,25 @@ def test_keras_entries_walk_nested_layers_read_the_compile_config_and_switch_off
     assert _tf_private.iteration_counter(scaled_accumulating) is scaled_accumulating.inner_optimizer._iterations
 
 
+def test_first_call_shapes_are_what_a_subclassed_model_was_first_called_on():
+    import keras
+
+    from tfpilot import _tf_private
+
+    class Pair(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, inputs):
+            return self.dense(inputs[0]) + keras.ops.sum(inputs[1], axis=1, keepdims=True)
+
+    model = Pair()
+    assert _tf_private.first_call_shapes(model) is None  # not built yet
+    model([np.zeros((2, 3), "float32"), np.zeros((2, 4), "float32")])
+    assert [tuple(shape) for shape in _tf_private.first_call_shapes(model)] == [(2, 3), (2, 4)]
+
+
 def test_tensorflow_entries_are_the_objects_the_doctor_and_the_server_patch_and_call(tmp_path):
     import tensorflow as tf
 

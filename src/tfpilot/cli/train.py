@@ -160,7 +160,12 @@ def register(app: typer.Typer) -> None:
             from tfpilot.export.fit_model import export_fit_run
 
             result = export_fit_run(RunDir.existing(run), version=version, extra_modules=imports)
-            console.print(f"SavedModel version {result.version} -> {result.path} (verified with both loaders)")
+            sampled = (
+                f"; {', '.join(result.sampled_outputs)} sample at inference: checked for shape and dtype"
+                if result.sampled_outputs
+                else ""
+            )
+            console.print(f"SavedModel version {result.version} -> {result.path} (verified with both loaders{sampled})")
             return
         try:
             # TF.js' first use installs its tools: show each step and a heartbeat while it runs.

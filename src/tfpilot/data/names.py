@@ -4,16 +4,18 @@ A signature input becomes a graph placeholder, whose name must match TensorFlow'
 pattern `[A-Za-z0-9.][A-Za-z0-9_.\\-]*`. scikit-learn's own CSV headers (`sepal length (cm)`)
 do not, so export failed with an error about argument names from TensorFlow's internals.
 Features keep their names everywhere else (config, reports, tf.Example keys of classify);
-only the signature key is this sanitised form.
+only the signature key is this sanitised form. A Python keyword (`class`) cannot be a signature
+input either (TensorFlow makes each one a parameter of the serving function): it gets a `_`.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
 
 from tfpilot.errors import DataError
 
-__all__ = ["signature_key", "signature_keys"]
+__all__ = ["keyword_aliases", "signature_key", "signature_keys"]
 
 _INVALID = re.compile(r"[^A-Za-z0-9_.\-]+")
 
@@ -23,7 +25,18 @@ def signature_key(name: str) -> str:
     key = _INVALID.sub("_", name).strip("_") or "feature"
     if not re.match(r"[A-Za-z0-9.]", key):
         key = f"f{key}"
+    if keyword.iskeyword(key):
+        # TensorFlow makes each signature input a Python parameter of the serving function, and
+        # `class` (the Titanic CSV's column) or `from` cannot be one: `class_`, which `tfpilot
+        # serve` also answers under `class` (keyword_aliases).
+        key = f"{key}_"
     return key
+
+
+def keyword_aliases(keys: list[str]) -> dict[str, str]:
+    """`class` -> `class_` for each signature key that is a Python keyword plus `_` (what
+    signature_key made of it, as TensorFlow allows no keyword there), unless `class` is a key too."""
+    return {key[:-1]: key for key in keys if key.endswith("_") and keyword.iskeyword(key[:-1]) and key[:-1] not in keys}
 
 
 def signature_keys(names: list[str]) -> dict[str, str]:

@@ -11,6 +11,7 @@ the session loader TF Serving uses) before the version directory appears.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,9 +90,10 @@ def _worst(
     return worst
 
 
-def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, np.ndarray], target: Path) -> float:
+def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, np.ndarray], target: Path) -> Verified:
     """Write `model`'s serving SavedModel to `target` (atomically) and prove it with both loaders
-    against the model itself on `sample`; returns the largest difference seen."""
+    against the model itself on `sample`; returns the largest difference seen and the outputs that
+    sample at inference."""
     # Traced, as model.predict runs the model and as both loaders run the SavedModel: the same graph optimizations on
     # each side. Run eagerly op by op, an FFT-heavy model (STFT inside) differed from its own graph by 7e-4.
     serve = tf.function(fit_serving_fn(model, spec), autograph=False)
@@ -117,14 +119,18 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
         ) from None
     tolerance = tolerance_for_model(model)
     again = {name: np.asarray(value) for name, value in serve(*feeds).items()}
-    for name, value in again.items():
-        if not tolerance.excess(value, expected[name])[1]:
-            # No SavedModel can be proven equal to a model whose answer changes from call to call.
-            raise ExportError(
-                f"the model's output `{name}` differs between two inference calls on the same input (it samples "
-                "even with training=False, as a VAE's Sampling layer does), so no export can be verified against "
-                "it; export the deterministic part you serve (e.g. the decoder, or the encoder's mean)"
-            )
+    sampled = tuple(name for name, value in again.items() if not tolerance.excess(value, expected[name])[1])
+    if sampled and len(sampled) == len(again):
+        # No SavedModel can be proven equal to a model whose every answer changes from call to call.
+        raise ExportError(
+            f"the model's output `{sampled[0]}` differs between two inference calls on the same input (it samples "
+            "even with training=False, as a VAE's Sampling layer does), so no export can be verified against "
+            "it; export the deterministic part you serve (e.g. the decoder, or the encoder's mean)"
+        )
+    # A VAE returning (z_mean, z_log_var, ..., a decoded sample): the outputs that sample are served as
+    # model.predict computes them (a new draw per call) and checked for shape and dtype; the others are proven.
+    shapes = {name: (expected[name].shape, expected[name].dtype) for name in sampled}
+    expected = {name: value for name, value in expected.items() if name not in sampled}
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint("serving_default", serve, input_signature=fit_input_signature(spec))
@@ -138,10 +144,32 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
             }
         except Exception as exc:
             raise ExportError(f"exported SavedModel at `{tmp}` does not reload in Python: {exc}") from None
+        _same_shapes(python_out, shapes, loader="Python loader", path=target)
         worst = _worst(python_out, expected, tolerance=tolerance, loader="Python loader", path=target)
         return max(worst, _session_check(tmp, sample, expected, tolerance=tolerance, target=target))
 
-    return write_verified_version(archive, target, verify)
+    return Verified(write_verified_version(archive, target, verify), sampled)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verified:
+    """What write_verified proved: the largest difference, and the outputs that sample at inference
+    (checked for shape and dtype only: two calls of the model itself give two answers)."""
+
+    worst: float
+    sampled: tuple[str, ...] = ()
+
+
+def _same_shapes(
+    actual: dict[str, Any], shapes: dict[str, tuple[tuple[int, ...], np.dtype]], *, loader: str, path: Path
+) -> None:
+    for name, (shape, dtype) in shapes.items():
+        value = np.asarray(actual[name]) if name in actual else None
+        if value is None or value.shape != shape or value.dtype != dtype:
+            got = "nothing" if value is None else f"{value.dtype}{list(value.shape)}"
+            raise ExportError(
+                f"output `{name}` of the SavedModel ({loader}) at `{path}` is {got}, the model's is {dtype}{list(shape)}"
+            )
 
 
 def _session_check(
@@ -168,5 +196,11 @@ def export_fit_run(run: RunDir, *, version: int | None = None, extra_modules: li
             _session_check(tmp, sample, None, tolerance=None, target=target)
         return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=0.0)
     model = load_fit_model(run, extra_modules=extra_modules)
-    worst = write_verified(model, spec, _sample(run, spec), target)
-    return ExportResult(path=target, version=version, signatures=["serving_default"], max_abs_difference=worst)
+    verified = write_verified(model, spec, _sample(run, spec), target)
+    return ExportResult(
+        path=target,
+        version=version,
+        signatures=["serving_default"],
+        max_abs_difference=verified.worst,
+        sampled_outputs=list(verified.sampled),
+    )

@@ -58,6 +58,7 @@ class ExportResult:
     version: int
     signatures: list[str]
     max_abs_difference: float
+    sampled_outputs: list[str] = dataclasses.field(default_factory=list)  # sample at inference: shape-checked
 
 
 def register_endpoint(name: str, builder: EndpointBuilder, *, method_name: str = PREDICT_METHOD) -> None:

@@ -12,6 +12,7 @@ program in the test leaves the branch undecided, and it is judged as any other c
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.nodes import walk_nodes
@@ -26,7 +27,8 @@ _EAGER = frozenset({"tensorflow.executing_eagerly", "tensorflow.compat.v1.execut
 
 def tf1_only_lines(context: FileContext) -> list[tuple[int, int]]:
     """(first, last) line of every block of the file that runs only on TensorFlow 1."""
-    if "executing_eagerly" not in context.source and "__version__" not in context.source:
+    source = context.source
+    if "executing_eagerly" not in source and "__version__" not in source and not _TF_VERSION_NAME.search(source):
         return []
     blocks: list[tuple[int, int]] = []
     for node in walk_nodes(context.tree):
@@ -50,8 +52,35 @@ def _decided_on_tf2(test: ast.expr, context: FileContext) -> bool | None:
         return True
     text = ast.unparse(test)
     if "__version__" not in text:
-        return None
+        text = _with_version_aliases(text, context)
+        if "__version__" not in text:
+            return None
     from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
     names = {local for local, module in context.imports.items() if module.split(".")[0] == "tensorflow"}
     return decide_version_test(text, names, installed_tensorflow()) if names else None
+
+
+def _with_version_aliases(text: str, context: FileContext) -> str:
+    """The test with each name the file binds once to the version string written out:
+    ``self.cur_tf_ver == '2.0.0'`` after ``self.cur_tf_ver = tf.__version__`` is decided as
+    ``tf.__version__ == '2.0.0'`` (stylegan2's `experimental_run_v2` behind it runs only on 2.0.0)."""
+    bound: dict[str, list[str]] = {}
+    for node in walk_nodes(context.tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name | ast.Attribute):
+                bound.setdefault(ast.unparse(target), []).append(ast.unparse(node.value))
+    for name, values in bound.items():
+        if len(values) == 1 and "__version__" in values[0] and name in text:
+            text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", f"({values[0]})", text)
+    if "__version__" not in text:
+        # Set in another module (`self.cur_tf_ver = t_params['cur_tf_ver']`): a name that says it is
+        # TensorFlow's version is read as it.
+        tf = context.local_alias("tensorflow")
+        if tf is not None:
+            text = _TF_VERSION_NAME.sub(f"{tf}.__version__", text)
+    return text
+
+
+_TF_VERSION_NAME = re.compile(r"(?<![\w.])(?:self\.)?(?:cur_|current_)?tf_?ver(?:sion)?(?!\w)", re.IGNORECASE)

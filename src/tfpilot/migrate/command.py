@@ -257,14 +257,38 @@ def _nearby_modules(source: Path) -> dict[str, str]:
     return found
 
 
-def _import_root(input_path: Path, relative: Path) -> Path:
+def _import_root(input_path: Path, relative: Path, imported_packages: frozenset[str] = frozenset()) -> Path:
     """The folder (relative to the tree) a migrated file imports top-level modules from: its own,
-    or, for a module of a package (``model/model_fn.py`` next to ``model/__init__.py``), the folder
-    above the outermost package, which is on sys.path when the scripts there import the package."""
+    or, for a module of a package (``model/model_fn.py`` next to ``model/__init__.py``, or in a
+    ``model/`` without one that the tree imports as ``from model.rnn_lm import ...``: a namespace
+    package), the folder above the outermost package, which is on sys.path when the scripts there
+    import the package."""
     folder, source_folder = relative.parent, input_path.parent
-    while folder.parts and (source_folder / "__init__.py").exists():
+    while folder.parts and ((source_folder / "__init__.py").exists() or folder.as_posix() in imported_packages):
         folder, source_folder = folder.parent, source_folder.parent
     return folder
+
+
+def _imported_packages(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
+    """Folders (as `a/b`) the tree's files import as packages: `from model.x import y`, `import model.x`."""
+    found: set[str] = set()
+    for input_path, relative in pairs:
+        if relative.suffix != ".py":
+            continue
+        try:
+            parsed = ast.parse(input_path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(parsed):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.append(node.module + ".")  # `from model import x`: model is a package or a module
+            for module in modules:
+                parts = module.rstrip(".").split(".")
+                keep = len(parts) if module.endswith(".") else len(parts) - 1
+                for end in range(1, keep + 1):
+                    found.add("/".join(parts[:end]))
+    return frozenset(found)
 
 
 def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
@@ -519,6 +543,7 @@ def migrate(
         nonlocal files
         pairs = _plan(source, destination)
         local_modules = _local_modules(pairs) | {SHIM_MODULE}
+        imported_packages = _imported_packages(pairs)
         nearby_modules = _nearby_modules(source)
         for input_path, relative in pairs:
             output_path = root / relative
@@ -554,7 +579,7 @@ def migrate(
             statuses.append(result.status)
             if result.helpers:
                 helpers.update(result.helpers)
-                shim_dirs.add(root / _import_root(input_path, relative))
+                shim_dirs.add(root / _import_root(input_path, relative, imported_packages))
         # One helper module per output directory that needs one (a script imports from its own folder;
         # a package's modules from the folder above the package, where its entry scripts run).
         for directory in sorted(shim_dirs):

@@ -117,6 +117,7 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "l1_regularizer",
                 "l2_regularizer",
                 "batch_norm",
+                "layer_norm",
                 "dropout",
                 "flatten",
                 "sequence_loss",
@@ -205,7 +206,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 8
+SHIMS_VERSION = 9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +283,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.layers.l1_regularizer", "_tf1_contrib.l1_regularizer", "helper"),
     RemovedApi("tensorflow.contrib.layers.l2_regularizer", "_tf1_contrib.l2_regularizer", "helper"),
     RemovedApi("tensorflow.contrib.layers.batch_norm", "_tf1_contrib.batch_norm", "helper"),
+    RemovedApi("tensorflow.contrib.layers.layer_norm", "_tf1_contrib.layer_norm", "helper"),
     RemovedApi("tensorflow.contrib.layers.dropout", "_tf1_contrib.dropout", "helper"),
     RemovedApi("tensorflow.contrib.layers.flatten", "_tf1_layers.flatten", "helper"),
     RemovedApi("tensorflow.layers", "_tf1_layers", "helper"),

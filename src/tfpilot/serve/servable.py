@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tfpilot import _tf_private
+from tfpilot.data.names import keyword_aliases
 from tfpilot.errors import ServeError
 from tfpilot.serve.status import Code, RequestError, as_request_error
 
@@ -340,7 +341,8 @@ def _servable(*, name: str, version: int, path: Path, loaded: Any, signature_def
             inputs={k: _spec_from_proto(k, v) for k, v in definition.inputs.items()},
             outputs={k: _spec_from_proto(k, v) for k, v in definition.outputs.items()},
             aliases={
-                name: k for name, k in aliases.items() if k in definition.inputs and name not in definition.inputs
+                **keyword_aliases(list(definition.inputs)),
+                **{name: k for name, k in aliases.items() if k in definition.inputs and name not in definition.inputs},
             },
         )
     if not signatures:

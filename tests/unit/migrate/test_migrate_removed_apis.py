@@ -306,6 +306,20 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "['BatchNorm/beta:0', 'BatchNorm/gamma:0', 'BatchNorm/moving_mean:0', 'BatchNorm/moving_variance:0']\n"
         f"{np.round(np.array([[-1, -1], [1, 1]]) * (1 / np.sqrt(1 + 0.001)), 3).tolist()} [0.002, 0.004]",
     ),
+    "tensorflow.contrib.layers.layer_norm": (
+        # through contrib's internal module, as MAML imports it
+        GRAPH.replace(
+            "import tensorflow as tf\n",
+            "import tensorflow as tf\nfrom tensorflow.contrib.layers.python import layers as tf_layers\n",
+        )
+        + "x = tf.constant(np.array([[1.0, 3.0], [2.0, 6.0]], np.float32))\n"
+        "y = tf_layers.layer_norm(x, activation_fn=tf.nn.relu, scope='ln')\n"
+        "names = sorted(v.name for v in tf.global_variables())\n" + SESSION + "out = sess.run(y)\n"
+        "print(names, np.round(out.astype(float), 3).tolist())\n",
+        (),
+        # each row normalised over its own two values: (-1, 1), then relu
+        "['ln/beta:0', 'ln/gamma:0'] [[0.0, 1.0], [0.0, 1.0]]",
+    ),
     "tensorflow.contrib.layers.dropout": (
         GRAPH + "x = tf.ones([1000])\ntrain = tf.contrib.layers.dropout(x, keep_prob=0.8)\n"
         "test = tf.contrib.layers.dropout(x, keep_prob=0.8, is_training=False)\n"

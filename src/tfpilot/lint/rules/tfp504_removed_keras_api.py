@@ -402,8 +402,9 @@ session = K.get_session()
             f"use `{receiver}.learning_rate` (a variable: `.assign(...)` to change it)",
         )
 
-    def _report_per_file(self, cause: str, node: ast.AST, message: str) -> None:
-        """One finding per cause and file, at the first use; each later use is counted in its message."""
+    def _report_per_file(self, cause: str, node: ast.AST, message: str, *, where: str = "file") -> None:
+        """One finding per cause and file (or per `cause` key, e.g. one per class: `where="class"`), at the
+        first use; each later use is counted in its message."""
         if cause not in self._grouped:
             self.report(node, message)
             self._grouped[cause] = (len(self.violations) - 1, 1)
@@ -412,7 +413,7 @@ session = K.get_session()
         self._grouped[cause] = (index, count + 1)
         first = self.violations[index]
         self.violations[index] = dataclasses.replace(
-            first, message=first.message.split(" (and ")[0] + f" (and {count} more in this file)"
+            first, message=first.message.split(" (and ")[0] + f" (and {count} more in this {where})"
         )
 
     def _is_optimizer(self, receiver: ast.expr, at: ast.AST) -> bool:
@@ -713,13 +714,15 @@ session = K.get_session()
             for statement, qualname in self._self_assignments(node):
                 if qualname == "tensorflow.Variable":
                     target = ast.unparse(statement.targets[0])
+                    # One finding per class: each layer is its own fix (stylegan2 has six such layers in one file).
                     self._report_per_file(
-                        "raw-variable-in-layer",
+                        f"raw-variable-in-layer:{node.name}",
                         statement,
                         f"`{target} = tf.Variable(...)` in a Keras {kind.split('-')[1]}: Keras 3 does not track a "
                         "tf.Variable, so it is missing from `trainable_variables` and `weights` (fit and an "
                         "optimizer over them never train it; save_weights leaves it out); create it with "
                         "`self.add_weight(...)`",
+                        where="class",
                     )
 
     def _check_keras2_internals(self, node: ast.ClassDef) -> None:

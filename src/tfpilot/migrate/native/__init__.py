@@ -47,6 +47,7 @@ import ast
 import dataclasses
 
 from tfpilot.migrate.compat import CompatChange
+from tfpilot.migrate.native.classes import inline_graph_classes
 from tfpilot.migrate.native.codegen import Rewrite
 from tfpilot.migrate.native.parts import Fallback
 from tfpilot.migrate.native.syntax import estimator_line, random_line, v1_left
@@ -85,6 +86,8 @@ def rewrite_native(source: str) -> NativeResult:
         )
         for line, test in refused
     ]
+    source, inlined = inline_graph_classes(source)
+    changes += inlined
     notes: list[CompatChange] = []
     try:
         owners = Rewrite(source).session_functions() or []

@@ -310,6 +310,42 @@ class _tf1_contrib:
 
     @staticmethod
     @_arg_scoped
+    def layer_norm(
+        inputs,
+        center=True,
+        scale=True,
+        activation_fn=None,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        begin_norm_axis=1,
+        begin_params_axis=-1,
+        scope=None,
+    ):
+        """contrib.layers.layer_norm: moments over the axes from begin_norm_axis, beta/gamma over those from
+        begin_params_axis, variance epsilon 1e-12, variables LayerNorm/beta and LayerNorm/gamma as TF1 named them."""
+        with _tf.compat.v1.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse):
+            inputs = _tf.convert_to_tensor(inputs)
+            rank = inputs.shape.ndims
+            norm_axis = begin_norm_axis % rank
+            params_shape = inputs.shape[begin_params_axis % rank :]
+            beta = gamma = None
+            if center:
+                beta = _tf.compat.v1.get_variable(
+                    "beta", params_shape, inputs.dtype, _tf.compat.v1.zeros_initializer(), trainable=trainable
+                )
+            if scale:
+                gamma = _tf.compat.v1.get_variable(
+                    "gamma", params_shape, inputs.dtype, _tf.compat.v1.ones_initializer(), trainable=trainable
+                )
+            mean, variance = _tf.nn.moments(inputs, list(range(norm_axis, rank)), keepdims=True)
+            outputs = _tf.nn.batch_normalization(inputs, mean, variance, beta, gamma, variance_epsilon=1e-12)
+            outputs.set_shape(inputs.shape)
+            return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    @_arg_scoped
     def flatten(inputs, outputs_collections=None, scope=None):
         """slim.flatten / contrib.layers.flatten: [batch, ...] -> [batch, k]."""
         with _tf.compat.v1.name_scope(scope, "Flatten", [inputs]):

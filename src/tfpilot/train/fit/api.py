@@ -35,7 +35,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfpilot._tf_private import validation_split_of
+from tfpilot._tf_private import first_call_shapes, validation_split_of
 from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
 from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
@@ -644,6 +644,20 @@ def _model_inputs(model: keras.Model) -> list[Any]:
         return []
 
 
+def _first_call_specs(model: keras.Model) -> list[tf.TensorSpec]:
+    """For a model without Inputs (subclassed): one spec per array its first call received, in the
+    model's compute dtype (Keras records the shapes it was built from, not dtypes); empty when it
+    recorded none or a structure other than one array or a list of arrays."""
+    shapes = first_call_shapes(model)
+    if shapes is None:
+        return []
+    is_shape = lambda value: isinstance(value, list | tuple) and all(d is None or isinstance(d, int) for d in value)  # noqa: E731
+    leaves = [shapes] if is_shape(shapes) else list(shapes) if isinstance(shapes, list | tuple) else []
+    if not leaves or not all(is_shape(leaf) and len(leaf) >= 1 for leaf in leaves):
+        return []
+    return [tf.TensorSpec([None, *leaf[1:]], tf.as_dtype(model.compute_dtype)) for leaf in leaves]
+
+
 def _declared_inputs(model: keras.Model, features: Any) -> Any | None:
     """The model's Input tensors in the features' structure; None when the model declares no
     Inputs (a subclassed model) or the features cannot be matched to them."""
@@ -732,7 +746,7 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
     with np.load(run.fit_sample_path, allow_pickle=False) as stored:
         sample = {i["key"]: stored[i["key"]] for i in spec["inputs"]}
     try:
-        write_verified(model, spec, sample, run.fit_saved_model_path)
+        verified = write_verified(model, spec, sample, run.fit_saved_model_path)
     except Exception as exc:  # noqa: BLE001 - training succeeded; a failed extra artifact is a finding, never a lost run
         why = str(exc) if isinstance(exc, TfpilotError) else first_line(exc)
         return dataclasses.replace(
@@ -745,7 +759,15 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
         message=not_saved.message.replace(
             "`tfpilot evaluate/export` cannot use this run (its weights are in checkpoints/)",
             "`tfpilot evaluate` cannot use this run; `tfpilot export` uses the SavedModel written from the trained "
-            f"model instead ({run.fit_saved_model_path.relative_to(run.root)}, verified with both loaders)",
+            f"model instead ({run.fit_saved_model_path.relative_to(run.root)}, verified with both loaders"
+            + (
+                f"; outputs {', '.join(f'`{name}`' for name in verified.sampled)} sample at inference (two calls of "
+                "the trained model differ), so they are served as model.predict computes them and checked for shape "
+                "and dtype only"
+                if verified.sampled
+                else ""
+            )
+            + ")",
         ),
     )
 
@@ -810,7 +832,7 @@ def _sample_features(
     if overrides_train_step(model):
         # Its own train_step reads the batches its own way (anchors and positives from one stacked
         # tensor): they are not the model's input. Serve what the model declares.
-        probe = probe_rows(_model_inputs(model), count=_SAMPLE_ROWS)
+        probe = probe_rows(_model_inputs(model) or _first_call_specs(model), count=_SAMPLE_ROWS)
         if probe is not None and _refusal(model, probe) is None:
             return probe, _probe_finding(model, refusal)
     return features, None

@@ -419,7 +419,15 @@ class GuardedStep:
         if self.state is not None and self._variables_seen == len(self.model.variables):
             return
         compiled = getattr(self.model, "compiled", False)
-        if compiled and defines_call(self.model) and not (self.model.built and _compile_state_built(self.model)):
+        if not self.model.built and overrides_train_step(self.model):
+            # Its own train_step calls the model on what it chooses (part of each batch, a stack of pairs):
+            # built from the batch symbolically, a subclassed model and its sub-models would be marked built
+            # from shapes they never compute on (Keras marks a layer without build() built before its call
+            # fails), and its serving signature would follow them. model.fit on one device never builds it
+            # symbolically either: the step's first call does, during this trace; the state is read again
+            # at the next trace, once the variables exist.
+            pass
+        elif compiled and defines_call(self.model) and not (self.model.built and _compile_state_built(self.model)):
             # A model without call() (a GAN driving its sub-models from train_step) has no
             # forward pass to build symbolically; Keras' own fit never calls it either.
             # Outside the trace (it reads only the batch's shapes and dtypes): variables

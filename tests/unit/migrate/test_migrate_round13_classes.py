@@ -1,0 +1,63 @@
+"""Classes from migrate's held-out round 13 (after its figure; tuning material now).
+
+- A `model/` folder without `__init__.py` that the entry script imports as a package (`from model.rnn_lm
+  import ...`, a namespace package; dongjun-Lee's language model and text classifiers, exelban's CIFAR-10):
+  the shim module went into `model/`, where `from tf1_compat_shims import ...` inside it cannot find it
+  when `train.py` runs. It now goes above the outermost package, as for a folder with `__init__.py`.
+- `contrib.layers.layer_norm` (MAML, through contrib's internal `layers.python` module): a shim row,
+  tested in test_migrate_removed_apis.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfpilot.migrate import migrate
+
+MODEL = (
+    "import tensorflow as tf\n"
+    "\n"
+    "\n"
+    "def build(x):\n"
+    "    return tf.layers.dense(x, 2, kernel_initializer=tf.ones_initializer())\n"
+)
+TRAIN = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "from model.dense_net import build\n"
+    "\n"
+    "x = tf.placeholder(tf.float32, [None, 3])\n"
+    "y = build(x)\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    print(sess.run(y, feed_dict={x: np.ones((1, 3))}).tolist())\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_the_shim_module_of_a_namespace_package_goes_where_the_entry_script_imports_from(
+    tmp_path: Path, mode: str
+) -> None:
+    source = tmp_path / "tf1"
+    (source / "model").mkdir(parents=True)
+    (source / "model" / "dense_net.py").write_text(MODEL)
+    (source / "train.py").write_text(TRAIN)
+    report = migrate(source, tmp_path / "tf2", mode=mode)
+    assert report.will_run == report.files, report.statuses
+    assert (tmp_path / "tf2" / "tf1_compat_shims.py").is_file()
+    assert not (tmp_path / "tf2" / "model" / "tf1_compat_shims.py").exists()
+    done = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path / "tf2",
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[[3.0, 3.0]]"
