@@ -1035,6 +1035,8 @@ class _Rewriter(cst.CSTTransformer):
                 "TF1's initializer, seeded by the graph's seed as contrib's was; the Keras 3 class it names ignores "
                 "tf.set_random_seed",
             )
+        if qualified in ("tensorflow.keras.regularizers.l2", "tensorflow.keras.regularizers.l1"):
+            return self._contrib_regularizer(original, updated, qualified.rpartition(".")[2])
         if qualified is None or qualified.rpartition(".")[0] != "tensorflow.summary":
             return updated
         if qualified.rpartition(".")[2] not in _TF1_SUMMARY_OPS:
@@ -1131,6 +1133,41 @@ class _Rewriter(cst.CSTTransformer):
             "a TF1 graph: TF1's variable, whose value read in the same sess.run as its update is the updated "
             "one, as the script expects",
         )
+
+    def _contrib_regularizer(self, original: cst.Call, updated: cst.Call, kind: str) -> cst.BaseExpression:
+        """tf_upgrade_v2 writes ``tf.keras.regularizers.l2(0.5 * (s))`` for contrib's ``l2_regularizer(s)``.
+        With Keras 3 that regularizer refuses TF1's reference variables ("Invalid dtype: float32_ref") when
+        ``get_variable(regularizer=...)`` or a tf.layers layer applies it in a graph file: there the contrib
+        helper (same penalty, ``scale * sum(w**2) / 2``) comes back."""
+        self.v1_candidates += 1
+        if not self.summary_v1 or len(updated.args) != 1:
+            return updated
+        keyword = updated.args[0].keyword
+        if keyword is not None and keyword.value != "l":
+            return updated
+        value = updated.args[0].value
+        if kind == "l2":
+            # undo tf_upgrade_v2's `0.5 * (s)`: contrib halves the sum itself
+            if not (
+                isinstance(value, cst.BinaryOperation)
+                and isinstance(value.operator, cst.Multiply)
+                and isinstance(value.left, cst.Float)
+                and value.left.value == "0.5"
+            ):
+                return updated
+            value = value.right.with_changes(lpar=[], rpar=[])
+        member = f"{kind}_regularizer"
+        self.helpers.setdefault("_tf1_contrib", set()).add(member)
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                f"`tf.keras.regularizers.{kind}` (tf_upgrade_v2's spelling of contrib's `{member}`) -> "
+                f"`_tf1_contrib.{member}`: Keras 3's regularizer refuses TF1 graph variables (float32_ref)",
+            )
+        )
+        return cst.Call(func=cst.parse_expression(f"_tf1_contrib.{member}"), args=[cst.Arg(value)])
 
     def _v1_in_graph(self, original: cst.Call, updated: cst.Call, member: str, why: str) -> cst.BaseExpression:
         """On the second pass over a graph file (summary_v1): `tf.<member>` -> `tf.compat.v1.<member>`."""

@@ -7,6 +7,9 @@
   ``_sentinel`` parameter), so a positional call is TF 0.x code. tf_upgrade_v2 reads it with the 1.x
   order (labels first) and swaps logits and labels without a word: the loss then has no gradient
   for the model (`No gradients provided`), or the wrong one.
+* ``import tensorflow.contrib as tf_contrib`` (or ``from tensorflow import contrib``): its uses are
+  spelled ``tf.contrib.layers.l2_regularizer`` through the file's own TensorFlow name, which is how
+  tf_upgrade_v2 and migrate's contrib table recognise them; the alias import goes (it fails on TF 2).
 * Python 2 source (TF1 books and tutorials were written for it: ``print x``, ``except E, e:``) is
   converted with 2to3's default fixers when, and only when, the file does not parse as Python 3
   and the converted one does: neither tf_upgrade_v2 nor Python 3 reads it otherwise.
@@ -101,6 +104,8 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
                 "(print statements, `except E, e`, integer division is NOT changed: check `/` on ints)",
             )
         )
+    if b"contrib" in data:
+        data = _contrib_aliases(data, changes)
     if not any(name.encode() in data for name in _PRE_1_0_ORDER):
         return data, changes
     try:
@@ -118,3 +123,117 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
             )
         )
     return rewritten.bytes, changes
+
+
+def _contrib_aliases(data: bytes, changes: list[tuple[int, str]]) -> bytes:
+    """``tf_contrib.layers.x`` -> ``tf.contrib.layers.x`` for a name bound to tensorflow.contrib by an import."""
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError:
+        return data
+    tf_name: str | None = None
+    aliases: dict[str, int] = {}  # alias -> line of its import
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    for node in _walk(wrapper.module):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = _dotted(alias.name)
+                if name == "tensorflow" and alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    tf_name = tf_name or alias.asname.name.value
+                elif name == "tensorflow" and alias.asname is None:
+                    tf_name = tf_name or "tensorflow"
+                elif (
+                    name == "tensorflow.contrib"
+                    and alias.asname is not None
+                    and isinstance(alias.asname.name, cst.Name)
+                ):
+                    aliases[alias.asname.name.value] = positions[node].start.line
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and _dotted(node.module) == "tensorflow":
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                if _dotted(alias.name) == "contrib":
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    if isinstance(local, cst.Name):
+                        aliases[local.value] = positions[node].start.line
+    if tf_name is None or not aliases:
+        return data
+    # Every use must be `alias.member`: anything else (passed on, rebound) keeps the file as it is.
+    members = {id(n.value) for n in _walk(module) if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)}
+    for node in _walk(module):
+        if isinstance(node, cst.Name) and node.value in aliases and id(node) not in members:
+            if not _in_import(module, node):
+                return data
+
+    tensorflow = cst.parse_expression(tf_name)
+
+    class Respell(cst.CSTTransformer):
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if isinstance(updated.value, cst.Name) and updated.value.value in aliases:
+                return updated.with_changes(value=cst.Attribute(tensorflow, cst.Name("contrib")))
+            return updated
+
+        def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
+            kept = [a for a in updated.names if not (a.asname is not None and _asname(a) in aliases)]
+            if len(kept) == len(updated.names):
+                return updated
+            return updated.with_changes(names=_commas(kept)) if kept else cst.RemoveFromParent()
+
+        def leave_ImportFrom(
+            self, original: cst.ImportFrom, updated: cst.ImportFrom
+        ) -> cst.ImportFrom | cst.RemovalSentinel:
+            if isinstance(updated.names, cst.ImportStar) or updated.module is None:
+                return updated
+            if _dotted(updated.module) != "tensorflow":
+                return updated
+            kept = [a for a in updated.names if _dotted(a.name) != "contrib"]
+            if len(kept) == len(updated.names):
+                return updated
+            return updated.with_changes(names=_commas(kept)) if kept else cst.RemoveFromParent()
+
+    rewritten = module.visit(Respell())
+    for name, line in sorted(aliases.items(), key=lambda item: item[1]):
+        changes.append(
+            (
+                line,
+                f"`{name}` (tensorflow.contrib) -> `{tf_name}.contrib`, before tf_upgrade_v2, which knows contrib by that name",
+            )
+        )
+    return rewritten.code.encode("utf-8")
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.append(node)
+            return True
+
+    node.visit(Collect())
+    return found
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    return alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+
+
+def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
+
+
+def _in_import(module: cst.Module, name: cst.Name) -> bool:
+    """The name is the one an import statement binds (its `as` name or its `contrib`)."""
+    for node in _walk(module):
+        if isinstance(node, cst.Import | cst.ImportFrom) and any(inner is name for inner in _walk(node)):
+            return True
+    return False

@@ -61,3 +61,39 @@ def test_the_shim_module_of_a_namespace_package_goes_where_the_entry_script_impo
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[[3.0, 3.0]]"
+
+
+ALIASED_CONTRIB = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "import tensorflow.contrib as tf_contrib\n"
+    "\n"
+    "reg = tf_contrib.layers.l2_regularizer(0.5)\n"
+    "w = tf.get_variable('w', initializer=tf.constant([1.0, -3.0]), regularizer=reg)\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    print(sess.run(tf.losses.get_regularization_loss()))\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_contrib_imported_under_an_alias_is_migrated_as_tf_contrib(tmp_path: Path, mode: str) -> None:
+    """taki0112's ResNet: `import tensorflow.contrib as tf_contrib`, then `tf_contrib.layers.l2_regularizer`
+    - a name neither tf_upgrade_v2 nor the contrib table knew, so the import stayed and failed."""
+    source = tmp_path / "tf1"
+    source.mkdir()
+    (source / "ops.py").write_text(ALIASED_CONTRIB)
+    report = migrate(source, tmp_path / "tf2", mode=mode)
+    assert report.will_run == report.files, report.statuses
+    text = (tmp_path / "tf2" / "ops.py").read_text()
+    assert "contrib" not in text.replace("_tf1_contrib", "").replace("tf1_compat_shims", ""), text
+    done = subprocess.run(
+        [sys.executable, "ops.py"],
+        cwd=tmp_path / "tf2",
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "2.5"  # 0.5 * (1 + 9) / 2
