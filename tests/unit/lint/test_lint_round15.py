@@ -85,3 +85,59 @@ def test_each_keras_layer_holding_raw_variables_is_one_finding_at_its_first():
     assert found == [7, 13]  # Bias (its second variable counted in the message), Noise; Scale uses add_weight
     message = next(f.message for f in lint_source(textwrap.dedent(LAYERS), path="case.py") if f.code == "TFP504")
     assert "(and 1 more in this class)" in message
+
+
+def test_premise_keras_3_runs_a_layers_call_without_autograph_so_an_if_on_a_tensor_fails_to_build():
+    import keras
+    import tensorflow as tf
+
+    class Mixing(keras.layers.Layer):
+        def call(self, x):
+            if tf.random.uniform([]) < 0.5:
+                return x * 2
+            return x
+
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError):
+        keras.Sequential([keras.Input((3,)), Mixing()])
+    found = lint_source(
+        textwrap.dedent(
+            """
+            import tensorflow as tf
+
+
+            class Mixing(tf.keras.layers.Layer):
+                def call(self, x):
+                    if tf.random.uniform([]) < 0.5:
+                        return x * 2
+                    return tf.cond(tf.reduce_sum(x) > 0, lambda: x, lambda: -x)
+            """
+        ),
+        path="case.py",
+    )
+    assert [(f.code, f.severity.value, int(f.location.split(":")[-2])) for f in found if f.code == "TFP513"] == [
+        ("TFP513", "error", 7)
+    ]
+
+
+def test_a_tensor_test_in_a_method_that_call_runs_is_reported_there():
+    source = """
+    import tensorflow as tf
+
+
+    class Generator(tf.keras.Model):
+        def mixing(self, w):
+            if tf.random.uniform([], 0.0, 1.0) < self.prob:
+                return w * 2
+            return w
+
+        def unused(self, w):
+            if tf.reduce_sum(w) > 0:
+                return w
+            return -w
+
+        def call(self, inputs):
+            return self.mixing(inputs)
+    """
+    found = [f for f in lint_source(textwrap.dedent(source), path="case.py") if f.code == "TFP513"]
+    assert [int(f.location.split(":")[-2]) for f in found] == [7]  # `unused` is no part of call()
+    assert "mixing(), which call() runs" in found[0].message
