@@ -24,6 +24,8 @@ import warnings
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tfpilot.migrate.native.syntax import descendants
+
 __all__ = ["prepare"]
 
 # function -> the keywords its first two positional arguments had before TF 1.0
@@ -135,7 +137,7 @@ def _contrib_aliases(data: bytes, changes: list[tuple[int, str]]) -> bytes:
     aliases: dict[str, int] = {}  # alias -> line of its import
     wrapper = MetadataWrapper(module)
     positions = wrapper.resolve(PositionProvider)
-    for node in _walk(wrapper.module):
+    for node in descendants(wrapper.module):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = _dotted(alias.name)
@@ -160,8 +162,10 @@ def _contrib_aliases(data: bytes, changes: list[tuple[int, str]]) -> bytes:
     if tf_name is None or not aliases:
         return data
     # Every use must be `alias.member`: anything else (passed on, rebound) keeps the file as it is.
-    members = {id(n.value) for n in _walk(module) if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)}
-    for node in _walk(module):
+    members = {
+        id(n.value) for n in descendants(module) if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)
+    }
+    for node in descendants(module):
         if isinstance(node, cst.Name) and node.value in aliases and id(node) not in members:
             if not _in_import(module, node):
                 return data
@@ -203,18 +207,6 @@ def _contrib_aliases(data: bytes, changes: list[tuple[int, str]]) -> bytes:
     return rewritten.code.encode("utf-8")
 
 
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            found.append(node)
-            return True
-
-    node.visit(Collect())
-    return found
-
-
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Name):
         return node.value
@@ -233,7 +225,7 @@ def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
 
 def _in_import(module: cst.Module, name: cst.Name) -> bool:
     """The name is the one an import statement binds (its `as` name or its `contrib`)."""
-    for node in _walk(module):
-        if isinstance(node, cst.Import | cst.ImportFrom) and any(inner is name for inner in _walk(node)):
+    for node in descendants(module):
+        if isinstance(node, cst.Import | cst.ImportFrom) and any(inner is name for inner in descendants(node)):
             return True
     return False

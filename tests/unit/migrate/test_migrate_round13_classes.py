@@ -19,6 +19,21 @@ import pytest
 
 from tfpilot.migrate import migrate
 
+
+def _last_line(folder: Path, script: str) -> str:
+    """Run the migrated script from its folder, as a person would; its last printed line."""
+    done = subprocess.run(
+        [sys.executable, script],
+        cwd=folder,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
 MODEL = (
     "import tensorflow as tf\n"
     "\n"
@@ -51,16 +66,7 @@ def test_the_shim_module_of_a_namespace_package_goes_where_the_entry_script_impo
     assert report.will_run == report.files, report.statuses
     assert (tmp_path / "tf2" / "tf1_compat_shims.py").is_file()
     assert not (tmp_path / "tf2" / "model" / "tf1_compat_shims.py").exists()
-    done = subprocess.run(
-        [sys.executable, "train.py"],
-        cwd=tmp_path / "tf2",
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "[[3.0, 3.0]]"
+    assert _last_line(tmp_path / "tf2", "train.py") == "[[3.0, 3.0]]"
 
 
 ALIASED_CONTRIB = (
@@ -87,13 +93,4 @@ def test_contrib_imported_under_an_alias_is_migrated_as_tf_contrib(tmp_path: Pat
     assert report.will_run == report.files, report.statuses
     text = (tmp_path / "tf2" / "ops.py").read_text()
     assert "contrib" not in text.replace("_tf1_contrib", "").replace("tf1_compat_shims", ""), text
-    done = subprocess.run(
-        [sys.executable, "ops.py"],
-        cwd=tmp_path / "tf2",
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "2.5"  # 0.5 * (1 + 9) / 2
+    assert _last_line(tmp_path / "tf2", "ops.py") == "2.5"  # 0.5 * (1 + 9) / 2

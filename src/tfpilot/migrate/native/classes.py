@@ -26,6 +26,7 @@ from typing import cast
 import libcst as cst
 
 from tfpilot.migrate.compat import CompatChange
+from tfpilot.migrate.native.syntax import descendants
 
 __all__ = ["inline_graph_classes"]
 
@@ -105,7 +106,7 @@ def _plan(cls: cst.ClassDef, module: cst.Module) -> _Plan:
                     raise _Refuse
                 builders[called] = method
                 take(method, (*seen, called))
-        for node in _walk(function.body):
+        for node in descendants(function.body):
             if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Global, cst.Nonlocal, cst.Yield)):
                 raise _Refuse
             if isinstance(node, cst.Return):
@@ -127,7 +128,7 @@ def _plan(cls: cst.ClassDef, module: cst.Module) -> _Plan:
     rebound = _bound_in([init, *builders.values()])
     assignments: dict[str, list[cst.SimpleStatementLine]] = {}
     for function in [init, *builders.values()]:
-        for node in _walk(function.body):
+        for node in descendants(function.body):
             if isinstance(node, cst.SimpleStatementLine):
                 attr = _assigned_attr(node)
                 if attr is not None:
@@ -141,7 +142,7 @@ def _plan(cls: cst.ClassDef, module: cst.Module) -> _Plan:
             and _is_self(n.target.value)
             and n.target.attr.value == attr
             for f in [init, *builders.values()]
-            for n in _walk(f.body)
+            for n in descendants(f.body)
         )
         if len(statements) == 1 and not augmented:
             small = statements[0].body[0]
@@ -168,7 +169,7 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
     # The one instance: NAME = Class(...) as a statement of a function body or of the module.
     sites: list[tuple[cst.SimpleStatementLine, str, cst.Call]] = []
     other_uses = 0
-    for node in _walk(module):
+    for node in descendants(module):
         if isinstance(node, cst.Name) and node.value == class_name:
             other_uses += 1
         if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
@@ -248,7 +249,7 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
     new_scope = cast(cst.CSTNode, scope.visit(uses))
     if uses.refused:
         raise _Refuse
-    if sum(1 for node in _walk(new_scope) if isinstance(node, cst.Name) and node.value == instance) != 1:
+    if sum(1 for node in descendants(new_scope) if isinstance(node, cst.Name) and node.value == instance) != 1:
         raise _Refuse  # the instance itself is used (passed to a function, printed ...): more than handles
     aliased = {key.split(".", 1)[1] for key in attrs if key not in names}
     body = [statement for statement in _expand(plan.init, plan) if _assigned_attr(statement) not in aliased]
@@ -355,18 +356,6 @@ def _is_self_assignment(statement: cst.BaseStatement) -> bool:
     return False
 
 
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            found.append(node)
-            return True
-
-    node.visit(Collect())
-    return found
-
-
 def _all_names(module: cst.Module, skip: cst.CSTNode) -> set[str]:
     """Every variable name of the module outside the class (attribute members and keywords are no names)."""
     names: set[str] = set()
@@ -396,7 +385,7 @@ def _bound_in(nodes: Sequence[cst.CSTNode]) -> set[str]:
     bound: set[str] = set()
     for root in nodes:
         body = root.body if isinstance(root, cst.FunctionDef) else root
-        for node in _walk(body):
+        for node in descendants(body):
             target = None
             if isinstance(node, cst.AssignTarget):
                 target = node.target
@@ -407,7 +396,7 @@ def _bound_in(nodes: Sequence[cst.CSTNode]) -> set[str]:
             elif isinstance(node, cst.AsName):
                 target = node.name
             if target is not None:
-                for inner in _walk(target):
+                for inner in descendants(target):
                     if isinstance(inner, cst.Name) and not _is_member(target, inner):
                         bound.add(inner.value)
     return bound
@@ -415,7 +404,7 @@ def _bound_in(nodes: Sequence[cst.CSTNode]) -> set[str]:
 
 def _is_member(target: cst.CSTNode, name: cst.Name) -> bool:
     """The name is an attribute's member (``self.x``'s ``x``), not a variable."""
-    for node in _walk(target):
+    for node in descendants(target):
         if isinstance(node, cst.Attribute) and node.attr is name:
             return True
     return False
@@ -424,9 +413,11 @@ def _is_member(target: cst.CSTNode, name: cst.Name) -> bool:
 def _read_in(functions: Sequence[cst.FunctionDef]) -> set[str]:
     read: set[str] = set()
     for function in functions:
-        members = {id(n.attr) for n in _walk(function.body) if isinstance(n, cst.Attribute)}
-        keywords = {id(n.keyword) for n in _walk(function.body) if isinstance(n, cst.Arg) and n.keyword is not None}
-        for node in _walk(function.body):
+        members = {id(n.attr) for n in descendants(function.body) if isinstance(n, cst.Attribute)}
+        keywords = {
+            id(n.keyword) for n in descendants(function.body) if isinstance(n, cst.Arg) and n.keyword is not None
+        }
+        for node in descendants(function.body):
             if isinstance(node, cst.Name) and id(node) not in members and id(node) not in keywords:
                 read.add(node.value)
     return read
@@ -435,9 +426,9 @@ def _read_in(functions: Sequence[cst.FunctionDef]) -> set[str]:
 def _scope_of(module: cst.Module, site: cst.CSTNode) -> cst.CSTNode:
     """The module-level function holding the site, or the module."""
     for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and any(node is site for node in _walk(statement)):
+        if isinstance(statement, cst.FunctionDef) and any(node is site for node in descendants(statement)):
             return statement
-    if any(node is site for node in _walk(module)):
+    if any(node is site for node in descendants(module)):
         return module
     raise _Refuse
 
