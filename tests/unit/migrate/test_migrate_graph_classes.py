@@ -196,3 +196,45 @@ def test_names_the_caller_already_uses_get_the_instance_prefix() -> None:
     assert "model_h = tf.ones([3])" in out and "model_loss = tf.reduce_sum(model_h)" in out
     assert "print(model_loss, loss, h)" in out and "class Model" not in out
     assert len(changes) == 1
+
+
+GLOBAL_STEP = """\
+import numpy as np
+import tensorflow as tf
+
+
+class Net:
+    def __init__(self, lr):
+        self.x = tf.placeholder(tf.float32, [None, 4])
+        self.y = tf.placeholder(tf.float32, [None, 1])
+        self.global_step = tf.Variable(0, trainable=False, name="global_step")
+        w = tf.Variable(np.full((4, 1), 0.1, np.float32))
+        self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, w) - self.y))
+        self.train_op = tf.train.AdamOptimizer(lr).minimize(self.loss, global_step=self.global_step)
+
+
+def main():
+    x = np.arange(40, dtype=np.float32).reshape(10, 4) / 40.0
+    y = x.sum(axis=1, keepdims=True)
+    net = Net(0.05)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(20):
+            _, loss, step = sess.run([net.train_op, net.loss, net.global_step], feed_dict={net.x: x, net.y: y})
+        print("step %d loss %.4f" % (step, loss))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_minimize_with_a_global_step_adds_one_per_update_as_tf1_did(tmp_path: Path, mode: str) -> None:
+    report, migrated = _migrate(tmp_path, "train.py", GLOBAL_STEP, mode)
+    assert report.will_run == report.files, report.statuses
+    text = migrated.read_text()
+    if mode == "native":
+        assert not re.search(r"compat\.v1|Session|placeholder", text), text
+        assert "global_step.assign_add(1)" in text
+    assert run(migrated) == "step 20 loss 0.0199"

@@ -673,9 +673,10 @@ with tf.compat.v1.Session() as sess:
         absent=("compat.v1", "Session"),
     ),
     Case(
-        "minimize(loss, global_step=...): the step counter has no rewrite here, so compat",
+        "minimize(loss, global_step=...) with a step counter that is no tf.Variable of the scope: compat "
+        "(a tf.Variable one gets `step.assign_add(1)` after each update, test_migrate_graph_classes.py)",
         TWO_PLAYERS.replace("var_list=theta_g)", "global_step=step_counter)"),
-        fallback="minimize() with more than the loss and a var_list name",
+        fallback="minimize(global_step=step_counter) where `step_counter` is no tf.Variable of this scope",
     ),
     Case(
         "a train step that also fetches what an evaluation step computes: the shared forward pass runs once, "

@@ -21,7 +21,7 @@ What is rewritten, and why each step keeps the program's meaning:
 * ``opt.minimize(loss)`` with a ``tf.compat.v1.train`` optimizer becomes a Keras optimizer with the
   same update rule and a ``GradientTape`` step over the trainable variables the loss read
   (``tape.watched_variables()``; TF1 took all trainable variables, and those the loss never reads
-  get no gradient there either).
+  get no gradient there either); ``minimize(loss, global_step=step)`` then adds 1 to ``step``.
 * ``tf.layers.*`` calls in the graph become Keras layers created once at module level (the line
   the TF1 layer was on) and called in the functions, so train and evaluation share weights.
 * ``tf.train.Saver()`` becomes ``tf.train.Checkpoint`` over every variable holder and optimizer

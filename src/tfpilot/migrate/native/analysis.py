@@ -566,6 +566,7 @@ class Analysis(Iterators):
             line,
             train=train,
             train_variables=minimized[2] if minimized is not None else None,
+            train_counter=minimized[3] if minimized is not None else None,
             applies=applies[1] if applies else None,
         )
         if len(targets) == 1 and self.returns_list(value):

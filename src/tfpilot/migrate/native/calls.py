@@ -44,6 +44,8 @@ _INITIALIZERS: dict[str, tuple[str, tuple[str, ...]]] = {
 class CallRewrites(Base):
     """TF1 calls rewritten one at a time from the tables (optimizers, layers, cells, assign, tf.app)."""
 
+    variables: set[str]  # set by the analysis (analysis.py): the names of the scope's tf.Variables
+
     def optimizer_expression(self, call: cst.Call, line: int) -> str | None:
         name = self.qualified(call.func)
         if name is None or not name.startswith(V1 + "train."):
@@ -85,9 +87,12 @@ class CallRewrites(Base):
         )
         return f"{self.keras_name()}.optimizers.{keras_class}({rendered})"
 
-    def minimize(self, value: cst.BaseExpression, index: int, line: int) -> tuple[str, str, str | None] | None:
-        """`opt.minimize(loss)` or `opt.minimize(loss, var_list=theta)` (a GAN's two players, each
-        updating its own list): (optimizer expression, loss name, the var_list name or None)."""
+    def minimize(
+        self, value: cst.BaseExpression, index: int, line: int
+    ) -> tuple[str, str, str | None, str | None] | None:
+        """`opt.minimize(loss)`, `opt.minimize(loss, var_list=theta)` (a GAN's two players, each
+        updating its own list) or `opt.minimize(loss, global_step=step)`: (optimizer expression, loss
+        name, the var_list name or None, the global step variable's name or None)."""
         if not (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
@@ -100,20 +105,23 @@ class CallRewrites(Base):
         }
         if (
             len(value.args) > 3
-            or set(given) - {"loss", "var_list"}
+            or set(given) - {"loss", "var_list", "global_step"}
             or not all(isinstance(given_value, cst.Name) for given_value in given.values())
             or "loss" not in given
         ):
-            raise Fallback(line, "minimize() with more than the loss and a var_list name (global_step ...)")
+            raise Fallback(line, "minimize() with more than a loss, a var_list and a global_step name")
         loss = cst.ensure_type(given["loss"], cst.Name).value
         variables = cst.ensure_type(given["var_list"], cst.Name).value if "var_list" in given else None
+        counter = cst.ensure_type(given["global_step"], cst.Name).value if "global_step" in given else None
+        if counter is not None and counter not in self.variables:
+            raise Fallback(line, f"minimize(global_step={counter}) where `{counter}` is no tf.Variable of this scope")
         owner = value.func.value
         if isinstance(owner, cst.Name) and owner.value in self.optimizers:
-            return owner.value, loss, variables
+            return owner.value, loss, variables, counter
         if isinstance(owner, cst.Call):
             expression = self.optimizer_expression(owner, line)
             if expression is not None:
-                return expression, loss, variables
+                return expression, loss, variables, counter
         raise Fallback(line, "minimize() on something other than a tf.compat.v1.train optimizer")
 
     def get_variable_form(self, call: cst.Call, line: int) -> str:

@@ -543,6 +543,9 @@ class Rewrite(Analysis):
             variables = train.train_variables or "tape.watched_variables()"
             lines.append(f"    variables = {variables}\n")
             lines.append(f"    {optimizer}.apply_gradients(zip(tape.gradient({loss}, variables), variables))\n")
+            if train.train_counter is not None:
+                # TF1's minimize(global_step=step) added 1 to the step with each update
+                lines.append(f"    {train.train_counter}.assign_add(1)\n")
         body(rest, "    ")
         returned = [fetch for fetch, _ in others]
         if train is not None and not returned:

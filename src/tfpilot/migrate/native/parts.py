@@ -25,6 +25,7 @@ class Definition:
     module_form: tuple[cst.BaseStatement, ...] = ()  # what stays at module level (hoisted layers)
     train: tuple[str, str] | None = None  # (keras optimizer name, loss name) for `T = opt.minimize(loss)`
     train_variables: str | None = None  # `minimize(loss, var_list=theta)`: the name of the list it updates
+    train_counter: str | None = None  # `minimize(loss, global_step=step)`: the variable each update adds 1 to
     # `T = opt.apply_gradients(G)`: G's source text (the train op applies what the step computed);
     # train then names the loss of the `opt.compute_gradients(loss)` that G comes from.
     applies: str | None = None
