@@ -246,6 +246,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("numpy.long", "int", "rename"),
     RemovedApi("numpy.unicode", "str", "rename"),
     RemovedApi("numpy.complex", "complex", "rename"),
+    RemovedApi("numpy.lib.pad", "numpy.pad", "rename"),  # NumPy 2 dropped the numpy.lib alias
     RemovedApi(".output_types", "tf.compat.v1.data.get_output_types(dataset)", "rewrite"),
     RemovedApi(".output_shapes", "tf.compat.v1.data.get_output_shapes(dataset)", "rewrite"),
     RemovedApi(".output_classes", "tf.compat.v1.data.get_output_classes(dataset)", "rewrite"),
@@ -1462,10 +1463,28 @@ def line_map(before: str, after: str) -> dict[int, int]:
     return mapping
 
 
+def _star_import(body: Sequence[cst.BaseStatement]) -> int | None:
+    """Index of the first module-level `from X import *` of a module other than tensorflow's
+    (the project's own: tensorflow's names hold no `tf`), or None."""
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                    module = dotted_name(small.module) if small.module is not None else None
+                    if not (module or "").startswith("tensorflow"):
+                        return index
+    return None
+
+
 def rewrite_compat(source: str) -> CompatResult:
     """tf_upgrade_v2's output -> code that runs on TF 2.21 (the input must parse)."""
     module = cst.parse_module(source)
     bindings = import_bindings(module)
+    tf_from_star = "tf" not in bindings and "tf." in source and _star_import(module.body) is not None
+    if tf_from_star:
+        # `from ops import *` where ops.py imports tensorflow as tf (taki0112's ResNet): `tf` is
+        # nothing else, or the file would fail with a NameError.
+        bindings["tf"] = "tensorflow"
     bare = _BareNames()
     module.visit(bare)
     bare_names = frozenset(bare.names)
@@ -1533,6 +1552,10 @@ def rewrite_compat(source: str) -> CompatResult:
     inserted: list[tuple[int, int]] = []  # (line of `code` the text went before, number of lines)
     disabled = False
     tf_import = _tensorflow_import(body)
+    if tf_import is None and tf_from_star:
+        # `tf` comes with `from ops import *`: v2 behaviour goes off right after that import
+        star = _star_import(body)
+        tf_import = None if star is None else (star, "tf.compat.v1")
     if graph_mode and not rewriter.has_disabler:
         if tf_import is None:
             line = min(rewriter.graph_lines) if rewriter.graph_lines else 1

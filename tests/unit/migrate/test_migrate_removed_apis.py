@@ -186,6 +186,11 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "True",
     ),
+    "numpy.lib.pad": (
+        "import numpy as np\nprint(np.lib.pad(np.ones((1, 1)), [[1, 0], [0, 1]], 'constant').tolist())\n",
+        (),
+        "[[0.0, 0.0], [1.0, 0.0]]",
+    ),
     "tensorflow.app": (
         "import tensorflow as tf\ndef main(argv):\n    print('args', argv[1:])\ntf.app.run(main=main)\n",
         ("x",),

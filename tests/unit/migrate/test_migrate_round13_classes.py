@@ -94,3 +94,33 @@ def test_contrib_imported_under_an_alias_is_migrated_as_tf_contrib(tmp_path: Pat
     text = (tmp_path / "tf2" / "ops.py").read_text()
     assert "contrib" not in text.replace("_tf1_contrib", "").replace("tf1_compat_shims", ""), text
     assert _last_line(tmp_path / "tf2", "ops.py") == "2.5"  # 0.5 * (1 + 9) / 2
+
+
+OPS = "import tensorflow as tf\n\n\ndef double(x):\n    return x * 2.0\n"
+STAR_TRAIN = (
+    "import numpy as np\n"
+    "from ops import *\n"
+    "\n"
+    "x = tf.placeholder(tf.float32, [None])\n"
+    "total = tf.reduce_sum(double(x))\n"
+    "tf.summary.scalar('total', total)\n"
+    "merged = tf.summary.merge_all()\n"
+    "with tf.Session() as sess:\n"
+    "    summary, value = sess.run([merged, total], feed_dict={x: np.ones(3)})\n"
+    "    print(type(summary).__name__, value)\n"
+)
+
+
+def test_tf_from_a_star_import_of_a_project_module_is_tensorflow(tmp_path: Path) -> None:
+    """taki0112's ResNet.py gets `tf` from `from ops import *`: it was not seen as a graph file, so
+    `tf.summary.scalar` stayed on the TF2 API and merge() failed on what it returned."""
+    source = tmp_path / "tf1"
+    source.mkdir()
+    (source / "ops.py").write_text(OPS)
+    (source / "train.py").write_text(STAR_TRAIN)
+    report = migrate(source, tmp_path / "tf2", mode="compat")
+    assert report.will_run == report.files, report.statuses
+    text = (tmp_path / "tf2" / "train.py").read_text()
+    assert "from ops import *\ntf.compat.v1.disable_v2_behavior()" in text
+    assert "tf.compat.v1.summary.scalar('total', total)" in text
+    assert _last_line(tmp_path / "tf2", "train.py") == "bytes 6.0"
