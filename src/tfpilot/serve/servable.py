@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from tfpilot import _tf_private
-from tfpilot.data.names import keyword_aliases
 from tfpilot.errors import ServeError
 from tfpilot.serve.status import Code, RequestError, as_request_error
 
@@ -329,6 +328,9 @@ def load_servable(*, name: str, version: int, path: Path, tags: tuple[str, ...] 
 
 def _servable(*, name: str, version: int, path: Path, loaded: Any, signature_defs: Any) -> Servable:
     """The Servable over a loaded model: its serving signatures as their SignatureDefs declare them."""
+    # Here, not at the top: tfpilot.data's package imports TensorFlow, which importing serve must not.
+    from tfpilot.data.names import keyword_aliases
+
     aliases = _input_aliases(path)
     signatures: dict[str, SignatureInfo] = {}
     for key in loaded.signatures.keys():
