@@ -31,10 +31,11 @@ def tf1_only_lines(context: FileContext) -> list[tuple[int, int]]:
     if "executing_eagerly" not in source and "__version__" not in source and not _TF_VERSION_NAME.search(source):
         return []
     blocks: list[tuple[int, int]] = []
+    aliases = _version_bindings(context)
     for node in walk_nodes(context.tree):
         if not isinstance(node, ast.If):
             continue
-        value = _decided_on_tf2(node.test, context)
+        value = _decided_on_tf2(node.test, context, aliases)
         if value is None:
             continue
         dead = node.orelse if value else node.body
@@ -43,16 +44,16 @@ def tf1_only_lines(context: FileContext) -> list[tuple[int, int]]:
     return blocks
 
 
-def _decided_on_tf2(test: ast.expr, context: FileContext) -> bool | None:
+def _decided_on_tf2(test: ast.expr, context: FileContext, aliases: dict[str, str]) -> bool | None:
     """The test's value on TF 2.21 with eager execution on, or None when that is not known."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _decided_on_tf2(test.operand, context)
+        inner = _decided_on_tf2(test.operand, context, aliases)
         return None if inner is None else not inner
     if isinstance(test, ast.Call) and not test.args and context.qualname(test.func) in _EAGER:
         return True
     text = ast.unparse(test)
     if "__version__" not in text:
-        text = _with_version_aliases(text, context)
+        text = _with_version_aliases(text, context, aliases)
         if "__version__" not in text:
             return None
     from tfpilot.tf_version import decide_version_test, installed_tensorflow
@@ -61,19 +62,25 @@ def _decided_on_tf2(test: ast.expr, context: FileContext) -> bool | None:
     return decide_version_test(text, names, installed_tensorflow()) if names else None
 
 
-def _with_version_aliases(text: str, context: FileContext) -> str:
-    """The test with each name the file binds once to the version string written out:
-    ``self.cur_tf_ver == '2.0.0'`` after ``self.cur_tf_ver = tf.__version__`` is decided as
-    ``tf.__version__ == '2.0.0'`` (stylegan2's `experimental_run_v2` behind it runs only on 2.0.0)."""
+def _version_bindings(context: FileContext) -> dict[str, str]:
+    """Each name (``cur_tf_ver``, ``self.tf_version``) the file binds exactly once, to an expression that
+    reads the version string: name -> that expression's source. Read once per file."""
     bound: dict[str, list[str]] = {}
     for node in walk_nodes(context.tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name | ast.Attribute):
                 bound.setdefault(ast.unparse(target), []).append(ast.unparse(node.value))
-    for name, values in bound.items():
-        if len(values) == 1 and "__version__" in values[0] and name in text:
-            text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", f"({values[0]})", text)
+    return {name: values[0] for name, values in bound.items() if len(values) == 1 and "__version__" in values[0]}
+
+
+def _with_version_aliases(text: str, context: FileContext, aliases: dict[str, str]) -> str:
+    """The test with each name the file binds once to the version string written out:
+    ``self.cur_tf_ver == '2.0.0'`` after ``self.cur_tf_ver = tf.__version__`` is decided as
+    ``tf.__version__ == '2.0.0'`` (stylegan2's `experimental_run_v2` behind it runs only on 2.0.0)."""
+    for name, value in aliases.items():
+        if name in text:
+            text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", f"({value})", text)
     if "__version__" not in text:
         # Set in another module (`self.cur_tf_ver = t_params['cur_tf_ver']`): a name that says it is
         # TensorFlow's version is read as it.

@@ -24,8 +24,18 @@ _TENSOR_PREFIXES = (
     "keras.random.",
     "tensorflow.keras.ops.",
 )
-# Tests about the program, not about values: Python bools even in a graph.
-_PYTHON_VALUED = ("tensorflow.executing_eagerly", "tensorflow.is_tensor", "keras.ops.is_tensor")
+# Python values even in a graph: tests about the program, and keras.ops' static shape, rank and dtype
+# (`ops.shape(x)[1]` is an int where the dimension is known).
+_PYTHON_VALUED = (
+    "tensorflow.executing_eagerly",
+    "tensorflow.is_tensor",
+    "keras.ops.is_tensor",
+    "keras.ops.shape",
+    "keras.ops.ndim",
+    "keras.ops.dtype",
+    "tensorflow.keras.ops.shape",
+    "tensorflow.keras.ops.ndim",
+)
 
 
 def _tensor_call(node: ast.AST, rule: Rule) -> ast.Call | None:
@@ -102,6 +112,17 @@ class Layer(tf.keras.layers.Layer):
             print(x)
         return x
 """,
+        """
+import keras
+from keras import ops
+
+
+class Pad(keras.layers.Layer):
+    def call(self, x):
+        if ops.shape(x)[1] < 8:
+            x = ops.pad(x, [[0, 0], [0, 8 - ops.shape(x)[1]]])
+        return x
+""",
     ]
     INVALID = [
         Invalid(
@@ -123,10 +144,10 @@ import keras
 from keras import ops
 
 
-class Pad(keras.layers.Layer):
+class Clip(keras.layers.Layer):
     def call(self, x):
-        while ops.shape(x)[1] < 8:
-            x = ops.pad(x, [[0, 0], [0, 1]])
+        while ops.max(x) > 1.0:
+            x = x / 2.0
         return x
 """,
             line=8,

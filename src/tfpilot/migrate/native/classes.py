@@ -134,17 +134,15 @@ def _plan(cls: cst.ClassDef, module: cst.Module) -> _Plan:
                 if attr is not None:
                     assignments.setdefault(attr, []).append(node)
     aliases: dict[str, str] = {}
+    augmented = {  # `self.attr += ...`: assigned more than once
+        n.target.attr.value
+        for f in [init, *builders.values()]
+        for n in descendants(f.body)
+        if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Attribute) and _is_self(n.target.value)
+    }
     for attr in order:
         statements = assignments.get(attr, [])
-        augmented = any(
-            isinstance(n, cst.AugAssign)
-            and isinstance(n.target, cst.Attribute)
-            and _is_self(n.target.value)
-            and n.target.attr.value == attr
-            for f in [init, *builders.values()]
-            for n in descendants(f.body)
-        )
-        if len(statements) == 1 and not augmented:
+        if len(statements) == 1 and attr not in augmented:
             small = statements[0].body[0]
             assert isinstance(small, cst.Assign)
             if isinstance(small.value, cst.Name) and small.value.value in parameters - rebound:
@@ -152,15 +150,20 @@ def _plan(cls: cst.ClassDef, module: cst.Module) -> _Plan:
     return _Plan(cls, init, builders, order, aliases)
 
 
-def _assigned_attr(statement: cst.CSTNode) -> str | None:
-    """``self.attr = ...`` as the whole statement: the attribute's name."""
+def _sole_assign(statement: cst.CSTNode) -> cst.Assign | None:
+    """The statement when it is one assignment to one target (``a = ...``, ``self.a = ...``), else None."""
     if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
         small = statement.body[0]
         if isinstance(small, cst.Assign) and len(small.targets) == 1:
-            target = small.targets[0].target
-            if isinstance(target, cst.Attribute) and _is_self(target.value):
-                return target.attr.value
+            return small
     return None
+
+
+def _assigned_attr(statement: cst.CSTNode) -> str | None:
+    """``self.attr = ...`` as the whole statement: the attribute's name."""
+    assign = _sole_assign(statement)
+    target = assign.targets[0].target if assign is not None else None
+    return target.attr.value if isinstance(target, cst.Attribute) and _is_self(target.value) else None
 
 
 def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
@@ -172,17 +175,16 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
     for node in descendants(module):
         if isinstance(node, cst.Name) and node.value == class_name:
             other_uses += 1
-        if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
-            small = node.body[0]
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Name)
-                and small.value.func.value == class_name
-            ):
-                sites.append((node, small.targets[0].target.value, small.value))
+        assign = _sole_assign(node)
+        if (
+            assign is not None
+            and isinstance(assign.targets[0].target, cst.Name)
+            and isinstance(assign.value, cst.Call)
+            and isinstance(assign.value.func, cst.Name)
+            and assign.value.func.value == class_name
+        ):
+            assert isinstance(node, cst.SimpleStatementLine)
+            sites.append((node, assign.targets[0].target.value, assign.value))
     if len(sites) != 1 or other_uses != 2:  # the class's own name and the one call
         raise _Refuse
     site, instance, call = sites[0]
@@ -234,14 +236,16 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
     if given:
         raise _Refuse
     # `self.config = config` of a parameter given a name: `model.config` is that name itself.
-    attrs: dict[str, cst.BaseExpression] = {}
+    attrs: dict[str, cst.BaseExpression] = {}  # attribute -> what `self.attr` / `instance.attr` becomes
+    aliased: set[str] = set()
     for attr in plan.attrs:
         parameter = plan.aliases.get(attr)
         if parameter is not None and isinstance(substitute.get(parameter), (cst.Name, cst.Attribute)):
-            attrs["self." + attr] = substitute[parameter]
+            attrs[attr] = substitute[parameter]
+            aliased.add(attr)
         else:
-            names["self." + attr] = fresh(attr)
-            attrs["self." + attr] = cst.Name(names["self." + attr])
+            names[attr] = fresh(attr)
+            attrs[attr] = cst.Name(names[attr])
     for local in sorted(body_locals - set(substitute)):
         substitute[local] = cst.Name(fresh(local))
     # Everything the instance is used for in its scope must be reading an attribute __init__ set.
@@ -251,7 +255,6 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
         raise _Refuse
     if sum(1 for node in descendants(new_scope) if isinstance(node, cst.Name) and node.value == instance) != 1:
         raise _Refuse  # the instance itself is used (passed to a function, printed ...): more than handles
-    aliased = {key.split(".", 1)[1] for key in attrs if key not in names}
     body = [statement for statement in _expand(plan.init, plan) if _assigned_attr(statement) not in aliased]
     renamer = _Renamer(attrs, substitute)
     statements = [cast(cst.BaseStatement, statement.visit(renamer)) for statement in body]
@@ -281,7 +284,7 @@ def _inline(module: cst.Module, cls: cst.ClassDef) -> tuple[str, CompatChange]:
 
 
 def _examples(names: dict[str, str]) -> str:
-    pairs = [f"`{key.split('.', 1)[1]}` -> `{value}`" for key, value in list(names.items())[:3]]
+    pairs = [f"`{attr}` -> `{value}`" for attr, value in list(names.items())[:3]]
     return ", ".join(pairs)
 
 
@@ -344,16 +347,13 @@ def _is_simple(value: cst.BaseExpression) -> bool:
 
 def _is_self_assignment(statement: cst.BaseStatement) -> bool:
     """``x = x``, what ``self.x = x`` becomes when both are the same name."""
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        small = statement.body[0]
-        return (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and isinstance(small.value, cst.Name)
-            and small.targets[0].target.value == small.value.value
-        )
-    return False
+    assign = _sole_assign(statement)
+    return (
+        assign is not None
+        and isinstance(assign.targets[0].target, cst.Name)
+        and isinstance(assign.value, cst.Name)
+        and assign.targets[0].target.value == assign.value.value
+    )
 
 
 def _all_names(module: cst.Module, skip: cst.CSTNode) -> set[str]:
@@ -449,7 +449,7 @@ class _AttributeUses(cst.CSTTransformer):
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if isinstance(updated.value, cst.Name) and updated.value.value == self.instance:
-            new = self.names.get("self." + updated.attr.value)
+            new = self.names.get(updated.attr.value)
             if new is None:
                 self.refused = True
                 return updated
@@ -479,7 +479,7 @@ class _Renamer(cst.CSTTransformer):
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if _is_self(updated.value):
-            new = self.attrs.get("self." + updated.attr.value)
+            new = self.attrs.get(updated.attr.value)
             if new is None:
                 self.refused = True
                 return updated

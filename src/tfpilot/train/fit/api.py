@@ -651,11 +651,15 @@ def _first_call_specs(model: keras.Model) -> list[tf.TensorSpec]:
     shapes = first_call_shapes(model)
     if shapes is None:
         return []
-    is_shape = lambda value: isinstance(value, list | tuple) and all(d is None or isinstance(d, int) for d in value)  # noqa: E731
-    leaves = [shapes] if is_shape(shapes) else list(shapes) if isinstance(shapes, list | tuple) else []
-    if not leaves or not all(is_shape(leaf) and len(leaf) >= 1 for leaf in leaves):
+    leaves = [shapes] if _is_shape(shapes) else list(shapes) if isinstance(shapes, list | tuple) else []
+    if not leaves or not all(_is_shape(leaf) and len(leaf) >= 1 for leaf in leaves):
         return []
     return [tf.TensorSpec([None, *leaf[1:]], tf.as_dtype(model.compute_dtype)) for leaf in leaves]
+
+
+def _is_shape(value: Any) -> bool:
+    """(32, 5, 24) or [None, 11]: one shape, not a structure of shapes."""
+    return isinstance(value, list | tuple) and all(d is None or isinstance(d, int) for d in value)
 
 
 def _declared_inputs(model: keras.Model, features: Any) -> Any | None:
