@@ -55,6 +55,9 @@ _TF_MODULE_QUALNAMES = frozenset({"tensorflow.Module", "tensorflow.compat.v2.Mod
 _EAGER_RE = re.compile(
     r"(?:py_function|numpy_function|py_func|eager_py_func)\(\s*(?:func\s*=\s*)?(?:self\.)?([A-Za-z_]\w*)"
 )
+# What a `try` body's import binds on TF 2.21, where it succeeds: its except handler's import is the
+# fallback for older TensorFlow (a contrib import in the body fails there, so its handler's binds).
+_PRESENT_ON_TF2 = ("tensorflow.compat.", "tensorflow.keras", "keras")
 # Fields that never hold a node a rule needs: contexts, operators, and plain strings/ints
 # (identifiers, import aliases) - skipping them saves a getattr and a type check per node.
 _SKIP_FIELDS = frozenset(
@@ -117,7 +120,11 @@ class FileContext:
         self._class_defs: dict[str, list[ast.ClassDef]] = {}
         self._class_kinds: dict[int, str] = {}
         self._star_modules: list[tuple[int, str]] = []
-        self._collect_statements(tree.body)
+        # name -> [(line, qualified)] for module-level names imported as different modules: a
+        # notebook imports `tensorflow.compat.v1 as tf` in one cell and `tensorflow as tf` later
+        self._rebound: dict[str, list[tuple[int, str]]] = {}
+        self._collect_statements(tree.body, module_level=True)
+        self._rebound = {name: lines for name, lines in self._rebound.items() if len({q for _, q in lines}) > 1}
         if self._star_modules:
             self._add_star_imports()
         self.uses_tensorflow = any(
@@ -139,6 +146,7 @@ class FileContext:
         self.flag_defaults: dict[str, str] | None = None
         self._layer_aliases: dict[str, str] | None = None
         self._tf1_only: list[tuple[int, int]] | None = None
+        self._installs: list[tuple[int, int, str]] | None = None
 
     @property
     def bindings(self) -> Bindings:
@@ -214,17 +222,20 @@ class FileContext:
 
     # --- names ----------------------------------------------------------------------------------
 
-    def _collect_statements(self, statements: list[ast.stmt]) -> None:
+    def _collect_statements(self, statements: list[ast.stmt], *, module_level: bool, fallback: bool = False) -> None:
         """Imports (including function-local ones: TF code imports lazily) and function defs.
 
         Walks statements only, never expressions, so it costs a fraction of the main walk.
+        ``fallback``: the handlers of a ``try`` whose body imports: ``try: import tensorflow.compat.v1
+        as tf`` / ``except ImportError: import tensorflow as tf`` binds what the body imports on TF 2.21,
+        where that import succeeds, so a handler's import binds only names the body left unbound.
         """
         for statement in statements:
             kind = statement.__class__
             if kind is ast.Import:
                 for alias in statement.names:  # type: ignore[attr-defined]
                     if alias.asname:
-                        self.imports[alias.asname] = alias.name
+                        self._bind_import(alias.asname, alias.name, statement, module_level, fallback)
                     else:
                         top = alias.name.split(".")[0]
                         self.imports.setdefault(top, top)
@@ -243,16 +254,40 @@ class FileContext:
                     continue
                 for alias in statement.names:  # type: ignore[attr-defined]
                     if alias.name != "*":
-                        self.imports[alias.asname or alias.name] = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
+                        qualified = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
+                        self._bind_import(alias.asname or alias.name, qualified, statement, module_level, fallback)
                 continue
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 self._function_defs.setdefault(statement.name, []).append(statement)  # type: ignore[attr-defined]
             elif kind is ast.ClassDef:
                 self._class_defs.setdefault(statement.name, []).append(statement)  # type: ignore[arg-type, attr-defined]
+            inner = module_level and kind is not ast.FunctionDef and kind is not ast.AsyncFunctionDef
+            inner = inner and kind is not ast.ClassDef
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(statement, field, None)
                 if block:
-                    self._collect_statements(block)
+                    handler = fallback or (field == "handlers" and kind is ast.Try)
+                    self._collect_statements(block, module_level=inner, fallback=handler)
+
+    def _bind_import(self, name: str, qualified: str, statement: ast.stmt, module_level: bool, fallback: bool) -> None:
+        if fallback and self.imports.get(name, "").startswith(_PRESENT_ON_TF2):
+            return  # the try body's import succeeds on TF 2.21; `import tensorflow.contrib...` would not
+        self.imports[name] = qualified
+        if module_level:
+            self._rebound.setdefault(name, []).append((statement.lineno, qualified))
+
+    def _imported_as(self, name: str, node: ast.AST) -> str | None:
+        """What ``name`` is imported as where ``node`` is: module code sees the last import above it."""
+        history = self._rebound.get(name)
+        if history is None:
+            return self.imports.get(name)
+        line = getattr(node, "lineno", 0)
+        chosen = history[0][1]  # a use above every import (a function body): the first
+        for at, qualified in history:
+            if at > line:
+                break
+            chosen = qualified
+        return chosen
 
     def _add_star_imports(self) -> None:
         """``from utils.tf_utils import *`` of a module of the project: the names it binds come with it.
@@ -286,7 +321,7 @@ class FileContext:
             current = current.value
         result = None
         if isinstance(current, ast.Name):
-            base = self.imports.get(current.id)
+            base = self._imported_as(current.id, current) if self._rebound else self.imports.get(current.id)
             if base is not None:
                 parts.append(base)
                 result = ".".join(reversed(parts))
@@ -302,7 +337,7 @@ class FileContext:
         while isinstance(node, ast.Attribute):
             node = node.value
         if isinstance(node, ast.Name):
-            return self.imports.get(node.id)
+            return self._imported_as(node.id, node) if self._rebound else self.imports.get(node.id)
         return None
 
     @staticmethod
@@ -323,6 +358,19 @@ class FileContext:
             if qualified == module:
                 return local
         return None
+
+    def installed_tf1_at(self, line: int) -> tuple[int, str] | None:
+        """The file's own TensorFlow 1 install in force at ``line`` (``!pip install tensorflow==1.14`` in a
+        notebook), as (line, text), or None (lint.installed_tf)."""
+        if self._installs is None:
+            from tfpilot.lint.installed_tf import tf_installs
+
+            self._installs = tf_installs(self.source)
+        if not self._installs:
+            return None
+        from tfpilot.lint.installed_tf import installed_tf1_at
+
+        return installed_tf1_at(self._installs, line)
 
     @property
     def tf1_only_blocks(self) -> list[tuple[int, int]]:
@@ -567,7 +615,7 @@ class FileContext:
 
     def _emit_name_reference(self, node: ast.Name) -> None:
         """A bare imported name used by a non-Attribute parent (that parent is on the stack)."""
-        qualname = self.imports[node.id]
+        qualname = (self._imported_as(node.id, node) if self._rebound else None) or self.imports[node.id]
         self.stack.append(node)
         for handler in self._references:
             handler(node, qualname)

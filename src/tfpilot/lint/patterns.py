@@ -242,11 +242,11 @@ _GUARD_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError
 
 def under_feature_check(context: FileContext, name: str) -> bool:
     """The node being visited only runs where ``name`` exists: under ``if hasattr(tf, "contrib")``
-    (or a version test naming it) or in the body of a ``try`` that catches ImportError /
+    (or a version test naming it; also ``a if hasattr(np, "float_") else b``) or in the body of a ``try`` that catches ImportError /
     AttributeError (code written to run on both TF1 and TF2)."""
     child: ast.AST = context.stack[-1]
     for ancestor in context.ancestors():
-        if isinstance(ancestor, ast.If) and child is not ancestor.test:
+        if isinstance(ancestor, ast.If | ast.IfExp) and child is not ancestor.test:
             test = ast.unparse(ancestor.test)
             if name in test and ("hasattr" in test or "version" in test.lower()):
                 return True

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Rule", "Invalid", "Violation"]
 
+# Rules about what TF 2.21's stack (TF 2, Keras 3, NumPy 2) removed: code that only TensorFlow 1 runs
+# (an old-version branch, a notebook that installs TF 1 itself) is not judged by them as a defect.
+_NEW_STACK = ("tf1 -> tf2", "keras 3", "numpy 2")
+
 
 @dataclasses.dataclass(frozen=True)
 class Invalid:
@@ -123,13 +127,21 @@ class Rule:
         fix_data: dict[str, Any] | None = None,
         severity: Severity | None = None,
     ) -> None:
-        if self.category in ("tf1 -> tf2", "keras 3") and self._tf1_only(node):
+        if self.category in _NEW_STACK and self._tf1_only(node):
             return  # an API TF 2 / Keras 3 removed, in a branch TF 2 never runs (lint.tf1_branches)
         if self.keras3_only and severity is None:
             reason = self.context.keras2_reason
             if reason is not None:
                 severity = Severity.INFO
                 message = f"{message or self.message} - a Keras 3 break only, and this file runs on Keras 2 ({reason})"
+        if severity is None and (self.category in _NEW_STACK or self.gone_in_tf216):
+            installed = self.context.installed_tf1_at(getattr(node, "lineno", 0))
+            if installed is not None:
+                severity = Severity.INFO
+                message = (
+                    f"{message or self.message} - right for TF 2.21, but this code runs on the TensorFlow 1 the file "
+                    f"installs itself (line {installed[0]}: `{installed[1][:80]}`)"
+                )
         if self.gone_in_tf216 and severity is None:
             reason = self.context.project.old_tf
             if reason is not None:

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tfpilot.lint.numpy_removed import NUMPY_REMOVED
 from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
 __all__ = [
@@ -238,14 +239,10 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.merge_summary", "tensorflow.compat.v1.summary.merge", "rename"),
     RemovedApi("tensorflow.merge_all_summaries", "tensorflow.compat.v1.summary.merge_all", "rename"),
     RemovedApi("tensorflow.train.SummaryWriter", "tensorflow.compat.v1.summary.FileWriter", "rename"),
-    RemovedApi("numpy.int", "int", "rename"),
-    RemovedApi("numpy.float", "float", "rename"),
-    RemovedApi("numpy.bool", "bool", "rename"),
-    RemovedApi("numpy.object", "object", "rename"),
-    RemovedApi("numpy.str", "str", "rename"),
-    RemovedApi("numpy.long", "int", "rename"),
-    RemovedApi("numpy.unicode", "str", "rename"),
-    RemovedApi("numpy.complex", "complex", "rename"),
+    # NumPy's removed aliases (lint.numpy_removed, shared with TFP514), where one name replaces another
+    *(RemovedApi(f"numpy.{row.name}", row.replacement, "rename") for row in NUMPY_REMOVED.values() if row.rename),
+    RemovedApi("numpy.bool", "bool", "rename"),  # removed in 1.24; NumPy 2's np.bool is np.bool_
+    RemovedApi("numpy.long", "int", "rename"),  # removed in 1.24; NumPy 2's np.long is the C long
     RemovedApi("numpy.lib.pad", "numpy.pad", "rename"),  # NumPy 2 dropped the numpy.lib alias
     RemovedApi(".output_types", "tf.compat.v1.data.get_output_types(dataset)", "rewrite"),
     RemovedApi(".output_shapes", "tf.compat.v1.data.get_output_shapes(dataset)", "rewrite"),
@@ -893,11 +890,16 @@ class _Rewriter(cst.CSTTransformer):
         if qualified is not None and qualified in _RENAMES:
             target = _RENAMES[qualified]
             head = (shown or "").split(".")[0]
-            if "." not in target:  # numpy's removed aliases of Python types
-                self.changes.append(
-                    (line, column, f"`{shown}` -> `{target}` (NumPy 1.24 removed the alias of the builtin type)")
-                )
-                return cst.Name(target)
+            if qualified.startswith("numpy."):
+                row = NUMPY_REMOVED.get(qualified[len("numpy.") :])
+                removed = f"NumPy {row.removed_in} removed it" if row is not None else "NumPy removed it"
+                if "." not in target:  # the aliases of Python's types and functions
+                    self.changes.append((line, column, f"`{shown}` -> `{target}` ({removed}: the builtin)"))
+                    return cst.Name(target)
+                if target.startswith("numpy.") and self.bindings.get(head) == "numpy":
+                    spelled = head + target[len("numpy") :]  # np.float_ -> np.float64 under the file's alias
+                    self.changes.append((line, column, f"`{shown}` -> `{spelled}` ({removed})"))
+                    return cst.parse_expression(spelled)
             if target.startswith("tensorflow.") and self.bindings.get(head) == "tensorflow":
                 spelled = head + target[len("tensorflow") :]
                 self.changes.append((line, column, f"`{shown}` -> `{spelled}` (removed from the TF2 API)"))

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
+from tfpilot.lint.numpy_removed import NUMPY_REMOVED  # noqa: E402
 from tfpilot.migrate.command import migrate  # noqa: E402
 from tfpilot.migrate.compat import REMOVED_APIS, SHIM_MODULE  # noqa: E402
 
@@ -212,6 +213,16 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
             ("unicode", "str"),
             ("complex", "complex"),
         ]
+    },
+    # NumPy 2.0 / 2.4's removed aliases: the migrated name is the same object the replacement names
+    **{
+        f"numpy.{row.name}": (
+            f"import numpy as np\nprint(np.{row.name} is {row.replacement.replace('numpy.', 'np.')})\n",
+            (),
+            "True",
+        )
+        for row in NUMPY_REMOVED.values()
+        if row.rename and row.name not in {"int", "float", "object", "str", "unicode", "complex"}
     },
     ".output_types": (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(([1.0, 2.0], [3, 4]))\n"

@@ -57,6 +57,7 @@ _REMOVED_GRAPH_ATTRIBUTES = {
 # Keras 2's fit/evaluate/predict took these for Sequence workers; Keras 3 moved them to
 # keras.utils.PyDataset(workers=, use_multiprocessing=, max_queue_size=) and rejects them here.
 _WORKER_ARGUMENTS = ("use_multiprocessing", "workers", "max_queue_size")
+_KERAS_WORKER_WORDS = ("use_multiprocessing", "max_queue_size")
 _TRAINING_METHODS = frozenset({"fit", "evaluate", "predict"})
 # (Keras class, keyword) Keras 2 took and Keras 3 refuses, and what to write instead.
 # Each row was run on the installed Keras (tests/unit/lint/test_lint_round13.py's premise test).
@@ -565,8 +566,11 @@ session = K.get_session()
                 f"`{_REMOVED_LAYER_METHODS[func.attr]}` instead",
             )
             return
-        if self.context.uses_tensorflow and (func.attr in _TRAINING_METHODS or func.attr in KERAS_REMOVED_METHODS):
-            for name in _WORKER_ARGUMENTS:
+        if func.attr in _TRAINING_METHODS or func.attr in KERAS_REMOVED_METHODS:
+            # `use_multiprocessing` / `max_queue_size` on fit/predict are Keras' own words: they say Keras in a
+            # file whose model comes from another module of the project (it imports no TensorFlow itself)
+            arguments = _WORKER_ARGUMENTS if self.context.uses_tensorflow else _KERAS_WORKER_WORDS
+            for name in arguments:
                 found = next((k for k in node.keywords if k.arg == name), None)
                 if found is not None:
                     self.report(

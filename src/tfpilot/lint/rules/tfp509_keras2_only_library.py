@@ -30,6 +30,14 @@ _LIBRARIES: dict[str, tuple[str, str]] = {
         "on Keras 3 building its ResNets fails (its BatchNormalization subclass reaches Keras 3's build "
         "without an input shape: TypeError); use keras.applications.ResNet50 (or ResNet50V2) instead",
     ),
+    # Never released on PyPI; read from keras-team/keras-contrib 3fc5ef7 (the last commit, 2019) and run
+    # on Keras 3.15 from that source (2026-12-07): the import works, the first call fails.
+    "keras_contrib": (
+        "keras-contrib (keras-team's Keras 2 add-ons, archived since 2019, never released on PyPI)",
+        "on Keras 3 its layers fail when first called (InstanceNormalization: AttributeError: module "
+        "'keras.backend' has no attribute 'int_shape'), and its save_load_utils imports keras.engine, which "
+        "Keras 3 does not have; InstanceNormalization is keras.layers.GroupNormalization(groups=-1)",
+    ),
     "keras_vggface": (
         "keras-vggface (last release 0.6, 2019), written for Keras 2",
         "on Keras 3 its import fails (ImportError: cannot import name 'layer_utils' from 'keras.utils'); "
@@ -60,7 +68,8 @@ class Keras2OnlyLibrary(Rule):
     severity = Severity.ERROR
     category = "keras 3"
     keras3_only = True
-    tokens = ("tensorflow_addons", "tensorflow.python", "keras_resnet", "keras_vggface")
+    # `from tensorflow.python import keras` spells the private copy without its full name
+    tokens = ("tensorflow.python", *(name for name in _LIBRARIES if name != PRIVATE_KERAS))
     VALID = [
         """
 import keras
