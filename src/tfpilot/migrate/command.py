@@ -269,6 +269,31 @@ def _import_root(input_path: Path, relative: Path, imported_packages: frozenset[
     return folder
 
 
+def _runs_from_its_folder(input_path: Path) -> bool:
+    """A module of a package that is also run as a script from its own folder: ``python
+    mnist/convolutional.py`` puts ``mnist/`` first on sys.path, which its ``import model`` (a sibling
+    module, imported as a top-level one) shows, as does an ``if __name__ == "__main__":`` block. Its
+    helper import then needs tf1_compat_shims.py in that folder too, besides the one above the package."""
+    folder = input_path.parent
+    if not (folder / "__init__.py").exists():
+        return False  # its folder is where the helper module goes anyway
+    try:
+        parsed = ast.parse(input_path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(parsed):
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+            return True
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+        for name in names:
+            first = name.split(".")[0]
+            if first != input_path.stem and ((folder / f"{first}.py").exists() or (folder / first).is_dir()):
+                return True
+    return False
+
+
 def _imported_packages(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
     """Folders (as `a/b`) the tree's files import as packages: `from model.x import y`, `import model.x`."""
     found: set[str] = set()
@@ -545,6 +570,8 @@ def migrate(
         local_modules = _local_modules(pairs) | {SHIM_MODULE}
         imported_packages = _imported_packages(pairs)
         nearby_modules = _nearby_modules(source)
+        helper_folders: set[Path] = set()
+        script_folders: set[Path] = set()
         for input_path, relative in pairs:
             output_path = root / relative
             output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -580,6 +607,12 @@ def migrate(
             if result.helpers:
                 helpers.update(result.helpers)
                 shim_dirs.add(root / _import_root(input_path, relative, imported_packages))
+                helper_folders.add(relative.parent)
+            if _runs_from_its_folder(input_path):
+                script_folders.add(relative.parent)
+        # A package folder one of whose modules runs as a script from it: its modules' helper import
+        # looks there first (sys.path[0]), so the helper module goes there too.
+        shim_dirs.update(root / folder for folder in helper_folders & script_folders)
         # One helper module per output directory that needs one (a script imports from its own folder;
         # a package's modules from the folder above the package, where its entry scripts run).
         for directory in sorted(shim_dirs):

@@ -125,10 +125,29 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "model_analyzer",
                 "arg_scope",
                 "losses",
+                "linear",
+                "bias_add",
+                "variance_scaling_initializer",
+                "xavier_initializer",
+                "xavier_initializer_conv2d",
+                "get_variables",
             }
         ),
     ),
     "_tf1_legacy_seq2seq": ("seq2seq", frozenset({"rnn_decoder", "sequence_loss_by_example", "sequence_loss"})),
+    "_tf1_crf": (
+        "crf",
+        frozenset(
+            {
+                "crf_unary_score",
+                "crf_binary_score",
+                "crf_sequence_score",
+                "crf_log_norm",
+                "crf_log_likelihood",
+                "viterbi_decode",
+            }
+        ),
+    ),
     "_tf1_lookup": (
         "lookup",
         frozenset(
@@ -207,7 +226,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 9
+SHIMS_VERSION = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,6 +274,7 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
         "rename",
     ),
     RemovedApi("tensorflow.contrib.framework.get_global_step", "tensorflow.compat.v1.train.get_global_step", "rename"),
+    RemovedApi("tensorflow.contrib.framework.get_variables", "_tf1_contrib.get_variables", "helper"),
     RemovedApi(
         "tensorflow.contrib.framework.create_global_step", "tensorflow.compat.v1.train.create_global_step", "rename"
     ),
@@ -292,6 +312,10 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.slim", "_tf1_contrib", "helper"),
     RemovedApi("tensorflow.contrib.metrics", "_tf1_metrics", "helper"),
     RemovedApi("tensorflow.contrib.lookup", "_tf1_lookup", "helper"),
+    RemovedApi("tensorflow.contrib.crf", "_tf1_crf", "helper"),
+    RemovedApi("tensorflow.contrib.layers.linear", "_tf1_contrib.linear", "helper"),
+    RemovedApi("tensorflow.contrib.layers.bias_add", "_tf1_contrib.bias_add", "helper"),
+    RemovedApi("tensorflow.contrib.layers.xavier_initializer", "_tf1_contrib.xavier_initializer", "helper"),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
@@ -317,6 +341,9 @@ _MODULE_HELPERS: dict[str, str] = {
     # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d), with its arg_scope and
     # losses; repeat, stack and nets are not replaced (the report names each use)
     "tensorflow.contrib.slim": "_tf1_contrib",
+    # `from tensorflow.contrib import layers` then layers.linear(...): the members above, one helper
+    "tensorflow.contrib.layers": "_tf1_contrib",
+    "tensorflow.contrib.crf": "_tf1_crf",
     "tensorflow.contrib.metrics": "_tf1_metrics",
     "tensorflow.contrib.lookup": "_tf1_lookup",
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
@@ -348,6 +375,7 @@ _WHY = {
     "_tf1_learn": "tf.contrib was removed in TF 2",
     "_tf1_metrics": "tf.contrib was removed in TF 2 (and tf.metrics takes labels first)",
     "_tf1_lookup": "tf.contrib was removed in TF 2",
+    "_tf1_crf": "tf.contrib was removed in TF 2",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).

@@ -111,7 +111,6 @@ _SHIM_LIMITS: tuple[tuple[str, str, object], ...] = (
     ("LSTMCell", "use_peepholes", False),
     ("LSTMCell", "num_proj", None),
     ("LSTMCell", "cell_clip", None),
-    ("MultiRNNCell", "state_is_tuple", True),
     ("DropoutWrapper", "variational_recurrent", False),
     ("batch_norm", "batch_weights", None),
     ("batch_norm", "zero_debias_moving_mean", False),

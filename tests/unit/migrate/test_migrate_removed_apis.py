@@ -112,6 +112,35 @@ PRE_1_0_SUMMARIES = (
 )
 
 
+# A linear-chain CRF small enough to enumerate: 2 sequences (lengths 3 and 2), 3 tags
+CRF_SCORES = np.array(
+    [[[0.5, -1.0, 2.0], [1.5, 0.2, -0.3], [0.0, 1.0, 0.4]], [[-0.2, 0.3, 0.9], [1.1, -0.5, 0.0], [9.0, 9.0, 9.0]]],
+    np.float32,
+)
+CRF_TAGS = np.array([[2, 0, 1], [1, 0, 0]])
+CRF_LENGTHS = np.array([3, 2])
+CRF_TRANSITIONS = np.array([[0.1, -0.4, 0.6], [0.3, 0.0, -0.2], [-0.7, 0.5, 0.2]], np.float32)
+
+
+def crf_reference() -> tuple[list[float], list[list[int]]]:
+    """Log-likelihood of each tag sequence by enumerating every path (log Z by brute force), and
+    the best path of each sequence: the definition contrib.crf computes by dynamic programming."""
+    import itertools
+
+    def score(scores: np.ndarray, path: tuple[int, ...]) -> float:
+        unary = sum(float(scores[t, tag]) for t, tag in enumerate(path))
+        return unary + sum(float(CRF_TRANSITIONS[a, b]) for a, b in zip(path, path[1:], strict=False))
+
+    likelihoods, best = [], []
+    for scores, tags, length in zip(CRF_SCORES, CRF_TAGS, CRF_LENGTHS, strict=True):
+        paths = list(itertools.product(range(3), repeat=int(length)))
+        totals = [score(scores, path) for path in paths]
+        log_z = float(np.log(np.sum(np.exp(totals))))
+        likelihoods.append(round(score(scores, tuple(tags[:length])) - log_z, 4))
+        best.append(list(paths[int(np.argmax(totals))]))
+    return likelihoods, best
+
+
 def sequence_loss_reference() -> float:
     shifted = LOGITS - LOGITS.max(-1, keepdims=True)
     log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
@@ -439,6 +468,50 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "1.0 0.75 0.667",
     ),
     # ids by line number, unknown words in the OOV bucket TF1's fingerprint64 hash picks, back to words
+    "tensorflow.contrib.crf": (
+        GRAPH + "from tensorflow.contrib import crf\n"
+        f"scores = tf.constant(np.array({CRF_SCORES.tolist()}, np.float32))\n"
+        f"transitions = tf.constant(np.array({CRF_TRANSITIONS.tolist()}, np.float32))\n"
+        f"ll, _ = crf.crf_log_likelihood(scores, tf.constant({CRF_TAGS.tolist()}), tf.constant({CRF_LENGTHS.tolist()}), "
+        "transitions)\nsess = tf.Session()\nvalues, table = sess.run([ll, transitions])\n"
+        "paths = [crf.viterbi_decode(s[:n], table)[0] for s, n in zip(sess.run(scores), "
+        f"{CRF_LENGTHS.tolist()})]\n"
+        "print([round(float(v), 4) for v in values], [[int(t) for t in p] for p in paths])\n",
+        (),
+        " ".join(str(part) for part in crf_reference()),
+    ),
+    "tensorflow.contrib.layers.linear": (
+        GRAPH
+        + "from tensorflow.contrib import layers\nx = tf.ones([2, 3])\ny = layers.linear(x, 4)\n"
+        + SESSION
+        + "print(sess.run(y).shape, [v.name for v in tf.trainable_variables()])\n",
+        (),
+        "(2, 4) ['fully_connected/weights:0', 'fully_connected/biases:0']",
+    ),
+    "tensorflow.contrib.layers.bias_add": (
+        GRAPH
+        + "x = tf.ones([2, 3])\ny = tf.contrib.layers.bias_add(x, activation_fn=tf.nn.relu)\n"
+        + SESSION
+        + "print(sess.run(y).tolist(), [v.name for v in tf.trainable_variables()])\n",
+        (),
+        "[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]] ['BiasAdd/biases:0']",
+    ),
+    "tensorflow.contrib.layers.xavier_initializer": (
+        GRAPH + "from tensorflow.contrib import layers\n"
+        "w = tf.get_variable('w', [200, 300], initializer=layers.xavier_initializer())\n"
+        + SESSION
+        + "v = sess.run(w)\nprint(abs(v).max() <= (6.0 / 500) ** 0.5, round(float(v.std()) / (2.0 / 500) ** 0.5, 1))\n",
+        (),
+        "True 1.0",
+    ),
+    "tensorflow.contrib.framework.get_variables": (
+        GRAPH + "with tf.variable_scope('enc'):\n    a = tf.get_variable('a', [1])\n    b = tf.get_variable('b', [1])\n"
+        "c = tf.get_variable('c', [1])\n"
+        "print([v.name for v in tf.contrib.framework.get_variables('enc')], "
+        "[v.name for v in tf.contrib.framework.get_variables(suffix='b')])\n",
+        (),
+        "['enc/a:0', 'enc/b:0'] ['enc/b:0']",
+    ),
     "tensorflow.contrib.lookup": (
         GRAPH + "import os, tempfile\npath = os.path.join(tempfile.mkdtemp(), 'words.txt')\n"
         "open(path, 'w').write('the\\ncat\\nsat\\n')\n"

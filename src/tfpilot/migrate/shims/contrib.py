@@ -176,6 +176,75 @@ class _tf1_contrib:
             return _tf1_contrib._finish(outputs, normalizer_fn, normalizer_params, biases, activation_fn)
 
     @staticmethod
+    def linear(inputs, num_outputs, **kwargs):
+        """contrib.layers.linear: fully_connected without an activation (its scope is fully_connected's)."""
+        return _tf1_contrib.fully_connected(inputs, num_outputs, activation_fn=None, **kwargs)
+
+    @staticmethod
+    @_arg_scoped
+    def bias_add(
+        inputs,
+        activation_fn=None,
+        initializer=_tf.compat.v1.zeros_initializer(),
+        regularizer=None,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        data_format="NHWC",
+        scope=None,
+    ):
+        inputs = _tf.convert_to_tensor(inputs)
+        with _tf1_contrib._scope(scope, "BiasAdd", reuse):
+            features = int(inputs.shape[1] if data_format == "NCHW" else inputs.shape[-1])
+            biases = _tf.compat.v1.get_variable(
+                "biases",
+                shape=[features],
+                dtype=inputs.dtype.base_dtype,
+                initializer=initializer,
+                regularizer=regularizer,
+                trainable=trainable,
+            )
+            outputs = _tf.nn.bias_add(inputs, biases, data_format="NCHW" if data_format == "NCHW" else None)
+            return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=_tf.float32):
+        """contrib's initializer: uniform in +-sqrt(3 factor / n), or a normal truncated at two stddev
+        with stddev sqrt(1.3 factor / n), n the fan in, out or their mean (tf.compat.v1's differs)."""
+
+        def initializer(shape, dtype=dtype, partition_info=None):
+            shape = [int(d) for d in shape]
+            receptive = 1
+            for dimension in shape[:-2]:
+                receptive *= dimension
+            fan_in = shape[-2] * receptive if len(shape) > 1 else shape[-1]
+            fan_out = shape[-1] * receptive
+            n = {"FAN_IN": fan_in, "FAN_OUT": fan_out}.get(mode, (fan_in + fan_out) / 2.0)
+            if uniform:
+                limit = (3.0 * factor / n) ** 0.5
+                return _tf.random.uniform(shape, -limit, limit, dtype, seed=seed)
+            return _tf.random.truncated_normal(shape, 0.0, (1.3 * factor / n) ** 0.5, dtype, seed=seed)
+
+        return initializer
+
+    @staticmethod
+    def xavier_initializer(uniform=True, seed=None, dtype=_tf.float32):
+        return _tf1_contrib.variance_scaling_initializer(1.0, "FAN_AVG", uniform, seed, dtype)
+
+    xavier_initializer_conv2d = xavier_initializer
+
+    @staticmethod
+    def get_variables(scope=None, suffix=None, collection=_tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
+        """contrib.framework.get_variables: the collection's variables under `scope` (a name or a
+        VariableScope), those whose name ends in `suffix` when given."""
+        if isinstance(scope, _tf.compat.v1.VariableScope):
+            scope = scope.name
+        if suffix is not None:
+            scope = (scope or "") + ".*" + (suffix if ":" in suffix else suffix + ":")
+        return _tf.compat.v1.get_collection(collection, scope)
+
+    @staticmethod
     @_arg_scoped
     def conv2d(
         inputs,

@@ -201,21 +201,26 @@ class _tf1_rnn:
             return self._cells[-1].output_size
 
         def zero_state(self, batch_size, dtype):
-            return tuple(cell.zero_state(batch_size, dtype) for cell in self._cells)
+            states = tuple(cell.zero_state(batch_size, dtype) for cell in self._cells)
+            return states if self._state_is_tuple else _tf.concat(states, 1)
 
         def __call__(self, inputs, state, scope=None):
-            if not self._state_is_tuple:
-                raise TF1OptionRefused("the migrated MultiRNNCell needs state_is_tuple=True")
             if self._scope is None:
                 with _tf.compat.v1.variable_scope(scope, default_name="multi_rnn_cell") as captured:
                     self._scope = captured
             new_states = []
+            position = 0  # state_is_tuple=False: the cells' states side by side in one [batch, sum] tensor
             with _tf.compat.v1.variable_scope(self._scope):
                 for index, cell in enumerate(self._cells):
                     with _tf.compat.v1.variable_scope(f"cell_{index}"):
-                        inputs, new_state = cell(inputs, state[index])
+                        if self._state_is_tuple:
+                            current = state[index]
+                        else:
+                            current = _tf.slice(state, [0, position], [-1, cell.state_size])
+                            position += cell.state_size
+                        inputs, new_state = cell(inputs, current)
                     new_states.append(new_state)
-            return inputs, tuple(new_states)
+            return inputs, tuple(new_states) if self._state_is_tuple else _tf.concat(new_states, 1)
 
     class DropoutWrapper:
         def __init__(

@@ -1,0 +1,92 @@
+"""Classes from migrate's held-out round 14 (after its figure; tuning material now).
+
+- A module of a package (`mnist/__init__.py`) that is also run as a script from its own folder
+  (`python mnist/convolutional.py`, sugyan's MNIST: it imports its sibling as `import model`): the shim
+  module went only above the package, where that run cannot find it; it now goes in the folder too.
+- `MultiRNNCell(state_is_tuple=False)` (the Shakespeare GRU feeds its whole state through one placeholder):
+  the cells' states side by side in one tensor, as TF1 kept them.
+- contrib's CRF, `contrib.layers.linear` / `bias_add` / `xavier_initializer` through `from tensorflow.contrib
+  import layers`, `contrib.framework.get_variables`: shim rows, run in test_migrate_removed_apis.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfpilot.migrate import migrate
+
+
+def _last_line(folder: Path, script: str) -> str:
+    """Run the migrated script from `folder`, as a person would; its last printed line."""
+    done = subprocess.run(
+        [sys.executable, script],
+        cwd=folder,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+MODEL = "import tensorflow as tf\n\n\ndef build(x):\n    return tf.layers.dense(x, 2, kernel_initializer=tf.ones_initializer())\n"
+SCRIPT = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "import model\n"
+    "\n"
+    "x = tf.placeholder(tf.float32, [None, 3])\n"
+    "y = model.build(x)\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    print(sess.run(y, feed_dict={x: np.ones((1, 3))}).tolist())\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["compat", "native"])
+def test_a_package_module_run_as_a_script_finds_its_helpers(tmp_path: Path, mode: str) -> None:
+    source = tmp_path / "tf1"
+    (source / "mnist").mkdir(parents=True)
+    (source / "mnist" / "__init__.py").write_text("")
+    (source / "mnist" / "model.py").write_text(MODEL)
+    (source / "mnist" / "convolutional.py").write_text(SCRIPT)
+    migrate(source, tmp_path / "tf2", mode=mode)
+    # run from the tree's root, as the repository's README says: `python mnist/convolutional.py`
+    assert _last_line(tmp_path / "tf2", "mnist/convolutional.py") == "[[3.0, 3.0]]"
+
+
+CELLS = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "from tensorflow.contrib import rnn\n"
+    "\n"
+    "tf.set_random_seed(0)\n"
+    "x = tf.constant(np.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).astype(np.float32))\n"
+    "with tf.variable_scope('flat'):\n"
+    "    flat = rnn.MultiRNNCell([rnn.GRUCell(4), rnn.GRUCell(4)], state_is_tuple=False)\n"
+    "    start = tf.placeholder(tf.float32, [None, 8])\n"
+    "    out_flat, state_flat = tf.nn.dynamic_rnn(flat, x, initial_state=start)\n"
+    "with tf.variable_scope('flat', reuse=True):\n"
+    "    pair = rnn.MultiRNNCell([rnn.GRUCell(4), rnn.GRUCell(4)], state_is_tuple=True)\n"
+    "    init = np.arange(16, dtype=np.float32).reshape(2, 8) / 16.0\n"
+    "    out_pair, state_pair = tf.nn.dynamic_rnn(pair, x, initial_state=(init[:, :4], init[:, 4:]))\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    a, s, b, t = sess.run([out_flat, state_flat, out_pair, state_pair], feed_dict={start: init})\n"
+    "    print(s.shape, np.allclose(a, b), np.allclose(s, np.concatenate(t, 1)), len(tf.trainable_variables()))\n"
+)
+
+
+def test_multi_rnn_cell_with_one_state_tensor_computes_what_the_tuple_state_does(tmp_path: Path) -> None:
+    (tmp_path / "tf1").mkdir()
+    (tmp_path / "tf1" / "cells.py").write_text(CELLS)
+    report = migrate(tmp_path / "tf1", tmp_path / "tf2")
+    assert report.will_run == report.files, report.statuses
+    # the same variables (one scope, reused): 2 GRU cells x (gates kernel, bias, candidate kernel, bias)
+    assert _last_line(tmp_path / "tf2", "cells.py") == "(2, 8) True True 8"
