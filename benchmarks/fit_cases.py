@@ -35,6 +35,7 @@ import json
 import keyword
 import math
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -112,9 +113,8 @@ def run_one(mode: str, casedir: Path, case: str, work: Path) -> None:
         if inputs is not None:
             first = _tree_arrays(model.predict(inputs, verbose=0))
             second = _tree_arrays(model.predict(inputs, verbose=0))
-            np.save(
-                work / "predict.npy", np.array([first, second, _tree_arrays(inputs)], dtype=object), allow_pickle=True
-            )
+            # pickle: the driver's own arrays, read back by the driver only (np.array would stack them)
+            (work / "predict.pkl").write_bytes(pickle.dumps((first, second, _tree_arrays(inputs))))
             payload["output_names"] = list(getattr(model, "output_names", []) or [])
             payload["input_names"] = [getattr(t, "name", "") for t in (getattr(model, "inputs", None) or [])]
     _save(out, payload)
@@ -251,11 +251,11 @@ def _serve_check(casedir: Path, case: str, work: Path, tfpilot_run: dict[str, An
     if exported.returncode != 0:
         return {"export": "failed", "why": (exported.stderr.strip().splitlines() or ["?"])[-1][:400]}
     result: dict[str, Any] = {"export": "ok", "message": exported.stdout.strip().splitlines()[-1:]}
-    predicted = work / "predict.npy"
+    predicted = work / "predict.pkl"
     if not predicted.exists():
         result["serve"] = "n/a (no predict inputs)"
         return result
-    first, second, inputs = np.load(predicted, allow_pickle=True)
+    first, second, inputs = pickle.loads(predicted.read_bytes())
     server = subprocess.Popen(
         [sys.executable, "-m", "tfpilot.cli.main", "serve", f"--model_base_path={run / 'model'}", f"--model_name={case}",
          "--rest_api_port=auto", "--port=0"],
