@@ -497,8 +497,8 @@ def _migrate_file(
             b.column,
             "tfpilot",
             "RUN",
-            b.what + (" (in a branch: the program stops there only if it runs)" if b.in_branch else ""),
-            why="the file stops here" + (" when this branch runs" if b.in_branch else ""),
+            b.what + (" (in a branch or function: the program stops there only if it runs)" if b.in_branch else ""),
+            why="the file stops here" + (" when this code runs" if b.in_branch else ""),
             fix=b.fix,
             blocks_run=not b.in_branch,
         )

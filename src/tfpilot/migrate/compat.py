@@ -103,6 +103,7 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "static_bidirectional_rnn",
                 "dynamic_rnn",
                 "bidirectional_dynamic_rnn",
+                "stack_bidirectional_dynamic_rnn",
             }
         ),
     ),

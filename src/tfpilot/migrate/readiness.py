@@ -233,6 +233,7 @@ def check_runs(
     local = frozenset(local_modules)
     blockers: list[Blocker] = []
     bindings: dict[str, str] = {}
+    lazy = _function_body_lines(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -240,10 +241,10 @@ def check_runs(
                     alias.name if alias.asname else alias.name.split(".")[0]
                 )
                 if not _module_exists(alias.name, local):
-                    blockers.append(_missing_module(node, alias.name, nearby_modules))
+                    blockers.append(_missing_module(node, alias.name, nearby_modules, node.lineno in lazy))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if not _module_exists(node.module, local):
-                blockers.append(_missing_module(node, node.module, nearby_modules))
+                blockers.append(_missing_module(node, node.module, nearby_modules, node.lineno in lazy))
                 continue
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
@@ -308,7 +309,20 @@ def check_runs(
     return sorted(blockers, key=lambda blocker: (blocker.line, blocker.column))
 
 
-def _missing_module(node: ast.stmt, module: str, nearby_modules: Mapping[str, str]) -> Blocker:
+def _function_body_lines(tree: ast.AST) -> set[int]:
+    """Lines inside function bodies: an import there runs only when the function is called."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for statement in node.body:
+                lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return lines
+
+
+def _missing_module(node: ast.stmt, module: str, nearby_modules: Mapping[str, str], lazy: bool = False) -> Blocker:
+    """``lazy``: imported inside a function. A third-party package imported there (matplotlib in a plot
+    helper) stops the program only when the function is called, as a branch does; TensorFlow's own
+    modules and the project's are what the program runs on, and keep stopping the file."""
     top = module.split(".")[0]
     if top in _TENSORFLOW_FAMILY:
         return Blocker(node.lineno, node.col_offset + 1, f"`{module}` cannot be imported here", _replacement(module))
@@ -322,7 +336,9 @@ def _missing_module(node: ast.stmt, module: str, nearby_modules: Mapping[str, st
     return Blocker(
         node.lineno,
         node.col_offset + 1,
-        f"`{top}` is neither a file in SRC (`{top}.py` or a `{top}/` package) nor an installed package",
+        f"`{top}` is neither a file in SRC (`{top}.py` or a `{top}/` package) nor an installed package"
+        + (" (imported inside a function)" if lazy else ""),
         f"if `{top}` is one of your modules, add {top}.py to SRC and migrate again; if it is a third-party "
         "package, install it",
+        in_branch=lazy,
     )

@@ -90,3 +90,55 @@ def test_multi_rnn_cell_with_one_state_tensor_computes_what_the_tuple_state_does
     assert report.will_run == report.files, report.statuses
     # the same variables (one scope, reused): 2 GRU cells x (gates kernel, bias, candidate kernel, bias)
     assert _last_line(tmp_path / "tf2", "cells.py") == "(2, 8) True True 8"
+
+
+STACK = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "\n"
+    "tf.set_random_seed(0)\n"
+    "x = tf.constant(np.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).astype(np.float32))\n"
+    "lengths = tf.constant([5, 3])\n"
+    "with tf.variable_scope('s'):\n"
+    "    out, fw, bw = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(\n"
+    "        [tf.contrib.rnn.GRUCell(4), tf.contrib.rnn.GRUCell(4)], [tf.contrib.rnn.GRUCell(4), tf.contrib.rnn.GRUCell(4)],\n"
+    "        x, sequence_length=lengths, dtype=tf.float32)\n"
+    "with tf.variable_scope('s/stack_bidirectional_rnn/cell_0', reuse=True):\n"
+    "    (a, b), _ = tf.nn.bidirectional_dynamic_rnn(tf.contrib.rnn.GRUCell(4), tf.contrib.rnn.GRUCell(4), x,\n"
+    "                                                 sequence_length=lengths, dtype=tf.float32)\n"
+    "first = tf.get_default_graph().get_tensor_by_name('s/stack_bidirectional_rnn/cell_0/concat:0')\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+    "    o, f, one, two = sess.run([out, first, a, b])\n"
+    "    names = sorted(v.name for v in tf.trainable_variables())\n"
+    "    print(o.shape, len(fw), np.allclose(f, np.concatenate([one, two], 2)), names[0])\n"
+)
+
+
+def test_stacked_bidirectional_rnn_feeds_each_layer_both_directions(tmp_path: Path) -> None:
+    (tmp_path / "tf1").mkdir()
+    (tmp_path / "tf1" / "stack.py").write_text(STACK)
+    report = migrate(tmp_path / "tf1", tmp_path / "tf2")
+    assert report.will_run == report.files, report.statuses
+    assert _last_line(tmp_path / "tf2", "stack.py") == (
+        "(2, 5, 8) 2 True s/stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/gru_cell/candidate/bias:0"
+    )
+
+
+def test_a_missing_package_imported_inside_a_function_stops_only_that_function() -> None:
+    """tf_unet's plot helper imports matplotlib inside the function: a training run that never plots
+    runs without it, so the file is not reported as one that will not run."""
+    from tfpilot.migrate.readiness import check_runs
+
+    source = (
+        "import tensorflow as tf\n"
+        "\n"
+        "def plot(images):\n"
+        "    import no_such_plotting_package\n"
+        "    return no_such_plotting_package.show(images)\n"
+        "\n"
+        "import no_such_plotting_package\n"
+    )
+    blockers = {b.line: b for b in check_runs(source)}
+    assert blockers[4].in_branch and "inside a function" in blockers[4].what
+    assert not blockers[7].in_branch

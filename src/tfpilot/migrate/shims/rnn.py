@@ -28,6 +28,43 @@ class _tf1_rnn:
     dynamic_rnn = staticmethod(_tf.compat.v1.nn.dynamic_rnn)
     bidirectional_dynamic_rnn = staticmethod(_tf.compat.v1.nn.bidirectional_dynamic_rnn)
 
+    @staticmethod
+    def stack_bidirectional_dynamic_rnn(
+        cells_fw,
+        cells_bw,
+        inputs,
+        initial_states_fw=None,
+        initial_states_bw=None,
+        dtype=None,
+        sequence_length=None,
+        parallel_iterations=None,
+        time_major=False,
+        scope=None,
+        swap_memory=False,
+    ):
+        """contrib.rnn's stack: each layer a bidirectional_dynamic_rnn over the previous layer's
+        forward and backward outputs side by side, under stack_bidirectional_rnn/cell_<i>."""
+        states_fw, states_bw, layer = [], [], inputs
+        with _tf.compat.v1.variable_scope(scope or "stack_bidirectional_rnn"):
+            for index, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
+                with _tf.compat.v1.variable_scope(f"cell_{index}"):
+                    outputs, (state_fw, state_bw) = _tf.compat.v1.nn.bidirectional_dynamic_rnn(
+                        cell_fw,
+                        cell_bw,
+                        layer,
+                        initial_state_fw=initial_states_fw[index] if initial_states_fw else None,
+                        initial_state_bw=initial_states_bw[index] if initial_states_bw else None,
+                        sequence_length=sequence_length,
+                        parallel_iterations=parallel_iterations,
+                        dtype=dtype,
+                        swap_memory=swap_memory,
+                        time_major=time_major,
+                    )
+                    layer = _tf.concat(outputs, 2)
+                states_fw.append(state_fw)
+                states_bw.append(state_bw)
+        return layer, tuple(states_fw), tuple(states_bw)
+
     class _Cell(_abc.ABC):
         base_name = "rnn_cell"
 
