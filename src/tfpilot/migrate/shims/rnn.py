@@ -46,7 +46,7 @@ class _tf1_rnn:
         forward and backward outputs side by side, under stack_bidirectional_rnn/cell_<i>."""
         states_fw, states_bw, layer = [], [], inputs
         with _tf.compat.v1.variable_scope(scope or "stack_bidirectional_rnn"):
-            for index, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
+            for index, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw, strict=False)):
                 with _tf.compat.v1.variable_scope(f"cell_{index}"):
                     outputs, (state_fw, state_bw) = _tf.compat.v1.nn.bidirectional_dynamic_rnn(
                         cell_fw,
