@@ -11,28 +11,21 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_migrate_round13_classes import _last_line
 
 from tfpilot.migrate import migrate
 
 
-def _last_line(folder: Path, script: str) -> str:
-    """Run the migrated script from `folder`, as a person would; its last printed line."""
-    done = subprocess.run(
-        [sys.executable, script],
-        cwd=folder,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
+def _migrated_last_line(tmp_path: Path, name: str, source: str) -> str:
+    """Migrate one TF1 file (compat), check the report says it runs, run it: its last printed line."""
+    (tmp_path / "tf1").mkdir()
+    (tmp_path / "tf1" / name).write_text(source)
+    report = migrate(tmp_path / "tf1", tmp_path / "tf2")
+    assert report.will_run == report.files, report.statuses
+    return _last_line(tmp_path / "tf2", name)
 
 
 MODEL = "import tensorflow as tf\n\n\ndef build(x):\n    return tf.layers.dense(x, 2, kernel_initializer=tf.ones_initializer())\n"
@@ -84,12 +77,8 @@ CELLS = (
 
 
 def test_multi_rnn_cell_with_one_state_tensor_computes_what_the_tuple_state_does(tmp_path: Path) -> None:
-    (tmp_path / "tf1").mkdir()
-    (tmp_path / "tf1" / "cells.py").write_text(CELLS)
-    report = migrate(tmp_path / "tf1", tmp_path / "tf2")
-    assert report.will_run == report.files, report.statuses
     # the same variables (one scope, reused): 2 GRU cells x (gates kernel, bias, candidate kernel, bias)
-    assert _last_line(tmp_path / "tf2", "cells.py") == "(2, 8) True True 8"
+    assert _migrated_last_line(tmp_path, "cells.py", CELLS) == "(2, 8) True True 8"
 
 
 STACK = (
@@ -116,11 +105,7 @@ STACK = (
 
 
 def test_stacked_bidirectional_rnn_feeds_each_layer_both_directions(tmp_path: Path) -> None:
-    (tmp_path / "tf1").mkdir()
-    (tmp_path / "tf1" / "stack.py").write_text(STACK)
-    report = migrate(tmp_path / "tf1", tmp_path / "tf2")
-    assert report.will_run == report.files, report.statuses
-    assert _last_line(tmp_path / "tf2", "stack.py") == (
+    assert _migrated_last_line(tmp_path, "stack.py", STACK) == (
         "(2, 5, 8) 2 True s/stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/gru_cell/candidate/bias:0"
     )
 
