@@ -240,16 +240,27 @@ def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:
 _GUARD_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "Exception"})
 
 
+def _names_missing_api(caught: ast.expr | None) -> bool:
+    """An except clause naming AttributeError / ImportError / ModuleNotFoundError (not a bare or broad one)."""
+    names = list(caught.elts) if isinstance(caught, ast.Tuple) else [caught] if caught is not None else []
+    return any(
+        isinstance(n, ast.Name) and n.id in ("AttributeError", "ImportError", "ModuleNotFoundError") for n in names
+    )
+
+
 def under_feature_check(context: FileContext, name: str) -> bool:
     """The node being visited only runs where ``name`` exists: under ``if hasattr(tf, "contrib")``
-    (or a version test naming it; also ``a if hasattr(np, "float_") else b``) or in the body of a ``try`` that catches ImportError /
-    AttributeError (code written to run on both TF1 and TF2)."""
+    (or a version test naming it; also ``a if hasattr(np, "float_") else b``), in the body of a ``try``
+    that catches ImportError / AttributeError, or in such a handler, the fallback for older versions
+    (code written to run on both TF1 and TF2)."""
     child: ast.AST = context.stack[-1]
     for ancestor in context.ancestors():
         if isinstance(ancestor, ast.If | ast.IfExp) and child is not ancestor.test:
             test = ast.unparse(ancestor.test)
             if name in test and ("hasattr" in test or "version" in test.lower()):
                 return True
+        if isinstance(ancestor, ast.ExceptHandler) and _names_missing_api(ancestor.type):
+            return True  # the fallback of `try: np.trapezoid except AttributeError: np.trapz`: runs where the new name is not
         if isinstance(ancestor, ast.Try) and child in ancestor.body:
             for handler in ancestor.handlers:
                 caught = handler.type
