@@ -29,102 +29,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+from tfpilot.lint.notebooks import notebook_to_python
+
 LABELS = Path(__file__).with_name("lint_labels.csv")
 FIELDS = ["repository", "commit", "path", "line", "rule", "label", "why"]
-
-
-# Cell magics whose body is still Python (IPython runs it); every other cell magic (%%bash,
-# %%writefile, %%html, ...) holds something else and is commented out whole.
-PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%tensorflow_version")
-
-
-HELP_LINE = re.compile(r"^[\w.\[\]()]+\?{1,2}$")
-# IPython's automagics: `ls ./data` at the start of a statement is a shell call there, not Python
-AUTOMAGIC_LINE = re.compile(r"^(ls|cd|pwd|pip|cat|mkdir|rm|cp|mv|env|less|more|clear)(\s+(?!=|[-+*/%<>!]=)\S|$)")
-
-
-def open_brackets(line: str, depth: int, quote: str) -> tuple[int, str]:
-    """Bracket depth and open string quote after `line`: enough to tell a `%` that starts a magic
-    from one that continues a `print("..."\n % x)` expression."""
-    i = 0
-    while i < len(line):
-        if quote:
-            if line[i] == "\\":
-                i += 2
-                continue
-            if line.startswith(quote, i):
-                i += len(quote)
-                quote = ""
-                continue
-        elif line[i] == "#":
-            break
-        elif line[i] in "\"'":
-            quote = line[i] * 3 if line.startswith(line[i] * 3, i) else line[i]
-            i += len(quote)
-            continue
-        elif line[i] in "([{":
-            depth += 1
-        elif line[i] in ")]}":
-            depth = max(0, depth - 1)
-        i += 1
-    return depth, quote if len(quote) == 3 else ""  # a one-quote string cannot span lines
-
-
-def cell_to_python(lines: list[str]) -> list[str]:
-    """One code cell as plain Python, line for line, the way IPython would run it: the cell's
-    first line's indent removed, shell (!) and magic (%) lines and `name?` help lines turned into
-    `pass  # ...` at their own indent (a comment alone would leave an `if` without a body), and
-    non-Python cell magics commented out. Line counts never change, so findings map back."""
-    first = next((line for line in lines if line.strip()), "")
-    # IPython's leading_indent: the first line's indent is removed from every line that has it
-    lead = first[: len(first) - len(first.lstrip())]
-    if lead:
-        lines = [line[len(lead) :] if line.startswith(lead) else line for line in lines]
-        first = first[len(lead) :]
-    if first.startswith("%%") and not first.startswith(PYTHON_CELL_MAGICS):
-        return ["# " + line for line in lines]
-    out: list[str] = []
-    in_magic = False
-    depth, quote = 0, ""
-    previous_continues = False
-    for line in lines:
-        stripped = line.strip()
-        statement_start = not previous_continues and depth == 0 and not quote
-        if in_magic or (
-            statement_start
-            and (stripped.startswith(("!", "%")) or HELP_LINE.match(stripped) or AUTOMAGIC_LINE.match(stripped))
-        ):
-            indent = line[: len(line) - len(line.lstrip())]
-            # a continued magic line's tail is not Python either; its indent is meaningless
-            out.append(("# " if in_magic else f"{indent}pass  # ") + stripped)
-            in_magic = stripped.endswith("\\")
-            continue
-        out.append(line)
-        depth, quote = open_brackets(line, depth, quote)
-        previous_continues = stripped.endswith("\\") and not stripped.startswith("#")
-    return out
-
-
-def notebook_to_python(text: str) -> str:
-    """Code cells joined in order, each made plain Python by cell_to_python."""
-    try:
-        notebook = json.loads(text)
-    except json.JSONDecodeError:
-        return ""
-    chunks: list[str] = []
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        lines = "".join(source).splitlines() if isinstance(source, list) else str(source).splitlines()
-        chunks.append("\n".join(cell_to_python(lines)))
-    return "\n\n".join(chunks) + "\n"
 
 
 def export(git_dir: Path, repository: str, destination: Path) -> int:
@@ -164,7 +77,10 @@ def export(git_dir: Path, repository: str, destination: Path) -> int:
         position += size + 1
         if name.endswith(".ipynb"):
             target = destination / (name + ".py")
-            data = notebook_to_python(data.decode("utf-8", errors="replace")).encode()
+            try:
+                data = notebook_to_python(data.decode("utf-8", errors="replace")).source.encode()
+            except ValueError:
+                data = b""
         else:
             target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)

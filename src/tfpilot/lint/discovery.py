@@ -46,7 +46,7 @@ def discover_files(
 ) -> list[Path]:
     """Files to lint, sorted and de-duplicated. A path that does not exist is a usage error.
 
-    Files named explicitly are always linted; directories are walked for ``*.py`` files,
+    Files named explicitly are always linted; directories are walked for ``*.py`` files and Jupyter notebooks (``*.ipynb``),
     skipping hidden and environment directories and the config's ``exclude`` globs. Broken
     symlinks are returned like files (reading them says why they are skipped); directories that
     cannot be listed are appended to ``unreadable`` with the reason, and the walk goes on.
@@ -73,7 +73,7 @@ def discover_files(
                 name for name in subdirectories if not _skip_directory(name) and not config.is_excluded(base / name)
             )
             for filename in sorted(filenames):
-                if filename.endswith(".py"):
+                if filename.endswith((".py", ".ipynb")):  # notebooks: lint.notebooks
                     candidate = base / filename
                     if not config.is_excluded(candidate):
                         found.setdefault(candidate, None)

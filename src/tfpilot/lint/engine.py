@@ -453,7 +453,33 @@ def lint_file(path: Path, *, config: LintConfig, rules: Sequence[type[Rule]]) ->
         ignored = config.ignored_in(path)
     else:
         ignored = ()
+    if path.suffix == ".ipynb":
+        return _lint_notebook(source, path, rules, ignored)
     return check_source(source, str(path), rules, ignored_prefixes=ignored)
+
+
+def _lint_notebook(text: str, path: Path, rules: Sequence[type[Rule]], ignored: Any) -> FileResult:
+    """A notebook's code cells as one module (lint.notebooks); each finding names its code cell."""
+    from tfpilot.lint.notebooks import notebook_to_python
+
+    try:
+        notebook = notebook_to_python(text)
+    except ValueError as error:
+        note = Violation(SYNTAX_ERROR_CODE, str(error), 1, 0, 1, 0, "Module", problem="undecodable")
+        return FileResult(str(path), text.count("\n"), (), note)
+    result = check_source(notebook.source, str(path), rules, ignored_prefixes=ignored)
+
+    def located(violation: Violation) -> Violation:
+        cell, line = notebook.where(violation.shown_line)
+        # fix_data goes: --fix does not rewrite a notebook's JSON, so nothing here is offered as fixable
+        message = f"{violation.message} [code cell {cell}, line {line}]"
+        return dataclasses.replace(violation, message=message, fix_data=None)
+
+    return dataclasses.replace(
+        result,
+        violations=tuple(located(v) for v in result.violations),
+        syntax_error=located(result.syntax_error) if result.syntax_error is not None else None,
+    )
 
 
 def _lint_chunk(paths: list[str], config: LintConfig) -> list[FileResult]:

@@ -158,6 +158,8 @@ def fix_files(paths: Iterable[str | Path], *, config: LintConfig | None = None) 
     results: list[FixResult] = []
     for raw in paths:
         path = Path(raw)
+        if path.suffix == ".ipynb":
+            continue  # a notebook's cells are JSON strings: its findings are reported, never rewritten
         try:
             source = decode_source(path.read_bytes())
         except (OSError, UndecodableSource):
