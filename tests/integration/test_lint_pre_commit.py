@@ -9,6 +9,7 @@ minutes of download that a test on a CI machine should not spend.)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -53,13 +54,19 @@ def test_pre_commit_hook_reports_warnings_and_passes_clean_code(tmp_path):
         "import tensorflow as tf\n"
         "rows = tf.data.Dataset.from_generator(lambda: iter([1.0]), output_types=tf.float32)\n"
     )
+    # a notebook is a file the hook lints too (pre-commit's `jupyter` type)
+    notebook = repo / "explore.ipynb"
+    cell = {"cell_type": "code", "source": ["!pip install -q numpy\n", "import numpy as np\n", "best = np.Inf"]}
+    notebook.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     _git(repo, "add", ".")
     failed = _pre_commit(repo, tmp_path / "cache")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "train.py:4:1: TFP403" in failed.stdout
+    assert "explore.ipynb:3:8: TFP514" in failed.stdout and "[code cell 1, line 3]" in failed.stdout
     assert "TFP305" not in failed.stdout
 
     train.write_text(train.read_text().replace('"exported_model"', '"exported_model.keras"'))
+    notebook.write_text(notebook.read_text().replace("np.Inf", "np.inf"))
     _git(repo, "add", ".")
     passed = _pre_commit(repo, tmp_path / "cache")
     assert passed.returncode == 0, passed.stdout + passed.stderr
