@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import keyword
 import math
 import os
 import pickle
@@ -162,8 +161,10 @@ def _keyed_inputs(inputs: Any, signature: dict[str, Any], input_names: list[str]
     """The case's predict inputs under the signature's keys (a keyword name is served as name_)."""
     keys = sorted(signature["inputs"], key=_natural)
 
+    from tfpilot.data.names import signature_key  # `class` -> `class_`, as the export named it
+
     def key_for(name: str) -> str:
-        for candidate in (name, f"{name}_" if keyword.iskeyword(name) else name):
+        for candidate in (name, signature_key(name)):
             if candidate in signature["inputs"]:
                 return candidate
         raise KeyError(f"input {name!r} not in the signature's {keys}")
@@ -185,14 +186,17 @@ def _keyed_inputs(inputs: Any, signature: dict[str, Any], input_names: list[str]
         if len(dims) == value.ndim + 1 and dims and dims[-1].get("size") == "1":
             keyed[key] = value = value.reshape(*value.shape, 1)
         # a gRPC client sends the signature's dtype (TF Serving refuses another); JSON has none
-        dtype = _NUMPY_DTYPES.get(signature["inputs"][key].get("dtype", ""))
-        if dtype is not None and value.dtype.kind in "biuf":
-            keyed[key] = value.astype(dtype)
+        if value.dtype.kind in "biuf":
+            keyed[key] = value.astype(_numpy_dtype(signature["inputs"][key]["dtype"]))
     return keyed
 
 
-_NUMPY_DTYPES = {"DT_FLOAT": np.float32, "DT_DOUBLE": np.float64, "DT_INT32": np.int32, "DT_INT64": np.int64,
-                 "DT_BOOL": np.bool_, "DT_HALF": np.float16, "DT_UINT8": np.uint8, "DT_INT8": np.int8}  # fmt: skip
+def _numpy_dtype(name: str) -> Any:
+    """`DT_FLOAT` -> numpy.float32, by TensorFlow's own table."""
+    import tensorflow as tf
+    from tensorflow.core.framework import types_pb2
+
+    return tf.dtypes.as_dtype(types_pb2.DataType.Value(name)).as_numpy_dtype
 
 
 def _expected_outputs(first: Any, signature: dict[str, Any], output_names: list[str]) -> dict[str, np.ndarray]:

@@ -26,6 +26,7 @@ from tfpilot.lint.apis import (
 )
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
+from tfpilot.lint.installed_tf import installed_tf1_at, tf_installs
 from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_dataset_name
 from tfpilot.lint.nodes import walk_nodes
@@ -363,14 +364,8 @@ class FileContext:
         """The file's own TensorFlow 1 install in force at ``line`` (``!pip install tensorflow==1.14`` in a
         notebook), as (line, text), or None (lint.installed_tf)."""
         if self._installs is None:
-            from tfpilot.lint.installed_tf import tf_installs
-
             self._installs = tf_installs(self.source)
-        if not self._installs:
-            return None
-        from tfpilot.lint.installed_tf import installed_tf1_at
-
-        return installed_tf1_at(self._installs, line)
+        return installed_tf1_at(self._installs, line) if self._installs else None
 
     @property
     def tf1_only_blocks(self) -> list[tuple[int, int]]:

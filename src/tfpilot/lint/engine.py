@@ -458,7 +458,7 @@ def lint_file(path: Path, *, config: LintConfig, rules: Sequence[type[Rule]]) ->
     return check_source(source, str(path), rules, ignored_prefixes=ignored)
 
 
-def _lint_notebook(text: str, path: Path, rules: Sequence[type[Rule]], ignored: Any) -> FileResult:
+def _lint_notebook(text: str, path: Path, rules: Sequence[type[Rule]], ignored: tuple[str, ...]) -> FileResult:
     """A notebook's code cells as one module (lint.notebooks); each finding names its code cell."""
     from tfpilot.lint.notebooks import notebook_to_python
 

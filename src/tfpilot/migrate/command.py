@@ -269,7 +269,7 @@ def _import_root(input_path: Path, relative: Path, imported_packages: frozenset[
     return folder
 
 
-def _runs_from_its_folder(input_path: Path) -> bool:
+def _runs_from_its_folder(input_path: Path, parsed: ast.Module) -> bool:
     """A module of a package that is also run as a script from its own folder: ``python
     mnist/convolutional.py`` puts ``mnist/`` first on sys.path, which its ``import model`` (a sibling
     module, imported as a top-level one) shows, as does an ``if __name__ == "__main__":`` block. Its
@@ -277,10 +277,6 @@ def _runs_from_its_folder(input_path: Path) -> bool:
     folder = input_path.parent
     if not (folder / "__init__.py").exists():
         return False  # its folder is where the helper module goes anyway
-    try:
-        parsed = ast.parse(input_path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError):
-        return False
     for node in ast.walk(parsed):
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
             return True
@@ -294,9 +290,12 @@ def _runs_from_its_folder(input_path: Path) -> bool:
     return False
 
 
-def _imported_packages(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
-    """Folders (as `a/b`) the tree's files import as packages: `from model.x import y`, `import model.x`."""
+def _tree_imports(pairs: list[tuple[Path, Path]]) -> tuple[frozenset[str], frozenset[Path]]:
+    """One parse of every file: the folders (as `a/b`) the tree's files import as packages (`from
+    model.x import y`, `import model.x`), and the package folders a module of which runs as a script
+    from there (`_runs_from_its_folder`)."""
     found: set[str] = set()
+    script_folders: set[Path] = set()
     for input_path, relative in pairs:
         if relative.suffix != ".py":
             continue
@@ -304,6 +303,8 @@ def _imported_packages(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
             parsed = ast.parse(input_path.read_text(encoding="utf-8", errors="replace"))
         except (SyntaxError, ValueError):
             continue
+        if _runs_from_its_folder(input_path, parsed):
+            script_folders.add(relative.parent)
         for node in ast.walk(parsed):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -313,7 +314,7 @@ def _imported_packages(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
                 keep = len(parts) if module.endswith(".") else len(parts) - 1
                 for end in range(1, keep + 1):
                     found.add("/".join(parts[:end]))
-    return frozenset(found)
+    return frozenset(found), frozenset(script_folders)
 
 
 def _local_modules(pairs: list[tuple[Path, Path]]) -> frozenset[str]:
@@ -568,10 +569,9 @@ def migrate(
         nonlocal files
         pairs = _plan(source, destination)
         local_modules = _local_modules(pairs) | {SHIM_MODULE}
-        imported_packages = _imported_packages(pairs)
+        imported_packages, script_folders = _tree_imports(pairs)
         nearby_modules = _nearby_modules(source)
         helper_folders: set[Path] = set()
-        script_folders: set[Path] = set()
         for input_path, relative in pairs:
             output_path = root / relative
             output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -608,8 +608,6 @@ def migrate(
                 helpers.update(result.helpers)
                 shim_dirs.add(root / _import_root(input_path, relative, imported_packages))
                 helper_folders.add(relative.parent)
-            if _runs_from_its_folder(input_path):
-                script_folders.add(relative.parent)
         # A package folder one of whose modules runs as a script from it: its modules' helper import
         # looks there first (sys.path[0]), so the helper module goes there too.
         shim_dirs.update(root / folder for folder in helper_folders & script_folders)

@@ -121,24 +121,34 @@ for batch in range(10):
         """`step = make_train_step(model)` in the loop, then `step(batch)` (or `make_step(model)(batch)`):
         a function of this file that makes a tf.function and returns it makes a new one, traced
         again, on every call. Scanned per loop (loops are few; every call would cost the hot path)."""
-        for inner in walk_body(node.body):
+        body = walk_body(node.body)
+        called: set[str] | None = None  # names the loop calls, collected once when first needed
+        for inner in body:
             factory: ast.Call | None = None
+            targets: set[str] = set()
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
                 factory = inner.func
             elif isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Call):
-                names = {t.id for t in inner.targets if isinstance(t, ast.Name)}
-                if names and _calls_any(node, names):
-                    factory = inner.value
+                factory = inner.value
+                targets = {t.id for t in inner.targets if isinstance(t, ast.Name)}
+                if not targets:
+                    continue
             if factory is None or not isinstance(factory.func, ast.Name) or id(factory) in self._factories:
                 continue
             self._factories.add(id(factory))
             made = _makes_tf_function(self.context.function_defs(factory.func.id), self)
-            if made is not None:
-                self.report(
-                    factory,
-                    f"`{factory.func.id}()` makes a new tf.function on every call (line {made}): called in a "
-                    "loop, every iteration traces a new graph",
-                )
+            if made is None:
+                continue
+            if targets:
+                if called is None:
+                    called = {n.func.id for n in body if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                if not targets & called:
+                    continue
+            self.report(
+                factory,
+                f"`{factory.func.id}()` makes a new tf.function on every call (line {made}): called in a "
+                "loop, every iteration traces a new graph",
+            )
 
     visit_AsyncFor = visit_For
     visit_While = visit_For

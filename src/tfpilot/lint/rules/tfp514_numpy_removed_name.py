@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfpilot.findings import Severity
+from tfpilot.lint.context import FileContext
 from tfpilot.lint.numpy_removed import NUMPY_REMOVED
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
@@ -71,8 +72,8 @@ labels = np.asarray([0, 1], dtype=np.int)
         ),
     ]
 
-    def __init__(self, context: object) -> None:
-        super().__init__(context)  # type: ignore[arg-type]
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
         self._seen: set[str] = set()
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
