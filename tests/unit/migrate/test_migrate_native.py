@@ -88,6 +88,7 @@ def numbers(text: str) -> list[float]:
         "native_clipped_gradients.py",
         "native_get_variable.py",
         "native_summed_penalty.py",
+        "native_saver_steps.py",
     ],
 )
 def test_native_output_prints_what_the_tf1_program_printed(tmp_path, name):

@@ -782,6 +782,26 @@ with tf.compat.v1.Session() as sess:
         absent=("compat.v1",),
     ),
     Case(
+        "Saver(all variables, max_to_keep) is the Checkpoint Saver() is; save(global_step=) writes `path-step`",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session()",
+            "saver = tf.compat.v1.train.Saver(tf.compat.v1.global_variables(), max_to_keep=3)\n"
+            "with tf.compat.v1.Session()",
+        ).replace("    print(value)", "    print(value)\n    saver.save(sess, 'model', global_step=7)"),
+        contains=(
+            "tf.train.Checkpoint(W=W, optimizer=optimizer)",
+            "saver.write(\"{}-{}\".format('model', int(7)))",
+        ),
+        absent=("compat.v1", "max_to_keep"),
+    ),
+    Case(
+        "a Saver over a chosen dict of variables saves a subset: compat",
+        MODULE_STEP.replace(
+            "with tf.compat.v1.Session()", "saver = tf.compat.v1.train.Saver({'w': W})\nwith tf.compat.v1.Session()"
+        ).replace("    print(value)", "    print(value)\n    saver.save(sess, 'model')"),
+        fallback="tf.train.Saver with arguments other than all variables and max_to_keep",
+    ),
+    Case(
         "a model function (makes variables, returns what it computes): a tf.Module made once, called in the steps",
         MODULE_STEP.replace(
             "W = tf.Variable(tf.zeros([2, 1]))\npred = tf.matmul(x, W)",

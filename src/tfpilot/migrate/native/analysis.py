@@ -441,8 +441,9 @@ class Analysis(Iterators):
             return
         if call_name == V1 + "train.Saver":
             assert isinstance(value, cst.Call) and targets is not None
-            if value.args or len(targets) != 1:
-                raise Fallback(line, "tf.train.Saver with arguments (a var_list, max_to_keep ...)")
+            if len(targets) != 1:
+                raise Fallback(line, "tf.train.Saver bound to something other than a name")
+            self.saver_arguments(value, line)
             self.saver = targets[0]
             self.saver_index = index
             self.saver_statement = statement
@@ -1174,8 +1175,15 @@ class Analysis(Iterators):
                         elif method not in ("close", "flush"):
                             raise Fallback(line, f"FileWriter.{method} has no native rewrite here")
                     elif isinstance(owner, cst.Name) and owner.value == rewrite.saver and method in ("save", "restore"):
-                        if len(node.args) != 2 or not (
-                            isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == session
+                        # save(sess, path, global_step=step) wrote `path-step`; the .meta graph file has no TF2 use
+                        extra = {arg.keyword.value for arg in node.args[2:] if arg.keyword is not None}
+                        allowed = {"global_step", "write_meta_graph"} if method == "save" else set()
+                        if (
+                            len(node.args) < 2
+                            or any(arg.keyword is not None for arg in node.args[:2])
+                            or len(extra) != len(node.args) - 2
+                            or not extra <= allowed
+                            or not (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == session)
                         ):
                             raise Fallback(line, f"saver.{method} with arguments other than (session, path)")
                         rewrite.session_uses.append((node, rewrite.current_top, method))
@@ -1191,6 +1199,31 @@ class Analysis(Iterators):
                 continue
             self.current_top = top
             statement.visit(Finder())
+
+    def saver_arguments(self, call: cst.Call, line: int) -> None:
+        """The Saver arguments that keep "every variable made before it": a var_list of all global variables
+        (what Saver() takes anyway) and max_to_keep (how many old files TF1 deleted; a note, not the numbers)."""
+        positional = ("var_list", "reshape", "sharded", "max_to_keep", "keep_checkpoint_every_n_hours")
+        for position, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                keyword = arg.keyword.value
+            else:
+                keyword = positional[position] if position < len(positional) else ""
+            if keyword == "var_list" and isinstance(arg.value, cst.Call) and not arg.value.args:
+                if self.qualified(arg.value.func) in (V1 + "global_variables", V1 + "all_variables"):
+                    continue
+            if keyword in ("max_to_keep", "keep_checkpoint_every_n_hours"):
+                self.notes.append(
+                    CompatChange(
+                        line,
+                        1,
+                        f"Saver({keyword}=...) dropped: tf.train.Checkpoint.write keeps every file it writes; "
+                        "use tf.train.CheckpointManager(checkpoint, directory, max_to_keep=N) to delete old ones",
+                        blocks_run=False,
+                    )
+                )
+                continue
+            raise Fallback(line, "tf.train.Saver with arguments other than all variables and max_to_keep")
 
     def site(
         self, call: cst.Call, top: int, line: int, *, fetch: cst.BaseExpression | None, args: Sequence[cst.Arg]

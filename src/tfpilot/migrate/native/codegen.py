@@ -144,6 +144,11 @@ class Rewrite(Analysis):
                 if kind is not None:
                     path = rewrite.code(original.args[1].value)
                     assert rewrite.saver is not None
+                    step = next(
+                        (arg.value for arg in original.args if arg.keyword and arg.keyword.value == "global_step"), None
+                    )
+                    if step is not None:  # TF1 appended the step to the file name
+                        path = f'"{{}}-{{}}".format({path}, int({rewrite.code(step)}))'
                     if kind == "save":
                         return cst.parse_expression(f"{rewrite.saver}.write({path})")
                     return cst.parse_expression(f"{rewrite.saver}.read({path}).assert_consumed()")
