@@ -104,6 +104,12 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "dynamic_rnn",
                 "bidirectional_dynamic_rnn",
                 "stack_bidirectional_dynamic_rnn",
+                "LSTMBlockCell",
+                "GRUBlockCell",
+                "GRUBlockCellV2",
+                "LayerNormBasicLSTMCell",
+                "OutputProjectionWrapper",
+                "ResidualWrapper",
             }
         ),
     ),
@@ -132,6 +138,11 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "xavier_initializer",
                 "xavier_initializer_conv2d",
                 "get_variables",
+                "conv2d_transpose",
+                "convolution2d",
+                "convolution2d_transpose",
+                "one_hot_encoding",
+                "embed_sequence",
             }
         ),
     ),
@@ -191,6 +202,19 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
         ),
     ),
     "_tf1_learn": ("learn", frozenset({"preprocessing"})),
+    "_tf1_training": ("training", frozenset({"HParams"})),
+    "_tf1_image": (
+        "image",
+        frozenset(
+            {
+                "transform",
+                "rotate",
+                "translate",
+                "angles_to_projective_transforms",
+                "translations_to_projective_transforms",
+            }
+        ),
+    ),
     "_tf1_estimator": (
         "estimator",
         frozenset(
@@ -227,7 +251,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 10
+SHIMS_VERSION = 11
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,6 +338,18 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.metrics", "_tf1_metrics", "helper"),
     RemovedApi("tensorflow.contrib.lookup", "_tf1_lookup", "helper"),
     RemovedApi("tensorflow.contrib.crf", "_tf1_crf", "helper"),
+    RemovedApi("tensorflow.contrib.training", "_tf1_training", "helper"),
+    RemovedApi("tensorflow.contrib.image", "_tf1_image", "helper"),
+    RemovedApi("tensorflow.contrib.layers.conv2d_transpose", "_tf1_contrib.conv2d_transpose", "helper"),
+    RemovedApi("tensorflow.contrib.layers.convolution2d", "_tf1_contrib.conv2d", "helper"),
+    RemovedApi("tensorflow.contrib.layers.one_hot_encoding", "_tf1_contrib.one_hot_encoding", "helper"),
+    RemovedApi("tensorflow.contrib.layers.embed_sequence", "_tf1_contrib.embed_sequence", "helper"),
+    # contrib modules that moved to core whole (a member TF 2.21 lacks is named in the report, as any missing name)
+    RemovedApi("tensorflow.contrib.signal", "tensorflow.signal", "rename"),
+    RemovedApi("tensorflow.contrib.distributions", "tensorflow.compat.v1.distributions", "rename"),
+    RemovedApi("tensorflow.contrib.util.make_tensor_proto", "tensorflow.make_tensor_proto", "rename"),
+    RemovedApi("tensorflow.contrib.util.constant_value", "tensorflow.get_static_value", "rename"),
+    RemovedApi("tensorflow.contrib.lite", "tensorflow.compat.v1.lite", "rename"),
     RemovedApi("tensorflow.contrib.layers.linear", "_tf1_contrib.linear", "helper"),
     RemovedApi("tensorflow.contrib.layers.bias_add", "_tf1_contrib.bias_add", "helper"),
     RemovedApi("tensorflow.contrib.layers.xavier_initializer", "_tf1_contrib.xavier_initializer", "helper"),
@@ -345,6 +381,8 @@ _MODULE_HELPERS: dict[str, str] = {
     # `from tensorflow.contrib import layers` then layers.linear(...): the members above, one helper
     "tensorflow.contrib.layers": "_tf1_contrib",
     "tensorflow.contrib.crf": "_tf1_crf",
+    "tensorflow.contrib.training": "_tf1_training",
+    "tensorflow.contrib.image": "_tf1_image",
     "tensorflow.contrib.metrics": "_tf1_metrics",
     "tensorflow.contrib.lookup": "_tf1_lookup",
     "tensorflow.nn.rnn_cell": "_tf1_rnn",
@@ -377,6 +415,8 @@ _WHY = {
     "_tf1_metrics": "tf.contrib was removed in TF 2 (and tf.metrics takes labels first)",
     "_tf1_lookup": "tf.contrib was removed in TF 2",
     "_tf1_crf": "tf.contrib was removed in TF 2",
+    "_tf1_training": "tf.contrib was removed in TF 2",
+    "_tf1_image": "tf.contrib was removed in TF 2",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).

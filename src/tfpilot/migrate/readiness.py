@@ -104,7 +104,10 @@ def _is_main_guard(test: ast.expr) -> bool:
 # the report says "will not run" before anyone runs it. The shims refuse rather than guess: each
 # option changes what the layer computes (peepholes, projections, renorm, variational dropout).
 _SHIM_LIMITS: tuple[tuple[str, str, object], ...] = (
-    ("conv2d_transpose", "data_format", "channels_last"),
+    # tf.layers spells it channels_last, contrib.layers NHWC: the same layout
+    ("conv2d_transpose", "data_format", ("channels_last", "NHWC")),
+    ("LSTMBlockCell", "use_peephole", False),
+    ("LSTMBlockCell", "cell_clip", None),
     ("batch_normalization", "renorm", False),
     ("batch_normalization", "virtual_batch_size", None),
     ("batch_normalization", "adjustment", None),
@@ -147,7 +150,7 @@ def _shim_limits(tree: ast.AST, skip_lines: range) -> list[Blocker]:
                 if (
                     keyword.arg == option
                     and isinstance(keyword.value, ast.Constant)
-                    and keyword.value.value != harmless
+                    and keyword.value.value not in (harmless if isinstance(harmless, tuple) else (harmless,))
                 ):
                     blockers.append(
                         Blocker(

@@ -567,6 +567,84 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "['average_loss', 'global_step', 'label/mean', 'loss', 'prediction/mean']",
     ),
+    "tensorflow.contrib.training": (
+        GRAPH + "hp = tf.contrib.training.HParams(lr=0.1, layers=[64, 32], use_bn=False, name='a')\n"
+        "hp.parse('lr=0.5,layers=[8,4],use_bn=true')\nhp.add_hparam('extra', 3)\n"
+        "print(hp.lr, hp.layers, hp.use_bn, hp.extra, sorted(hp.values()), 'lr' in hp)\n",
+        (),
+        "0.5 [8, 4] True 3 ['extra', 'layers', 'lr', 'name', 'use_bn'] True",
+    ),
+    # a quarter turn counter-clockwise is np.rot90; a translation by dx=1 moves every column right
+    "tensorflow.contrib.image": (
+        GRAPH + "img = np.arange(9, dtype=np.float32).reshape(3, 3)\n"
+        "r = tf.contrib.image.rotate(tf.constant(img), np.pi / 2)\n"
+        "t = tf.contrib.image.translate(tf.constant(img[None, :, :, None]), [1.0, 0.0])\n"
+        "sess = tf.Session()\nprint(sess.run(r).tolist(), sess.run(t)[0, :, :, 0].tolist())\n",
+        (),
+        f"{np.rot90(np.arange(9, dtype=np.float32).reshape(3, 3)).tolist()} "
+        "[[0.0, 0.0, 1.0], [0.0, 3.0, 4.0], [0.0, 6.0, 7.0]]",
+    ),
+    # contrib's ReLU by default: a kernel of -1 leaves nothing above 0
+    "tensorflow.contrib.layers.conv2d_transpose": (
+        GRAPH + "x = tf.ones([1, 2, 2, 1])\n"
+        "y = tf.contrib.layers.conv2d_transpose(x, 3, [3, 3], stride=2, weights_initializer=tf.constant_initializer(-1.0))\n"
+        + SESSION
+        + "out = sess.run(y)\nprint(out.shape, float(out.max()), [v.name for v in tf.trainable_variables()])\n",
+        (),
+        "(1, 4, 4, 3) 0.0 ['Conv2d_transpose/kernel:0', 'Conv2d_transpose/bias:0']",
+    ),
+    "tensorflow.contrib.layers.convolution2d": (
+        GRAPH + "x = tf.ones([1, 4, 4, 2])\n"
+        "y = tf.contrib.layers.convolution2d(x, 3, [3, 3], padding='VALID', weights_initializer=tf.ones_initializer())\n"
+        + SESSION
+        + "out = sess.run(y)\nprint(out.shape, sorted(set(out.ravel().tolist())), "
+        "[v.name for v in tf.trainable_variables()])\n",
+        (),
+        "(1, 2, 2, 3) [18.0] ['Conv/weights:0', 'Conv/biases:0']",
+    ),
+    "tensorflow.contrib.layers.one_hot_encoding": (
+        GRAPH
+        + "sess = tf.Session()\nprint(sess.run(tf.contrib.layers.one_hot_encoding(tf.constant([0, 2]), 3)).tolist())\n",
+        (),
+        "[[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]",
+    ),
+    "tensorflow.contrib.layers.embed_sequence": (
+        GRAPH + "table = np.arange(8, dtype=np.float32).reshape(4, 2)\n"
+        "e = tf.contrib.layers.embed_sequence(tf.constant([[0, 3]]), 4, 2, initializer=tf.constant_initializer(table))\n"
+        + SESSION
+        + "print(sess.run(e).tolist(), [v.name for v in tf.trainable_variables()])\n",
+        (),
+        "[[[0.0, 1.0], [6.0, 7.0]]] ['EmbedSequence/embeddings:0']",
+    ),
+    "tensorflow.contrib.signal": (
+        GRAPH + "sess = tf.Session()\nprint(sess.run(tf.contrib.signal.frame(tf.range(6), 2, 2)).tolist())\n",
+        (),
+        "[[0, 1], [2, 3], [4, 5]]",
+    ),
+    # the standard normal's log density at 0 is -log(2 pi) / 2
+    "tensorflow.contrib.distributions": (
+        GRAPH + "d = tf.contrib.distributions.Normal(loc=0.0, scale=1.0)\n"
+        "b = tf.contrib.distributions.Bernoulli(probs=0.25)\nsess = tf.Session()\n"
+        "print(round(float(sess.run(d.log_prob(0.0))), 4), float(sess.run(b.mean())))\n",
+        (),
+        f"{round(-0.5 * np.log(2 * np.pi), 4)} 0.25",
+    ),
+    "tensorflow.contrib.util.make_tensor_proto": (
+        GRAPH + "print(tf.contrib.util.make_tensor_proto([1, 2, 3]).tensor_shape.dim[0].size)\n",
+        (),
+        "3",
+    ),
+    "tensorflow.contrib.util.constant_value": (
+        GRAPH + "print(tf.contrib.util.constant_value(tf.constant([3, 4])).tolist())\n",
+        (),
+        "[3, 4]",
+    ),
+    "tensorflow.contrib.lite": (
+        GRAPH
+        + "print(tf.contrib.lite.TFLiteConverter.__name__, callable(tf.contrib.lite.TFLiteConverter.from_session))\n",
+        (),
+        "TFLiteConverter True",
+    ),
 }
 
 

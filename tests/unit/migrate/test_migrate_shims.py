@@ -118,6 +118,63 @@ def test_lstm_and_gru_cells_compute_tf1s_equations() -> None:
     np.testing.assert_allclose(got, np.stack(expected, axis=1), rtol=1e-4, atol=1e-5)
 
 
+def test_contrib_rnn_block_layer_norm_projection_and_residual_cells_compute_tf1s_equations() -> None:
+    """contrib.rnn's LSTMBlockCell (BasicLSTMCell's gates), GRUBlockCell (GRUCell's), LayerNormBasicLSTMCell
+    (each gate and the new memory normalised, no kernel bias), OutputProjectionWrapper and ResidualWrapper."""
+    rng = np.random.RandomState(2)
+    inputs = rng.rand(3, 4, 4).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        cells = _tf1_rnn.MultiRNNCell(
+            [
+                _tf1_rnn.LSTMBlockCell(4, forget_bias=0.5),
+                _tf1_rnn.ResidualWrapper(_tf1_rnn.GRUBlockCell(4)),
+                _tf1_rnn.OutputProjectionWrapper(_tf1_rnn.LayerNormBasicLSTMCell(5, norm_gain=1.5, norm_shift=0.1), 2),
+            ]
+        )
+        outputs, _ = _tf1_rnn.dynamic_rnn(cells, tf.constant(inputs), dtype=tf.float32)
+        variables = {v.name: v for v in tf.compat.v1.global_variables()}
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        got, weights = session.run([outputs, variables])
+    prefix = "rnn/multi_rnn_cell/"
+    lstm_kernel, lstm_bias = weights[prefix + "cell_0/lstm_cell/kernel:0"], weights[prefix + "cell_0/lstm_cell/bias:0"]
+    gru = prefix + "cell_1/gru_cell/"
+    norm = prefix + "cell_2/layer_norm_basic_lstm_cell/"
+    assert not any(name.startswith(norm + "bias") for name in weights)  # layer norm replaces the kernel's bias
+    np.testing.assert_array_equal(weights[norm + "forget/gamma:0"], np.full(5, 1.5))
+    np.testing.assert_allclose(weights[norm + "state/beta:0"], np.full(5, 0.1), rtol=1e-6)
+    projection = prefix + "cell_2/output_projection_wrapper/"
+
+    def normalized(values, scope):
+        mean, variance = values.mean(1, keepdims=True), values.var(1, keepdims=True)
+        gamma, beta = weights[f"{norm}{scope}/gamma:0"], weights[f"{norm}{scope}/beta:0"]
+        return (values - mean) / np.sqrt(variance + 1e-12) * gamma + beta
+
+    c1, h1, g = np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((3, 4))
+    c3, h3 = np.zeros((3, 5)), np.zeros((3, 5))
+    expected = []
+    for t in range(4):
+        i, j, f, o = np.split(np.concatenate([inputs[:, t], h1], 1) @ lstm_kernel + lstm_bias, 4, axis=1)
+        c1 = c1 * sigmoid(f + 0.5) + sigmoid(i) * np.tanh(j)
+        h1 = np.tanh(c1) * sigmoid(o)
+        gates = np.concatenate([h1, g], 1) @ weights[gru + "gates/kernel:0"] + weights[gru + "gates/bias:0"]
+        r, u = np.split(sigmoid(gates), 2, axis=1)
+        candidate = np.tanh(
+            np.concatenate([h1, r * g], 1) @ weights[gru + "candidate/kernel:0"] + weights[gru + "candidate/bias:0"]
+        )
+        g = u * g + (1 - u) * candidate
+        residual = h1 + g
+        i, j, f, o = np.split(np.concatenate([residual, h3], 1) @ weights[norm + "kernel:0"], 4, axis=1)
+        i, j, f, o = (
+            normalized(v, s) for v, s in zip((i, j, f, o), ("input", "transform", "forget", "output"), strict=True)
+        )
+        c3 = normalized(c3 * sigmoid(f + 1.0) + sigmoid(i) * np.tanh(j), "state")
+        h3 = np.tanh(c3) * sigmoid(o)
+        expected.append(h3 @ weights[projection + "kernel:0"] + weights[projection + "bias:0"])
+    np.testing.assert_allclose(got, np.stack(expected, axis=1), rtol=1e-4, atol=1e-5)
+
+
 def test_static_rnn_with_basic_rnn_cell_trains() -> None:
     graph = tf.Graph()
     with graph.as_default():

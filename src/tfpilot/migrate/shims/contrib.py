@@ -429,6 +429,85 @@ class _tf1_contrib:
 
     @staticmethod
     @_arg_scoped
+    def conv2d_transpose(
+        inputs,
+        num_outputs,
+        kernel_size,
+        stride=1,
+        padding="SAME",
+        data_format="NHWC",
+        activation_fn=_tf.nn.relu,
+        normalizer_fn=None,
+        normalizer_params=None,
+        weights_initializer=None,
+        weights_regularizer=None,
+        biases_initializer=_tf.compat.v1.zeros_initializer(),
+        biases_regularizer=None,
+        reuse=None,
+        variables_collections=None,
+        outputs_collections=None,
+        trainable=True,
+        scope=None,
+    ):
+        """contrib.layers.conv2d_transpose: TF1's core transposed-convolution layer (variables `kernel` / `bias`
+        under `Conv2d_transpose`), then the normalizer and activation (ReLU by default) as contrib applied them."""
+        if data_format not in (None, "NHWC"):
+            raise TF1OptionRefused("the migrated conv2d_transpose supports data_format='NHWC' only")
+        with _tf1_contrib._scope(scope, "Conv2d_transpose", reuse) as captured:
+            outputs = _tf1_layers.conv2d_transpose(
+                inputs,
+                num_outputs,
+                kernel_size,
+                strides=stride,
+                padding=padding,
+                use_bias=normalizer_fn is None and biases_initializer is not None,
+                kernel_initializer=weights_initializer or _tf.compat.v1.glorot_uniform_initializer(),
+                bias_initializer=biases_initializer,
+                kernel_regularizer=weights_regularizer,
+                bias_regularizer=biases_regularizer,
+                trainable=trainable,
+                name=captured,
+                reuse=reuse,
+            )
+            return _tf1_contrib._finish(outputs, normalizer_fn, normalizer_params, None, activation_fn)
+
+    @staticmethod
+    def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_collections=None, scope=None):
+        with _tf.compat.v1.name_scope(scope, "OneHotEncoding", [labels]):
+            labels = _tf.convert_to_tensor(labels)
+            if labels.dtype == _tf.int32:
+                labels = _tf.cast(labels, _tf.int64)
+            return _tf.one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
+
+    @staticmethod
+    def embed_sequence(
+        ids,
+        vocab_size=None,
+        embed_dim=None,
+        unique=False,
+        initializer=None,
+        regularizer=None,
+        trainable=True,
+        scope=None,
+        reuse=None,
+    ):
+        """contrib.layers.embed_sequence: an `EmbedSequence/embeddings` table (get_variable's default, Glorot
+        uniform) looked up at `ids`."""
+        with _tf1_contrib._scope(scope, "EmbedSequence", reuse):
+            embeddings = _tf.compat.v1.get_variable(
+                "embeddings",
+                shape=[vocab_size, embed_dim],
+                initializer=initializer,
+                regularizer=regularizer,
+                trainable=trainable,
+            )
+            return _tf.nn.embedding_lookup(embeddings, ids)
+
+    convolution2d = conv2d  # contrib.layers' long names for the same functions
+    convolution2d_transpose = conv2d_transpose
+
+    @staticmethod
+    @_arg_scoped
     def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None):
         return _tf1_layers.dropout(inputs, rate=1.0 - keep_prob, noise_shape=noise_shape, training=is_training)
 

@@ -222,6 +222,156 @@ class _tf1_rnn:
                 raise TF1OptionRefused("the migrated LSTMCell has no peepholes, projection or cell clipping")
             super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype, initializer)
 
+    class LSTMBlockCell(BasicLSTMCell):
+        """contrib.rnn's fused LSTM: BasicLSTMCell's gates (i, c, f, o) and forget bias, one kernel and bias."""
+
+        base_name = "lstm_cell"
+
+        def __init__(
+            self,
+            num_units,
+            forget_bias=1.0,
+            cell_clip=None,
+            use_peephole=False,
+            dtype=None,
+            reuse=None,
+            name="lstm_cell",
+        ):
+            if use_peephole or (cell_clip is not None and cell_clip > 0):
+                raise TF1OptionRefused("the migrated LSTMBlockCell has no peepholes or cell clipping")
+            super().__init__(num_units, forget_bias, True, None, reuse, name, dtype)
+
+    class GRUBlockCell(GRUCell):
+        """contrib.rnn's fused GRU: GRUCell's arithmetic (reset and update gates biased to 1, then the candidate)."""
+
+        def __init__(self, num_units=None, reuse=None, name="gru_cell", cell_size=None):
+            super().__init__(num_units if num_units is not None else cell_size, reuse=reuse, name=name)
+
+    GRUBlockCellV2 = GRUBlockCell
+
+    class LayerNormBasicLSTMCell(BasicLSTMCell):
+        """contrib.rnn's layer-normalised LSTM: each gate and the new memory normalised over its units (gamma /
+        beta per gate scope, epsilon 1e-12 as contrib's layer_norm), no kernel bias when normalising, optional
+        recurrent dropout of the new input."""
+
+        base_name = "layer_norm_basic_lstm_cell"
+
+        def __init__(
+            self,
+            num_units,
+            forget_bias=1.0,
+            input_size=None,
+            activation=None,
+            layer_norm=True,
+            norm_gain=1.0,
+            norm_shift=0.0,
+            dropout_keep_prob=1.0,
+            dropout_prob_seed=None,
+            reuse=None,
+        ):
+            super().__init__(num_units, forget_bias, True, activation, reuse)
+            self._layer_norm = layer_norm
+            self._norm = (norm_gain, norm_shift)
+            self._keep = dropout_keep_prob
+            self._seed = dropout_prob_seed
+
+        def _build(self, input_depth, dtype):
+            shape = [input_depth + self._num_units, 4 * self._num_units]
+            kernel = _tf.compat.v1.get_variable("kernel", shape, dtype)
+            bias = None
+            if not self._layer_norm:
+                bias = _tf.compat.v1.get_variable(
+                    "bias", shape[-1:], dtype, initializer=_tf.compat.v1.zeros_initializer()
+                )
+            norms = {}
+            if self._layer_norm:
+                for scope in ("input", "transform", "forget", "output", "state"):
+                    with _tf.compat.v1.variable_scope(scope):
+                        gamma = _tf.compat.v1.get_variable(
+                            "gamma",
+                            [self._num_units],
+                            dtype,
+                            initializer=_tf.compat.v1.constant_initializer(self._norm[0]),
+                        )
+                        beta = _tf.compat.v1.get_variable(
+                            "beta",
+                            [self._num_units],
+                            dtype,
+                            initializer=_tf.compat.v1.constant_initializer(self._norm[1]),
+                        )
+                    norms[scope] = (gamma, beta)
+            return {"kernel": kernel, "bias": bias, "norms": norms}
+
+        def _normalized(self, values, scope):
+            if not self._layer_norm:
+                return values
+            gamma, beta = self._variables["norms"][scope]
+            mean, variance = _tf.nn.moments(values, [1], keepdims=True)
+            return _tf.nn.batch_normalization(values, mean, variance, beta, gamma, 1e-12)
+
+        def _step(self, inputs, state):
+            c, h = state
+            gates = _tf.matmul(_tf.concat([inputs, h], 1), self._variables["kernel"])
+            if self._variables["bias"] is not None:
+                gates = _tf.nn.bias_add(gates, self._variables["bias"])
+            i, j, f, o = _tf.split(gates, 4, axis=1)
+            i, j = self._normalized(i, "input"), self._normalized(j, "transform")
+            f, o = self._normalized(f, "forget"), self._normalized(o, "output")
+            g = self._activation(j)
+            if not (isinstance(self._keep, (int, float)) and self._keep == 1):
+                g = _tf.nn.dropout(g, rate=1 - self._keep, seed=self._seed)
+            new_c = self._normalized(c * _tf.sigmoid(f + self._forget_bias) + _tf.sigmoid(i) * g, "state")
+            new_h = self._activation(new_c) * _tf.sigmoid(o)
+            return new_h, _tf1_rnn.LSTMStateTuple(new_c, new_h)
+
+    class OutputProjectionWrapper:
+        """The cell's output through a dense layer (`kernel` / `bias` under output_projection_wrapper)."""
+
+        def __init__(self, cell, output_size, activation=None, reuse=None):
+            self._cell = cell
+            self._output_size = output_size
+            self._activation = activation
+            self._reuse = reuse
+            self._variables = None
+
+        state_size = property(lambda self: self._cell.state_size)
+        output_size = property(lambda self: self._output_size)
+
+        def zero_state(self, batch_size, dtype):
+            return self._cell.zero_state(batch_size, dtype)
+
+        def __call__(self, inputs, state, scope=None):
+            output, new_state = self._cell(inputs, state)
+            if self._variables is None:
+                with _tf.compat.v1.variable_scope(scope, default_name="output_projection_wrapper", reuse=self._reuse):
+                    self._variables = _tf1_rnn._Cell._pair(  # noqa: SLF001 - the cells' own kernel/bias maker
+                        "", [int(output.shape[-1]), self._output_size], output.dtype.base_dtype
+                    )
+            kernel, bias = self._variables
+            projected = _tf.nn.bias_add(_tf.matmul(output, kernel), bias)
+            if self._activation is not None:
+                projected = self._activation(projected)
+            return projected, new_state
+
+    class ResidualWrapper:
+        """The cell's output plus its input (or residual_fn(inputs, outputs))."""
+
+        def __init__(self, cell, residual_fn=None):
+            self._cell = cell
+            self._residual_fn = residual_fn or (
+                lambda inputs, outputs: _tf.nest.map_structure(_tf.add, inputs, outputs)
+            )
+
+        state_size = property(lambda self: self._cell.state_size)
+        output_size = property(lambda self: self._cell.output_size)
+
+        def zero_state(self, batch_size, dtype):
+            return self._cell.zero_state(batch_size, dtype)
+
+        def __call__(self, inputs, state, scope=None):
+            outputs, new_state = self._cell(inputs, state, scope=scope)
+            return self._residual_fn(inputs, outputs), new_state
+
     class MultiRNNCell:
         def __init__(self, cells, state_is_tuple=True):
             self._cells = list(cells)
