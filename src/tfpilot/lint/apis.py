@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from tfpilot.lint.keras2_names import keras2_removal
+
 __all__ = [
     "tf1_name",
     "keras_name",
@@ -307,6 +309,12 @@ KERAS_REMOVED: tuple[KerasRemoval, ...] = (
     ),
     KerasRemoval("callbacks.experimental", "`keras.callbacks.experimental` is gone", prefix=True),
     KerasRemoval(
+        "optimizers.experimental",
+        "Keras 3's optimizers are Keras 2's experimental ones: use `keras.optimizers.<Name>` (AdamW, Adafactor, ...)",
+        rename_to="optimizers",
+        prefix=True,
+    ),
+    KerasRemoval(
         "losses.Reduction",
         "pass reduction as a string: `reduction='sum_over_batch_size'`",
         namespaces=("keras",),
@@ -395,7 +403,41 @@ def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
         kept = KERAS3_BACKEND if namespace == "keras" else TF_KERAS3_BACKEND
         if parts[1] not in kept:
             return _backend_removal(namespace, parts[1])
+    generated = keras2_removal(namespace, path)
+    if generated is not None:
+        return _generated_removal(namespace, *generated)
     return None
+
+
+# What to write instead, for the generated table's names that real code uses most (each replacement is public
+# Keras 3 API; test_lint_keras2_removed.py resolves the names they cite).
+_GENERATED_HINTS = {
+    "models.model_from_config": "use `keras.saving.deserialize_keras_object(config)` (or `keras.Model.from_config`)",
+    "models.model_from_yaml": "Keras 3 reads no YAML: save the config with `model.to_json()` and use "
+    "`keras.models.model_from_json`",
+    "utils.OrderedEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
+    "utils.GeneratorEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
+    "utils.SequenceEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
+    "callbacks.BaseLogger": "Keras 3 averages the epoch's logs itself: drop it",
+    "layers.AbstractRNNCell": "subclass `keras.layers.Layer` with `state_size` / `output_size` and wrap it in "
+    "`keras.layers.RNN`",
+    "layers.RandomHeight": "use `keras.layers.RandomZoom(height_factor=..., width_factor=0)` or "
+    "`keras.layers.Resizing`",
+    "layers.RandomWidth": "use `keras.layers.RandomZoom(height_factor=0, width_factor=...)` or `keras.layers.Resizing`",
+}
+
+
+@functools.lru_cache(maxsize=512)
+def _generated_removal(namespace: str, path: str, replacement: str | None) -> KerasRemoval:
+    """An entry of the generated table of Keras 2 names (lint/keras2_names.py), one per name and namespace."""
+    if replacement is not None:
+        prefix = "keras" if namespace == "keras" else "tf.keras"
+        hint = f"use `{prefix}.{replacement}`: the same Keras 2 function under the name this Keras kept"
+    else:
+        hint = _GENERATED_HINTS.get(
+            path, "Keras 3 has no such API; see keras.io's Keras 3 migration guide for what replaces it"
+        )
+    return KerasRemoval(path, hint, rename_to=replacement, namespaces=(namespace,))
 
 
 # --- tf.data ---------------------------------------------------------------------------------------

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["imported_class", "imported_function", "star_exports"]
+__all__ = ["imported_class", "imported_function", "sibling_metric_defines", "star_exports"]
 
 _MAX_LEVELS = 4  # how far above the importing file an absolute module is looked for
 _MAX_BYTES = 2_000_000
+_MAX_SIBLINGS = 400  # modules of one folder read for sibling_metric_defines
 
 
 def imported_class(context: FileContext, name: str) -> tuple[ast.ClassDef, FileContext] | None:
@@ -140,3 +141,30 @@ def _context_of(path: str) -> FileContext | None:
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
     return FileContext(path=path, source=source, tree=tree)
+
+
+def sibling_metric_defines(path: str, method: str) -> bool:
+    """Whether a Metric subclass of a module in the folder of ``path`` (the file itself included) defines
+    ``method``: a project whose own Metric subclasses define ``reset_states`` calls its own method there."""
+    if not Path(path).is_file():
+        return False
+    return method in _sibling_metric_methods(str(Path(path).resolve().parent))
+
+
+@functools.lru_cache(maxsize=256)
+def _sibling_metric_methods(folder: str) -> frozenset[str]:
+    names: set[str] = set()
+    for count, file in enumerate(sorted(Path(folder).glob("*.py"))):
+        if count >= _MAX_SIBLINGS:
+            break
+        try:
+            text = file.read_bytes()[:_MAX_BYTES].decode("utf-8", errors="replace")
+            if "Metric" not in text:
+                continue
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any("Metric" in ast.unparse(base) for base in node.bases):
+                names.update(item.name for item in node.body if isinstance(item, ast.FunctionDef))
+    return frozenset(names)

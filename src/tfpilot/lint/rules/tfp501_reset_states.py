@@ -7,6 +7,7 @@ from typing import Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.local_modules import sibling_metric_defines
 from tfpilot.lint.naming import is_metric_name, is_model_name, is_recurrent_name
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -85,7 +86,8 @@ def new_sequence(model):
         constructor = keras_name(self.context.assigned_calls.get(receiver))
         if constructor is not None and constructor[1].startswith("layers.") or is_recurrent_name(last):
             return  # recurrent layers keep reset_states() as an alias
-        if (constructor is not None and constructor[1].startswith("metrics.")) or self._iterates_metrics(last):
+        proven = constructor is not None and constructor[1].startswith("metrics.")
+        if proven or self._iterates_metrics(last):
             kind = "metric"
         elif is_model_name(last):
             self.report(node, f"`{receiver}.reset_states()`: Keras 3 models have no reset_states()")
@@ -94,6 +96,8 @@ def new_sequence(model):
             kind = "metric"
         else:
             return
+        if not proven and sibling_metric_defines(self.context.path, "reset_states"):
+            return  # the project's own Metric subclasses define reset_states(): this may well be one of them
         self.report(
             node,
             f"`{receiver}.reset_states()` raises AttributeError on a Keras 3 {kind}; use reset_state()",

@@ -373,6 +373,9 @@ session = K.get_session()
                 f"(AttributeError): read {_REMOVED_GRAPH_ATTRIBUTES[node.attr]}",
             )
             return
+        if node.attr in ("input", "output") and isinstance(node.ctx, ast.Load):
+            self._check_sequential_io(node)
+            return
         # `layer.output_shape` / `layer.input_shape` on a layer of a model: Keras 3 layers have
         # neither (models still do)
         if node.attr not in _LAYER_SHAPES or not isinstance(node.ctx, ast.Load) or not self.context.uses_tensorflow:
@@ -383,6 +386,25 @@ session = K.get_session()
                 f"`{ast.unparse(node)}`: Keras 3 layers have no {node.attr} (AttributeError); read "
                 f"`{ast.unparse(node.value)}.{_LAYER_SHAPES[node.attr]}`",
             )
+
+    def _check_sequential_io(self, node: ast.Attribute) -> None:
+        """``model.input`` / ``model.output`` of a ``keras.Sequential``: Keras 3 gives a layer an input and an
+        output only once it was called on a symbolic tensor, and a Sequential never is (its layers run in an
+        inner functional model), so both raise AttributeError "has never been called", with an Input layer
+        too (premise run in test_lint_round17.py). ``model.inputs[0]`` / ``model.outputs[0]`` work."""
+        receiver = self.context.dotted(node.value)
+        if receiver is None:
+            return
+        constructor = keras_name(self.context.assigned_calls.get(receiver))
+        if constructor is None or constructor[1] not in ("Sequential", "models.Sequential"):
+            return
+        if re.search(rf"(?<![\w.]){re.escape(receiver)}\(", self.context.source):
+            return  # called on a tensor somewhere: then it has them
+        self.report(
+            node,
+            f"`{receiver}.{node.attr}`: a Keras 3 Sequential has no `{node.attr}` until it is called on a tensor "
+            f'(AttributeError "never been called"); use `{receiver}.{node.attr}s[0]`',
+        )
 
     def _check_optimizer_lr(self, node: ast.Attribute) -> None:
         """``optimizer.lr``: Keras 2's alias of ``learning_rate``; a Keras 3 optimizer has no
