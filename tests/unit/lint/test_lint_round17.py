@@ -109,3 +109,36 @@ def test_reset_states_on_an_unknown_receiver_is_left_alone_where_the_projects_ow
     lone.mkdir()
     (lone / "eval_lib.py").write_text(loop)
     assert ("TFP501", 6) in _codes(loop, path=str(Path(lone / "eval_lib.py")))
+
+
+PYRAMID = """
+import tensorflow as tf
+
+
+class SubTree(tf.keras.layers.Layer):
+    def call(self, image, n):
+        return image
+
+
+class Pyramid(tf.keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.extract = SubTree()
+
+    def call(self, pyramid):
+        out = []
+        for i in range(len(pyramid)):
+            capped = min(len(pyramid) - i, self.levels)
+            out.append(self.extract(pyramid[i], capped))
+            out.append(self.extract(pyramid[i], len(pyramid)))
+            scale = tf.reduce_mean(pyramid[i])
+            out.append(self.extract(pyramid[i], scale))
+            out.append(self.extract(pyramid[i], tf.shape(pyramid[i])[0] - 1))
+        return out
+"""
+
+
+def test_a_python_number_computed_in_the_call_is_refused_positionally_by_a_keras_layer():
+    """FILM: `capped = min(len(pyramid) - i, levels)` passed positionally to the project's layer: Keras 3 raises
+    ValueError (only tensors positionally); tensors computed in the loop are left alone."""
+    assert {line for code, line in _codes(PYRAMID) if code == "TFP507"} == {19, 20}

@@ -57,10 +57,15 @@ def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: in
     site of the file fills with one (or leaves at such a default)."""
     if isinstance(argument, ast.Constant):
         return isinstance(argument.value, _PYTHON_TYPES)
+    if _python_expression(argument, context):
+        return True
     if not (isinstance(argument, ast.Name) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))):
         return False
     if depth > 3:
         return False
+    local = _local_python_value(argument.id, function, context)
+    if local is not None:
+        return local
     # the answer depends only on (function, parameter name, depth): every call of the file that
     # passes the same parameter on asks the same question, and each answer walks the function
     cache: dict[tuple[int, str, int], bool] = context.__dict__.setdefault("_tfp507_python_values", {})
@@ -69,6 +74,65 @@ def _python_value(argument: ast.expr, function: ast.AST, context: Any, depth: in
     if known is None:
         known = cache[key] = _python_parameter(argument.id, function, context, depth)
     return known
+
+
+# Builtins whose result is a Python number or string whatever they are given (`len(levels)`, `int(n / 2)`).
+_PYTHON_RESULT = frozenset({"len", "int", "float", "bool", "str", "round"})
+
+
+def _python_expression(node: ast.expr, context: Any, counters: frozenset[str] = frozenset()) -> bool:
+    """A Python number computed in the line: `len(xs) - i` (``i`` one of ``counters``, the targets of the
+    function's `for i in range(...)` loops), `min(len(xs) - i, 3)`, `int(n / 2)`; the builtins only where the
+    file does not rebind them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, _PYTHON_TYPES)
+    if isinstance(node, ast.Name):
+        return node.id in counters
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in context.imports:
+        if node.func.id in _PYTHON_RESULT:
+            return True
+        if node.func.id in ("min", "max") and node.args:
+            return any(_python_expression(arg, context, counters) for arg in node.args)
+        return False
+    if isinstance(node, ast.BinOp):
+        return _python_expression(node.left, context, counters) and _python_expression(node.right, context, counters)
+    if isinstance(node, ast.UnaryOp):
+        return _python_expression(node.operand, context, counters)
+    return False
+
+
+def _range_counters(function: ast.AST) -> frozenset[str]:
+    """Targets of `for NAME in range(...)` loops in ``function``: Python ints."""
+    return frozenset(
+        node.target.id
+        for node in walk_nodes(function)
+        if isinstance(node, ast.For)
+        and isinstance(node.target, ast.Name)
+        and isinstance(node.iter, ast.Call)
+        and isinstance(node.iter.func, ast.Name)
+        and node.iter.func.id == "range"
+    )
+
+
+def _local_python_value(name: str, function: ast.FunctionDef | ast.AsyncFunctionDef, context: Any) -> bool | None:
+    """For a local of ``function`` (assigned in its body, no parameter): whether every assignment of it is a
+    Python value (`capped = min(len(levels) - i, 3)`); None for a parameter or a name not assigned there."""
+    if name in {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}:
+        return None
+    values = [
+        node.value
+        for node in walk_nodes(function)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and node.value is not None
+        and any(
+            isinstance(t, ast.Name) and t.id == name
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]
+    if not values or name not in _stored_names(function, context):
+        return None
+    counters = _range_counters(function)
+    return all(_python_expression(value, context, counters) for value in values)
 
 
 def _stored_names(function: ast.AST, context: Any) -> set[str]:
