@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tfpilot.lint.tf1_removed_data import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS
+from tfpilot.lint.tf1_removed_data import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, REMOVED_KEYWORDS
 
-__all__ = ["IN_COMPAT_V2", "REMOVED", "REMOVED_DATASET_METHODS", "removed_match", "regenerate"]
+__all__ = ["IN_COMPAT_V2", "REMOVED", "REMOVED_DATASET_METHODS", "REMOVED_KEYWORDS", "removed_match", "regenerate"]
 
 _DATA_FILE = Path(__file__).with_name("tf1_removed_data.py")
 # Whole namespaces other rules own: tf.contrib (TFP604), tf.estimator (TFP611), tf.layers (TFP612),
@@ -98,6 +98,37 @@ def _table() -> tuple[dict[str, str | None], dict[str, str], frozenset[str]]:  #
     return dict(sorted(removed.items())), dict(sorted(dataset_methods.items())), in_compat_v2
 
 
+def _keyword_table() -> dict[str, dict[str, str | None]]:  # pragma: no cover - needs TensorFlow
+    """TF 2.x functions that no longer take a TF1 keyword (`tf.reduce_sum(keep_dims=)`): tf_upgrade_v2's
+    function_keyword_renames, kept where the TF 2.21 function's signature lacks the keyword (TypeError) and
+    has no **kwargs; the new name where the signature has it, else None (the keyword is gone)."""
+    import inspect
+
+    import tensorflow as tf
+    from tensorflow.tools.compatibility import tf_upgrade_v2
+
+    table: dict[str, dict[str, str | None]] = {}
+    for old, renames in tf_upgrade_v2.TFAPIChangeSpec().function_keyword_renames.items():
+        if not old.startswith("tf.") or old.startswith("tf.compat."):
+            continue
+        name = old[3:]
+        function: Any = tf
+        try:
+            for part in name.split("."):
+                function = getattr(function, part)
+            parameters = inspect.signature(function).parameters
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+            continue
+        gone = {
+            keyword: new if new in parameters else None for keyword, new in renames.items() if keyword not in parameters
+        }
+        if gone:
+            table[name] = dict(sorted(gone.items()))
+    return dict(sorted(table.items()))
+
+
 def _replacement(tf: Any, name: str, new: str | None) -> str | None:  # pragma: no cover - needs TensorFlow
     """The TF2 spelling where TensorFlow names one that resolves, else the compat.v1 one."""
     if new is not None and _resolve(tf, new.split("(")[0]) and new.split(".")[0] != "compat":
@@ -131,6 +162,11 @@ def regenerate() -> Path:  # pragma: no cover - needs TensorFlow
         "IN_COMPAT_V2: frozenset[str] = frozenset({",
         *(f"    {name!r}," for name in sorted(in_compat_v2)),
         "})",
+        "",
+        "# TF 2.x functions that refuse a TF1 keyword (TypeError): keyword -> its TF2 name, or None where it is gone.",
+        "REMOVED_KEYWORDS: dict[str, dict[str, str | None]] = {",
+        *(f"    {name!r}: {keywords!r}," for name, keywords in _keyword_table().items()),
+        "}",
         "",
     ]
     _DATA_FILE.write_text("\n".join(lines))

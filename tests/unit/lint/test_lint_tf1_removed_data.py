@@ -76,3 +76,33 @@ def test_a_reported_name_fails_and_its_fix_runs():
     with pytest.raises(AttributeError):
         exec(source, {})  # noqa: S102 - the fixture above, on the real TensorFlow
     assert tf.random.truncated_normal([2]).shape == (2,)
+
+
+def test_every_listed_keyword_is_refused_and_every_new_name_is_taken():
+    import inspect
+
+    from tfpilot.lint.tf1_names import REMOVED_KEYWORDS
+
+    assert len(REMOVED_KEYWORDS) > 40  # tf_upgrade_v2's keyword table, not a hand list
+    for name, keywords in REMOVED_KEYWORDS.items():
+        parameters = inspect.signature(_lookup(tf, name)).parameters
+        for old, new in keywords.items():
+            assert old not in parameters, (name, old)
+            assert new is None or new in parameters, (name, new)
+    with pytest.raises(TypeError):
+        tf.reduce_sum(tf.ones([2, 3]), axis=1, keep_dims=True)
+    tf.compat.v1.reduce_sum(tf.ones([2, 3]), axis=1, keep_dims=True)  # why compat.v1 calls are left alone
+
+
+def test_a_tf1_keyword_is_reported_on_the_tf2_function_only():
+    source = (
+        "import tensorflow as tf\n"
+        "x = tf.ones([2, 3])\n"
+        "a = tf.reduce_sum(x, axis=1, keep_dims=True)\n"
+        "b = tf.argmax(x, dimension=1)\n"
+        "c = tf.compat.v1.reduce_sum(x, keep_dims=True)\n"
+        "d = tf.reduce_sum(x, keepdims=True)\n"
+    )
+    found = [f for f in lint_source(source, path="case.py") if f.code == "TFP614"]
+    assert [int(f.location.split(":")[-2]) for f in found] == [3, 4]
+    assert "keepdims=" in found[0].message and "axis=" in found[1].message

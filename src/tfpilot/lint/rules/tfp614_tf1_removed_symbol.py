@@ -10,11 +10,13 @@ from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, t
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
-from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, removed_match
+from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, REMOVED_KEYWORDS, removed_match
 
 # Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
 _OWNED = TF1_COVERED - TF1_MODE_SWITCHES
 _OWNED_LINES = _OWNED | {"contrib"}
+# Functions with a TF1 keyword TF 2.x refuses, by their last name (the calls visit_Call is asked about).
+_KEYWORD_CALLS = frozenset(name.rsplit(".", 1)[-1] for name in REMOVED_KEYWORDS)
 
 
 # The verdict per qualified name, cached: "" for a name a more specific TF1 rule reports (its
@@ -332,10 +334,15 @@ from tensorflow import gfile
         shown = self.context.dotted(node) or qualname
         self._report_once(node, f"`{shown}` does not exist in TF 2.x (AttributeError): {_advice(match)}")
 
-    calls = frozenset(REMOVED_DATASET_METHODS) | frozenset(_REMOVED_STRATEGY_METHODS)
+    calls = frozenset(REMOVED_DATASET_METHODS) | frozenset(_REMOVED_STRATEGY_METHODS) | _KEYWORD_CALLS
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (
+            node.keywords
+            and (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _KEYWORD_CALLS
+        ):
+            self._check_keywords(node)
         if not isinstance(func, ast.Attribute):
             return
         if func.attr in _REMOVED_STRATEGY_METHODS:
@@ -357,3 +364,23 @@ from tensorflow import gfile
             f"`Dataset.{func.attr}()` does not exist in TF 2.x (AttributeError): iterate the dataset "
             f"(`for batch in ds`, `iter(ds)`), or `tf.{new}(ds)` in TF1-style code",
         )
+
+    def _check_keywords(self, node: ast.Call) -> None:
+        """`tf.reduce_sum(x, keep_dims=True)`: a TF1 keyword the TF 2.x function refuses (TypeError)."""
+        qualname = self.context.qualname(node.func)
+        if not qualname or not qualname.startswith("tensorflow.") or via_compat_v1(qualname):
+            return  # tf.compat.v1's functions still take the TF1 keywords
+        name = tf1_name(qualname)
+        gone = REMOVED_KEYWORDS.get(name or "")
+        if not gone:
+            return
+        for keyword in node.keywords:
+            if keyword.arg not in gone or self._guarded(name or ""):
+                continue
+            new = gone[keyword.arg]
+            advice = f"TF 2.x renamed it `{new}=`" if new else "TF 2.x removed it: drop it"
+            self._report_once(
+                node,
+                f"`tf.{name}({keyword.arg}=...)` raises TypeError (unexpected keyword argument): {advice}",
+            )
+            return
