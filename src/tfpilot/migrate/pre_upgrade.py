@@ -39,13 +39,24 @@ _PRE_1_0_ORDER = {
 class _Keywords(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self) -> None:
+    def __init__(self, tensorflow_names: frozenset[str]) -> None:
         super().__init__()
         self.changed: list[tuple[int, str]] = []
+        # bare names that are TensorFlow's (`from tensorflow.nn import softmax_cross_entropy_with_logits`);
+        # any other bare name is the project's own function (DCGAN's wrapper `sigmoid_cross_entropy_with_logits(x,
+        # y)` that tries both keyword spellings), whose parameters are not TF's
+        self.tensorflow_names = tensorflow_names
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if isinstance(func, cst.Attribute):
+            if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                return updated  # a method of the project's class
+            name = func.attr.value
+        elif isinstance(func, cst.Name) and func.value in self.tensorflow_names:
+            name = func.value
+        else:
+            return updated
         order = _PRE_1_0_ORDER.get(name)
         if order is None:
             return updated
@@ -114,7 +125,17 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError:
         return data, changes  # tf_upgrade_v2 says what does not parse
-    keywords = _Keywords()
+    imported: set[str] = set()
+    for node in descendants(module):
+        if not (isinstance(node, cst.ImportFrom) and node.module is not None) or isinstance(node.names, cst.ImportStar):
+            continue
+        if not module.code_for_node(node.module).startswith("tensorflow"):
+            continue
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name):
+                imported.add(bound.value)
+    keywords = _Keywords(frozenset(imported))
     rewritten = MetadataWrapper(module).visit(keywords)
     for line, name in keywords.changed:
         changes.append(

@@ -175,3 +175,22 @@ def test_a_one_line_version_check_keeps_its_statement() -> None:
 
     source = "import tensorflow as tf\nif tf.__version__ > '2.0': a = 1\nelse: a = 2\nb = 3\n"
     assert decide_version_checks(source, "2.21.0")[0] == "import tensorflow as tf\na = 1\nb = 3\n"
+
+
+def test_the_projects_own_function_of_the_same_name_keeps_its_positional_arguments(tmp_path: Path) -> None:
+    """DCGAN (held-out round 15) wraps the loss in its own `sigmoid_cross_entropy_with_logits(x, y)` that tries
+    both keyword spellings: its positional calls are the project's, whose parameters are x and y."""
+    wrapper = (
+        "def sigmoid_cross_entropy_with_logits(a, b):\n"
+        "    try:\n"
+        "        return tf.nn.sigmoid_cross_entropy_with_logits(logits=a, labels=b)\n"
+        "    except Exception:\n"
+        "        return tf.nn.sigmoid_cross_entropy_with_logits(logits=a, targets=b)\n"
+    )
+    source = PRE_1_0.replace("y = tf.matmul(x, w)\n", "y = tf.matmul(x, w)\n" + wrapper).replace(
+        "tf.nn.LOSS(y, y_)", "sigmoid_cross_entropy_with_logits(y, y_)"
+    )
+    report, migrated = _migrate(tmp_path, "wrapper.py", source)
+    assert "sigmoid_cross_entropy_with_logits(y, y_)" in migrated.read_text()
+    assert not any("TF 0.x" in item.message for item in report.rewritten)
+    assert run(migrated) == "True"

@@ -319,3 +319,30 @@ def test_batches_follow_tf1s_seeding_of_numpy_from_the_tensorflow_seed(tmp_path,
     np.random.seed(5)
     np.testing.assert_array_equal(graph_labels, mnist_arrays["y_train"][5000:][np.random.permutation(100)[:20]])
     tf.random.set_seed(None)  # the process's other tests run unseeded
+
+
+@pytest.mark.parametrize("shape", [(8, 3, 3, 4), (8, 4)], ids=["rank4", "rank2"])
+def test_contrib_batch_norm_takes_tf1s_fused_path_where_tf1_did(shape) -> None:
+    """contrib.layers.batch_norm(updates_collections=None) ran TF1's fused kernel (rank 2 reshaped to
+    [batch, 1, 1, channels]): the batch's biased variance normalises, and its variance with Bessel's
+    correction feeds the moving variance, updated in place with the output."""
+    from tfpilot.migrate.shims.contrib import _tf1_contrib
+
+    values = np.random.RandomState(3).rand(*shape).astype(np.float32) * 4.0
+    graph = tf.Graph()
+    with graph.as_default():
+        out = _tf1_contrib.batch_norm(
+            tf.constant(values), decay=0.9, epsilon=1e-3, scale=True, updates_collections=None, scope="bn"
+        )
+        variables = {v.name: v for v in tf.compat.v1.global_variables()}
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        got = session.run(out)
+        weights = session.run(variables)  # after the update that ran with the output
+    assert sorted(weights) == ["bn/beta:0", "bn/gamma:0", "bn/moving_mean:0", "bn/moving_variance:0"]
+    flat = values.reshape(-1, shape[-1])
+    mean, biased = flat.mean(0), flat.var(0)
+    np.testing.assert_allclose(got, (values - mean) / np.sqrt(biased + 1e-3), rtol=1e-4, atol=1e-4)
+    n = flat.shape[0]
+    np.testing.assert_allclose(weights["bn/moving_mean:0"], 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(weights["bn/moving_variance:0"], 0.9 + 0.1 * biased * n / (n - 1), rtol=1e-5)

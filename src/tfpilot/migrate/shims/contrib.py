@@ -343,6 +343,18 @@ class _tf1_contrib:
             raise TF1OptionRefused("the migrated batch_norm has no batch_weights / zero_debias_moving_mean")
         initializers = param_initializers or {}
         regularizers = param_regularizers or {}
+        rank = _tf.convert_to_tensor(inputs).shape.rank
+        # contrib's own choice (TF 1.15): its fused kernel where it can fuse (rank 2 or 4) and the updates do not
+        # go to UPDATE_OPS, or the input is rank 2; other calls used tf.layers' batch norm below
+        if (
+            (fused is None or fused)
+            and rank in (2, 4)
+            and (rank == 2 or updates_collections is not _tf.compat.v1.GraphKeys.UPDATE_OPS)
+        ):
+            return _tf1_contrib._fused_batch_norm(
+                inputs, decay, center, scale, epsilon, activation_fn, initializers, regularizers,
+                updates_collections, is_training, reuse, trainable, data_format, scope,
+            )  # fmt: skip
         updates = _tf.compat.v1.get_collection_ref(_tf.compat.v1.GraphKeys.UPDATE_OPS)
         before = len(updates)
         with _tf.compat.v1.variable_scope(scope, default_name="BatchNorm", reuse=reuse) as bn_scope:
@@ -376,6 +388,104 @@ class _tf1_contrib:
             for update in new_updates:
                 _tf.compat.v1.add_to_collection(updates_collections, update)
         return activation_fn(outputs) if activation_fn is not None else outputs
+
+    @staticmethod
+    def _fused_batch_norm(
+        inputs, decay, center, scale, epsilon, activation_fn, initializers, regularizers, updates_collections,
+        is_training, reuse, trainable, data_format, scope,
+    ):  # fmt: skip
+        """contrib.layers.batch_norm's fused path, op for op: FusedBatchNorm normalises with the batch statistics
+        while training (its variance output, with Bessel's correction, feeds the moving variance) and with the
+        moving ones otherwise; a rank-2 input runs as [batch, 1, 1, channels]."""
+        with _tf.compat.v1.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse):
+            inputs = _tf.convert_to_tensor(inputs)
+            original_shape = inputs.shape
+            original_inputs = inputs
+            if original_shape.rank == 2:
+                channels = int(original_shape[-1])
+                inputs = _tf.reshape(inputs, [-1, channels, 1, 1] if data_format == "NCHW" else [-1, 1, 1, channels])
+            params_shape = inputs.shape[1:2] if data_format == "NCHW" else inputs.shape[-1:]
+
+            def variable(name, initializer, regularizer, trainable_variable):
+                return _tf.compat.v1.get_variable(
+                    name,
+                    shape=params_shape,
+                    dtype=_tf.float32,
+                    initializer=initializer,
+                    regularizer=regularizer,
+                    trainable=trainable_variable,
+                    collections=[_tf.compat.v1.GraphKeys.GLOBAL_VARIABLES, _tf.compat.v1.GraphKeys.MODEL_VARIABLES]
+                    + ([_tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES] if trainable_variable else []),
+                )
+
+            if center:
+                beta = variable(
+                    "beta",
+                    initializers.get("beta", _tf.compat.v1.zeros_initializer()),
+                    regularizers.get("beta"),
+                    trainable,
+                )
+            else:
+                beta = _tf.constant(0.0, dtype=_tf.float32, shape=params_shape)
+            if scale:
+                gamma = variable(
+                    "gamma",
+                    initializers.get("gamma", _tf.compat.v1.ones_initializer()),
+                    regularizers.get("gamma"),
+                    trainable,
+                )
+            else:
+                gamma = _tf.constant(1.0, dtype=_tf.float32, shape=params_shape)
+            moving_mean = variable(
+                "moving_mean", initializers.get("moving_mean", _tf.compat.v1.zeros_initializer()), None, False
+            )
+            moving_variance = variable(
+                "moving_variance", initializers.get("moving_variance", _tf.compat.v1.ones_initializer()), None, False
+            )
+            layout = "NCHW" if data_format == "NCHW" else "NHWC"
+
+            def training():
+                return _tf.compat.v1.nn.fused_batch_norm(inputs, gamma, beta, epsilon=epsilon, data_format=layout)
+
+            def inference():
+                return _tf.compat.v1.nn.fused_batch_norm(
+                    inputs, gamma, beta, mean=moving_mean, variance=moving_variance, epsilon=epsilon,
+                    is_training=False, data_format=layout,
+                )  # fmt: skip
+
+            def smart_cond(predicate, true_fn, false_fn):
+                if isinstance(predicate, bool):
+                    return true_fn() if predicate else false_fn()
+                return _tf.cond(_tf.cast(predicate, _tf.bool), true_fn, false_fn)
+
+            outputs, mean, variance = smart_cond(is_training, training, inference)
+            if not (isinstance(is_training, bool) and not is_training):
+
+                def moving_average(variable, value):
+                    with _tf.compat.v1.name_scope(None, "AssignMovingAvg", [variable, value, decay]) as name:
+                        rate = _tf.cast(_tf.convert_to_tensor(1.0 - decay, name="decay"), variable.dtype.base_dtype)
+                        return _tf.compat.v1.assign_sub(variable, (variable - value) * rate, name=name)
+
+                def updates():
+                    return moving_average(moving_mean, mean), moving_average(moving_variance, variance)
+
+                if updates_collections is None:
+
+                    def forced():
+                        with _tf.control_dependencies(list(updates())):
+                            return _tf.identity(outputs)
+
+                    outputs = smart_cond(is_training, forced, lambda: outputs)
+                else:
+                    update_mean, update_variance = smart_cond(
+                        is_training, updates, lambda: (moving_mean, moving_variance)
+                    )
+                    _tf.compat.v1.add_to_collections(updates_collections, update_mean)
+                    _tf.compat.v1.add_to_collections(updates_collections, update_variance)
+            outputs.set_shape(inputs.shape)
+            if original_shape.rank == 2:
+                outputs = _tf.reshape(outputs, _tf.shape(original_inputs))
+            return activation_fn(outputs) if activation_fn is not None else outputs
 
     @staticmethod
     @_arg_scoped
