@@ -96,11 +96,20 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
     sample at inference."""
     # Traced, as model.predict runs the model and as both loaders run the SavedModel: the same graph optimizations on
     # each side. Run eagerly op by op, an FFT-heavy model (STFT inside) differed from its own graph by 7e-4.
+    from tfpilot.train.fit.guarded_step import states_kept
+
     serve = tf.function(fit_serving_fn(model, spec), autograph=False)
     feeds = [tf.constant(sample[i["key"]]) for i in spec["inputs"]]
+
+    def call(function: Any) -> dict[str, np.ndarray]:
+        # each call from the state the model holds now (a stateful RNN's advance is put back), which the
+        # archive then saves: both loaders start from it too
+        with states_kept(model):
+            return {name: np.asarray(value) for name, value in function(*feeds).items()}
+
     try:
         try:
-            expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+            expected = call(serve)
         except (tf.errors.OpError, ValueError, TypeError):
             if not (spec.get("jit_compile") or getattr(model, "jit_compile", False)):
                 raise
@@ -108,7 +117,7 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
             # only there (a channels_first Conv on CPU: TensorFlow's own kernel supports NHWC only).
             # The serving function is then XLA-compiled too, which both loaders run.
             serve = tf.function(fit_serving_fn(model, spec), jit_compile=True, autograph=False)
-            expected = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+            expected = call(serve)
     except (tf.errors.OpError, ValueError, TypeError) as exc:
         from tfpilot.train.fit.artifacts import first_line  # the fit run's own one-line errors
 
@@ -118,7 +127,7 @@ def write_verified(model: keras.Model, spec: dict[str, Any], sample: dict[str, n
             f"against it: {first_line(exc)}"
         ) from None
     tolerance = tolerance_for_model(model)
-    again = {name: np.asarray(value) for name, value in serve(*feeds).items()}
+    again = call(serve)
     sampled = tuple(name for name, value in again.items() if not tolerance.excess(value, expected[name])[1])
     if sampled and len(sampled) == len(again):
         # No SavedModel can be proven equal to a model whose every answer changes from call to call.

@@ -48,6 +48,7 @@ from tfpilot.train.fit.guarded_step import (
     defines_call,
     model_optimizers,
     overrides_train_step,
+    states_kept,
 )
 from tfpilot.train.fit.sample_rows import finite_rows, probe_rows
 from tfpilot.train.guard import NanGuard
@@ -750,7 +751,8 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
     with np.load(run.fit_sample_path, allow_pickle=False) as stored:
         sample = {i["key"]: stored[i["key"]] for i in spec["inputs"]}
     try:
-        verified = write_verified(model, spec, sample, run.fit_saved_model_path)
+        with states_kept(model):
+            verified = write_verified(model, spec, sample, run.fit_saved_model_path)
     except Exception as exc:  # noqa: BLE001 - training succeeded; a failed extra artifact is a finding, never a lost run
         why = str(exc) if isinstance(exc, TfpilotError) else first_line(exc)
         return dataclasses.replace(
@@ -829,7 +831,7 @@ def _sample_features(
         return features, None
     # arrays are batched by fit (batch_size, default 32); other data arrives in its own batches
     whole = (batch_size or 32) if arrays else _leading_rows(batches[0])
-    if whole > _SAMPLE_ROWS:
+    if whole != _SAMPLE_ROWS and whole > 0:  # a stateful RNN's batch of 1 too
         rows = _typed_rows(model, batches, structure, count=whole)
         if rows is not None and _leading_rows(rows) == whole and _refusal(model, rows) is None:
             return rows, _fixed_batch_finding(model, whole, refusal)
@@ -880,7 +882,8 @@ def _leading_rows(features: Any) -> int:
 def _refusal(model: keras.Model, features: Any) -> str | None:
     """None when the model computes on these rows in inference mode, else the error's first line."""
     try:
-        model(features, training=False)
+        with states_kept(model):
+            model(features, training=False)
     except (tf.errors.OpError, ValueError, TypeError) as exc:
         return first_line(exc)
     return None

@@ -88,7 +88,8 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
 
 
 def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, Any]]:
-    """Serving inputs from the features the step received: name, signature key, dtype, shape (batch None)."""
+    """Serving inputs from the features the step received: name, signature key, dtype, shape (batch None, or the
+    batch the model's Input declares)."""
     from tfpilot.data.names import signature_keys
 
     names = _input_names(model, features_spec)
@@ -102,6 +103,10 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
             # Keras adds the trailing 1 itself when the data has one dimension less than the Input
             # (a CSV column batched to (batch,) into Input(shape=(1,))): clients send what the model declares.
             shape = [None, *model_shape[1:]]
+        if model_shape is not None and model_shape and model_shape[0] is not None:
+            # a batch the model declares (`Input(batch_shape=(1, None, 1))` of a stateful RNN, whose state has
+            # that batch): its graph computes on that batch only, so the signature says it
+            shape = [model_shape[0], *shape[1:]]
         rows.append({"name": name, "key": keys[name], "dtype": spec.dtype.name, "shape": shape})
     return rows
 

@@ -34,8 +34,9 @@ would need a copy of the weights every step).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -87,21 +88,40 @@ def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
     return list(chosen.values())
 
 
-def raw_tf_variables(model: keras.Model) -> list[tf.Variable]:
-    """tf.Variables that layers of the model hold as plain attributes (`self.probability =
-    tf.Variable(0.0)`, an adaptive augmenter's state that its model's train_step assigns): Keras 3
-    tracks only its own variables, so these are in no `weights` list, and a step may write them
-    with values computed from a bad batch. Frozen layers' are left out, as their weights are."""
-    found: dict[int, tf.Variable] = {}
+def raw_tf_variables(model: keras.Model) -> list[Any]:
+    """Variables that layers of the model hold as plain attributes and no `weights` list has: tf.Variables
+    (`self.probability = tf.Variable(0.0)`, an adaptive augmenter's state that its model's train_step assigns:
+    Keras 3 tracks only its own variables) and untracked non-trainable Keras variables (a stateful RNN's
+    `states`, which its forward pass assigns, so a bad batch leaves them NaN for every later batch). A step
+    may write them with values computed from a bad batch. Frozen layers' are left out, as their weights are."""
+    found: dict[int, Any] = {}
     for layer in _tf_private.flatten_layers(model, include_self=True):
         if not layer.trainable:
             continue
         for value in vars(layer).values():
             values = value if isinstance(value, list | tuple) else [value]
+            # an LSTM's states are a pair, possibly nested one level in a list
+            values = [inner for item in values for inner in (item if isinstance(item, list | tuple) else [item])]
             for item in values:
-                if isinstance(item, tf.Variable):
+                if isinstance(item, tf.Variable) or (isinstance(item, keras.Variable) and not item.trainable):
                     found.setdefault(id(item), item)
     return list(found.values())
+
+
+@contextlib.contextmanager
+def states_kept(model: keras.Model) -> Iterator[None]:
+    """The model's untracked state (a stateful RNN's `states`, which every call advances) as it was before the
+    block: tfpilot calls the trained model on sample rows, and the user's next predict must find the state that
+    training left, as after model.fit."""
+    variables = raw_tf_variables(model)
+    saved = [
+        tf.identity(variable.value if isinstance(variable, keras.Variable) else variable) for variable in variables
+    ]
+    try:
+        yield
+    finally:
+        for variable, value in zip(variables, saved, strict=True):
+            variable.assign(value)
 
 
 def _all_finite(values: Any) -> tf.Tensor:
