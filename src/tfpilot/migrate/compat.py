@@ -203,6 +203,24 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "_tf1_learn": ("learn", frozenset({"preprocessing"})),
     "_tf1_training": ("training", frozenset({"HParams"})),
+    "_tf1_seq2seq": (
+        "seq2seq",
+        frozenset(
+            {
+                "BasicDecoderOutput",
+                "AttentionWrapperState",
+                "sequence_loss",
+                "tile_batch",
+                "TrainingHelper",
+                "GreedyEmbeddingHelper",
+                "BasicDecoder",
+                "dynamic_decode",
+                "LuongAttention",
+                "BahdanauAttention",
+                "AttentionWrapper",
+            }
+        ),
+    ),
     "_tf1_image": (
         "image",
         frozenset(
@@ -245,7 +263,10 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
     ),
 }
 # Helpers whose code calls another helper (written together into tf1_compat_shims.py).
-_HELPER_NEEDS: dict[str, tuple[str, ...]] = {"_tf1_contrib": ("_tf1_layers",)}
+_HELPER_NEEDS: dict[str, tuple[str, ...]] = {
+    "_tf1_contrib": ("_tf1_layers",),
+    "_tf1_seq2seq": ("_tf1_contrib", "_tf1_layers"),
+}
 
 # The module migrated files import their helpers from, written once per output directory.
 SHIM_MODULE = "tf1_compat_shims"
@@ -339,6 +360,9 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.lookup", "_tf1_lookup", "helper"),
     RemovedApi("tensorflow.contrib.crf", "_tf1_crf", "helper"),
     RemovedApi("tensorflow.contrib.training", "_tf1_training", "helper"),
+    RemovedApi("tensorflow.contrib.seq2seq", "_tf1_seq2seq", "helper"),
+    # `from tensorflow.contrib import data as tf_data`: TF 1.3's module, whose classes TF 1.4 moved to tf.data
+    RemovedApi("tensorflow.contrib.data", "tensorflow.compat.v1.data", "rename"),
     RemovedApi("tensorflow.contrib.image", "_tf1_image", "helper"),
     RemovedApi("tensorflow.contrib.layers.conv2d_transpose", "_tf1_contrib.conv2d_transpose", "helper"),
     RemovedApi("tensorflow.contrib.layers.convolution2d", "_tf1_contrib.conv2d", "helper"),
@@ -382,6 +406,7 @@ _MODULE_HELPERS: dict[str, str] = {
     "tensorflow.contrib.layers": "_tf1_contrib",
     "tensorflow.contrib.crf": "_tf1_crf",
     "tensorflow.contrib.training": "_tf1_training",
+    "tensorflow.contrib.seq2seq": "_tf1_seq2seq",
     "tensorflow.contrib.image": "_tf1_image",
     "tensorflow.contrib.metrics": "_tf1_metrics",
     "tensorflow.contrib.lookup": "_tf1_lookup",
@@ -416,6 +441,7 @@ _WHY = {
     "_tf1_lookup": "tf.contrib was removed in TF 2",
     "_tf1_crf": "tf.contrib was removed in TF 2",
     "_tf1_training": "tf.contrib was removed in TF 2",
+    "_tf1_seq2seq": "tf.contrib was removed in TF 2",
     "_tf1_image": "tf.contrib was removed in TF 2",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"

@@ -645,6 +645,46 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "TFLiteConverter True",
     ),
+    # Luong attention over a memory masked to its lengths, an attention layer, TrainingHelper + BasicDecoder +
+    # dynamic_decode; the program checks its own output against the same equations written out in NumPy
+    "tensorflow.contrib.seq2seq": (
+        GRAPH + "from tensorflow.contrib import seq2seq\n"
+        "rng = np.random.RandomState(0)\nM = rng.rand(2, 3, 4).astype(np.float32)\n"
+        "X = rng.rand(2, 2, 5).astype(np.float32)\n"
+        "mech = seq2seq.LuongAttention(4, tf.constant(M), memory_sequence_length=[3, 2])\n"
+        "cell = seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(4), mech, attention_layer_size=3)\n"
+        "helper = seq2seq.TrainingHelper(tf.constant(X), [2, 1])\n"
+        "decoder = seq2seq.BasicDecoder(cell, helper, cell.zero_state(2, tf.float32))\n"
+        "outputs, state, lengths = seq2seq.dynamic_decode(decoder)\n"
+        + SESSION
+        + "out, n, w = sess.run([outputs.rnn_output, lengths, {v.name: v for v in tf.global_variables()}])\n"
+        "Mm = M * (np.arange(3)[None, :, None] < np.array([3, 2])[:, None, None])\n"
+        "keys = Mm @ w['memory_layer/kernel:0']\n"
+        "h = np.zeros((2, 4), np.float32)\nattention = np.zeros((2, 3), np.float32)\nexpected = []\n"
+        "for t in range(2):\n"
+        "    cell_in = np.concatenate([X[:, t], attention, h], 1)\n"
+        "    h = np.tanh(cell_in @ w['decoder/attention_wrapper/basic_rnn_cell/kernel:0'] "
+        "+ w['decoder/attention_wrapper/basic_rnn_cell/bias:0'])\n"
+        "    score = np.einsum('bu,btu->bt', h, keys)\n"
+        "    score = np.where(np.arange(3)[None, :] < np.array([3, 2])[:, None], score, -np.inf)\n"
+        "    align = np.exp(score - score.max(1, keepdims=True))\n    align /= align.sum(1, keepdims=True)\n"
+        "    context = np.einsum('bt,btu->bu', align, Mm)\n"
+        "    attention = np.concatenate([h, context], 1) @ w['decoder/attention_wrapper/attention_layer/kernel:0']\n"
+        "    expected.append(attention)\n"
+        "print(out.shape, n.tolist(), np.abs(out - np.stack(expected, 1)).max() < 1e-5, sorted(w))\n",
+        (),
+        "(2, 2, 3) [2, 1] True ['decoder/attention_wrapper/attention_layer/kernel:0', "
+        "'decoder/attention_wrapper/basic_rnn_cell/bias:0', 'decoder/attention_wrapper/basic_rnn_cell/kernel:0', "
+        "'memory_layer/kernel:0']",
+    ),
+    "tensorflow.contrib.data": (
+        GRAPH + "from tensorflow.contrib import data as tf_data\n"
+        "ds = tf_data.Dataset.zip((tf_data.Dataset.range(3), tf_data.Dataset.range(3).map(lambda x: x * 2)))\n"
+        "item = tf.data.make_one_shot_iterator(ds).get_next()\nsess = tf.Session()\n"
+        "print([tuple(int(v) for v in sess.run(item)) for _ in range(3)])\n",
+        (),
+        "[(0, 0), (1, 2), (2, 4)]",
+    ),
 }
 
 
