@@ -361,6 +361,9 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.crf", "_tf1_crf", "helper"),
     RemovedApi("tensorflow.contrib.training", "_tf1_training", "helper"),
     RemovedApi("tensorflow.contrib.seq2seq", "_tf1_seq2seq", "helper"),
+    RemovedApi("tensorflow.contrib.framework.arg_scope", "_tf1_contrib.arg_scope", "helper"),
+    RemovedApi("tensorflow.contrib.losses", "_tf1_contrib.losses", "helper"),
+    RemovedApi("tensorflow.contrib.keras", "tensorflow.keras", "rename"),
     # `from tensorflow.contrib import data as tf_data`: TF 1.3's module, whose classes TF 1.4 moved to tf.data
     RemovedApi("tensorflow.contrib.data", "tensorflow.compat.v1.data", "rename"),
     RemovedApi("tensorflow.contrib.image", "_tf1_image", "helper"),

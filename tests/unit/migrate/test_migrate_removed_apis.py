@@ -685,6 +685,29 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "[(0, 0), (1, 2), (2, 4)]",
     ),
+    "tensorflow.contrib.framework.arg_scope": (
+        GRAPH + "x = tf.ones([1, 4, 4, 1])\n"
+        "with tf.contrib.framework.arg_scope([tf.contrib.layers.conv2d], num_outputs=2, activation_fn=None, "
+        "weights_initializer=tf.ones_initializer()):\n"
+        "    y = tf.contrib.layers.conv2d(x, kernel_size=[1, 1])\n"
+        + SESSION
+        + "print(sess.run(y).shape, float(sess.run(y).max()))\n",
+        (),
+        "(1, 4, 4, 2) 1.0",
+    ),
+    # contrib.losses took (logits, labels): a plain rename to tf.losses would swap them
+    "tensorflow.contrib.losses": (
+        GRAPH + "logits = tf.constant([[2.0, 0.0]])\nlabels = tf.constant([[1.0, 0.0]])\n"
+        "loss = tf.contrib.losses.softmax_cross_entropy(logits, labels)\nsess = tf.Session()\n"
+        "print(round(float(sess.run(loss)), 4))\n",
+        (),
+        f"{round(float(np.log(1 + np.exp(-2.0))), 4)}",
+    ),
+    "tensorflow.contrib.keras": (
+        GRAPH + "print(tf.contrib.keras.layers.Dense(3).units)\n",
+        (),
+        "3",
+    ),
 }
 
 
