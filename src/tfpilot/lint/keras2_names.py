@@ -20,9 +20,9 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
 
 from tfpilot.lint.keras2_removed_data import GONE_FROM_KERAS, GONE_FROM_TF_KERAS
+from tfpilot.lint.tf1_names import resolves
 
 __all__ = ["GONE_FROM_KERAS", "GONE_FROM_TF_KERAS", "keras2_removal", "regenerate"]
 
@@ -67,16 +67,6 @@ def _keras2_names(wheel: Path) -> dict[str, str]:
     return names
 
 
-def _resolves(module: Any, dotted: str) -> bool:
-    value = module
-    for part in dotted.split("."):
-        try:
-            value = getattr(value, part)
-        except Exception:  # a lazy module that fails to load is gone too
-            return False
-    return True
-
-
 def _table(wheel: Path) -> tuple[dict[str, str | None], dict[str, str | None]]:  # pragma: no cover - needs Keras
     import keras
     import tensorflow as tf
@@ -86,7 +76,7 @@ def _table(wheel: Path) -> tuple[dict[str, str | None], dict[str, str | None]]: 
     # the two namespaces keep different Keras 2 names: compared on purpose
     tf_keras = tf.keras  # tfpilot: noqa[TFP502]
     for root in (keras, tf_keras):
-        gone = {name for name in names if not _resolves(root, name)}
+        gone = {name for name in names if not resolves(root, name)}
         table: dict[str, str | None] = {}
         for name in sorted(gone):
             parts = name.split(".")
@@ -105,7 +95,7 @@ def _table(wheel: Path) -> tuple[dict[str, str | None], dict[str, str | None]]: 
                 key=lambda other: (other.rsplit(".", 1)[-1].isupper(), other),  # `mse` before `MSE`
             )
             table[name] = next(
-                (candidate for candidate in candidates if candidate != name and _resolves(root, candidate)), None
+                (candidate for candidate in candidates if candidate != name and resolves(root, candidate)), None
             )
         tables.append(table)
     return tables[0], tables[1]

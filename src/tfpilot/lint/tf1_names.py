@@ -19,7 +19,15 @@ from typing import Any
 
 from tfpilot.lint.tf1_removed_data import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, REMOVED_KEYWORDS
 
-__all__ = ["IN_COMPAT_V2", "REMOVED", "REMOVED_DATASET_METHODS", "REMOVED_KEYWORDS", "removed_match", "regenerate"]
+__all__ = [
+    "IN_COMPAT_V2",
+    "REMOVED",
+    "REMOVED_DATASET_METHODS",
+    "REMOVED_KEYWORDS",
+    "removed_match",
+    "regenerate",
+    "resolves",
+]
 
 _DATA_FILE = Path(__file__).with_name("tf1_removed_data.py")
 # Whole namespaces other rules own: tf.contrib (TFP604), tf.estimator (TFP611), tf.layers (TFP612),
@@ -41,12 +49,13 @@ def removed_match(name: str) -> str | None:
     return None
 
 
-def _resolve(module: Any, dotted: str) -> bool:
+def resolves(module: Any, dotted: str) -> bool:
+    """Whether `module.a.b.c` exists on the installed package (a lazy submodule that fails to load does not)."""
     value = module
     for part in dotted.split("."):
         try:
             value = getattr(value, part)
-        except AttributeError:
+        except Exception:  # noqa: BLE001 - AttributeError, or the ImportError of a lazy module: gone either way
             return False
     return True
 
@@ -64,7 +73,7 @@ def _table() -> tuple[dict[str, str | None], dict[str, str], frozenset[str]]:  #
     for old, transformer in spec.function_transformers.items():
         if old.startswith("*."):
             method = old[2:]
-            if not _resolve(tf.data.Dataset, method) and _resolve(tf, f"compat.v1.data.{method}"):
+            if not resolves(tf.data.Dataset, method) and resolves(tf, f"compat.v1.data.{method}"):
                 dataset_methods[method] = f"compat.v1.data.{method}"
             continue
         if not old.startswith("tf."):
@@ -81,7 +90,7 @@ def _table() -> tuple[dict[str, str | None], dict[str, str], frozenset[str]]:  #
 
     removed: dict[str, str | None] = {}
     for name, new in sorted(renames.items()):
-        if name.startswith("compat.") or name.split(".")[0] in _OWNED_ELSEWHERE or _resolve(tf, name):
+        if name.startswith("compat.") or name.split(".")[0] in _OWNED_ELSEWHERE or resolves(tf, name):
             continue
         removed[name] = _replacement(tf, name, new)
         # `tf.gfile` itself is gone, not only `tf.gfile.Exists`: list the first missing module
@@ -89,12 +98,12 @@ def _table() -> tuple[dict[str, str | None], dict[str, str], frozenset[str]]:  #
         parts = name.split(".")
         for end in range(1, len(parts)):
             module = ".".join(parts[:end])
-            if not _resolve(tf, module):
+            if not resolves(tf, module):
                 if module not in renames:
                     removed.setdefault(module, _replacement(tf, module, None))
                 break
     # `import tensorflow.compat.v2 as tf` keeps a few (tf.enable_v2_behavior): not removed there.
-    in_compat_v2 = frozenset(name for name in removed if _resolve(tf.compat.v2, name))
+    in_compat_v2 = frozenset(name for name in removed if resolves(tf.compat.v2, name))
     return dict(sorted(removed.items())), dict(sorted(dataset_methods.items())), in_compat_v2
 
 
@@ -131,11 +140,11 @@ def _keyword_table() -> dict[str, dict[str, str | None]]:  # pragma: no cover - 
 
 def _replacement(tf: Any, name: str, new: str | None) -> str | None:  # pragma: no cover - needs TensorFlow
     """The TF2 spelling where TensorFlow names one that resolves, else the compat.v1 one."""
-    if new is not None and _resolve(tf, new.split("(")[0]) and new.split(".")[0] != "compat":
+    if new is not None and resolves(tf, new.split("(")[0]) and new.split(".")[0] != "compat":
         return new
-    if new is not None and new.startswith("compat.v1.") and _resolve(tf, new):
+    if new is not None and new.startswith("compat.v1.") and resolves(tf, new):
         return new
-    if _resolve(tf, f"compat.v1.{name}"):
+    if resolves(tf, f"compat.v1.{name}"):
         return f"compat.v1.{name}"
     return None
 

@@ -17,6 +17,7 @@ import pytest
 
 from tfpilot.lint.engine import lint_source
 from tfpilot.lint.keras2_removed_data import GONE_FROM_KERAS, GONE_FROM_TF_KERAS
+from tfpilot.lint.tf1_names import resolves
 
 
 def _codes(source: str, path: str = "case.py") -> set[tuple[str, int]]:
@@ -26,23 +27,13 @@ def _codes(source: str, path: str = "case.py") -> set[tuple[str, int]]:
     }
 
 
-def _resolves(module: object, dotted: str) -> bool:
-    value = module
-    for part in dotted.split("."):
-        try:
-            value = getattr(value, part)
-        except Exception:
-            return False
-    return True
-
-
-def test_premise_every_generated_keras2_name_is_gone_and_every_replacement_resolves():
+def test_premise_every_generated_keras2_name_is_gone_and_every_replacementresolves():
     keras = pytest.importorskip("keras")
     tf = pytest.importorskip("tensorflow")
     assert len(GONE_FROM_KERAS) > 100 and "models.model_from_config" in GONE_FROM_KERAS
     for root, table in ((keras, GONE_FROM_KERAS), (tf.keras, GONE_FROM_TF_KERAS)):
-        assert [name for name in table if _resolves(root, name)] == []
-        assert [new for new in table.values() if new is not None and not _resolves(root, new)] == []
+        assert [name for name in table if resolves(root, name)] == []
+        assert [new for new in table.values() if new is not None and not resolves(root, new)] == []
     # tf.keras keeps Keras 2's loss aliases; the standalone keras does not
     assert "losses.mse" in GONE_FROM_KERAS and "losses.mse" not in GONE_FROM_TF_KERAS
 
