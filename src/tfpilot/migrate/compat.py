@@ -203,6 +203,10 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "_tf1_learn": ("learn", frozenset({"preprocessing"})),
     "_tf1_training": ("training", frozenset({"HParams"})),
+    "_tf1_scipy_misc": (
+        "scipy_misc",
+        frozenset({"imread", "imsave", "imresize", "toimage", "fromimage", "bytescale"}),
+    ),
     "_tf1_seq2seq": (
         "seq2seq",
         frozenset(
@@ -362,6 +366,11 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.training", "_tf1_training", "helper"),
     RemovedApi("tensorflow.contrib.seq2seq", "_tf1_seq2seq", "helper"),
     RemovedApi("tensorflow.contrib.framework.arg_scope", "_tf1_contrib.arg_scope", "helper"),
+    # SciPy 1.2-1.3 removed scipy.misc's PIL wrappers, with which TF1 programs read and save images
+    *(
+        RemovedApi(f"scipy.misc.{name}", f"_tf1_scipy_misc.{name}", "helper")
+        for name in ("imread", "imsave", "imresize", "toimage", "fromimage", "bytescale")
+    ),
     RemovedApi("tensorflow.contrib.losses", "_tf1_contrib.losses", "helper"),
     RemovedApi("tensorflow.contrib.keras", "tensorflow.keras", "rename"),
     # `from tensorflow.contrib import data as tf_data`: TF 1.3's module, whose classes TF 1.4 moved to tf.data
@@ -446,6 +455,7 @@ _WHY = {
     "_tf1_training": "tf.contrib was removed in TF 2",
     "_tf1_seq2seq": "tf.contrib was removed in TF 2",
     "_tf1_image": "tf.contrib was removed in TF 2",
+    "_tf1_scipy_misc": "SciPy 1.3 removed scipy.misc's image functions",
 }
 _WHERE = f"helper in {SHIM_MODULE}.py"
 # What the report says about a file that runs tf.estimator on the shim (shims/estimator.py).

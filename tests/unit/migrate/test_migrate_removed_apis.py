@@ -708,6 +708,23 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "3",
     ),
+    # SciPy 1.1's behaviour: a float image is rescaled from its own range to 0-255 when saved; imresize
+    # returns uint8, an int size is a percentage; flatten reads PIL's float luminance
+    **{
+        f"scipy.misc.{name}": (
+            "import numpy as np\nimport scipy.misc\nfrom scipy.misc import imresize\n"
+            "img = (np.arange(48, dtype=np.float32).reshape(4, 4, 3) / 47.0) * 2 - 1\n"
+            "scipy.misc.imsave('scaled.png', img)\nback = scipy.misc.imread('scaled.png')\n"
+            "print(back.shape, back.dtype, int(back.min()), int(back.max()), "
+            "scipy.misc.imread('scaled.png', flatten=True).dtype)\n"
+            "print(imresize(back, 50).shape, imresize(back, (2, 3)).shape, imresize(back, 0.5).dtype, "
+            "scipy.misc.bytescale(np.array([0.0, 0.5, 1.0])).tolist(), "
+            "np.asarray(scipy.misc.fromimage(scipy.misc.toimage(np.eye(2)))).tolist())\n",
+            (),
+            "(4, 4, 3) uint8 0 255 float32\n(2, 2, 3) (2, 3, 3) uint8 [0, 128, 255] [[255, 0], [0, 255]]",
+        )
+        for name in ("imread", "imsave", "imresize", "toimage", "fromimage", "bytescale")
+    },
 }
 
 
