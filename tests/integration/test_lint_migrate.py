@@ -173,8 +173,8 @@ def test_compat_output_runs_and_the_report_says_which(tmp_path, capsys):
 def test_report_marks_a_leftover_removed_api_as_will_not_run(tmp_path):
     source = tmp_path / "leftover.py"
     source.write_text(
-        "import tensorflow as tf\nfrom tensorflow.contrib import distributions\n\n"
-        "x = tf.placeholder(tf.float32, [None, 3])\ny = x + distributions.Normal(0.0, 1.0).sample()\n"
+        "import tensorflow as tf\nfrom tensorflow.contrib import cudnn_rnn\n\n"
+        "x = tf.placeholder(tf.float32, [None, 3])\ny = cudnn_rnn.CudnnLSTM(1, 3)(x)\n"
     )
     result = migrate(source, tmp_path / "out.py")
     (status,) = result.statuses
@@ -185,7 +185,7 @@ def test_report_marks_a_leftover_removed_api_as_will_not_run(tmp_path):
     report = result.report_path.read_text()
     assert files_table(report)["out.py"][0] == "no"
     migrated = (tmp_path / "out.py").read_text()
-    assert "tf.compat.v1.disable_v2_behavior()" in migrated  # the graph part is handled; distributions is not
+    assert "tf.compat.v1.disable_v2_behavior()" in migrated  # the graph part is handled; cudnn_rnn is not
 
 
 def test_report_marks_a_slim_member_without_a_helper_as_will_not_run(tmp_path):
