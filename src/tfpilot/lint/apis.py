@@ -409,15 +409,16 @@ def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
     return None
 
 
+_PYDATASET_WORKERS = "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself"
 # What to write instead, for the generated table's names that real code uses most (each replacement is public
-# Keras 3 API; test_lint_keras2_removed.py resolves the names they cite).
-_GENERATED_HINTS = {
+# Keras 3 API; test_lint_round17.py resolves the names they cite).
+GENERATED_HINTS = {
     "models.model_from_config": "use `keras.saving.deserialize_keras_object(config)` (or `keras.Model.from_config`)",
     "models.model_from_yaml": "Keras 3 reads no YAML: save the config with `model.to_json()` and use "
     "`keras.models.model_from_json`",
-    "utils.OrderedEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
-    "utils.GeneratorEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
-    "utils.SequenceEnqueuer": "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself",
+    "utils.OrderedEnqueuer": _PYDATASET_WORKERS,
+    "utils.GeneratorEnqueuer": _PYDATASET_WORKERS,
+    "utils.SequenceEnqueuer": _PYDATASET_WORKERS,
     "callbacks.BaseLogger": "Keras 3 averages the epoch's logs itself: drop it",
     "layers.AbstractRNNCell": "subclass `keras.layers.Layer` with `state_size` / `output_size` and wrap it in "
     "`keras.layers.RNN`",
@@ -434,7 +435,7 @@ def _generated_removal(namespace: str, path: str, replacement: str | None) -> Ke
         prefix = "keras" if namespace == "keras" else "tf.keras"
         hint = f"use `{prefix}.{replacement}`: the same Keras 2 function under the name this Keras kept"
     else:
-        hint = _GENERATED_HINTS.get(
+        hint = GENERATED_HINTS.get(
             path, "Keras 3 has no such API; see keras.io's Keras 3 migration guide for what replaces it"
         )
     return KerasRemoval(path, hint, rename_to=replacement, namespaces=(namespace,))

@@ -238,14 +238,20 @@ def walk_body(statements: list[ast.stmt]) -> list[ast.AST]:
 
 
 _GUARD_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "Exception"})
+_MISSING_API_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError"})
 
 
-def _names_missing_api(caught: ast.expr | None) -> bool:
-    """An except clause naming AttributeError / ImportError / ModuleNotFoundError (not a bare or broad one)."""
-    names = list(caught.elts) if isinstance(caught, ast.Tuple) else [caught] if caught is not None else []
-    return any(
-        isinstance(n, ast.Name) and n.id in ("AttributeError", "ImportError", "ModuleNotFoundError") for n in names
-    )
+def _caught_names(caught: ast.expr | None) -> set[str] | None:
+    """The exception names an except clause lists; None for a bare `except:`."""
+    if caught is None:
+        return None
+    return {n.id for n in (caught.elts if isinstance(caught, ast.Tuple) else [caught]) if isinstance(n, ast.Name)}
+
+
+def catches_missing_api(handler: ast.ExceptHandler) -> bool:
+    """A handler for a missing API: AttributeError / ImportError / ModuleNotFoundError, Exception, or a bare one."""
+    names = _caught_names(handler.type)
+    return names is None or bool(names & _GUARD_ERRORS)
 
 
 def under_feature_check(context: FileContext, name: str) -> bool:
@@ -259,16 +265,11 @@ def under_feature_check(context: FileContext, name: str) -> bool:
             test = ast.unparse(ancestor.test)
             if name in test and ("hasattr" in test or "version" in test.lower()):
                 return True
-        if isinstance(ancestor, ast.ExceptHandler) and _names_missing_api(ancestor.type):
+        if isinstance(ancestor, ast.ExceptHandler) and (_caught_names(ancestor.type) or set()) & _MISSING_API_ERRORS:
             return True  # the fallback of `try: np.trapezoid except AttributeError: np.trapz`: runs where the new name is not
         if isinstance(ancestor, ast.Try) and child in ancestor.body:
-            for handler in ancestor.handlers:
-                caught = handler.type
-                names = (
-                    ([caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)) if caught is not None else []
-                )
-                if caught is None or any(isinstance(n, ast.Name) and n.id in _GUARD_ERRORS for n in names):
-                    return True
+            if any(catches_missing_api(handler) for handler in ancestor.handlers):
+                return True
         child = ancestor
     return False
 

@@ -404,35 +404,21 @@ _DATASET_ATTRIBUTES = {
 
 # Removed modules whose members the helpers replace one for one.
 _MODULE_HELPERS: dict[str, str] = {
-    "tensorflow.layers": "_tf1_layers",
-    "tensorflow.compat.v1.layers": "_tf1_layers",
-    "tensorflow.contrib.rnn": "_tf1_rnn",
-    "tensorflow.contrib.legacy_seq2seq": "_tf1_legacy_seq2seq",
+    # every removed module the table gives a helper of its own (`tf.contrib.rnn` -> _tf1_rnn, the MNIST readers ...)
+    **{api.removed: api.replacement for api in REMOVED_APIS if api.how == "helper" and "." not in api.replacement},
     # `from tensorflow.contrib import learn` for learn.preprocessing.VocabularyProcessor; its datasets
-    # (mnist) keep their own, more specific helper above
+    # (mnist) keep their own, more specific helper above. slim's layer functions are tf.contrib.layers' (slim.conv2d
+    # is contrib.layers.conv2d), with its arg_scope and losses; repeat, stack and nets are not replaced (the report
+    # names each use).
     "tensorflow.contrib.learn": "_tf1_learn",
-    # slim's layer functions are tf.contrib.layers' (slim.conv2d is contrib.layers.conv2d), with its arg_scope and
-    # losses; repeat, stack and nets are not replaced (the report names each use)
-    "tensorflow.contrib.slim": "_tf1_contrib",
     # `from tensorflow.contrib import layers` then layers.linear(...): the members above, one helper
     "tensorflow.contrib.layers": "_tf1_contrib",
-    "tensorflow.contrib.crf": "_tf1_crf",
-    "tensorflow.contrib.training": "_tf1_training",
-    "tensorflow.contrib.seq2seq": "_tf1_seq2seq",
-    "tensorflow.contrib.image": "_tf1_image",
-    "tensorflow.contrib.metrics": "_tf1_metrics",
-    "tensorflow.contrib.lookup": "_tf1_lookup",
-    "tensorflow.nn.rnn_cell": "_tf1_rnn",
-    "tensorflow.compat.v1.nn.rnn_cell": "_tf1_rnn",
-    "tensorflow.examples.tutorials.mnist.input_data": "_tf1_mnist",
-    "tensorflow.contrib.learn.datasets.mnist": "_tf1_mnist",
-    "tensorflow.contrib.learn.python.learn.datasets.mnist": "_tf1_mnist",
     # tf.estimator's submodules are flattened: tf.estimator.inputs.numpy_input_fn ->
     # _tf1_estimator.numpy_input_fn, tf.estimator.export.PredictOutput -> _tf1_estimator.PredictOutput.
     **{
         f"{root}{sub}": "_tf1_estimator"
         for root in ("tensorflow.estimator", "tensorflow.compat.v1.estimator")
-        for sub in ("", ".inputs", ".export")
+        for sub in (".inputs", ".export")
     },
 }
 # Single members of otherwise unsupported removed modules.

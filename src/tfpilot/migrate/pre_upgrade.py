@@ -125,17 +125,7 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError:
         return data, changes  # tf_upgrade_v2 says what does not parse
-    imported: set[str] = set()
-    for node in descendants(module):
-        if not (isinstance(node, cst.ImportFrom) and node.module is not None) or isinstance(node.names, cst.ImportStar):
-            continue
-        if not module.code_for_node(node.module).startswith("tensorflow"):
-            continue
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name):
-                imported.add(bound.value)
-    keywords = _Keywords(frozenset(imported))
+    keywords = _Keywords(_tensorflow_names(module))
     rewritten = MetadataWrapper(module).visit(keywords)
     for line, name in keywords.changed:
         changes.append(
@@ -146,6 +136,20 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
             )
         )
     return rewritten.bytes, changes
+
+
+def _tensorflow_names(module: cst.Module) -> frozenset[str]:
+    """The bare names the module imports from TensorFlow (`from tensorflow.nn import sigmoid_cross_entropy_with_logits`)."""
+    names: set[str] = set()
+    for node in descendants(module):
+        if not isinstance(node, cst.ImportFrom) or node.module is None or isinstance(node.names, cst.ImportStar):
+            continue
+        if module.code_for_node(node.module).startswith("tensorflow"):
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name):
+                    names.add(bound.value)
+    return frozenset(names)
 
 
 def _contrib_aliases(data: bytes, changes: list[tuple[int, str]]) -> bytes:

@@ -133,3 +133,14 @@ def test_a_python_number_computed_in_the_call_is_refused_positionally_by_a_keras
     """FILM: `capped = min(len(pyramid) - i, levels)` passed positionally to the project's layer: Keras 3 raises
     ValueError (only tensors positionally); tensors computed in the loop are left alone."""
     assert {line for code, line in _codes(PYRAMID) if code == "TFP507"} == {19, 20}
+
+
+def test_premise_the_hand_written_hints_for_generated_names_cite_keras3_names_that_exist():
+    import re
+
+    keras = pytest.importorskip("keras")
+    from tfpilot.lint.apis import GENERATED_HINTS
+
+    assert set(GENERATED_HINTS) <= set(GONE_FROM_KERAS)
+    cited = {name for hint in GENERATED_HINTS.values() for name in re.findall(r"`keras\.([\w.]+)", hint)}
+    assert cited and [name for name in sorted(cited) if not resolves(keras, name)] == []

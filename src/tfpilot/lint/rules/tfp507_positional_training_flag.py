@@ -101,17 +101,31 @@ def _python_expression(node: ast.expr, context: Any, counters: frozenset[str] = 
     return False
 
 
-def _range_counters(function: ast.AST) -> frozenset[str]:
-    """Targets of `for NAME in range(...)` loops in ``function``: Python ints."""
-    return frozenset(
-        node.target.id
-        for node in walk_nodes(function)
-        if isinstance(node, ast.For)
-        and isinstance(node.target, ast.Name)
-        and isinstance(node.iter, ast.Call)
-        and isinstance(node.iter.func, ast.Name)
-        and node.iter.func.id == "range"
+def _locals_of(function: ast.AST, context: Any) -> tuple[dict[str, list[ast.expr]], frozenset[str]]:
+    """(each name an assignment of ``function`` binds -> the values assigned to it, the targets of its
+    `for i in range(...)` loops, which are Python ints), from one walk per function."""
+    cache: dict[int, tuple[dict[str, list[ast.expr]], frozenset[str]]] = context.__dict__.setdefault(
+        "_tfp507_locals", {}
     )
+    found = cache.get(id(function))
+    if found is None:
+        assigned: dict[str, list[ast.expr]] = {}
+        counters: set[str] = set()
+        for node in walk_nodes(function):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(target, ast.Name):
+                        assigned.setdefault(target.id, []).append(node.value)
+            elif (
+                isinstance(node, ast.For)
+                and isinstance(node.target, ast.Name)
+                and isinstance(node.iter, ast.Call)
+                and isinstance(node.iter.func, ast.Name)
+                and node.iter.func.id == "range"
+            ):
+                counters.add(node.target.id)
+        found = cache[id(function)] = (assigned, frozenset(counters))
+    return found
 
 
 def _local_python_value(name: str, function: ast.FunctionDef | ast.AsyncFunctionDef, context: Any) -> bool | None:
@@ -119,19 +133,10 @@ def _local_python_value(name: str, function: ast.FunctionDef | ast.AsyncFunction
     Python value (`capped = min(len(levels) - i, 3)`); None for a parameter or a name not assigned there."""
     if name in {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}:
         return None
-    values = [
-        node.value
-        for node in walk_nodes(function)
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        and node.value is not None
-        and any(
-            isinstance(t, ast.Name) and t.id == name
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        )
-    ]
-    if not values or name not in _stored_names(function, context):
+    assigned, counters = _locals_of(function, context)
+    values = assigned.get(name)
+    if not values:
         return None
-    counters = _range_counters(function)
     return all(_python_expression(value, context, counters) for value in values)
 
 

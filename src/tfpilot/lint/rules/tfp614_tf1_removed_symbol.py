@@ -8,7 +8,7 @@ import re
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_name, via_compat_v1
 from tfpilot.lint.context import FileContext
-from tfpilot.lint.patterns import under_feature_check
+from tfpilot.lint.patterns import catches_missing_api, under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, REMOVED_KEYWORDS, removed_match
 
@@ -36,16 +36,6 @@ def _removed_reference(qualname: str) -> str | None:
 # TF 2.21's tf.losses, tf.metrics, tf.optimizers and tf.initializers are the Keras 3 modules; in a
 # file that runs on Keras 2 they are tf_keras's, where `tf.losses.mean_squared_error` exists.
 _KERAS_BACKED = frozenset({"losses", "metrics", "optimizers", "initializers"})
-
-
-def _catches_missing_api(handler: ast.ExceptHandler) -> bool:
-    """A handler for a missing API: AttributeError / ImportError (or everything)."""
-    caught = handler.type
-    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-    return caught is None or any(
-        isinstance(n, ast.Name) and n.id in ("AttributeError", "ImportError", "ModuleNotFoundError", "Exception")
-        for n in names
-    )
 
 
 # TF1's streaming metrics / graph losses whose names Keras 2 (tf.keras, TF 2.0-2.15) reused for per-example
@@ -283,7 +273,7 @@ from tensorflow import gfile
             # Keras 2 call, does reach its TF1 fallback: still reported.)
             if (
                 isinstance(ancestor, ast.ExceptHandler)
-                and _catches_missing_api(ancestor)
+                and catches_missing_api(ancestor)
                 and self._try_uses_replacement(ancestor, name)
             ):
                 return True
@@ -374,13 +364,10 @@ from tensorflow import gfile
         gone = REMOVED_KEYWORDS.get(name or "")
         if not gone:
             return
-        for keyword in node.keywords:
-            if keyword.arg not in gone or self._guarded(name or ""):
-                continue
-            new = gone[keyword.arg]
+        refused = next((keyword.arg for keyword in node.keywords if keyword.arg in gone), None)
+        if refused is not None and not self._guarded(name or ""):
+            new = gone[refused]
             advice = f"TF 2.x renamed it `{new}=`" if new else "TF 2.x removed it: drop it"
             self._report_once(
-                node,
-                f"`tf.{name}({keyword.arg}=...)` raises TypeError (unexpected keyword argument): {advice}",
+                node, f"`tf.{name}({refused}=...)` raises TypeError (unexpected keyword argument): {advice}"
             )
-            return

@@ -1176,13 +1176,11 @@ class Analysis(Iterators):
                             raise Fallback(line, f"FileWriter.{method} has no native rewrite here")
                     elif isinstance(owner, cst.Name) and owner.value == rewrite.saver and method in ("save", "restore"):
                         # save(sess, path, global_step=step) wrote `path-step`; the .meta graph file has no TF2 use
-                        extra = {arg.keyword.value for arg in node.args[2:] if arg.keyword is not None}
+                        keywords = [arg.keyword.value if arg.keyword is not None else None for arg in node.args]
                         allowed = {"global_step", "write_meta_graph"} if method == "save" else set()
                         if (
-                            len(node.args) < 2
-                            or any(arg.keyword is not None for arg in node.args[:2])
-                            or len(extra) != len(node.args) - 2
-                            or not extra <= allowed
+                            keywords[:2] != [None, None]
+                            or not set(keywords[2:]) <= allowed
                             or not (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == session)
                         ):
                             raise Fallback(line, f"saver.{method} with arguments other than (session, path)")

@@ -242,19 +242,14 @@ class _tf1_seq2seq:
                     next_finished = _tf.logical_or(next_finished, time + 1 >= maximum_iterations)
                 next_lengths = _tf.where(_tf.logical_not(finished), _tf.fill(_tf.shape(lengths), time + 1), lengths)
                 if impute_finished:
-                    outputs = _tf.nest.map_structure(
-                        lambda out: _tf.where(
-                            _tf.reshape(finished, [-1] + [1] * (out.shape.rank - 1)), _tf.zeros_like(out), out
-                        ),
-                        outputs,
-                    )
 
                     def keep(new, current):
+                        """`current` where the sequence had finished, else `new` (a scalar, the time, moves on)."""
                         if new.shape.rank == 0:
                             return new
-                        mask = _tf.reshape(finished, [-1] + [1] * (new.shape.rank - 1))
-                        return _tf.where(mask, current, new)
+                        return _tf.where(_tf.reshape(finished, [-1] + [1] * (new.shape.rank - 1)), current, new)
 
+                    outputs = _tf.nest.map_structure(lambda out: keep(out, _tf.zeros_like(out)), outputs)
                     next_state = _tf.nest.map_structure(keep, next_state, state)
                 arrays = _tf1_seq2seq.BasicDecoderOutput(
                     arrays.rnn_output.write(time, outputs.rnn_output), arrays.sample_id.write(time, outputs.sample_id)
@@ -276,7 +271,9 @@ class _tf1_seq2seq:
     class _Attention:
         """Memory masked to its lengths, its keys through `memory_layer`; scores masked to -inf past them."""
 
-        def __init__(self, num_units, memory, memory_sequence_length, name):
+        def __init__(self, num_units, memory, memory_sequence_length, probability_fn, score_mask_value, name):
+            if probability_fn is not None or score_mask_value is not None:
+                raise TF1OptionRefused(f"the migrated {name} has no probability_fn / score_mask_value")
             memory = _tf.convert_to_tensor(memory)
             self._lengths = memory_sequence_length
             if memory_sequence_length is not None:
@@ -300,37 +297,40 @@ class _tf1_seq2seq:
                 score = _tf.where(mask, score, _tf.fill(_tf.shape(score), _tf.constant(-float("inf"), score.dtype)))
             return _tf.nn.softmax(score)
 
+        def _score(self, query):
+            """The mechanism's score of each memory step for ``query``: [batch, memory steps]."""
+            raise NotImplementedError
+
+        def __call__(self, query, state):
+            alignments = self._probabilities(self._score(query))
+            return alignments, alignments
+
     class LuongAttention(_Attention):
         def __init__(
             self, num_units, memory, memory_sequence_length=None, scale=False, probability_fn=None,
             score_mask_value=None, dtype=None, name="LuongAttention",
         ):  # fmt: skip
-            if probability_fn is not None or score_mask_value is not None:
-                raise TF1OptionRefused("the migrated LuongAttention has no probability_fn / score_mask_value")
-            super().__init__(num_units, memory, memory_sequence_length, name)
+            super().__init__(num_units, memory, memory_sequence_length, probability_fn, score_mask_value, name)
             self._scale = scale
 
-        def __call__(self, query, state):
+        def _score(self, query):
             with _tf.compat.v1.variable_scope(None, "luong_attention", [query]):
                 score = _tf.squeeze(_tf.matmul(_tf.expand_dims(query, 1), self.keys, transpose_b=True), [1])
                 if self._scale:
                     g = _tf.compat.v1.get_variable("attention_g", dtype=score.dtype, initializer=1.0)
                     score = g * score
-            alignments = self._probabilities(score)
-            return alignments, alignments
+            return score
 
     class BahdanauAttention(_Attention):
         def __init__(
             self, num_units, memory, memory_sequence_length=None, normalize=False, probability_fn=None,
             score_mask_value=None, dtype=None, name="BahdanauAttention",
         ):  # fmt: skip
-            if probability_fn is not None or score_mask_value is not None:
-                raise TF1OptionRefused("the migrated BahdanauAttention has no probability_fn / score_mask_value")
-            super().__init__(num_units, memory, memory_sequence_length, name)
+            super().__init__(num_units, memory, memory_sequence_length, probability_fn, score_mask_value, name)
             self._normalize = normalize
             self._query_scope = None
 
-        def __call__(self, query, state):
+        def _score(self, query):
             reuse = self._query_scope is not None
             with _tf.compat.v1.variable_scope(
                 self._query_scope, "bahdanau_attention", [query], reuse=reuse or None
@@ -353,8 +353,7 @@ class _tf1_seq2seq:
                     score = _tf.reduce_sum(normed_v * _tf.tanh(self.keys + processed + b), [2])
                 else:
                     score = _tf.reduce_sum(v * _tf.tanh(self.keys + processed), [2])
-            alignments = self._probabilities(score)
-            return alignments, alignments
+            return score
 
     class AttentionWrapper:
         def __init__(

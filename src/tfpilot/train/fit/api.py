@@ -751,8 +751,8 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
     with np.load(run.fit_sample_path, allow_pickle=False) as stored:
         sample = {i["key"]: stored[i["key"]] for i in spec["inputs"]}
     try:
-        with states_kept(model):
-            verified = write_verified(model, spec, sample, run.fit_saved_model_path)
+        # write_verified puts a stateful model's state back after each of its own calls
+        verified = write_verified(model, spec, sample, run.fit_saved_model_path)
     except Exception as exc:  # noqa: BLE001 - training succeeded; a failed extra artifact is a finding, never a lost run
         why = str(exc) if isinstance(exc, TfpilotError) else first_line(exc)
         return dataclasses.replace(

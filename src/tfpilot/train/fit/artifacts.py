@@ -103,7 +103,7 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
             # Keras adds the trailing 1 itself when the data has one dimension less than the Input
             # (a CSV column batched to (batch,) into Input(shape=(1,))): clients send what the model declares.
             shape = [None, *model_shape[1:]]
-        if model_shape is not None and model_shape and model_shape[0] is not None:
+        if model_shape and model_shape[0] is not None:
             # a batch the model declares (`Input(batch_shape=(1, None, 1))` of a stateful RNN, whose state has
             # that batch): its graph computes on that batch only, so the signature says it
             shape = [model_shape[0], *shape[1:]]

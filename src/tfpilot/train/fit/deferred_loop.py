@@ -34,7 +34,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers, raw_tf_variables
+from tfpilot.train.fit.guarded_step import GuardedStep, model_optimizers, untracked_variables
 
 __all__ = ["DeferredLoop", "MAX_SNAPSHOT_BYTES"]
 
@@ -48,7 +48,7 @@ def _state(model: keras.Model, step: GuardedStep) -> list[tf.Variable]:
     candidates = [
         *model.variables,
         *model.metrics_variables,
-        *raw_tf_variables(model),
+        *untracked_variables(model),
         step.steps,
         step.trained,
         *step.held_variables(),

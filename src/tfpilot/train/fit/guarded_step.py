@@ -83,12 +83,12 @@ def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
                     chosen.setdefault(id(variable), variable)
     for variable in model.metrics_variables:
         chosen.setdefault(id(variable), variable)
-    for variable in raw_tf_variables(model):
+    for variable in untracked_variables(model):
         chosen.setdefault(id(variable), variable)
     return list(chosen.values())
 
 
-def raw_tf_variables(model: keras.Model) -> list[Any]:
+def untracked_variables(model: keras.Model) -> list[Any]:
     """Variables that layers of the model hold as plain attributes and no `weights` list has: tf.Variables
     (`self.probability = tf.Variable(0.0)`, an adaptive augmenter's state that its model's train_step assigns:
     Keras 3 tracks only its own variables) and untracked non-trainable Keras variables (a stateful RNN's
@@ -113,7 +113,7 @@ def states_kept(model: keras.Model) -> Iterator[None]:
     """The model's untracked state (a stateful RNN's `states`, which every call advances) as it was before the
     block: tfpilot calls the trained model on sample rows, and the user's next predict must find the state that
     training left, as after model.fit."""
-    variables = raw_tf_variables(model)
+    variables = untracked_variables(model)
     saved = [
         tf.identity(variable.value if isinstance(variable, keras.Variable) else variable) for variable in variables
     ]
