@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["imported_class", "imported_function", "sibling_metric_defines", "star_exports"]
+__all__ = [
+    "imported_class",
+    "imported_function",
+    "imported_project_function",
+    "sibling_metric_defines",
+    "star_exports",
+]
 
 _MAX_LEVELS = 4  # how far above the importing file an absolute module is looked for
 _MAX_BYTES = 2_000_000
@@ -53,6 +59,37 @@ def imported_function(
     other, attribute = found
     definitions = [
         d for d in other.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == attribute
+    ]
+    return (definitions[-1], other) if definitions else None
+
+
+def imported_project_function(
+    context: FileContext, func: ast.expr
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, FileContext] | None:
+    """What a call's ``func`` names when it is a module-level function of another module of the project:
+    ``conv_bn`` after ``from blocks import conv_bn``, or ``blocks.conv_bn`` after ``import blocks``."""
+    if isinstance(func, ast.Name):
+        found = imported_function(context, func.id)
+        return found if found is not None and found[1].path != context.path else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    level, module = 0, context.imports.get(func.value.id)
+    origin = context.local_imports.get(func.value.id)
+    if origin is not None:  # `from . import blocks`, `from models import blocks`
+        level, package, attribute = origin
+        module = f"{package}.{attribute}" if package else attribute
+    elif module is None or "." in module and func.value.id != module.rsplit(".", 1)[-1]:
+        return None
+    try:
+        here = Path(context.path).resolve().parent
+    except (OSError, RuntimeError):
+        return None
+    path = _module_file(here, level, module)
+    other = _context_of(str(path)) if path is not None else None
+    if other is None or other.path == context.path:
+        return None
+    definitions = [
+        d for d in other.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
     ]
     return (definitions[-1], other) if definitions else None
 

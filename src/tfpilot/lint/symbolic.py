@@ -20,7 +20,7 @@ from tfpilot.lint.paths import reaching_values
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["is_symbolic", "is_tensorflow_op"]
+__all__ = ["assume_symbolic", "is_symbolic", "is_tensorflow_op", "symbolic_parameter"]
 
 _MAX_DEPTH = 8
 _INPUTS = frozenset({"Input", "layers.Input", "Input.Input"})
@@ -64,6 +64,9 @@ def is_symbolic(node: ast.AST, context: FileContext, scope: ast.AST, depth: int 
         return False
     if isinstance(node, ast.Name):
         values, complete = reaching_values(node.id, node, scope)
+        if not complete and not values:
+            # nothing in the function binds it before this use: a parameter a caller gives a KerasTensor
+            return symbolic_parameter(node.id, scope, context, depth)
         return complete and bool(values) and all(_symbolic_value(v, context, scope, depth) for v in values)
     if isinstance(node, ast.BinOp):
         return is_symbolic(node.left, context, scope, depth + 1) or is_symbolic(node.right, context, scope, depth + 1)
@@ -154,3 +157,96 @@ def _is_layer_class(node: ast.expr, context: FileContext) -> bool:
         classes = context.class_defs(node.id)
         return bool(classes) and all(context.class_kind(k) in ("keras-layer", "keras-model") for k in classes)
     return False
+
+
+# (id of a function node, parameter) that a caller in another file gives a KerasTensor: set by that
+# caller's check for the time it reads the function (assume_symbolic), as the callers of a function of
+# the same file are found by reading this file.
+_ASSUMED: set[tuple[int, str]] = set()
+
+
+class assume_symbolic:  # noqa: N801 - used as `with assume_symbolic(function, name):`
+    """While reading ``function`` for the call being checked, its parameter ``name`` holds a KerasTensor."""
+
+    def __init__(self, function: ast.AST, name: str) -> None:
+        self._key = (id(function), name)
+        self._added = False
+
+    def __enter__(self) -> None:
+        self._added = self._key not in _ASSUMED
+        _ASSUMED.add(self._key)
+
+    def __exit__(self, *_: object) -> None:
+        if self._added:
+            _ASSUMED.discard(self._key)
+
+
+def symbolic_parameter(name: str, scope: ast.AST, context: FileContext, depth: int = 0) -> bool:
+    """``def conv_block(x): ... tf.nn.relu(x)`` called as ``conv_block(inputs)`` while a functional model
+    is built: the parameter holds a KerasTensor on that call, so a TensorFlow op on it raises in Keras 3
+    as it would in the caller's own body. A caller in this file that certainly passes one is enough
+    (each call runs the body); a function of another module is read by its caller (assume_symbolic)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or depth > _MAX_DEPTH:
+        return False
+    if (id(scope), name) in _ASSUMED:
+        return True
+    arguments = scope.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    if name not in positional and name not in {a.arg for a in arguments.kwonlyargs}:
+        return False
+    for call, call_scope in _calls_of(context).get(scope.name, ()):
+        if call_scope is scope:
+            continue  # recursion: the outer call decides
+        given = passed_argument(call, positional, name)
+        if given is not None and _symbolic_argument(given, context, call_scope, depth + 1):
+            return True
+    return False
+
+
+def passed_argument(call: ast.Call, positional: list[str], name: str) -> ast.expr | None:
+    """What ``call`` gives the parameter ``name`` (by position or keyword), or None."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    index = positional.index(name) if name in positional else -1
+    if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index]
+    return None
+
+
+_CALLS: dict[int, tuple[ast.AST, dict[str, list[tuple[ast.Call, ast.AST]]]]] = {}
+
+
+def _calls_of(context: FileContext) -> dict[str, list[tuple[ast.Call, ast.AST]]]:
+    """Calls of plain names in the file, by name, each with its enclosing function (or the module).
+    Only a module-level function's own name is asked for: a name it shares with a method or a nested
+    function would mix their callers, so such names are left out."""
+    cached = _CALLS.get(id(context))
+    if cached is not None and cached[0] is context.tree:
+        return cached[1]
+    calls: dict[str, list[tuple[ast.Call, ast.AST]]] = {}
+    defined: dict[str, int] = {}
+
+    def walk(node: ast.AST, scope: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined[child.name] = defined.get(child.name, 0) + 1
+                walk(child, child)
+                continue
+            if isinstance(child, (ast.Lambda, ast.ClassDef)):
+                continue  # a lambda's or a method's callers pass what only running the code tells
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+                calls.setdefault(child.func.id, []).append((child, scope))
+            walk(child, scope)
+
+    walk(context.tree, context.tree)
+    top = {
+        s.name
+        for s in context.tree.body  # type: ignore[attr-defined]
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = {name: sites for name, sites in calls.items() if name in top and defined.get(name) == 1}
+    if len(_CALLS) > 64:
+        _CALLS.clear()
+    _CALLS[id(context)] = (context.tree, found)
+    return found

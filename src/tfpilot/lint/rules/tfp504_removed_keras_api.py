@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tfpilot.findings import Severity
 from tfpilot.lint.apis import (
@@ -18,10 +19,20 @@ from tfpilot.lint.apis import (
 )
 from tfpilot.lint.bindings import KERAS, UNKNOWN, LoopElement
 from tfpilot.lint.keras3_private import KERAS3_PRIVATE
+from tfpilot.lint.local_modules import imported_project_function
 from tfpilot.lint.nodes import walk_nodes, walk_statements
 from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
-from tfpilot.lint.symbolic import is_symbolic, is_tensorflow_op
+from tfpilot.lint.symbolic import (
+    assume_symbolic,
+    is_symbolic,
+    is_tensorflow_op,
+    passed_argument,
+    symbolic_parameter,
+)
+
+if TYPE_CHECKING:
+    from tfpilot.lint.context import FileContext
 
 # What switches eager execution off for the process, and the Keras model methods that then fail.
 _EAGER_OFF = frozenset({"tensorflow.compat.v1.disable_eager_execution", "tensorflow.compat.v1.disable_v2_behavior"})
@@ -989,6 +1000,7 @@ session = K.get_session()
             return
         op = is_tensorflow_op(node, self.context)
         if op is None:
+            self._check_helper_of_other_module(node)
             return
         arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
         flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
@@ -1003,6 +1015,38 @@ session = K.get_session()
             "(keras.ops.square) or move the computation into a Layer's call()",
         )
 
+    def _check_helper_of_other_module(self, node: ast.Call) -> None:
+        """`x = blocks.conv_bn(x)` while the model is built, where `conv_bn` in another module of the project
+        applies `tf.nn.relu` to its parameter: the op runs on this call's KerasTensor. Reported here, at the
+        call that gives it one (the other module on its own cannot know what its callers pass)."""
+        found = imported_project_function(self.context, node.func)
+        if found is None:
+            return
+        function, other = found
+        arguments = function.args
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        for name in [*positional, *(a.arg for a in arguments.kwonlyargs)]:
+            given = passed_argument(node, positional, name)
+            if given is None or not self._symbolic_argument(given):
+                continue
+            with assume_symbolic(function, name):
+                hit = _op_on_symbolic(function, other)
+            if hit is not None:
+                op, line = hit
+                where = f"{Path(other.path).name}:{line}"
+                self._report_per_file(
+                    "symbolic-op",
+                    node,
+                    f"`{ast.unparse(node.func)}(...)` gives the Keras symbolic tensor `{ast.unparse(given)}` to "
+                    f"`{function.name}` ({where}), whose `{op}(...)` runs on it: Keras 3 raises 'A KerasTensor cannot "
+                    "be used as input to a TensorFlow function'; use keras.ops there or wrap the helper in a Layer",
+                )
+                return
+
+    def _symbolic_argument(self, argument: ast.expr) -> bool:
+        elements = argument.elts if isinstance(argument, (ast.List, ast.Tuple)) else [argument]
+        return any(self._symbolic(element) for element in elements)
+
     def _builds_functional_model(self) -> bool:
         scope = self.context.scope.node
         known = self._functional_scopes.get(id(scope))
@@ -1012,6 +1056,12 @@ session = K.get_session()
             known = isinstance(scope, ast.Module) or any(
                 "Input(" in line for line in self.context.lines[start - 1 : end]
             )
+            if not known and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # a block helper (`def conv_block(x): ...`) that the model-building code calls on its tensors
+                known = any(
+                    symbolic_parameter(a.arg, scope, self.context)
+                    for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)
+                )
             self._functional_scopes[id(scope)] = known
         return known
 
@@ -1029,3 +1079,32 @@ session = K.get_session()
             module = expression(data["module"])
             return node.with_changes(module=module)
         return None
+
+
+def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: FileContext) -> tuple[str, int] | None:
+    """The first TensorFlow op in ``function``'s own body (not its nested functions) that takes a value
+    ``is_symbolic`` proves a KerasTensor there: (its name as written, its line)."""
+    for node in _own_nodes(function):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        op = is_tensorflow_op(node, context)
+        if op is None:
+            continue
+        arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+        if any(is_symbolic(e, context, function) for e in flat):
+            return op, node.lineno
+    return None
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body in source order, its nested functions, classes and lambdas left out."""
+    found: list[ast.AST] = []
+    todo = list(reversed(getattr(function, "body", [])))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found

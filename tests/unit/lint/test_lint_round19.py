@@ -1,0 +1,110 @@
+"""Classes added in the nineteenth session: TensorFlow ops that Keras 3 refuses on KerasTensors when the op sits
+in a block helper the model-building code calls (`def conv_block(x): ... tf.nn.relu(x)`), in the same file or
+in another module of the project (FILM's `util.py` helpers, lint round 17)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tfpilot.lint.engine import lint_source
+
+
+def _codes(source: str, path: str = "case.py") -> set[tuple[str, int]]:
+    return {(f.code, _line(f)) for f in lint_source(textwrap.dedent(source), path=path)}
+
+
+def _line(finding) -> int:  # type: ignore[no-untyped-def]
+    return int(finding.location.split(":")[-2])
+
+
+def test_premise_a_tensorflow_op_in_a_helper_called_on_a_keras_input_raises():
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+
+    def conv_block(x):
+        x = keras.layers.Dense(4)(x)
+        return tf.nn.relu(x)
+
+    with pytest.raises(ValueError, match="KerasTensor cannot be used as input to a TensorFlow function"):
+        conv_block(keras.Input((3,)))
+
+
+BLOCKS = """
+import tensorflow as tf
+from tensorflow import keras
+
+
+def conv_block(x, filters):
+    x = keras.layers.Conv2D(filters, 3, padding="same")(x)
+    return tf.nn.relu(x)
+
+
+def keras_block(x):
+    return keras.layers.ReLU()(x)
+
+
+def helper(t):
+    return tf.nn.relu(t)
+
+
+class Block(keras.layers.Layer):
+    def call(self, x):
+        return helper(x)
+
+
+def build():
+    inputs = keras.Input((32, 32, 3))
+    x = conv_block(inputs, 16)
+    x = keras_block(x)
+    x = Block()(x)
+    x = keras.layers.Lambda(lambda t: helper(t))(x)
+    return keras.Model(inputs, x)
+"""
+
+
+def test_an_op_in_a_helper_of_the_file_is_reported_where_a_caller_gives_it_a_keras_tensor():
+    found = {line for rule, line in _codes(BLOCKS) if rule == "TFP504"}
+    # conv_block's relu; not `helper`, whose callers are a Layer's call and a Lambda (real tensors)
+    assert found == {8}
+
+
+def test_a_helper_called_only_with_real_tensors_is_left_alone():
+    source = """
+    import tensorflow as tf
+
+    def helper(t):
+        return tf.nn.relu(t)
+
+    def step(batch):
+        return helper(tf.constant(batch))
+
+    inputs = tf.keras.Input((3,))
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(inputs))
+    """
+    assert not {line for rule, line in _codes(source) if rule == "TFP504"}
+
+
+def test_a_helper_of_another_module_is_reported_at_the_call_that_gives_it_a_keras_tensor(tmp_path: Path):
+    package = tmp_path / "models"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "util.py").write_text(
+        "import tensorflow as tf\n\n\ndef concat_all(xs):\n    return tf.concat(xs, axis=-1)\n\n\n"
+        "def scale(x, k):\n    return tf.keras.layers.Rescaling(k)(x)\n"
+    )
+    model = package / "net.py"
+    source = (
+        "import tensorflow as tf\nfrom . import util\nfrom .util import concat_all\n\n\n"
+        "def build():\n    a = tf.keras.Input((8,))\n    b = util.scale(a, 2.0)\n"
+        "    c = concat_all([a, b])\n    return tf.keras.Model(a, c)\n"
+    )
+    model.write_text(source)
+    findings = [f for f in lint_source(source, path=str(model)) if f.code == "TFP504"]
+    assert [_line(f) for f in findings] == [9]  # concat_all's tf.concat; util.scale uses a Keras layer
+    assert "util.py:5" in findings[0].message
+    relative = source.replace("from .util import concat_all\n", "").replace("concat_all(", "util.concat_all(")
+    model.write_text(relative)
+    assert [_line(f) for f in lint_source(relative, path=str(model)) if f.code == "TFP504"] == [8]
