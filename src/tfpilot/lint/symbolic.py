@@ -240,11 +240,7 @@ def _calls_of(context: FileContext) -> dict[str, list[tuple[ast.Call, ast.AST]]]
             walk(child, scope)
 
     walk(context.tree, context.tree)
-    top = {
-        s.name
-        for s in context.tree.body  # type: ignore[attr-defined]
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    top = {s.name for s in context.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found = {name: sites for name, sites in calls.items() if name in top and defined.get(name) == 1}
     if len(_CALLS) > 64:
         _CALLS.clear()

@@ -86,7 +86,7 @@ MODES = ("compat", "native")
 
 # In compat mode these findings describe TF1 code that now runs on tf.compat.v1 by design: a
 # port to TF2 idioms, not something that stops the file.
-_KEPT_ON_COMPAT = frozenset({"TFP601", "TFP602", "TFP603", "TFP607", "TFP608", "TFP609", "TFP610"})
+_KEPT_ON_COMPAT = frozenset({"TFP601", "TFP602", "TFP603", "TFP607", "TFP608", "TFP610"})
 # tf_upgrade_v2 files these as INFO although it asks a person to look.
 _MANUAL_CHECK_RE = re.compile(r"requires manual check|please check this transformation|manually", re.IGNORECASE)
 _UNCONVERTED_RE = re.compile(r"Using member (\S+) in deprecated module")

@@ -46,12 +46,12 @@ COMPAT_TF1 = PLAIN_TF1.replace(
 def test_tf1_rules_claim_a_defect_for_the_removed_spelling():
     assert lines(PLAIN_TF1, "TFP601", "error") == [4]
     assert lines(PLAIN_TF1, "TFP602", "error") == [3, 5]
-    assert lines(PLAIN_TF1, "TFP610") == [6] and lines(PLAIN_TF1, "TFP609") == [7] and lines(PLAIN_TF1, "TFP603") == [8]
+    assert lines(PLAIN_TF1, "TFP610") == [6] and lines(PLAIN_TF1, "TFP614") == [7] and lines(PLAIN_TF1, "TFP603") == [8]
     assert found(PLAIN_TF1, "TFP607") == []
 
 
 def test_tf1_rules_leave_compat_v1_to_one_info_note_per_file():
-    for code in ("TFP601", "TFP602", "TFP603", "TFP609", "TFP610"):
+    for code in ("TFP601", "TFP602", "TFP603", "TFP610", "TFP614"):
         assert found(COMPAT_TF1, code) == [], code
     ((line, severity, message),) = found(COMPAT_TF1, "TFP607")
     assert (line, severity) == (1, "info")

@@ -6,14 +6,17 @@ import ast
 import re
 
 from tfpilot.findings import Severity
-from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, plain_tf1_match, tf1_name, via_compat_v1
+from tfpilot.lint.apis import TF1_COVERED, TF1_MODE_SWITCHES, TF1_TRAINING, plain_tf1_match, tf1_name, via_compat_v1
 from tfpilot.lint.context import FileContext
 from tfpilot.lint.patterns import catches_missing_api, under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.tf1_names import IN_COMPAT_V2, REMOVED, REMOVED_DATASET_METHODS, REMOVED_KEYWORDS, removed_match
 
-# Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf.
-_OWNED = TF1_COVERED - TF1_MODE_SWITCHES
+# Names a more specific TF1 rule reports (TFP601-TFP613); the mode switches have none under plain tf. The TF1
+# training API (optimizers, initializers, collections) is this rule's: under plain `tf` its names are gone like any
+# other (a rule of its own, TFP609, called them "graph-mode API" as a note; round 18 read each one as the line the
+# script stops at, which it is).
+_OWNED = TF1_COVERED - TF1_MODE_SWITCHES - TF1_TRAINING
 _OWNED_LINES = _OWNED | {"contrib"}
 # Functions with a TF1 keyword TF 2.x refuses, by their last name (the calls visit_Call is asked about).
 _KEYWORD_CALLS = frozenset(name.rsplit(".", 1)[-1] for name in REMOVED_KEYWORDS)
@@ -65,7 +68,32 @@ _REMOVED_STRATEGY_METHODS: dict[str, tuple[str, str]] = {
 }
 
 
+def _training_advice(name: str) -> str | None:
+    """What replaces a TF1 training name (an optimizer, an initializer, a graph collection) in TF2 code."""
+    if name.startswith("train.") and name.endswith("Optimizer"):
+        keras_name = name[len("train.") : -len("Optimizer")] or "Optimizer"
+        keras_name = {"GradientDescent": "SGD", "Momentum": "SGD(momentum=...)"}.get(keras_name, keras_name)
+        defaults = " (TF1's Adam epsilon was 1e-8, Keras' is 1e-7)" if keras_name == "Adam" else ""
+        return (
+            f"use `keras.optimizers.{keras_name}` with tf.GradientTape or model.fit{defaults}, "
+            f"or `tf.compat.v1.{name}` in a TF1 graph"
+        )
+    if name == "reset_default_graph":
+        return "TF2 has no default graph to reset: drop it (`keras.backend.clear_session()` resets Keras' state)"
+    if "initializer" in name or name == "initialize_all_variables":
+        return "TF2 variables initialise when they are created: drop it (tf.compat.v1 keeps it for TF1 graphs)"
+    if name.split(".")[0] in {"trainable_variables", "global_variables", "get_collection", "GraphKeys"}:
+        return (
+            "TF2 has no graph collections: take `model.trainable_variables` (or the tf.Module's); "
+            f"`tf.compat.v1.{name}` in a TF1 graph"
+        )
+    return None
+
+
 def _advice(name: str) -> str:
+    training = _training_advice(name) if plain_tf1_match("tensorflow." + name, TF1_TRAINING) else None
+    if training is not None:
+        return training
     short = _KERAS_FUNCTIONS.get(name)
     if short is not None:
         function = name.split(".", 1)[1]
