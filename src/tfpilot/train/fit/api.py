@@ -46,6 +46,7 @@ from tfpilot.train.fit.guarded_step import (
     GuardedStep,
     applied_steps,
     defines_call,
+    host_state_kept,
     model_optimizers,
     overrides_train_step,
     states_kept,
@@ -512,66 +513,70 @@ def fit(
     if history_rows and any(k.startswith("val_") for k in history_rows[-1]):
         metrics["validation"] = {k[4:]: v for k, v in history_rows[-1].items() if k.startswith("val_")}
     atomic_write_json(run.metrics_path, metrics)
-    saved = save_model(model, run)
-    if saved is not None:
-        findings.append(saved)
-    held_out = validation_data
-    if held_out is None and validation_split and not isinstance(x, tf.data.Dataset):
-        try:
-            held_out = validation_split_of((x, y, sample_weight), validation_split)
-        except (ValueError, TypeError):
-            held_out = None  # Keras refused the split itself; fit raised already
-    kept_validation = _validation_dataset(held_out, validation_batch_size or batch_size)
-    if kept_validation is not None and validation_steps:
-        # fit validated on `validation_steps` batches; a repeated dataset has no end to save up to
-        kept_validation = kept_validation.take(validation_steps)
-    validation_kept = False
-    if kept_validation is not None and save_validation_data:
-        validation = kept_validation
+    # What tfpilot does with the trained model from here (save and reload it, sample and verify the serving
+    # rows) leaves the process as model.fit leaves it: the random state (NumPy's and Python's, which ops that
+    # draw their seed when traced consume, and the layers' seed generators) and the layers' states.
+    with host_state_kept(model):
+        saved = save_model(model, run)
+        if saved is not None:
+            findings.append(saved)
+        held_out = validation_data
+        if held_out is None and validation_split and not isinstance(x, tf.data.Dataset):
+            try:
+                held_out = validation_split_of((x, y, sample_weight), validation_split)
+            except (ValueError, TypeError):
+                held_out = None  # Keras refused the split itself; fit raised already
+        kept_validation = _validation_dataset(held_out, validation_batch_size or batch_size)
+        if kept_validation is not None and validation_steps:
+            # fit validated on `validation_steps` batches; a repeated dataset has no end to save up to
+            kept_validation = kept_validation.take(validation_steps)
+        validation_kept = False
+        if kept_validation is not None and save_validation_data:
+            validation = kept_validation
 
-        def keep_validation() -> bool:
-            save_validation(run, validation)
-            return True
+            def keep_validation() -> bool:
+                save_validation(run, validation)
+                return True
 
-        validation_kept = bool(
-            _after_training(
-                "fit/validation/ (the validation batches `tfpilot evaluate` reads)", run, findings, keep_validation
+            validation_kept = bool(
+                _after_training(
+                    "fit/validation/ (the validation batches `tfpilot evaluate` reads)", run, findings, keep_validation
+                )
             )
-        )
-    elif run.fit_validation_path.exists():
-        shutil.rmtree(run.fit_validation_path)
-    features = None
-    if defines_call(model):
-        features, fixed_batch = _after_training(
-            "the sample rows that type and verify the serving signature",
-            run,
-            findings,
-            lambda: _sample_features(model, traced_spec, x, memo, batch_size=batch_size),
-        ) or (None, None)
-        if fixed_batch is not None:
-            findings.append(fixed_batch)
-    else:
-        findings.append(_no_forward_pass(model, run))
-    if features is not None:
-
-        def write_serving_files() -> bool:
-            save_sample(run, model=model, features=features)
-            write_spec(
+        elif run.fit_validation_path.exists():
+            shutil.rmtree(run.fit_validation_path)
+        features = None
+        if defines_call(model):
+            features, fixed_batch = _after_training(
+                "the sample rows that type and verify the serving signature",
                 run,
-                model=model,
-                features=features,
-                shapes=_serving_shapes(model, features, traced_spec),
-                has_validation=validation_kept,
-                batch_size=batch_size,
-            )
-            return True
+                findings,
+                lambda: _sample_features(model, traced_spec, x, memo, batch_size=batch_size),
+            ) or (None, None)
+            if fixed_batch is not None:
+                findings.append(fixed_batch)
+        else:
+            findings.append(_no_forward_pass(model, run))
+        if features is not None:
 
-        if not _after_training("fit/spec.json and fit/sample_features.npz", run, findings, write_serving_files):
-            features = None
-    shutil.rmtree(run.fit_saved_model_path, ignore_errors=True)
-    if saved is not None and features is not None:
-        findings.remove(saved)
-        findings.append(_serve_live_model(model, run, saved))
+            def write_serving_files() -> bool:
+                save_sample(run, model=model, features=features)
+                write_spec(
+                    run,
+                    model=model,
+                    features=features,
+                    shapes=_serving_shapes(model, features, traced_spec),
+                    has_validation=validation_kept,
+                    batch_size=batch_size,
+                )
+                return True
+
+            if not _after_training("fit/spec.json and fit/sample_features.npz", run, findings, write_serving_files):
+                features = None
+        shutil.rmtree(run.fit_saved_model_path, ignore_errors=True)
+        if saved is not None and features is not None:
+            findings.remove(saved)
+            findings.append(_serve_live_model(model, run, saved))
     write_findings(run.findings_path, findings, append=True)
     return FitResult(
         history=history_rows,

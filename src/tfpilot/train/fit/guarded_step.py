@@ -36,10 +36,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfpilot import _tf_private
@@ -67,6 +69,12 @@ def applied_steps(model: keras.Model) -> int:
     (a GAN's compile() leaves model.optimizer unused and steps d_optimizer and g_optimizer)."""
     counts = [int(keras.ops.convert_to_numpy(optimizer.iterations)) for optimizer in model_optimizers(model)]
     return max(counts, default=0)
+
+
+def _variable_count(model: keras.Model) -> int:
+    """How many variables the model and its compiled metrics hold: the first trace creates the compiled loss
+    tracker and metrics (as under model.fit), and the state is read again at the trace after it."""
+    return len(model.variables) + len(model.metrics_variables)
 
 
 def _state_of_trainable_layers(model: keras.Model) -> list[tf.Variable]:
@@ -122,6 +130,30 @@ def states_kept(model: keras.Model) -> Iterator[None]:
     finally:
         for variable, value in zip(variables, saved, strict=True):
             variable.assign(value)
+
+
+@contextlib.contextmanager
+def host_state_kept(model: keras.Model) -> Iterator[None]:
+    """states_kept, and what else calling the model may advance: NumPy's and Python's global random state
+    (tf.keras.backend.random_normal and other ops take a seed from np.random when traced, so one extra trace
+    gives the user's next predict another draw than after model.fit) and the layers' seed generators (a
+    sampling layer's `keras.random.normal(seed=self.seed_generator)` advances its state at every call)."""
+    generators = [
+        generator.state
+        for layer in _tf_private.flatten_layers(model, include_self=True)
+        for generator in getattr(layer, "_seed_generators", ()) or ()
+        if getattr(generator, "state", None) is not None
+    ]
+    saved = [tf.identity(state.value) for state in generators]
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    try:
+        with states_kept(model):
+            yield
+    finally:
+        np.random.set_state(numpy_state)
+        random.setstate(python_state)
+        for state, value in zip(generators, saved, strict=True):
+            state.assign(value)
 
 
 def _all_finite(values: Any) -> tf.Tensor:
@@ -261,7 +293,7 @@ class GuardedStep:
         self.optimizers = [o for o in model_optimizers(model) if not isinstance(o, keras.optimizers.LossScaleOptimizer)]
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
-        self._variables_seen = 0  # len(model.variables) when `state` was read
+        self._variables_seen = 0  # _variable_count(model) when `state` was read
         self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfpilot_guard_steps")
         # Steps that trained (not skipped). Not an optimizer's iterations: a step may apply one
         # optimizer several times (WGAN-GP's critic: 3 updates per batch) or none.
@@ -321,9 +353,12 @@ class GuardedStep:
             if trainable_variables is not None:
                 trainable_variables = list(trainable_variables)
             if not optimizer.built:
-                # Building creates variables, which a cond branch may not; outside the trace, so that
-                # the trace creates none and tf.function need not trace the step a second time.
-                outside_the_trace(lambda: optimizer.build(trainable_variables))
+                # Building creates variables, which a cond branch may not: here, before the cond, in the
+                # trace, where model.fit's optimizer.apply builds them. tf.function then traces the step a
+                # second time, as under model.fit, and that is part of the model's computation: an op that
+                # draws its seed when traced (tf.keras.backend.random_normal takes np.random.randint) gets
+                # the second trace's seed under both (a VAE's sampling noise, fit round 17).
+                optimizer.build(trainable_variables)
             if self._unguarded:
                 original(grads, trainable_variables)
                 return
@@ -436,7 +471,7 @@ class GuardedStep:
     def _prepare(self, data: Any) -> None:
         """At the first trace: build the model and its compile state where Keras' fit would, and
         find the small state a bad step puts back."""
-        if self.state is not None and self._variables_seen == len(self.model.variables):
+        if self.state is not None and self._variables_seen == _variable_count(self.model):
             return
         compiled = getattr(self.model, "compiled", False)
         if not self.model.built and overrides_train_step(self.model):
@@ -446,6 +481,16 @@ class GuardedStep:
             # fails), and its serving signature would follow them. model.fit on one device never builds it
             # symbolically either: the step's first call does, during this trace; the state is read again
             # at the next trace, once the variables exist.
+            pass
+        elif getattr(self.model, "_distribute_strategy", None) is None:
+            # model.fit on one device (no strategy set) never builds symbolically either: "defer building to
+            # when the train function gets traced" (keras/src/backend/tensorflow/trainer.py,
+            # _maybe_symbolic_build). Its first trace builds the model, the compiled loss and metrics and the
+            # optimizer, creating variables, so tf.function traces the step again, and the state is read again
+            # at that trace. Built symbolically, a metric whose update_state is a tf.function with a loop over
+            # the batch broke (fit round 17's KS metric: a tensor of the loop's cond read outside it), and the
+            # step was traced once where fit traces it twice (an op that draws its seed when traced then got
+            # another seed than under fit).
             pass
         elif compiled and defines_call(self.model) and not (self.model.built and _compile_state_built(self.model)):
             # A model without call() (a GAN driving its sub-models from train_step) has no
@@ -470,7 +515,7 @@ class GuardedStep:
                 # the next trace, once the variables exist (tf.function traces again after creating them).
                 pass
         self.state = _state_of_trainable_layers(self.model)
-        self._variables_seen = len(self.model.variables)
+        self._variables_seen = _variable_count(self.model)
 
     def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
         """The step without the guard's conds: every update applies, and the step returns (logs,
