@@ -36,7 +36,7 @@ from tfpilot.lint.discovery import DEFAULT_EXCLUDED_DIRS
 from tfpilot.lint.engine import check_source, read_source, select_rules
 from tfpilot.lint.fixer import fix_source
 from tfpilot.lint.rules import rule_by_code
-from tfpilot.migrate.compat import SHIM_MODULE, render_shim_module
+from tfpilot.migrate.compat import SHIM_MODULE, render_shim_module, unmarked
 from tfpilot.migrate.pre_upgrade import prepare
 
 __all__ = [
@@ -233,7 +233,7 @@ def _upgrade_file(
         match = _LOG_RE.match(raw.strip())
         if match is None:
             continue
-        line, column, level, message = int(match[1]), int(match[2]), match[3], match[4]
+        line, column, level, message = int(match[1]), int(match[2]), match[3], unmarked(match[4])
         item = MigrationItem(relative, line, column + 1, "tf_upgrade_v2", level, message)
         # Its INFO lines include "requires manual check" notes: those are for a person, not done.
         if level == "INFO" and not _MANUAL_CHECK_RE.search(message):
@@ -309,6 +309,13 @@ def _tree_imports(pairs: list[tuple[Path, Path]]) -> tuple[frozenset[str], froze
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.append(node.module + ".")  # `from model import x`: model is a package or a module
+            elif isinstance(node, ast.ImportFrom) and node.level and len(relative.parts) >= node.level:
+                # `from .cifar import x` in data_providers/utils.py: data_providers.cifar (a module or a package)
+                package = list(relative.parts[: len(relative.parts) - node.level])
+                if node.module:
+                    modules.append(".".join([*package, node.module]) + ".")
+                else:
+                    modules.extend(".".join([*package, alias.name]) + "." for alias in node.names)
             for module in modules:
                 parts = module.rstrip(".").split(".")
                 keep = len(parts) if module.endswith(".") else len(parts) - 1
@@ -363,6 +370,7 @@ def _migrate_file(
     rules: Any,
     local_modules: frozenset[str],
     nearby_modules: dict[str, str] | None = None,
+    imported: bool = False,
 ) -> _FileResult:
     """tf_upgrade_v2's output -> the final text, what was rewritten, what needs a person, the status."""
     from tfpilot.migrate.compat import rewrite_compat, shim_line_range
@@ -443,7 +451,9 @@ def _migrate_file(
         compat = rewrite_compat(text)
         text = compat.source
         helpers = compat.helpers
-        rewritten += [MigrationItem(name, c.line, c.column, "tfpilot", "compat", c.message) for c in compat.changes]
+        rewritten += [
+            MigrationItem(name, c.line, c.column, "tfpilot", "compat", unmarked(c.message)) for c in compat.changes
+        ]
         attention += [
             MigrationItem(
                 name,
@@ -490,7 +500,9 @@ def _migrate_file(
             changes_program=(violation.severity or (rule.severity if rule else None)) == Severity.ERROR,
         )
         (kept if violation.code in _KEPT_ON_COMPAT else attention).append(item)
-    blockers = check_runs(text, local_modules=local_modules, skip_lines=shim, nearby_modules=nearby_modules or {})
+    blockers = check_runs(
+        text, local_modules=local_modules, skip_lines=shim, nearby_modules=nearby_modules or {}, imported=imported
+    )
     attention += [
         MigrationItem(
             name,
@@ -591,6 +603,7 @@ def migrate(
                     rules=rules,
                     local_modules=local_modules,
                     nearby_modules=nearby_modules,
+                    imported=relative.with_suffix("").as_posix() in imported_packages,
                 )
             except Exception as error:  # one file that breaks a rewrite must not stop the tree
                 result = _unmigrated(text, name, error)

@@ -34,6 +34,7 @@ from tfpilot.lint.numpy_removed import NUMPY_REMOVED
 from tfpilot.tf_version import decide_version_test, installed_tensorflow
 
 __all__ = [
+    "CONTRIB_INITIALIZERS",
     "REMOVED_APIS",
     "SHIM_MODULE",
     "SHIMS_VERSION",
@@ -47,6 +48,7 @@ __all__ = [
     "SHIM_END",
     "rewrite_compat",
     "shim_line_range",
+    "unmarked",
     "import_bindings",
     "qualified_name",
     "dotted_name",
@@ -288,6 +290,21 @@ class RemovedApi:
     how: str  # "rename" (a TF 2.21 home), "helper" (tf1_compat_shims.py) or "rewrite" (an expression)
 
 
+# contrib initializers tf_upgrade_v2 turns into Keras' VarianceScaling, whose truncated normal divides by 0.8796
+# where contrib multiplied 1.3 into the variance (weights 0.3% apart: a program seeded to the bit drifts, migrate
+# round 16's DenseNet). pre_upgrade renames them to names tf_upgrade_v2 does not know, which the table
+# below sends to contrib's own initializer.
+CONTRIB_INITIALIZERS = {
+    name: "tfpilot_contrib_" + name
+    for name in ("variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d")
+}
+
+
+def unmarked(message: str) -> str:
+    """A report line names the initializer as the TF1 source spells it, not as pre_upgrade renamed it."""
+    return message.replace("tfpilot_contrib_", "")
+
+
 REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.tensorboard.plugins.projector", "tensorboard.plugins.projector", "rename"),
     RemovedApi("tensorflow.flags", "tensorflow.compat.v1.flags", "rename"),
@@ -389,6 +406,15 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.layers.linear", "_tf1_contrib.linear", "helper"),
     RemovedApi("tensorflow.contrib.layers.bias_add", "_tf1_contrib.bias_add", "helper"),
     RemovedApi("tensorflow.contrib.layers.xavier_initializer", "_tf1_contrib.xavier_initializer", "helper"),
+    RemovedApi(
+        "tensorflow.contrib.layers.variance_scaling_initializer", "_tf1_contrib.variance_scaling_initializer", "helper"
+    ),
+    RemovedApi("tensorflow.contrib.layers.xavier_initializer_conv2d", "_tf1_contrib.xavier_initializer", "helper"),
+    # the same three under the names pre_upgrade gives them, so that tf_upgrade_v2 leaves them to this table
+    *(
+        RemovedApi(f"tensorflow.contrib.layers.{marked}", f"_tf1_contrib.{name.replace('_conv2d', '')}", "helper")
+        for name, marked in CONTRIB_INITIALIZERS.items()
+    ),
     RemovedApi("tensorflow.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.compat.v1.nn.rnn_cell", "_tf1_rnn", "helper"),
     RemovedApi("tensorflow.estimator", "_tf1_estimator", "helper"),
@@ -1131,6 +1157,16 @@ class _Rewriter(cst.CSTTransformer):
                 "variance_scaling_initializer",
                 "TF1's initializer, seeded by the graph's seed as contrib's was; the Keras 3 class it names ignores "
                 "tf.set_random_seed",
+            )
+        if qualified == "tensorflow.image.resize":
+            # tf_upgrade_v2 writes TF2's resize for tf.image.resize_images, and TF 1.x's own tf.image.resize was
+            # resize_images too; TF2's samples at half-pixel centers, which moves every resized pixel (up to 0.8
+            # of a step on a ramp): a segmentation model's first loss differed (round 16's FC-DenseNet).
+            return self._v1_in_graph(
+                original,
+                updated,
+                "image.resize",
+                "TF1's resize_images, without TF2's half-pixel centers (tf.compat.v1.image.resize is resize_images)",
             )
         if qualified in ("tensorflow.keras.regularizers.l2", "tensorflow.keras.regularizers.l1"):
             return self._contrib_regularizer(original, updated, qualified.rpartition(".")[2])

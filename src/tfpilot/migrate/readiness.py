@@ -223,6 +223,7 @@ def check_runs(
     local_modules: Iterable[str] = (),
     skip_lines: range = range(0),
     nearby_modules: Mapping[str, str] = {},
+    imported: bool = False,
 ) -> list[Blocker]:
     """What stops ``source`` from starting on the installed TensorFlow (empty: expected to run).
 
@@ -237,15 +238,24 @@ def check_runs(
     blockers: list[Blocker] = []
     bindings: dict[str, str] = {}
     lazy = _function_body_lines(tree)
+    guarded = _guarded_import_lines(tree)
+    if imported:
+        # Another file of SRC imports this one: its `if __name__ == "__main__":` block (a module's own sanity
+        # check that plots with matplotlib, say) runs only when someone runs the module as a script.
+        lazy |= _main_block_lines(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bindings[alias.asname or alias.name.split(".")[0]] = (
                     alias.name if alias.asname else alias.name.split(".")[0]
                 )
+                if node.lineno in guarded and alias.name.split(".")[0] not in _TENSORFLOW_FAMILY:
+                    continue  # `try: import cv2 except ImportError: cv2 = None`: the program runs on without it
                 if not _module_exists(alias.name, local):
                     blockers.append(_missing_module(node, alias.name, nearby_modules, node.lineno in lazy))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.lineno in guarded and node.module.split(".")[0] not in _TENSORFLOW_FAMILY:
+                continue
             if not _module_exists(node.module, local):
                 blockers.append(_missing_module(node, node.module, nearby_modules, node.lineno in lazy))
                 continue
@@ -312,6 +322,40 @@ def check_runs(
     return sorted(blockers, key=lambda blocker: (blocker.line, blocker.column))
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _guarded_import_lines(tree: ast.AST) -> set[int]:
+    """Lines of imports in the body of a `try` that catches ImportError (or a bare / broader except): a
+    missing optional package is what the handler is for."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught: set[str] = set()
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught.update(
+                "BaseException" if kind is None else (_dotted(kind) or "").rpartition(".")[2] for kind in kinds
+            )
+        if not caught & _IMPORT_ERRORS:
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                lines.add(statement.lineno)
+    return lines
+
+
+def _main_block_lines(tree: ast.AST) -> set[int]:
+    """Lines of the module's `if __name__ == "__main__":` blocks."""
+    lines: set[int] = set()
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.If) and _is_main_guard(node.test):
+            for statement in node.body:
+                lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return lines
+
+
 def _function_body_lines(tree: ast.AST) -> set[int]:
     """Lines inside function bodies: an import there runs only when the function is called."""
     lines: set[int] = set()
@@ -340,7 +384,7 @@ def _missing_module(node: ast.stmt, module: str, nearby_modules: Mapping[str, st
         node.lineno,
         node.col_offset + 1,
         f"`{top}` is neither a file in SRC (`{top}.py` or a `{top}/` package) nor an installed package"
-        + (" (imported inside a function)" if lazy else ""),
+        + (" (imported inside a function or the main block of a module SRC imports)" if lazy else ""),
         f"if `{top}` is one of your modules, add {top}.py to SRC and migrate again; if it is a third-party "
         "package, install it",
         in_branch=lazy,

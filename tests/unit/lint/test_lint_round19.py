@@ -108,3 +108,43 @@ def test_a_helper_of_another_module_is_reported_at_the_call_that_gives_it_a_kera
     relative = source.replace("from .util import concat_all\n", "").replace("concat_all(", "util.concat_all(")
     model.write_text(relative)
     assert [_line(f) for f in lint_source(relative, path=str(model)) if f.code == "TFP504"] == [8]
+
+
+def test_a_refused_keyword_is_reported_on_its_own_line_in_a_call_over_many_lines():
+    # round 18: `fit(..., workers=...)` and `BatchNormalization(..., fused=False)` pointed at the call's first line
+    source = """
+    import tensorflow as tf
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    norm = tf.keras.layers.BatchNormalization(
+        momentum=0.9,
+        fused=False,
+    )
+    model.fit(
+        x,
+        epochs=3,
+        workers=4,
+    )
+    total = tf.reduce_sum(
+        x,
+        keep_dims=True,
+    )
+    """
+    codes = _codes(source)
+    assert ("TFP504", 7) in codes and ("TFP504", 12) in codes and ("TFP614", 16) in codes
+    assert ("TFP504", 5) not in codes and ("TFP504", 9) not in codes
+
+
+def test_the_tf1_training_api_under_plain_tf_is_a_removed_name_with_advice_of_its_own():
+    source = """
+    import tensorflow as tf
+
+    tf.reset_default_graph()
+    opt = tf.train.AdamOptimizer(1e-3)
+    init = tf.global_variables_initializer()
+    """
+    findings = {_line(f): f for f in lint_source(textwrap.dedent(source)) if f.code == "TFP614"}
+    assert sorted(findings) == [4, 5, 6]
+    assert "keras.optimizers.Adam" in findings[5].message and "1e-8" in findings[5].message
+    assert "initialise when they are created" in findings[6].message
+    assert "TFP609" not in {f.code for f in lint_source(textwrap.dedent(source))}

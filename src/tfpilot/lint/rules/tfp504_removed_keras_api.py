@@ -607,7 +607,7 @@ session = K.get_session()
                 found = next((k for k in node.keywords if k.arg == name), None)
                 if found is not None:
                     self.report(
-                        node,
+                        found,  # the keyword: in a call over many lines, the line to change
                         f"`{func.attr}({name}=...)` was removed in Keras 3 (TypeError: unexpected keyword "
                         "argument): pass workers / use_multiprocessing / max_queue_size to a "
                         "keras.utils.PyDataset instead, or drop them",
@@ -855,7 +855,7 @@ session = K.get_session()
             return False  # the common case: no qualified name to resolve
         removed = self._removed_keyword(node)
         if removed is not None:
-            self.report(node, removed)
+            self.report(removed[1], removed[0])  # at the keyword: in a call over many lines, the line to change
         return removed is not None
 
     def _reduction_auto(self, value: ast.AST | None) -> bool:
@@ -888,7 +888,7 @@ session = K.get_session()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _removed_keyword(self, node: ast.Call) -> str | None:
+    def _removed_keyword(self, node: ast.Call) -> tuple[str, ast.keyword] | None:
         """A keyword a Keras 2 constructor took and Keras 3's refuses (TypeError when the object
         is made): ``ModelCheckpoint(period=5)`` (premise test)."""
         found = keras_name(self.context.qualname(node.func) or "")
@@ -904,7 +904,8 @@ session = K.get_session()
                 error = (
                     "ValueError: Unrecognized keyword arguments" if layer else "TypeError: unexpected keyword argument"
                 )
-                return f"`{found[1].rpartition('.')[2]}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` ({error}); {hint}"
+                name = found[1].rpartition(".")[2]
+                return f"`{name}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` ({error}); {hint}", keyword
         return None
 
     def _positional_layer_init(self, node: ast.Call) -> bool:

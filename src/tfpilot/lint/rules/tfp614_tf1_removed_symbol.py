@@ -392,10 +392,11 @@ from tensorflow import gfile
         gone = REMOVED_KEYWORDS.get(name or "")
         if not gone:
             return
-        refused = next((keyword.arg for keyword in node.keywords if keyword.arg in gone), None)
-        if refused is not None and not self._guarded(name or ""):
+        keyword = next((keyword for keyword in node.keywords if keyword.arg in gone), None)
+        if keyword is not None and keyword.arg is not None and not self._guarded(name or ""):
+            refused = keyword.arg
             new = gone[refused]
             advice = f"TF 2.x renamed it `{new}=`" if new else "TF 2.x removed it: drop it"
             self._report_once(
-                node, f"`tf.{name}({refused}=...)` raises TypeError (unexpected keyword argument): {advice}"
+                keyword, f"`tf.{name}({refused}=...)` raises TypeError (unexpected keyword argument): {advice}"
             )
