@@ -22,6 +22,7 @@ __all__ = [
     "imported_function",
     "imported_project_function",
     "sibling_metric_defines",
+    "sibling_mentions",
     "star_exports",
 ]
 
@@ -205,3 +206,24 @@ def _sibling_metric_methods(folder: str) -> frozenset[str]:
             if isinstance(node, ast.ClassDef) and any("Metric" in ast.unparse(base) for base in node.bases):
                 names.update(item.name for item in node.body if isinstance(item, ast.FunctionDef))
     return frozenset(names)
+
+
+def sibling_mentions(path: str, word: str) -> bool:
+    """Whether another module in the folder of ``path`` contains ``word`` (read as text, never imported; asked
+    rarely - a TF1 batch norm in a file without UPDATE_OPS - so not cached)."""
+    if not Path(path).is_file():
+        return False
+    here = Path(path).resolve()
+    return any(other != here and word in text for other, text in _sibling_texts(str(here.parent)))
+
+
+def _sibling_texts(folder: str) -> tuple[tuple[Path, str], ...]:
+    found: list[tuple[Path, str]] = []
+    for count, file in enumerate(sorted(Path(folder).glob("*.py"))):
+        if count >= _MAX_SIBLINGS:
+            break
+        try:
+            found.append((file.resolve(), file.read_bytes()[:_MAX_BYTES].decode("utf-8", errors="replace")))
+        except OSError:
+            continue
+    return tuple(found)

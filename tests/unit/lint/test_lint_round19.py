@@ -148,3 +148,19 @@ def test_the_tf1_training_api_under_plain_tf_is_a_removed_name_with_advice_of_it
     assert "keras.optimizers.Adam" in findings[5].message and "1e-8" in findings[5].message
     assert "initialise when they are created" in findings[6].message
     assert "TFP609" not in {f.code for f in lint_source(textwrap.dedent(source))}
+
+
+def test_batch_norm_in_a_model_module_is_left_to_the_training_module_beside_it_that_depends_on_update_ops(
+    tmp_path: Path,
+):
+    model = "import tensorflow as tf\n\n\ndef net(x, training):\n    return tf.layers.batch_normalization(x, training=training)\n"
+    (tmp_path / "resnet.py").write_text(model)
+    assert ("TFP605", 5) in _codes(model, path=str(tmp_path / "resnet.py"))  # nothing runs its updates yet
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\nwith tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):\n"
+        "    op = opt.minimize(loss)\n"
+    )
+    assert ("TFP605", 5) not in _codes(model, path=str(tmp_path / "resnet.py"))
+    # a file that builds its own train op without the dependency is still reported
+    trains = model + "\nop = tf.train.AdamOptimizer().minimize(loss)\n"
+    assert ("TFP605", 5) in _codes(trains, path=str(tmp_path / "resnet.py"))
