@@ -107,3 +107,39 @@ def test_an_export_is_held_to_a_few_times_the_models_own_eager_to_traced_spread(
     assert not widened.excess(np.array([7.44 + 1e-2]), np.array([7.44]))[1]  # a wrong graph does not
     assert "eager/traced spread 8.0e-05" in widened.describe()
     assert base.widened_by(float("nan")) is base
+
+
+class Ascent(keras.Model):
+    """A sharpness-aware step: move the weights up the gradient, take the gradient there, move them back and
+    apply it. The first move writes the weights outside the optimizer."""
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+        grads = tape.gradient(loss, self.trainable_variables)
+        moves = [0.05 * g for g in grads]
+        for variable, move in zip(self.trainable_variables, moves, strict=True):
+            variable.assign_add(move)
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+        grads = tape.gradient(loss, self.trainable_variables)
+        for variable, move in zip(self.trainable_variables, moves, strict=True):
+            variable.assign_sub(move)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+        return {"loss": loss}
+
+
+def test_a_bad_batch_leaves_the_weights_a_train_step_writes_itself_as_they_were(tmp_path):
+    keras.utils.set_random_seed(2)
+    inputs = keras.Input((4,))
+    model = Ascent(inputs, keras.layers.Dense(1)(keras.layers.Dense(6, activation="relu")(inputs)))
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = _data()
+    x[5, 1] = np.nan
+    result = tfpilot.fit(
+        model, x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, name="ascent", runs_dir=tmp_path,
+        nan_policy="skip_batch",
+    )  # fmt: skip
+    assert "TRAIN-SKIPPED-BATCHES" in [f.code for f in result.findings]
+    assert all(np.isfinite(np.asarray(v)).all() for v in model.variables)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import inspect
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -515,6 +516,12 @@ class GuardedStep:
                 # the next trace, once the variables exist (tf.function traces again after creating them).
                 pass
         self.state = _state_of_trainable_layers(self.model)
+        if _step_assigns_variables(self.model):
+            # Its own train_step writes weights itself, outside the optimizer the guard holds back (SAM's
+            # ascent step `w.assign_add(e_w)`, a WGAN critic's clipping): a bad batch's NaN reaches them
+            # before any update is refused, so the step's start values go back with the rest.
+            known = {id(v) for v in self.state}
+            self.state += [v for v in self.model.trainable_variables if id(v) not in known]
         self._variables_seen = _variable_count(self.model)
 
     def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
@@ -606,6 +613,17 @@ class GuardedStep:
         start, self._read_total = self._read_total, total
         indices = [int(ring[i % self.RING]) if total - i <= self.RING else -1 for i in range(start, total)]
         return int(steps), indices, halted
+
+
+def _step_assigns_variables(model: keras.Model) -> bool:
+    """Whether the model's own train_step (its source, as written) assigns variables itself."""
+    if not overrides_train_step(model):
+        return False
+    try:
+        source = inspect.getsource(type(model).train_step)
+    except (OSError, TypeError):
+        return True  # no source to read (defined in a REPL): keep its weights with the state, to be safe
+    return any(f".{name}(" in source for name in ("assign", "assign_add", "assign_sub"))
 
 
 def overrides_train_step(model: keras.Model) -> bool:
