@@ -19,7 +19,7 @@ pytest.importorskip("tensorflow")
 
 from tfpilot.lint.numpy_removed import NUMPY_REMOVED  # noqa: E402
 from tfpilot.migrate.command import migrate  # noqa: E402
-from tfpilot.migrate.compat import REMOVED_APIS, SHIM_MODULE  # noqa: E402
+from tfpilot.migrate.compat import CONTRIB_INITIALIZERS, REMOVED_APIS, SHIM_MODULE  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -747,7 +747,9 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
 
 
 def test_every_row_has_a_snippet() -> None:
-    assert sorted(SNIPPETS) == sorted(api.removed for api in REMOVED_APIS)
+    # the rows for pre_upgrade's renamed contrib initializers are the same helpers as their own rows
+    marked = {f"tensorflow.contrib.layers.{name}" for name in CONTRIB_INITIALIZERS.values()}
+    assert sorted(SNIPPETS) == sorted(api.removed for api in REMOVED_APIS if api.removed not in marked)
 
 
 def file_name(removed: str) -> str:
