@@ -20,7 +20,14 @@ from tfpilot.lint.paths import reaching_values
 if TYPE_CHECKING:
     from tfpilot.lint.context import FileContext
 
-__all__ = ["assume_symbolic", "is_symbolic", "is_tensorflow_op", "symbolic_parameter"]
+__all__ = [
+    "assume_symbolic",
+    "first_symbolic_argument",
+    "is_symbolic",
+    "is_tensorflow_op",
+    "passed_argument",
+    "symbolic_parameter",
+]
 
 _MAX_DEPTH = 8
 _INPUTS = frozenset({"Input", "layers.Input", "Input.Input"})
@@ -97,6 +104,13 @@ def is_symbolic(node: ast.AST, context: FileContext, scope: ast.AST, depth: int 
             and all(isinstance(v, ast.Call) and _is_keras_layer(v, context, scope) for v in values)
         )
     return False
+
+
+def first_symbolic_argument(call: ast.Call, context: FileContext, scope: ast.AST) -> ast.expr | None:
+    """The first argument of ``call`` (an element of a list or tuple argument too) that holds a KerasTensor."""
+    arguments = [*call.args, *(k.value for k in call.keywords if k.arg is not None)]
+    flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+    return next((e for e in flat if is_symbolic(e, context, scope)), None)
 
 
 def _symbolic_value(value: ast.AST, context: FileContext, scope: ast.AST, depth: int) -> bool:

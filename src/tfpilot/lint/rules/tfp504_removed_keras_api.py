@@ -25,6 +25,7 @@ from tfpilot.lint.paths import reaching_values
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import (
     assume_symbolic,
+    first_symbolic_argument,
     is_symbolic,
     is_tensorflow_op,
     passed_argument,
@@ -1003,9 +1004,7 @@ session = K.get_session()
         if op is None:
             self._check_helper_of_other_module(node)
             return
-        arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
-        flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-        symbolic = next((a for a in flat if self._symbolic(a)), None)
+        symbolic = first_symbolic_argument(node, self.context, self.context.scope.node)
         if symbolic is None:
             return
         self._report_per_file(
@@ -1091,9 +1090,7 @@ def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: F
         op = is_tensorflow_op(node, context)
         if op is None:
             continue
-        arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
-        flat = [e for a in arguments for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-        if any(is_symbolic(e, context, function) for e in flat):
+        if first_symbolic_argument(node, context, function) is not None:
             return op, node.lineno
     return None
 
