@@ -164,3 +164,27 @@ def test_batch_norm_in_a_model_module_is_left_to_the_training_module_beside_it_t
     # a file that builds its own train op without the dependency is still reported
     trains = model + "\nop = tf.train.AdamOptimizer().minimize(loss)\n"
     assert ("TFP605", 5) in _codes(trains, path=str(tmp_path / "resnet.py"))
+
+
+def test_premise_keras3_refuses_a_slash_in_a_layer_or_model_name_but_not_in_a_metrics():
+    keras = pytest.importorskip("keras")
+    for make in (lambda: keras.layers.Conv2D(3, 1, name="p6/conv"), lambda: keras.Input((3,), name="a/b")):
+        with pytest.raises(ValueError, match="cannot contain character `/`"):
+            make()
+    keras.metrics.Mean(name="loss/total")  # metrics keep it
+
+
+def test_a_slash_in_a_keras_layer_name_is_reported_once_per_file():
+    source = """
+    import tensorflow as tf
+    from tensorflow.keras import layers
+
+    def block(x, name):
+        x = layers.Conv2D(8, 3, name=f"{name}/conv")(x)
+        x = layers.BatchNormalization(name=name + "/bn")(x)
+        return layers.Dense(2, name="head/out")(x)
+
+    mean = tf.keras.metrics.Mean(name="loss/total")
+    scope = tf.name_scope("a/b")
+    """
+    assert [line for code, line in _codes(source) if code == "TFP504"] == [6]

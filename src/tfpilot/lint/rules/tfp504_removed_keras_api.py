@@ -540,6 +540,7 @@ session = K.get_session()
             return
         if self._check_keywords(node):
             return
+        self._check_slash_name(node)
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
             return
@@ -859,6 +860,31 @@ session = K.get_session()
             self.report(removed[1], removed[0])  # at the keyword: in a call over many lines, the line to change
         return removed is not None
 
+    def _check_slash_name(self, node: ast.Call) -> None:
+        """``Conv2D(..., name='resample_p6/conv2d')`` (or ``name=f'{name}/bn'``): Keras 2 read the '/' as a name
+        scope; Keras 3 refuses it in a layer's or model's name (ValueError "cannot contain character `/`",
+        premise test), so the model cannot be built. One finding per file, at the first such name."""
+        name = next((k.value for k in node.keywords if k.arg == "name"), None)
+        if name is None or not _literal_slash(name):
+            return
+        found = keras_name(self.context.qualname(node.func) or "")
+        if found is not None:
+            path = found[1]
+            keras = path.startswith("layers.") or path in _NAMED_MODELS
+        else:
+            keras = isinstance(node.func, ast.Name) and any(
+                self.context.class_kind(c) in ("keras-layer", "keras-model")
+                for c in self.context.class_defs(node.func.id)
+            )
+        if not keras:
+            return
+        self._report_per_file(
+            "slash-name",
+            name,
+            f"`name={ast.unparse(name)}`: Keras 3 refuses '/' in a layer's or model's name (ValueError: cannot "
+            "contain character `/`), which Keras 2 took as a name scope; use '_' or another separator",
+        )
+
     def _reduction_auto(self, value: ast.AST | None) -> bool:
         """``tf.keras.losses.Reduction.AUTO`` (or ``Reduction.AUTO`` imported): tf.keras (Keras 3)
         keeps the enum, but its AUTO is "auto", which every Keras 3 loss refuses (ValueError
@@ -1093,6 +1119,18 @@ def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: F
         if first_symbolic_argument(node, context, function) is not None:
             return op, node.lineno
     return None
+
+
+_NAMED_MODELS = frozenset({"Input", "layers.Input", "Model", "models.Model", "Sequential", "models.Sequential"})
+
+
+def _literal_slash(value: ast.AST) -> bool:
+    """A string literal, or the literal parts of an f-string, containing '/'."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str) and "/" in value.value
+    if isinstance(value, ast.JoinedStr):
+        return any(isinstance(part, ast.Constant) and "/" in str(part.value) for part in value.values)
+    return False
 
 
 def _own_nodes(function: ast.AST) -> list[ast.AST]:
