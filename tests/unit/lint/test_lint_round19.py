@@ -188,3 +188,17 @@ def test_a_slash_in_a_keras_layer_name_is_reported_once_per_file():
     scope = tf.name_scope("a/b")
     """
     assert [line for code, line in _codes(source) if code == "TFP504"] == [6]
+
+
+def test_a_keras2_optimizer_subclass_reading_set_hyper_is_reported():
+    source = """
+    import tensorflow as tf
+
+    class LARS(tf.keras.optimizers.Optimizer):
+        def __init__(self, learning_rate=0.1, name="LARS"):
+            super().__init__(name)
+            self._set_hyper("learning_rate", learning_rate)
+    """
+    assert ("TFP504", 7) in _codes(source)
+    keras = pytest.importorskip("keras")
+    assert not hasattr(keras.optimizers.Optimizer(0.1), "_set_hyper")
