@@ -202,3 +202,20 @@ def test_a_keras2_optimizer_subclass_reading_set_hyper_is_reported():
     assert ("TFP504", 7) in _codes(source)
     keras = pytest.importorskip("keras")
     assert not hasattr(keras.optimizers.Optimizer(0.1), "_set_hyper")
+
+
+def test_reset_states_on_a_metric_held_in_a_dict_or_list_of_keras_metrics():
+    source = """
+    import tensorflow as tf
+
+    names = ["loss", "accuracy"]
+    metric_list = {s: tf.keras.metrics.Mean(name=s) for s in names}
+    trackers = [tf.keras.metrics.Mean(), tf.keras.metrics.AUC()]
+    others = {s: make(s) for s in names}
+    for m in names:
+        metric_list[m].reset_states()
+    trackers[0].reset_states()
+    others["loss"].reset_states()
+    """
+    lines = {line for code, line in _codes(source) if code == "TFP501"}
+    assert lines == {9, 10}

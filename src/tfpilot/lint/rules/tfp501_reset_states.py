@@ -80,6 +80,15 @@ def new_sequence(model):
         if not (isinstance(func, ast.Attribute) and func.attr == "reset_states" and not node.args):
             return
         receiver = self.context.dotted(func.value)
+        if receiver is None and self._held_metric(func.value):
+            # `metric_list["train_loss"].reset_states()` where metric_list holds Keras metrics (a dict
+            # comprehension of `tf.keras.metrics.Mean(name=s)`, SimCLR's colab, round 18)
+            self.report(
+                node,
+                f"`{ast.unparse(func.value)}.reset_states()` raises AttributeError on a Keras 3 metric; use reset_state()",
+                fix_data={"description": "reset_states() -> reset_state()"},
+            )
+            return
         if receiver is None:
             return
         last = receiver.split(".")[-1]
@@ -103,6 +112,35 @@ def new_sequence(model):
             f"`{receiver}.reset_states()` raises AttributeError on a Keras 3 {kind}; use reset_state()",
             fix_data={"description": "reset_states() -> reset_state()"},
         )
+
+    def _held_metric(self, value: ast.expr) -> bool:
+        """``holder[key]`` where every value the holder's name was bound to is a dict / list (literal or
+        comprehension) whose elements are all Keras metrics made there."""
+        if not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+            return False
+        bound = self.context.bindings.values(value.value.id, value, self.context.scope.node)
+        if not bound:
+            return False
+        for holder in bound:
+            if isinstance(holder, ast.DictComp):
+                elements: list[ast.expr] = [holder.value]
+            elif isinstance(holder, (ast.ListComp, ast.SetComp)):
+                elements = [holder.elt]
+            elif isinstance(holder, ast.Dict):
+                elements = [v for v in holder.values if v is not None]
+            elif isinstance(holder, (ast.List, ast.Tuple)):
+                elements = list(holder.elts)
+            else:
+                return False
+            if not elements or not all(self._makes_metric(e) for e in elements):
+                return False
+        return True
+
+    def _makes_metric(self, element: ast.expr) -> bool:
+        if not isinstance(element, ast.Call):
+            return False
+        found = keras_name(self.context.qualname(element.func))
+        return found is not None and found[1].startswith("metrics.")
 
     def _iterates_metrics(self, name: str) -> bool:
         for loop in self.context.function_loops():
