@@ -93,11 +93,22 @@ def path_literal(node: ast.AST | None) -> str | None:
         return _checkpoint_template(template.rsplit("{", 1)[0], numeric=numeric)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return path_literal(node.right)
+    if isinstance(node, ast.IfExp):
+        # `f"{d}_{{epoch}}_{{val_loss}}.h5" if validate else f"{d}_{{epoch}}.h5"`: known where both ends agree
+        body, other = path_literal(node.body), path_literal(node.orelse)
+        if body is not None and other is not None and _ending(body) == _ending(other):
+            return body
+        return None
     if isinstance(node, ast.Call) and node.args:
         name = callee_name(node)
         if name in ("join", "Path", "PurePath", "fspath", "str"):
             return path_literal(node.args[-1])
     return None
+
+
+def _ending(path: str) -> tuple[bool, str]:
+    """What the path rules read from a name's end: `.weights.h5`, and the last extension."""
+    return path.endswith(".weights.h5"), path.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if "." in path else ""
 
 
 def _checkpoint_template(prefix: str | None, *, numeric: bool = False) -> str | None:
