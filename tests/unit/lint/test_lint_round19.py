@@ -236,3 +236,30 @@ def test_a_weights_checkpoint_name_chosen_by_a_conditional_is_read_where_both_na
     """
     lines = {line for code, line in _codes(source) if code == "TFP406"}
     assert 5 in lines and 9 not in lines  # the second may be either: not judged
+
+
+def test_premise_keras3_refuses_float_layer_sizes_and_step_counts():
+    keras = pytest.importorskip("keras")
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match="positive integer"):
+        keras.layers.Dense(4 / 2)
+    with pytest.raises(ValueError, match="positive integer"):
+        keras.layers.Embedding(10 / 1, 4)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    with pytest.raises(TypeError, match="float"):
+        model.evaluate(np.zeros((4, 2)), np.zeros((4, 1)), steps=4 / 2, verbose=0)
+
+
+def test_a_true_division_given_as_a_layer_size_or_a_step_count_is_reported_once_per_file():
+    source = """
+    import tensorflow as tf
+
+    head = tf.keras.layers.Dense(units / 2)
+    conv = tf.keras.layers.Conv2D(filters / 2, 3)
+    steps = n / batch_size
+    model.fit(data, steps_per_epoch=steps, validation_steps=steps)
+    model.evaluate(data, steps=n // batch_size)
+    """
+    lines = sorted(line for code, line in _codes(source) if code == "TFP504")
+    assert lines == [4, 7]  # the Dense size, the first float step count; Conv2D casts its own

@@ -541,6 +541,7 @@ session = K.get_session()
         if self._check_keywords(node):
             return
         self._check_slash_name(node)
+        self._check_true_division(node)
         if not isinstance(func, ast.Attribute):
             self._check_symbolic_op(node)
             return
@@ -885,6 +886,47 @@ session = K.get_session()
             "contain character `/`), which Keras 2 took as a name scope; use '_' or another separator",
         )
 
+    def _check_true_division(self, node: ast.Call) -> None:
+        """``Dense(units / 2)``, ``Embedding(n / 1, d)``, ``fit(..., steps_per_epoch=n / batch)``: a true
+        division is a float, which Keras 2 cast and Keras 3 refuses (Dense and Embedding: ValueError
+        "expected a positive integer"; fit's steps: TypeError; premise test). Conv and RNN sizes still cast."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("fit", "fit_generator", "evaluate", "predict"):
+            for keyword in node.keywords:
+                if keyword.arg in _STEP_COUNTS and self._float_count(keyword.value):
+                    self._report_per_file(
+                        "float-steps",
+                        keyword,
+                        f"`{func.attr}({keyword.arg}={ast.unparse(keyword.value)})` is a float: Keras 3 raises "
+                        "TypeError ('float' object cannot be interpreted as an integer); use `//` or int(...)",
+                    )
+                    return
+            return
+        found = keras_name(self.context.qualname(func) or "")
+        if found is None or not found[1].startswith("layers."):
+            return
+        layer = found[1].rpartition(".")[2]
+        sizes = _INTEGER_SIZES.get(layer, ())
+        given = [*zip(sizes, node.args, strict=False), *((k.arg, k.value) for k in node.keywords if k.arg in sizes)]
+        for name, value in given:
+            if self._float_count(value):
+                self._report_per_file(
+                    "float-size",
+                    value,
+                    f"`{layer}({name}={ast.unparse(value)})` is a float: Keras 3 raises ValueError (expected a "
+                    "positive integer), where Keras 2 cast it; use `//` or int(...)",
+                )
+                return
+
+    def _float_count(self, value: ast.AST) -> bool:
+        """A true division, or a name every value bound to it before here is one (`steps = n / batch`)."""
+        if _true_division(value):
+            return True
+        if not isinstance(value, ast.Name):
+            return False
+        bound = self.context.bindings.values(value.id, value, self.context.scope.node)
+        return bool(bound) and all(_true_division(v) for v in bound)
+
     def _reduction_auto(self, value: ast.AST | None) -> bool:
         """``tf.keras.losses.Reduction.AUTO`` (or ``Reduction.AUTO`` imported): tf.keras (Keras 3)
         keeps the enum, but its AUTO is "auto", which every Keras 3 loss refuses (ValueError
@@ -1119,6 +1161,15 @@ def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: F
         if first_symbolic_argument(node, context, function) is not None:
             return op, node.lineno
     return None
+
+
+# Layer sizes Keras 3 checks are integers (Conv and RNN sizes are cast), by position then keyword.
+_INTEGER_SIZES: dict[str, tuple[str, ...]] = {"Dense": ("units",), "Embedding": ("input_dim", "output_dim")}
+_STEP_COUNTS = frozenset({"steps_per_epoch", "validation_steps", "steps"})
+
+
+def _true_division(value: ast.AST) -> bool:
+    return isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div)
 
 
 _NAMED_MODELS = frozenset({"Input", "layers.Input", "Model", "models.Model", "Sequential", "models.Sequential"})
