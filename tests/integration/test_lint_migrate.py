@@ -72,7 +72,9 @@ def test_migrate_tree_rewrites_fixes_and_reports(tf1_tree, capsys, monkeypatch):
     mnist = migrated["models/mnist_session_training.py"]
     assert "tf.compat.v1.Session()" in mnist and "tf.Session()" not in mnist  # tf_upgrade_v2
     queues = migrated["models/tfrecord_queue_input.py"]
-    assert "tf.io.parse_single_example" in queues and "tf.image.resize(" in queues  # tf_upgrade_v2
+    assert "tf.io.parse_single_example" in queues  # tf_upgrade_v2
+    # tf_upgrade_v2 writes TF2's tf.image.resize; in a graph file migrate keeps TF1's sampling (round 16)
+    assert "tf.compat.v1.image.resize(" in queues
     keras_code = migrated["keras2_leftovers.py"]
     assert "model.fit(generator" in keras_code and "accuracy.reset_state()" in keras_code  # tfpilot fixes
     assert "learning_rate=1e-3" in keras_code
