@@ -205,12 +205,12 @@ def outside_the_trace(make: Callable[[], Any]) -> Any:
     creator scope of the tf.function being traced.
 
     Why: a tf.function whose first trace creates variables traces the whole step a second time
-    (that is why model.fit traces its train step twice: it builds the compiled metrics there),
-    and `tf.init_scope()` does not help: the creator scope still sees the variables. The guard's
-    variables, the optimizer's slots and the compiled metrics need only shapes and dtypes, so
-    creating them here saves one trace of the whole step: ~0.3 s on a small MLP, seconds on a
-    large model. Keras' per-thread state (the global seed) is not used by what runs here: zeros
-    initialisers only, and the model is already built when its compile state is (see wrap)."""
+    (that is why model.fit traces its train step twice: it builds the compiled metrics and the
+    optimizer's slots there), and `tf.init_scope()` does not help: the creator scope still sees the
+    variables. The guard's own variables are tfpilot's, not the model's, so they are made here and add
+    no trace; what Keras creates (slots, compiled metrics) is created where model.fit creates it, so
+    the step is traced as often as under fit (see _prepare and _guarded_apply). Keras' per-thread state
+    (the global seed) is not used by what runs here: zeros initialisers only."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(make).result()
 
