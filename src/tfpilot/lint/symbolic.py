@@ -12,9 +12,11 @@ tensor, or a parameter of a Lambda layer's function, is not symbolic.
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from tfpilot.lint.apis import keras_name
+from tfpilot.lint.nodes import walk_nodes
 from tfpilot.lint.paths import reaching_values
 
 if TYPE_CHECKING:
@@ -204,11 +206,46 @@ def symbolic_parameter(name: str, scope: ast.AST, context: FileContext, depth: i
         return False
     if (id(scope), name) in _ASSUMED:
         return True
+    answers = _file_cache(context).parameters
+    key = (id(scope), name)
+    known = answers.get(key)
+    if known is not None:
+        return known
+    answers[key] = False  # while its callers are read: a recursive call says no
+    found = answers[key] = _passed_a_keras_tensor(name, scope, context, depth)
+    return found
+
+
+class _FileCache:
+    """What this module worked out for one file, kept on its FileContext so that it goes with it (a global
+    cache kept every linted file's tree alive, and the garbage collector's passes over them cost more than
+    the answers saved)."""
+
+    def __init__(self) -> None:
+        # (id of a function node, parameter) -> whether a caller of this file gives it a KerasTensor
+        self.parameters: dict[tuple[int, str], bool] = {}
+        # a module-level function's name -> its calls in the file, each with its enclosing scope
+        self.calls: dict[str, list[tuple[ast.Call, ast.AST]]] = {}
+
+
+def _file_cache(context: FileContext) -> _FileCache:
+    cache = getattr(context, "_symbolic_cache", None)
+    if cache is None:
+        cache = _FileCache()
+        setattr(context, "_symbolic_cache", cache)  # noqa: B010 - a dynamic attribute, mypy would refuse it otherwise
+    return cache
+
+
+def _passed_a_keras_tensor(
+    name: str, scope: ast.FunctionDef | ast.AsyncFunctionDef, context: FileContext, depth: int
+) -> bool:
+    if context.source.count(scope.name + "(") < 2:
+        return False  # the definition is the only place the name is followed by "(": nothing in this file calls it
     arguments = scope.args
     positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     if name not in positional and name not in {a.arg for a in arguments.kwonlyargs}:
         return False
-    for call, call_scope in _calls_of(context).get(scope.name, ()):
+    for call, call_scope in _calls_of(context, scope.name):
         if call_scope is scope:
             continue  # recursion: the outer call decides
         given = passed_argument(call, positional, name)
@@ -228,35 +265,46 @@ def passed_argument(call: ast.Call, positional: list[str], name: str) -> ast.exp
     return None
 
 
-_CALLS: dict[int, tuple[ast.AST, dict[str, list[tuple[ast.Call, ast.AST]]]]] = {}
-
-
-def _calls_of(context: FileContext) -> dict[str, list[tuple[ast.Call, ast.AST]]]:
-    """Calls of plain names in the file, by name, each with its enclosing function (or the module).
-    Only a module-level function's own name is asked for: a name it shares with a method or a nested
-    function would mix their callers, so such names are left out."""
-    cached = _CALLS.get(id(context))
-    if cached is not None and cached[0] is context.tree:
-        return cached[1]
-    calls: dict[str, list[tuple[ast.Call, ast.AST]]] = {}
-    defined: dict[str, int] = {}
-
-    def walk(node: ast.AST, scope: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined[child.name] = defined.get(child.name, 0) + 1
-                walk(child, child)
+def _calls_of(context: FileContext, name: str) -> list[tuple[ast.Call, ast.AST]]:
+    """Calls of the module-level function ``name`` in the file, each with its enclosing function (or the
+    module). A name the file defines more than once (a method or nested function of that name) would mix
+    callers: none then. Calls inside a class body or a lambda are left out (a method's or a lambda's callers
+    pass what only running the code tells). Only the top-level statements whose text calls the name are read."""
+    calls = _file_cache(context).calls
+    if name in calls:
+        return calls[name]
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+    definitions = len(re.findall(rf"\bdef\s+{re.escape(name)}\s*\(", context.source))
+    lines = {number for number, text in enumerate(context.lines, 1) if name in text and pattern.search(text)}
+    found: list[tuple[ast.Call, ast.AST]] = []
+    if definitions == 1 and lines:
+        for statement in context.tree.body:
+            span = range(statement.lineno, (statement.end_lineno or statement.lineno) + 1)
+            if not any(line in span for line in lines):
                 continue
-            if isinstance(child, (ast.Lambda, ast.ClassDef)):
-                continue  # a lambda's or a method's callers pass what only running the code tells
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
-                calls.setdefault(child.func.id, []).append((child, scope))
-            walk(child, scope)
-
-    walk(context.tree, context.tree)
-    top = {s.name for s in context.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    found = {name: sites for name, sites in calls.items() if name in top and defined.get(name) == 1}
-    if len(_CALLS) > 64:
-        _CALLS.clear()
-    _CALLS[id(context)] = (context.tree, found)
+            containers: list[ast.AST] = []
+            sites: list[ast.Call] = []
+            for node in walk_nodes(statement):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                    sites.append(node)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    containers.append(node)
+            for call in sites:
+                scope = _innermost(containers, call) or context.tree
+                if not isinstance(scope, (ast.ClassDef, ast.Lambda)):
+                    found.append((call, scope))
+    calls[name] = found
     return found
+
+
+def _innermost(containers: list[ast.AST], node: ast.AST) -> ast.AST | None:
+    """The innermost container whose source span holds ``node`` (a call in a function's default arguments or
+    decorators counts as that function's: rare, and harmless here)."""
+    line, column = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+    best: ast.AST | None = None
+    for container in containers:
+        start = (container.lineno, container.col_offset)  # type: ignore[attr-defined]
+        stop = (container.end_lineno or container.lineno, container.end_col_offset or 0)  # type: ignore[attr-defined]
+        if start <= (line, column) < stop and (best is None or start >= (best.lineno, best.col_offset)):  # type: ignore[attr-defined]
+            best = container
+    return best

@@ -337,6 +337,8 @@ session = K.get_session()
         # id(scope) -> whether it calls keras.Input (only there can a name hold a KerasTensor)
         self._functional_scopes: dict[int, bool] = {}
         self._may_build = "Input(" in context.source
+        # names some line assigns an expression with a `/` (read once, when a size or step count is a name)
+        self._divided_names: frozenset[str] | None = None
         # only such a file can give a function's `reduction` parameter Reduction.AUTO as default
         self._may_reduce = "Reduction" in context.source
         # Causes reported once per file however often it repeats them (`optimizer.lr`, Keras 2 backend
@@ -924,6 +926,14 @@ session = K.get_session()
             return True
         if not isinstance(value, ast.Name):
             return False
+        if self._divided_names is None:
+            self._divided_names = frozenset(
+                match.group(1)
+                for line in self.context.lines
+                if "/" in line and "=" in line and (match := _ASSIGNED_NAME.match(line)) is not None
+            )
+        if value.id not in self._divided_names:
+            return False  # never assigned a division: no binding index to build (most calls pass plain names)
         bound = self.context.bindings.values(value.id, value, self.context.scope.node)
         return bool(bound) and all(_true_division(v) for v in bound)
 
@@ -1166,6 +1176,9 @@ def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: F
 # Layer sizes Keras 3 checks are integers (Conv and RNN sizes are cast), by position then keyword.
 _INTEGER_SIZES: dict[str, tuple[str, ...]] = {"Dense": ("units",), "Embedding": ("input_dim", "output_dim")}
 _STEP_COUNTS = frozenset({"steps_per_epoch", "validation_steps", "steps"})
+
+
+_ASSIGNED_NAME = re.compile(r"\s*(\w+)\s*=[^=]")
 
 
 def _true_division(value: ast.AST) -> bool:
