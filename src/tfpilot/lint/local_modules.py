@@ -58,10 +58,17 @@ def imported_function(
     if found is None:
         return None
     other, attribute = found
+    return _module_function(other, attribute)
+
+
+def _module_function(
+    module: FileContext, name: str
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, FileContext] | None:
+    """The module-level function ``name`` of ``module`` (its last definition), with the module's context."""
     definitions = [
-        d for d in other.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == attribute
+        d for d in module.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name
     ]
-    return (definitions[-1], other) if definitions else None
+    return (definitions[-1], module) if definitions else None
 
 
 def imported_project_function(
@@ -89,10 +96,7 @@ def imported_project_function(
     other = _context_of(str(path)) if path is not None else None
     if other is None or other.path == context.path:
         return None
-    definitions = [
-        d for d in other.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr
-    ]
-    return (definitions[-1], other) if definitions else None
+    return _module_function(other, func.attr)
 
 
 def _imported_module(context: FileContext, name: str) -> tuple[FileContext, str] | None:

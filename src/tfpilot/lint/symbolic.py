@@ -26,8 +26,10 @@ __all__ = [
     "assume_symbolic",
     "first_symbolic_argument",
     "is_symbolic",
+    "is_layer_class",
     "is_tensorflow_op",
     "passed_argument",
+    "symbolic_argument",
     "symbolic_parameter",
 ]
 
@@ -108,6 +110,11 @@ def is_symbolic(node: ast.AST, context: FileContext, scope: ast.AST, depth: int 
     return False
 
 
+def symbolic_argument(argument: ast.expr, context: FileContext, scope: ast.AST) -> bool:
+    """``argument`` (or an element of it, a list or tuple) holds a KerasTensor where it is used in ``scope``."""
+    return _symbolic_argument(argument, context, scope, 0)
+
+
 def first_symbolic_argument(call: ast.Call, context: FileContext, scope: ast.AST) -> ast.expr | None:
     """The first argument of ``call`` (an element of a list or tuple argument too) that holds a KerasTensor."""
     arguments = [*call.args, *(k.value for k in call.keywords if k.arg is not None)]
@@ -143,10 +150,10 @@ def _is_keras_layer(call: ast.Call, context: FileContext, scope: ast.AST | None 
         path = found[1]
         return path.startswith("layers.") or path in ("Model", "models.Model", "Sequential", "models.Sequential")
     if context.qualname(call.func) == "functools.partial":
-        return bool(call.args) and _is_layer_class(call.args[0], context)
+        return bool(call.args) and is_layer_class(call.args[0], context)
     if not isinstance(call.func, ast.Name):
         return False
-    if _is_layer_class(call.func, context):
+    if is_layer_class(call.func, context):
         return True
     if scope is None:
         return False
@@ -162,7 +169,7 @@ def _is_keras_layer(call: ast.Call, context: FileContext, scope: ast.AST | None 
     )
 
 
-def _is_layer_class(node: ast.expr, context: FileContext) -> bool:
+def is_layer_class(node: ast.expr, context: FileContext) -> bool:
     """``Conv2D`` / ``keras.layers.Dense`` (a Keras layer or model class), or a class of this
     file whose bases make it one."""
     found = keras_name(context.qualname(node))

@@ -22,13 +22,16 @@ from tfpilot.lint.keras3_private import KERAS3_PRIVATE
 from tfpilot.lint.local_modules import imported_project_function
 from tfpilot.lint.nodes import walk_nodes, walk_statements
 from tfpilot.lint.paths import reaching_values
+from tfpilot.lint.patterns import walk_body
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import (
     assume_symbolic,
     first_symbolic_argument,
+    is_layer_class,
     is_symbolic,
     is_tensorflow_op,
     passed_argument,
+    symbolic_argument,
     symbolic_parameter,
 )
 
@@ -871,15 +874,7 @@ session = K.get_session()
         if name is None or not _literal_slash(name):
             return
         found = keras_name(self.context.qualname(node.func) or "")
-        if found is not None:
-            path = found[1]
-            keras = path.startswith("layers.") or path in _NAMED_MODELS
-        else:
-            keras = isinstance(node.func, ast.Name) and any(
-                self.context.class_kind(c) in ("keras-layer", "keras-model")
-                for c in self.context.class_defs(node.func.id)
-            )
-        if not keras:
+        if not is_layer_class(node.func, self.context) and (found is None or found[1] != "Input"):
             return
         self._report_per_file(
             "slash-name",
@@ -1105,7 +1100,7 @@ session = K.get_session()
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
         for name in [*positional, *(a.arg for a in arguments.kwonlyargs)]:
             given = passed_argument(node, positional, name)
-            if given is None or not self._symbolic_argument(given):
+            if given is None or not symbolic_argument(given, self.context, self.context.scope.node):
                 continue
             with assume_symbolic(function, name):
                 hit = _op_on_symbolic(function, other)
@@ -1120,10 +1115,6 @@ session = K.get_session()
                     "be used as input to a TensorFlow function'; use keras.ops there or wrap the helper in a Layer",
                 )
                 return
-
-    def _symbolic_argument(self, argument: ast.expr) -> bool:
-        elements = argument.elts if isinstance(argument, (ast.List, ast.Tuple)) else [argument]
-        return any(self._symbolic(element) for element in elements)
 
     def _builds_functional_model(self) -> bool:
         scope = self.context.scope.node
@@ -1162,7 +1153,7 @@ session = K.get_session()
 def _op_on_symbolic(function: ast.FunctionDef | ast.AsyncFunctionDef, context: FileContext) -> tuple[str, int] | None:
     """The first TensorFlow op in ``function``'s own body (not its nested functions) that takes a value
     ``is_symbolic`` proves a KerasTensor there: (its name as written, its line)."""
-    for node in _own_nodes(function):
+    for node in walk_body(function.body):  # not inside its nested functions
         if not isinstance(node, ast.Call) or not node.args:
             continue
         op = is_tensorflow_op(node, context)
@@ -1185,9 +1176,6 @@ def _true_division(value: ast.AST) -> bool:
     return isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div)
 
 
-_NAMED_MODELS = frozenset({"Input", "layers.Input", "Model", "models.Model", "Sequential", "models.Sequential"})
-
-
 def _literal_slash(value: ast.AST) -> bool:
     """A string literal, or the literal parts of an f-string, containing '/'."""
     if isinstance(value, ast.Constant):
@@ -1195,16 +1183,3 @@ def _literal_slash(value: ast.AST) -> bool:
     if isinstance(value, ast.JoinedStr):
         return any(isinstance(part, ast.Constant) and "/" in str(part.value) for part in value.values)
     return False
-
-
-def _own_nodes(function: ast.AST) -> list[ast.AST]:
-    """The nodes of a function's body in source order, its nested functions, classes and lambdas left out."""
-    found: list[ast.AST] = []
-    todo = list(reversed(getattr(function, "body", [])))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        found.append(node)
-        todo.extend(reversed(list(ast.iter_child_nodes(node))))
-    return found

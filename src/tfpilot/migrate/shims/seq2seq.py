@@ -16,6 +16,7 @@ from tfpilot.migrate.shims.layers import _tf1_layers  # noqa: F401 - written nex
 from tfpilot.migrate.shims.refusal import TF1OptionRefused
 
 # --- emitted below ---
+import abc as _abc
 import collections as _collections
 
 import tensorflow as _tf
@@ -268,7 +269,7 @@ class _tf1_seq2seq:
                 outputs = _tf.nest.map_structure(lambda x: _tf.transpose(x, [1, 0, *range(2, x.shape.rank)]), outputs)
             return outputs, state, lengths
 
-    class _Attention:
+    class _Attention(_abc.ABC):
         """Memory masked to its lengths, its keys through `memory_layer`; scores masked to -inf past them."""
 
         def __init__(self, num_units, memory, memory_sequence_length, probability_fn, score_mask_value, name):
@@ -297,9 +298,10 @@ class _tf1_seq2seq:
                 score = _tf.where(mask, score, _tf.fill(_tf.shape(score), _tf.constant(-float("inf"), score.dtype)))
             return _tf.nn.softmax(score)
 
+        @_abc.abstractmethod
         def _score(self, query):
-            """The mechanism's score of each memory step for ``query``: [batch, memory steps]."""
-            raise NotImplementedError
+            """The mechanism's score of each memory step for ``query``: [batch, memory steps] (Luong's or
+            Bahdanau's, below)."""
 
         def __call__(self, query, state):
             alignments = self._probabilities(self._score(query))
