@@ -249,9 +249,13 @@ def test_dropout_given_a_rate_is_left_alone():
 
 
 def test_dropout_given_a_keep_probability_is_reported():
-    # INVALID: positionally it is the rate; as a keyword TF2 has no keep_prob at all
+    # INVALID: positionally it is the rate (a note); as a keyword TF2 has no keep_prob at all (TypeError: an
+    # error since round 19, whose held-out code had three)
     assert _findings(_DROPOUT.replace("ARGUMENT", "self.keep_prob"), "TFP615") == [(9, Severity.INFO)]
-    assert _findings(_DROPOUT.replace("ARGUMENT", "keep_prob=self.keep_prob"), "TFP615") == [(9, Severity.INFO)]
+    assert _findings(_DROPOUT.replace("ARGUMENT", "keep_prob=self.keep_prob"), "TFP615") == [(9, Severity.ERROR)]
+    # TF1's keep probability computed from a drop rate (BERT's `1.0 - dropout_prob`) drops that much on TF2
+    assert _findings(_DROPOUT.replace("ARGUMENT", "1.0 - self.dropout_prob"), "TFP615") == [(9, Severity.INFO)]
+    assert _findings(_DROPOUT.replace("ARGUMENT", "1 - self.keep_prob"), "TFP615") == []
 
 
 # --- TFP208: a pure op's result thrown away ------------------------------------------------------

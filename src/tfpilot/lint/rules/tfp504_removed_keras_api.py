@@ -1070,7 +1070,8 @@ session = K.get_session()
 
     def _check_symbolic_op(self, node: ast.Call) -> None:
         """`K.square(z_mean)` / `tf.concat([a, b], -1)` on a layer's output while the functional
-        model is built: Keras 3 refuses TensorFlow ops on KerasTensors. One finding per file."""
+        model is built: Keras 3 refuses TensorFlow ops on KerasTensors. One finding per function that builds
+        (each builds its own model, a place to change of its own: CycleGAN's generator and discriminator)."""
         if not self._may_build or not node.args or not self._builds_functional_model():
             return
         op = is_tensorflow_op(node, self.context)
@@ -1080,13 +1081,17 @@ session = K.get_session()
         symbolic = first_symbolic_argument(node, self.context, self.context.scope.node)
         if symbolic is None:
             return
-        self._report_per_file(
-            "symbolic-op",
+        self._report_symbolic(
             node,
             f"`{op}(...)` on a Keras symbolic tensor (`{ast.unparse(symbolic)}`, a layer output): Keras 3 raises "
             "'A KerasTensor cannot be used as input to a TensorFlow function'; use keras.ops "
             "(keras.ops.square) or move the computation into a Layer's call()",
         )
+
+    def _report_symbolic(self, node: ast.AST, message: str) -> None:
+        scope = self.context.scope.node
+        where = "file" if isinstance(scope, ast.Module) else "function"
+        self._report_per_file(f"symbolic-op-{id(scope)}", node, message, where=where)
 
     def _check_helper_of_other_module(self, node: ast.Call) -> None:
         """`x = blocks.conv_bn(x)` while the model is built, where `conv_bn` in another module of the project
@@ -1107,8 +1112,7 @@ session = K.get_session()
             if hit is not None:
                 op, line = hit
                 where = f"{Path(other.path).name}:{line}"
-                self._report_per_file(
-                    "symbolic-op",
+                self._report_symbolic(
                     node,
                     f"`{ast.unparse(node.func)}(...)` gives the Keras symbolic tensor `{ast.unparse(given)}` to "
                     f"`{function.name}` ({where}), whose `{op}(...)` runs on it: Keras 3 raises 'A KerasTensor cannot "
