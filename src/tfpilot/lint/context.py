@@ -27,6 +27,7 @@ from tfpilot.lint.apis import (
 from tfpilot.lint.bindings import Bindings
 from tfpilot.lint.chains import Pipeline, method_steps, resolve_pipeline
 from tfpilot.lint.installed_tf import installed_tf1_at, tf_installs
+from tfpilot.lint.loaded_snippets import conventional_imports, loader_imports
 from tfpilot.lint.local_modules import imported_class
 from tfpilot.lint.naming import is_dataset_name
 from tfpilot.lint.nodes import walk_nodes
@@ -93,6 +94,9 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 PRIVATE_KERAS_REASON = "its `keras` is TensorFlow's private Keras 2 copy, tensorflow.python.keras"
+# Names code uses for TensorFlow and its friends without importing them itself only when something else
+# imported them: a snippet loaded into a notebook (lint.loaded_snippets) is the case worth a look.
+_USES_UNBOUND_ALIAS = re.compile(r"(?<![\w.])(?:tf|keras|layers|optimizers|np)\.\w|(?<![\w.])(?:Sequential|Dense)\(")
 
 
 class FileContext:
@@ -124,10 +128,18 @@ class FileContext:
         # name -> [(line, qualified)] for module-level names imported as different modules: a
         # notebook imports `tensorflow.compat.v1 as tf` in one cell and `tensorflow as tf` later
         self._rebound: dict[str, list[tuple[int, str]]] = {}
+        self.inherited_imports = ""  # the imports of a notebook that `%load`s this file, as text
         self._collect_statements(tree.body, module_level=True)
         self._rebound = {name: lines for name, lines in self._rebound.items() if len({q for _, q in lines}) > 1}
         if self._star_modules:
             self._add_star_imports()
+        if "tf" not in self.imports and "keras" not in self.imports and _USES_UNBOUND_ALIAS.search(source):
+            # a snippet a notebook `%load`s: it runs where the notebook's imports hold (lint.loaded_snippets)
+            inherited = loader_imports(path) or conventional_imports(tree)
+            for name, qualified in inherited.items():
+                self.imports.setdefault(name, qualified)
+            # the rules' text gates (Rule.tokens) read these too: the file's own text names no import
+            self.inherited_imports = " ".join(f"import {qualified} as {name}" for name, qualified in inherited.items())
         self.uses_tensorflow = any(
             value.split(".")[0] in ("tensorflow", "keras", "tf_keras") for value in self.imports.values()
         )

@@ -208,7 +208,7 @@ def _check_source(
             for token in rule_class.tokens:
                 hit = present.get(token)
                 if hit is None:
-                    hit = present[token] = token in source
+                    hit = present[token] = token in source or token in context.inherited_imports
                 if hit:
                     found = True
                     break

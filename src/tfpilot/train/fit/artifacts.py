@@ -103,9 +103,12 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
             # Keras adds the trailing 1 itself when the data has one dimension less than the Input
             # (a CSV column batched to (batch,) into Input(shape=(1,))): clients send what the model declares.
             shape = [None, *model_shape[1:]]
-        if model_shape and model_shape[0] is not None:
+        if model_shape and model_shape[0] is not None and spec.shape.as_list()[:1] == model_shape[:1]:
             # a batch the model declares (`Input(batch_shape=(1, None, 1))` of a stateful RNN, whose state has
-            # that batch): its graph computes on that batch only, so the signature says it
+            # that batch): its graph computes on that batch only, so the signature says it. The sample rows
+            # tell: they are a whole batch of that size only where the model refused fewer (fit/api.py
+            # _sample_features). A Sequential built on its first eager batch (run_eagerly=True) declares that
+            # batch too, yet computes on any: its sample is a few rows, and the signature takes any number.
             shape = [model_shape[0], *shape[1:]]
         rows.append({"name": name, "key": keys[name], "dtype": spec.dtype.name, "shape": shape})
     return rows

@@ -1,0 +1,134 @@
+"""Classes added in the twentieth session (lint round 19's held-out course code and BERT):
+
+- a solution snippet that a notebook pulls in with ``%load`` runs in the notebook's namespace, so the
+  notebook's imports are its imports (lint.loaded_snippets); an orphaned snippet still means TensorFlow by
+  ``tf`` and NumPy by ``np``;
+- ``tf.nn.dropout(keep_prob=...)`` is an error at the keyword (TypeError on every TF 2 call);
+- TensorFlow ops on KerasTensors are reported once per model-building function, not once per file.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tfpilot.findings import Severity
+from tfpilot.lint.engine import lint_source
+from tfpilot.lint.loaded_snippets import loader_imports
+
+
+def _found(path: Path) -> set[tuple[str, int]]:
+    return {(f.code, int(f.location.split(":")[-2])) for f in lint_source(path.read_text(), path=str(path))}
+
+
+def _notebook(cells: list[str]) -> str:
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "source": cell.splitlines(keepends=True), "outputs": []}
+                for cell in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 4,
+        }
+    )
+
+
+SNIPPET = """\
+# %load solutions/keras_adam.py
+model = Sequential()
+model.add(Dense(10, activation="relu"))
+optimizer = optimizers.Adam(lr=0.001)
+labels = np.array(names, dtype=np.object)
+"""
+
+
+def test_a_snippet_loaded_by_a_notebook_has_the_notebooks_imports(tmp_path: Path) -> None:
+    (tmp_path / "solutions").mkdir()
+    snippet = tmp_path / "solutions" / "keras_adam.py"
+    snippet.write_text(SNIPPET)
+    (tmp_path / "Intro.ipynb").write_text(
+        _notebook(
+            [
+                "import numpy as np\nfrom tensorflow.keras.models import Sequential\n"
+                "from tensorflow.keras.layers import Dense\nfrom tensorflow.keras import optimizers\n",
+                "%load solutions/keras_adam.py\n",
+            ]
+        )
+    )
+    assert loader_imports(str(snippet))["optimizers"] == "tensorflow.keras.optimizers"
+    found = _found(snippet)
+    assert ("TFP505", 4) in found  # Keras 3's Adam refuses lr=
+    assert ("TFP514", 5) in found  # np.object: NumPy 2 has none
+
+
+def test_the_same_snippet_with_no_loader_is_left_alone(tmp_path: Path) -> None:
+    # nothing says what `optimizers` is: a standalone file that imports nothing is not guessed at
+    snippet = tmp_path / "keras_adam.py"
+    snippet.write_text(SNIPPET.replace("np.", "numpy_alias."))
+    assert _found(snippet) == set()
+
+
+def test_an_orphaned_snippet_means_tensorflow_by_tf(tmp_path: Path) -> None:
+    snippet = tmp_path / "tf_train.py"
+    snippet.write_text(
+        "keep_prob = tf.placeholder(tf.float32)\nh = tf.nn.dropout(h, keep_prob)\nwith tf.Session() as sess:\n"
+        "    sess.run(init)\n"
+    )
+    found = _found(snippet)
+    assert {("TFP602", 1), ("TFP615", 2), ("TFP601", 3)} <= found
+
+
+def test_a_file_that_binds_tf_itself_is_not_given_tensorflow(tmp_path: Path) -> None:
+    snippet = tmp_path / "frames.py"
+    snippet.write_text("def frame(tf):\n    with tf.Session() as s:\n        return s\n")
+    assert _found(snippet) == set()
+
+
+def test_premise_tf_nn_dropout_has_no_keep_prob() -> None:
+    tf = pytest.importorskip("tensorflow")
+    with pytest.raises(TypeError, match="keep_prob"):
+        tf.nn.dropout(tf.ones((2, 2)), keep_prob=0.9)
+
+
+def test_keep_prob_keyword_is_an_error_at_the_keyword() -> None:
+    source = (
+        "import tensorflow as tf\n\ndef f(h):\n    return tf.nn.dropout(h,\n                         keep_prob=0.9)\n"
+    )
+    [finding] = [f for f in lint_source(source, path="bert.py") if f.code == "TFP615"]
+    assert finding.severity is Severity.ERROR
+    assert finding.location.split(":")[-2] == "5"
+
+
+GENERATOR_AND_DISCRIMINATOR = """
+import tensorflow as tf
+from tensorflow import keras
+
+
+def generator():
+    h = inputs = keras.Input(shape=(8, 8, 3))
+    h = keras.layers.Conv2D(4, 3)(h)
+    h = tf.nn.relu(h)
+    h = keras.layers.Conv2D(3, 3)(h)
+    h = tf.tanh(h)
+    return keras.Model(inputs, h)
+
+
+def discriminator():
+    h = inputs = keras.Input(shape=(8, 8, 3))
+    h = keras.layers.Conv2D(4, 3)(h)
+    h = tf.nn.leaky_relu(h, alpha=0.2)
+    return keras.Model(inputs, h)
+"""
+
+
+def test_symbolic_ops_are_reported_once_per_model_building_function() -> None:
+    findings = [f for f in lint_source(textwrap.dedent(GENERATOR_AND_DISCRIMINATOR), path="module.py")]
+    symbolic = sorted(int(f.location.split(":")[-2]) for f in findings if "KerasTensor" in f.message)
+    assert symbolic == [9, 18]  # the generator's first op (its second counted in the message), the discriminator's
+    first = next(f for f in findings if f.location.split(":")[-2] == "9")
+    assert "(and 1 more in this function)" in first.message
