@@ -842,11 +842,25 @@ def _sample_features(
             return rows, _fixed_batch_finding(model, whole, refusal)
     if overrides_train_step(model):
         # Its own train_step reads the batches its own way (anchors and positives from one stacked
-        # tensor): they are not the model's input. Serve what the model declares.
-        probe = probe_rows(_model_inputs(model) or _first_call_specs(model), count=_SAMPLE_ROWS)
-        if probe is not None and _refusal(model, probe) is None:
-            return probe, _probe_finding(model, refusal)
+        # tensor, a GAN's dict of images and labels): they are not the model's input. Serve what the
+        # model declares, or, where its call never ran in training (a GAN's call delegating to its
+        # generator), the Inputs of the first of its functional sub-models that its call computes on.
+        for declared in _declared_candidates(model):
+            probe = probe_rows(declared, count=_SAMPLE_ROWS)
+            if probe is not None and _refusal(model, probe) is None:
+                return probe, _probe_finding(model, refusal)
     return features, None
+
+
+def _declared_candidates(model: keras.Model) -> list[list[Any]]:
+    """What the model's call may take, most certain first: its own Inputs or first call, then each
+    functional sub-model's Inputs in the order the model tracks them."""
+    own = _model_inputs(model) or _first_call_specs(model)
+    candidates = [own] if own else []
+    for layer in getattr(model, "layers", []):
+        if isinstance(layer, keras.Model) and (inputs := _model_inputs(layer)):
+            candidates.append(inputs)
+    return candidates
 
 
 def _probe_finding(model: keras.Model, refusal: str) -> Finding:
@@ -855,7 +869,8 @@ def _probe_finding(model: keras.Model, refusal: str) -> Finding:
         severity=Severity.INFO,
         title="The training batches are not the model's input: the export is checked on generated rows",
         message=f"`{type(model).__name__}` trains through its own train_step on batches it reads its own way "
-        f"(the model refused them: {refusal}); the serving signature follows the model's declared Inputs, and "
+        f"(the model refused them: {refusal}); the serving signature follows the Inputs its call takes (its own, "
+        "or those of the sub-model it calls on them, where the call never ran in training), and "
         f"fit/sample_features.npz holds {_SAMPLE_ROWS} generated rows (a seeded normal draw, not training data) "
         "that `tfpilot export` uses only to compare the exported model with the trained one",
         location=type(model).__name__,
