@@ -54,11 +54,11 @@ class ConditionalGan(keras.Model):
             logits = tf.concat([self.discriminator([fake, labels]), self.discriminator([real, labels])], 0)
             d_loss = self.loss_fn(tf.concat([tf.ones((n, 1)), tf.zeros((n, 1))], 0), logits)
         weights = self.discriminator.trainable_weights
-        self.d_optimizer.apply_gradients(zip(tape.gradient(d_loss, weights), weights))
+        self.d_optimizer.apply_gradients(zip(tape.gradient(d_loss, weights), weights, strict=True))
         with tf.GradientTape() as tape:
             g_loss = self.loss_fn(tf.zeros((n, 1)), self.discriminator([self.generator([noise, labels]), labels]))
         weights = self.generator.trainable_weights
-        self.g_optimizer.apply_gradients(zip(tape.gradient(g_loss, weights), weights))
+        self.g_optimizer.apply_gradients(zip(tape.gradient(g_loss, weights), weights, strict=True))
         return {"d_loss": d_loss, "g_loss": g_loss}
 
     def get_config(self):
