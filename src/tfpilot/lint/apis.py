@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from tfpilot.lint.keras2_names import keras2_removal
+from tfpilot.lint.keras2_names import keras2_module_removal, keras2_removal
 
 __all__ = [
     "tf1_name",
@@ -406,7 +406,25 @@ def find_keras_removal(namespace: str, path: str) -> KerasRemoval | None:
     generated = keras2_removal(namespace, path)
     if generated is not None:
         return _generated_removal(namespace, *generated)
+    module = keras2_module_removal(path)
+    if module is not None:
+        return _module_removal(namespace, module)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _module_removal(namespace: str, module: str) -> KerasRemoval:
+    """A Keras 2 module (``utils.data_utils``, ``layers.recurrent``) that no Keras 3 namespace has: the import
+    fails (ModuleNotFoundError); its public names, where Keras 3 kept them, live one level up."""
+    prefix = "keras" if namespace == "keras" else "tf.keras"
+    parent = module.split(".")[0]
+    hint = (
+        f"`{prefix}.{module}` was a module of Keras 2's source tree (ModuleNotFoundError in Keras 3); Keras 3 "
+        f"exports the public names it held from `{prefix}.{parent}`"
+        if "." in module
+        else "Keras 3 has no such module (ModuleNotFoundError)"
+    )
+    return KerasRemoval(module, hint, prefix=True, namespaces=(namespace,))
 
 
 _PYDATASET_WORKERS = "Keras 3 runs a `keras.utils.PyDataset(workers=, use_multiprocessing=)` itself"

@@ -132,3 +132,37 @@ def test_symbolic_ops_are_reported_once_per_model_building_function() -> None:
     assert symbolic == [9, 18]  # the generator's first op (its second counted in the message), the discriminator's
     first = next(f for f in findings if f.location.split(":")[-2] == "9")
     assert "(and 1 more in this function)" in first.message
+
+
+# --- Keras 2's own modules (`from keras.utils.data_utils import get_file`) -------------------------------------
+
+
+def test_every_removed_keras2_module_in_the_table_fails_to_import_under_both_namespaces() -> None:
+    import importlib
+
+    pytest.importorskip("keras")
+    from tfpilot.lint.keras2_removed_data import GONE_KERAS2_MODULES
+
+    assert "utils.data_utils" in GONE_KERAS2_MODULES and "layers.recurrent" in GONE_KERAS2_MODULES
+    for module in GONE_KERAS2_MODULES:
+        for namespace in ("keras", "tensorflow.keras"):
+            with pytest.raises(ImportError):
+                importlib.import_module(f"{namespace}.{module}")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from keras.utils.data_utils import get_file",
+        "from tensorflow.keras.layers.recurrent import LSTM",
+        "import keras.engine.topology",
+    ],
+)
+def test_an_import_from_a_removed_keras2_module_is_reported(line: str) -> None:
+    findings = [f for f in lint_source(f"import tensorflow as tf\n{line}\n", path="lm.py") if f.code == "TFP504"]
+    assert [f.location.split(":")[-2] for f in findings] == ["2"]
+
+
+def test_an_import_from_a_kept_module_is_left_alone() -> None:
+    source = "import tensorflow as tf\nfrom keras.preprocessing.sequence import pad_sequences\nfrom keras.utils import get_file\n"
+    assert [f for f in lint_source(source, path="lm.py") if f.code == "TFP504"] == []
