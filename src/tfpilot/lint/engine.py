@@ -475,9 +475,22 @@ def _lint_notebook(text: str, path: Path, rules: Sequence[type[Rule]], ignored: 
         message = f"{violation.message} [code cell {cell}, line {line}]"
         return dataclasses.replace(violation, message=message, fix_data=None)
 
+    skipped_cells = tuple(
+        Violation(
+            SYNTAX_ERROR_CODE,
+            f"cannot parse this code cell ({message}); Jupyter runs each cell on its own, so the others were checked",
+            line,
+            0,
+            line,
+            0,
+            "Module",
+            problem="syntax",
+        )
+        for line, message in notebook.unparsed
+    )
     return dataclasses.replace(
         result,
-        violations=tuple(located(v) for v in result.violations),
+        violations=tuple(located(v) for v in (*skipped_cells, *result.violations)),
         syntax_error=located(result.syntax_error) if result.syntax_error is not None else None,
     )
 

@@ -10,6 +10,7 @@ the finding names. Comments stay, so ``# tfpilot: noqa[...]`` in a cell works as
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -95,6 +96,9 @@ class NotebookSource:
 
     source: str
     cells: tuple[int, ...]
+    # Code cells that do not parse on their own (an exercise's `def f(): # TODO`), each as (first line in
+    # ``source``, the parser's message): commented out, so that the other cells are still checked.
+    unparsed: tuple[tuple[int, str], ...] = ()
 
     def where(self, line: int) -> tuple[int, int]:
         """(code cell number, line in that cell), both 1-based, for a line of ``source``."""
@@ -126,4 +130,19 @@ def notebook_to_python(text: str) -> NotebookSource:
         starts.append(line)
         chunks.append("\n".join(converted))
         line += len(converted) + 1  # the cell's lines and the blank line that joins the next
-    return NotebookSource("\n\n".join(chunks) + "\n", tuple(starts))
+    joined = "\n\n".join(chunks) + "\n"
+    try:
+        ast.parse(joined)
+    except (SyntaxError, ValueError):
+        # Jupyter parses and runs each cell on its own: one broken cell (an exercise left to the
+        # reader) stops only itself. Comment it out, line for line, and check the rest.
+        unparsed: list[tuple[int, str]] = []
+        for index, chunk in enumerate(chunks):
+            try:
+                ast.parse(chunk)
+            except (SyntaxError, ValueError) as error:
+                unparsed.append((starts[index], getattr(error, "msg", None) or str(error)))
+                chunks[index] = "\n".join("# " + text for text in chunk.split("\n"))
+        if unparsed:
+            return NotebookSource("\n\n".join(chunks) + "\n", tuple(starts), tuple(unparsed))
+    return NotebookSource(joined, tuple(starts))

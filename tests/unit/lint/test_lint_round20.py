@@ -166,3 +166,27 @@ def test_an_import_from_a_removed_keras2_module_is_reported(line: str) -> None:
 def test_an_import_from_a_kept_module_is_left_alone() -> None:
     source = "import tensorflow as tf\nfrom keras.preprocessing.sequence import pad_sequences\nfrom keras.utils import get_file\n"
     assert [f for f in lint_source(source, path="lm.py") if f.code == "TFP504"] == []
+
+
+# --- a notebook cell that does not parse stops only itself -----------------------------------------------------
+
+
+def test_a_notebook_with_an_exercise_cell_that_does_not_parse_is_checked_everywhere_else(tmp_path: Path) -> None:
+    from tfpilot.lint.engine import lint_paths
+
+    notebook = tmp_path / "siamese.ipynb"
+    notebook.write_text(
+        _notebook(
+            [
+                "import tensorflow as tf\n",
+                "class SharedConv(tf.keras.Model):\n    def call(self, inputs):\n        # TODO\n",
+                "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile('sgd', 'mse')\n"
+                "model.fit_generator(gen, epochs=3)\n",
+            ]
+        )
+    )
+    findings = lint_paths([notebook]).findings
+    codes = {f.code for f in findings}
+    assert "TFP504" in codes  # fit_generator, in the cell after the broken one
+    [note] = [f for f in findings if f.code == "TFP000"]
+    assert "code cell 2" in note.message and note.severity is not Severity.ERROR
