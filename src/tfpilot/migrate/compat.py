@@ -126,6 +126,9 @@ HELPER_NAMES: dict[str, tuple[str, frozenset[str]]] = {
                 "avg_pool2d",
                 "l1_regularizer",
                 "l2_regularizer",
+                "l1_l2_regularizer",
+                "sum_regularizer",
+                "apply_regularization",
                 "batch_norm",
                 "layer_norm",
                 "dropout",
@@ -367,6 +370,10 @@ REMOVED_APIS: tuple[RemovedApi, ...] = (
     RemovedApi("tensorflow.contrib.layers.avg_pool2d", "_tf1_contrib.avg_pool2d", "helper"),
     RemovedApi("tensorflow.contrib.layers.l1_regularizer", "_tf1_contrib.l1_regularizer", "helper"),
     RemovedApi("tensorflow.contrib.layers.l2_regularizer", "_tf1_contrib.l2_regularizer", "helper"),
+    *(
+        RemovedApi(f"tensorflow.contrib.layers.{name}", f"_tf1_contrib.{name}", "helper")
+        for name in ("l1_l2_regularizer", "sum_regularizer", "apply_regularization")
+    ),
     RemovedApi("tensorflow.contrib.layers.batch_norm", "_tf1_contrib.batch_norm", "helper"),
     RemovedApi("tensorflow.contrib.layers.layer_norm", "_tf1_contrib.layer_norm", "helper"),
     RemovedApi("tensorflow.contrib.layers.dropout", "_tf1_contrib.dropout", "helper"),

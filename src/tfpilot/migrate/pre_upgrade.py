@@ -10,6 +10,8 @@
 * ``import tensorflow.contrib as tf_contrib`` (or ``from tensorflow import contrib``): its uses are
   spelled ``tf.contrib.layers.l2_regularizer`` through the file's own TensorFlow name, which is how
   tf_upgrade_v2 and migrate's contrib table recognise them; the alias import goes (it fails on TF 2).
+* ``tf.nn.dropout(x, keep_prob, noise_shape)`` with TF 1's positional order gets its keywords: tf_upgrade_v2
+  rewrites keep_prob but leaves the third argument in TF 2's `rate` slot.
 * Python 2 source (TF1 books and tutorials were written for it: ``print x``, ``except E, e:``) is
   converted with 2to3's default fixers when, and only when, the file does not parse as Python 3
   and the converted one does: neither tf_upgrade_v2 nor Python 3 reads it otherwise.
@@ -58,6 +60,8 @@ class _Keywords(cst.CSTTransformer):
             name = func.value
         else:
             return updated
+        if name == "dropout" and isinstance(func, cst.Attribute) and _dotted(func.value).endswith("nn"):
+            return self._dropout_keywords(original, updated)
         order = _PRE_1_0_ORDER.get(name)
         if order is None:
             return updated
@@ -72,6 +76,28 @@ class _Keywords(cst.CSTTransformer):
         line = self.get_metadata(PositionProvider, original).start.line
         self.changed.append((line, name))
         return updated.with_changes(args=args)
+
+
+    def _dropout_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``tf.nn.dropout(x, keep_prob, noise_shape)``: TF 1's positional order after `x` was keep_prob,
+        noise_shape, seed, name. tf_upgrade_v2 turns the keep probability into ``rate=1 - (keep_prob)`` but
+        leaves the third argument where TF 2's `rate` is (PointNet's ``tf.nn.dropout(inputs, keep_prob,
+        noise_shape)`` then raises "multiple values for argument 'rate'"); named, each keeps its meaning."""
+        args = list(updated.args)
+        positional = [index for index, arg in enumerate(args) if arg.keyword is None and not arg.star]
+        if len(positional) < 3 or positional != list(range(len(positional))):
+            return updated  # two arguments tf_upgrade_v2 reads right; a star argument nobody can name
+        for index in positional[1:5]:
+            args[index] = args[index].with_changes(
+                keyword=cst.Name(_TF1_DROPOUT_ORDER[index - 1]),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+        self.changed.append((self.get_metadata(PositionProvider, original).start.line, "dropout"))
+        return updated.with_changes(args=args)
+
+
+# tf.nn.dropout's parameters after `x` in TF 1.x
+_TF1_DROPOUT_ORDER = ("keep_prob", "noise_shape", "seed", "name")
 
 
 def _python2_converted(data: bytes) -> tuple[bytes, int] | None:
@@ -122,7 +148,7 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
         data = _contrib_aliases(data, changes)
     if b"contrib" in data and (b"variance_scaling_initializer" in data or b"xavier_initializer" in data):
         data = _contrib_initializers(data, changes)
-    if not any(name.encode() in data for name in _PRE_1_0_ORDER):
+    if not any(name.encode() in data for name in (*_PRE_1_0_ORDER, "nn.dropout")):
         return data, changes
     try:
         module = cst.parse_module(data)
@@ -134,7 +160,11 @@ def prepare(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
         changes.append(
             (
                 line,
-                f"positional `{name}(a, b)` is TF 0.x's (logits, labels) order (TF 1.x refused positional "
+                "positional `tf.nn.dropout(x, keep_prob, noise_shape, ...)`: TF 1's order, named before "
+                "tf_upgrade_v2 (which makes keep_prob `rate=1 - keep_prob` and would leave noise_shape where TF 2's "
+                "rate is)"
+                if name == "dropout"
+                else f"positional `{name}(a, b)` is TF 0.x's (logits, labels) order (TF 1.x refused positional "
                 "arguments there) -> `logits=a, labels=b`, before tf_upgrade_v2 (which reads labels first)",
             )
         )

@@ -340,6 +340,26 @@ SNIPPETS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "2.5",
     ),
+    "tensorflow.contrib.layers.l1_l2_regularizer": (
+        GRAPH + "r = tf.contrib.layers.l1_l2_regularizer(0.5, 0.5)(tf.constant([1.0, -3.0]))\n"
+        "print(tf.Session().run(r))\n",
+        (),
+        "4.5",
+    ),
+    "tensorflow.contrib.layers.sum_regularizer": (
+        GRAPH + "r = tf.contrib.layers.sum_regularizer([tf.contrib.layers.l1_regularizer(0.5), "
+        "tf.contrib.layers.l2_regularizer(0.5)])(tf.constant([1.0, -3.0]))\nprint(tf.Session().run(r))\n",
+        (),
+        "4.5",
+    ),
+    "tensorflow.contrib.layers.apply_regularization": (
+        GRAPH + "w = tf.Variable([1.0, -3.0])\n"
+        "r = tf.contrib.layers.apply_regularization(tf.contrib.layers.l1_regularizer(0.5), [w])\n"
+        "s = tf.Session()\ns.run(tf.global_variables_initializer())\n"
+        "print(s.run(r), len(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)))\n",
+        (),
+        "2.0 1",
+    ),
     "tensorflow.contrib.layers.batch_norm": (
         GRAPH + "x = tf.constant(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32))\n"
         "y = tf.contrib.layers.batch_norm(x, center=True, scale=True, is_training=True, updates_collections=None)\n"

@@ -639,6 +639,39 @@ class _tf1_contrib:
 
         return l1
 
+    @staticmethod
+    def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
+        """contrib.layers.l1_l2_regularizer: the sum of the two penalties, as contrib summed them."""
+        return _tf1_contrib.sum_regularizer(
+            [_tf1_contrib.l1_regularizer(scale_l1), _tf1_contrib.l2_regularizer(scale_l2)], scope=scope
+        )
+
+    @staticmethod
+    def sum_regularizer(regularizer_list, scope=None):
+        """contrib.layers.sum_regularizer: each regularizer's penalty, added (None penalties left out)."""
+
+        def summed(weights):
+            penalties = [p for p in (regularizer(weights) for regularizer in regularizer_list) if p is not None]
+            return _tf.add_n(penalties) if penalties else None
+
+        return summed
+
+    @staticmethod
+    def apply_regularization(regularizer, weights_list=None):
+        """contrib.layers.apply_regularization: the summed penalty of `weights_list` (the WEIGHTS collection
+        when none is given), added to REGULARIZATION_LOSSES as contrib added it."""
+        graph_keys = _tf.compat.v1.GraphKeys
+        if not weights_list:
+            weights_list = _tf.compat.v1.get_collection(graph_keys.WEIGHTS)
+        if not weights_list:
+            raise ValueError("No weights to regularize.")
+        with _tf.compat.v1.name_scope("get_regularization_penalty", values=weights_list) as scope:
+            penalties = [regularizer(weights) for weights in weights_list]
+            penalties = [_tf.constant(0.0) if p is None else p for p in penalties]
+            summed_penalty = _tf.add_n(penalties, name=scope)
+            _tf.compat.v1.add_to_collection(graph_keys.REGULARIZATION_LOSSES, summed_penalty)
+            return summed_penalty
+
     class model_analyzer:
         """slim.model_analyzer: a table of variables or ops and their sizes, printed as slim printed it."""
 
