@@ -77,7 +77,6 @@ class _Keywords(cst.CSTTransformer):
         self.changed.append((line, name))
         return updated.with_changes(args=args)
 
-
     def _dropout_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """``tf.nn.dropout(x, keep_prob, noise_shape)``: TF 1's positional order after `x` was keep_prob,
         noise_shape, seed, name. tf_upgrade_v2 turns the keep probability into ``rate=1 - (keep_prob)`` but
