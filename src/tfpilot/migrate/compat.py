@@ -917,6 +917,26 @@ class _Rewriter(cst.CSTTransformer):
         if not _is_main_guard(node.test):
             self._branches += 1
 
+    def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
+        """``-tf.reduce_mean(-loss)``: TF 2.21's graph optimizer (Grappler's arithmetic optimizer, which a
+        compat.v1 Session runs) drops one of the two negations when the inner value is a scalar, and the
+        program prints the opposite sign (run by test_migrate_round17_classes.py). The negations cancel
+        exactly for a mean or sum (IEEE negation is exact and commutes with rounding), so they go."""
+        inner = _negated_reduction(updated, self.bindings)
+        if inner is None:
+            return updated
+        call, argument = inner
+        line, column = self._position(original)
+        self.changes.append(
+            (
+                line,
+                column,
+                "`-reduce(-x)` -> `reduce(x)`: the same value exactly; TF 2.21's graph optimizer in a compat.v1 "
+                "Session drops one of the two negations when x is a scalar (the opposite sign, silently)",
+            )
+        )
+        return call.with_changes(args=[call.args[0].with_changes(value=argument), *call.args[1:]])
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.RemovalSentinel:
         if not _is_main_guard(original_node.test):
             self._branches -= 1
@@ -1411,6 +1431,28 @@ class _Rewriter(cst.CSTTransformer):
 _FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
 _NUMERIC_SPECS = frozenset("diouxXeEfFgG")
 _FETCH_METHODS = frozenset({"run", "eval", "numpy"})
+
+
+_SIGN_FREE_REDUCTIONS = frozenset({"reduce_mean", "reduce_sum"})
+
+
+def _negated_reduction(
+    node: cst.UnaryOperation, bindings: Mapping[str, str]
+) -> tuple[cst.Call, cst.BaseExpression] | None:
+    """(the reduction call, its argument without the minus) for ``-tf.reduce_mean(-x, ...)`` /
+    ``-tf.reduce_sum(-x, ...)`` (any TensorFlow spelling of the two), else None."""
+    if not isinstance(node.operator, cst.Minus) or not isinstance(node.expression, cst.Call):
+        return None
+    call = node.expression
+    qualified = qualified_name(call.func, bindings) or ""
+    if not qualified.startswith("tensorflow.") or qualified.rsplit(".", 1)[-1] not in _SIGN_FREE_REDUCTIONS:
+        return None
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    first = call.args[0].value
+    if isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Minus):
+        return call, first.expression
+    return None
 
 
 def _is_plain_literal(node: cst.BaseExpression) -> bool:

@@ -57,3 +57,41 @@ def test_batch_norm_with_a_training_placeholder_takes_its_moments_outside_the_co
         assert moments
         # inside a cond, v1 control flow gives an op a control-flow context; cond_v2 puts it in a branch graph
         assert all(op._control_flow_context is None for op in moments)  # noqa: SLF001 - the only way to ask
+
+
+_NEGATED = (
+    "import tensorflow as tf\n"
+    "x = tf.placeholder(tf.float32, [None])\n"
+    "d_loss = -tf.reduce_mean(-tf.reduce_mean(x + 1.0))\n"
+    "g_loss = -tf.reduce_sum(-tf.reduce_mean(x))\n"
+    "with tf.Session() as sess:\n"
+    "    print(*sess.run([d_loss, g_loss], feed_dict={x: [0.0, 2.0]}))\n"
+)
+
+
+def test_premise_tf_2_21s_graph_optimizer_drops_a_negation_of_a_scalar_under_a_reduction() -> None:
+    """The helper building round 17 found it (and dropped a GAN whose printed loss came out negative): in a
+    compat.v1 Session, `-tf.reduce_mean(-s)` of a scalar `s` evaluates to `-s`. If a TensorFlow upgrade fixes
+    it, this test fails: the rewrite below is then harmless but no longer needed."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None])
+        fetched = -tf.reduce_mean(-tf.reduce_mean(x + 1.0))
+        with tf.compat.v1.Session(graph=graph) as session:
+            assert session.run(fetched, {x: [0.0, 2.0]}) == -2.0  # the right value is +2.0
+
+
+def test_a_negated_reduction_of_a_negation_computes_its_value_after_migration(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "gan.py").write_text(_NEGATED)
+    report = migrate(source, tmp_path / "out")
+    migrated = (tmp_path / "out" / "gan.py").read_text()
+    assert "d_loss = tf.reduce_mean(tf.reduce_mean(x + 1.0))" in migrated
+    assert "g_loss = tf.reduce_sum(tf.reduce_mean(x))" in migrated
+    done = subprocess.run(
+        [sys.executable, "gan.py"], cwd=tmp_path / "out", capture_output=True, text=True, timeout=240, check=True
+    )
+    assert [float(v) for v in done.stdout.split()] == [2.0, 1.0]
+    assert "drops one of the two negations" in (tmp_path / "out" / "MIGRATION_REPORT.md").read_text()
+    assert report.statuses
