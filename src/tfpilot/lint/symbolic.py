@@ -131,7 +131,57 @@ def _symbolic_value(value: ast.AST, context: FileContext, scope: ast.AST, depth:
         return isinstance(target, ast.Name) and is_symbolic(
             ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), value), context, scope, depth + 1
         )
+    if isinstance(value, ast.Assign) and isinstance(value.value, ast.Call):
+        # `z_mean, z_log_var = encoder(x)`: a callable given a KerasTensor returns KerasTensors or has
+        # raised already (Keras 3 refuses TF ops on them), so each unpacked element holds one. Callables
+        # whose result is no tensor (`len`, `isinstance`, a shape helper) are left out.
+        call = value.value
+        if is_symbolic(call, context, scope, depth + 1):
+            return True
+        return (
+            isinstance(call.func, ast.Name)
+            and call.func.id not in _NO_TENSOR_RESULT
+            and "shape" not in call.func.id.lower()
+            and any(_symbolic_argument(a, context, scope, depth) for a in call.args)
+        )
     return isinstance(value, ast.expr) and is_symbolic(value, context, scope, depth + 1)
+
+
+# Builtins (and the like) whose result is a Python value even when given a KerasTensor.
+_NO_TENSOR_RESULT = frozenset(
+    {
+        "len",
+        "int",
+        "float",
+        "str",
+        "bool",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "print",
+        "isinstance",
+        "getattr",
+        "hasattr",
+        "type",
+        "id",
+        "range",
+        "zip",
+        "enumerate",
+        "sorted",
+        "reversed",
+        "map",
+        "filter",
+        "max",
+        "min",
+        "sum",
+        "any",
+        "all",
+        "repr",
+        "vars",
+        "dir",
+    }
+)
 
 
 def _symbolic_argument(argument: ast.AST, context: FileContext, scope: ast.AST, depth: int) -> bool:

@@ -190,3 +190,40 @@ def test_a_notebook_with_an_exercise_cell_that_does_not_parse_is_checked_everywh
     assert "TFP504" in codes  # fit_generator, in the cell after the broken one
     [note] = [f for f in findings if f.code == "TFP000"]
     assert "code cell 2" in note.message and note.severity is not Severity.ERROR
+
+
+# --- outputs of a model call unpacked into names (`z_mean, z_log_var = encoder(x)`) ----------------------------
+
+_VAE = """
+import tensorflow as tf
+from tensorflow.keras.layers import Input
+from tensorflow.keras.models import Model
+
+
+def make_vae(encoder, decoder):
+    x = Input(shape=(4,))
+    z_mean, z_log_var = encoder(x)
+    vae = Model(x, decoder(z_mean))
+    kl_loss = -0.5 * tf.reduce_sum(1 + z_log_var - tf.square(z_mean), axis=-1)
+    return vae, kl_loss
+"""
+
+
+def test_premise_unpacked_outputs_of_a_model_call_are_keras_tensors() -> None:
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    inputs = keras.Input((4,))
+    encoder = keras.Model(inputs, [keras.layers.Dense(2)(inputs), keras.layers.Dense(2)(inputs)])
+    z_mean, _ = encoder(keras.Input((4,)))
+    with pytest.raises(ValueError, match="KerasTensor cannot be used as input to a TensorFlow function"):
+        tf.square(z_mean)
+
+
+def test_a_tensorflow_op_on_unpacked_model_outputs_is_reported() -> None:
+    findings = [f for f in lint_source(textwrap.dedent(_VAE), path="vae.py") if "KerasTensor" in f.message]
+    assert [f.location.split(":")[-2] for f in findings] == ["11"]
+
+
+def test_unpacking_a_python_result_of_a_keras_tensor_is_left_alone() -> None:
+    source = _VAE.replace("z_mean, z_log_var = encoder(x)", "z_mean, z_log_var = divmod(len(x.shape), 2)")
+    assert [f for f in lint_source(textwrap.dedent(source), path="vae.py") if "KerasTensor" in f.message] == []
