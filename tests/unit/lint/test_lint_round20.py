@@ -227,3 +227,13 @@ def test_a_tensorflow_op_on_unpacked_model_outputs_is_reported() -> None:
 def test_unpacking_a_python_result_of_a_keras_tensor_is_left_alone() -> None:
     source = _VAE.replace("z_mean, z_log_var = encoder(x)", "z_mean, z_log_var = divmod(len(x.shape), 2)")
     assert [f for f in lint_source(textwrap.dedent(source), path="vae.py") if "KerasTensor" in f.message] == []
+
+
+def test_output_shape_of_a_layer_in_a_comprehension_over_model_layers_is_reported() -> None:
+    source = (
+        "import tensorflow as tf\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(2)])\n"
+        "shapes = [(i, l.output_shape)\n          for (i, l) in enumerate(model.layers)]\n"
+        "sizes = [s.output_shape for s in sizes_of_something_else]\n"
+    )
+    found = [f.location.split(":")[-2] for f in lint_source(source, path="cnn.py") if "output_shape" in f.message]
+    assert found == ["3"]

@@ -154,6 +154,21 @@ _OPTIMIZER_V2_METHODS = {
     "get_slot": "Keras 3 keeps slots in `optimizer.variables`; there is no per-variable lookup",
     "get_slot_names": "Keras 3 keeps slots in `optimizer.variables`; there is no per-variable lookup",
 }
+
+
+def _iterates_layers(iterated: ast.expr) -> bool:
+    """``model.layers`` (or ``enumerate`` / ``reversed`` of it, or a slice of it): each element is a layer."""
+    if (
+        isinstance(iterated, ast.Call)
+        and isinstance(iterated.func, ast.Name)
+        and iterated.func.id in ("enumerate", "reversed")
+    ):
+        iterated = iterated.args[0] if iterated.args else iterated
+    if isinstance(iterated, ast.Subscript):
+        iterated = iterated.value  # model.layers[1:]
+    return isinstance(iterated, ast.Attribute) and iterated.attr == "layers"
+
+
 # Instance attributes Keras 3's Model sets in __init__: a method of a Model subclass by one of these
 # names is hidden by the attribute (`self.loss` is None, so `self.loss(x, y)` raises TypeError).
 _MODEL_INIT_ATTRIBUTES = frozenset(
@@ -493,6 +508,17 @@ session = K.get_session()
             )
         return False
 
+    def _comprehension_source(self, name: str) -> ast.expr | None:
+        """What the innermost enclosing comprehension that binds ``name`` iterates over, if any."""
+        for node in reversed(self.context.stack):
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for generator in node.generators:
+                    if any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(generator.target)):
+                        return generator.iter
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+        return None
+
     def _is_layer(self, receiver: ast.expr) -> bool:
         """A layer of a model: ``model.layers[i]``, ``model.get_layer(...)``, the loop variable of
         ``for layer in model.layers`` (or ``enumerate(model.layers)``), or a Keras layer built here."""
@@ -502,6 +528,10 @@ session = K.get_session()
             return isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "get_layer"
         if not isinstance(receiver, ast.Name):
             return False
+        comprehension = self._comprehension_source(receiver.id)
+        if comprehension is not None:
+            # `[(i, l.output_shape) for i, l in enumerate(model.layers)]`: the comprehension's own variable
+            return _iterates_layers(comprehension)
         for value in self.context.bindings.values(receiver.id, receiver, self.context.scope.node):
             if isinstance(value, LoopElement):
                 # `for i, layer in enumerate(model.layers)`: an element of the model's layers
@@ -509,20 +539,7 @@ session = K.get_session()
                     return False
                 continue
             if isinstance(value, ast.For):
-                iterated = value.iter
-                if (
-                    isinstance(iterated, ast.Call)
-                    and isinstance(iterated.func, ast.Name)
-                    and iterated.func.id
-                    in (
-                        "enumerate",
-                        "reversed",
-                    )
-                ):
-                    iterated = iterated.args[0] if iterated.args else iterated
-                if isinstance(iterated, ast.Subscript):
-                    iterated = iterated.value  # model.layers[1:]
-                if isinstance(iterated, ast.Attribute) and iterated.attr == "layers":
+                if _iterates_layers(value.iter):
                     continue
                 return False
             if isinstance(value, ast.Call):
