@@ -78,7 +78,10 @@ def export(git_dir: Path, repository: str, destination: Path) -> int:
         if name.endswith(".ipynb"):
             target = destination / (name + ".py")
             try:
-                data = notebook_to_python(data.decode("utf-8", errors="replace")).source.encode()
+                # each broken cell commented out, as `tfpilot lint` reads a notebook that does not parse whole
+                data = notebook_to_python(
+                    data.decode("utf-8", errors="replace"), isolate_broken_cells=True
+                ).source.encode()
             except ValueError:
                 data = b""
         else:

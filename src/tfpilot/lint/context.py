@@ -96,7 +96,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 PRIVATE_KERAS_REASON = "its `keras` is TensorFlow's private Keras 2 copy, tensorflow.python.keras"
 # Names code uses for TensorFlow and its friends without importing them itself only when something else
 # imported them: a snippet loaded into a notebook (lint.loaded_snippets) is the case worth a look.
-_USES_UNBOUND_ALIAS = re.compile(r"(?<![\w.])(?:tf|keras|layers|optimizers|np)\.\w|(?<![\w.])(?:Sequential|Dense)\(")
+_USES_UNBOUND_ALIAS = re.compile(r"(?<![\w.])(tf|keras|layers|optimizers|np)\.\w|(?<![\w.])(Sequential|Dense)\(")
 
 
 class FileContext:
@@ -133,7 +133,7 @@ class FileContext:
         self._rebound = {name: lines for name, lines in self._rebound.items() if len({q for _, q in lines}) > 1}
         if self._star_modules:
             self._add_star_imports()
-        if "tf" not in self.imports and "keras" not in self.imports and _USES_UNBOUND_ALIAS.search(source):
+        if "tf" not in self.imports and "keras" not in self.imports and self._uses_unbound_alias(source):
             # a snippet a notebook `%load`s: it runs where the notebook's imports hold (lint.loaded_snippets)
             inherited = loader_imports(path) or conventional_imports(tree)
             for name, qualified in inherited.items():
@@ -160,6 +160,14 @@ class FileContext:
         self._layer_aliases: dict[str, str] | None = None
         self._tf1_only: list[tuple[int, int]] | None = None
         self._installs: list[tuple[int, int, str]] | None = None
+
+    def _uses_unbound_alias(self, source: str) -> bool:
+        """The file uses `tf.`, `np.`, `Dense(` ... without importing that name (a NumPy-only module that
+        imports numpy as np does not ask where its names come from)."""
+        for match in _USES_UNBOUND_ALIAS.finditer(source):
+            if (match.group(1) or match.group(2)) not in self.imports:
+                return True
+        return False
 
     @property
     def bindings(self) -> Bindings:

@@ -468,6 +468,11 @@ def _lint_notebook(text: str, path: Path, rules: Sequence[type[Rule]], ignored: 
         note = Violation(SYNTAX_ERROR_CODE, str(error), 1, 0, 1, 0, "Module", problem="undecodable")
         return FileResult(str(path), text.count("\n"), (), note)
     result = check_source(notebook.source, str(path), rules, ignored_prefixes=ignored)
+    if result.syntax_error is not None and result.syntax_error.problem == "syntax":
+        isolated = notebook_to_python(text, isolate_broken_cells=True)
+        if isolated.unparsed:
+            notebook = isolated
+            result = check_source(notebook.source, str(path), rules, ignored_prefixes=ignored)
 
     def located(violation: Violation) -> Violation:
         cell, line = notebook.where(violation.shown_line)

@@ -109,9 +109,11 @@ class NotebookSource:
         return number + 1, line - self.cells[number] + 1 if self.cells else line
 
 
-def notebook_to_python(text: str) -> NotebookSource:
+def notebook_to_python(text: str, *, isolate_broken_cells: bool = False) -> NotebookSource:
     """Code cells joined in order (a blank line between two), each made plain Python by
-    cell_to_python. Raises ValueError when ``text`` is not a notebook's JSON."""
+    cell_to_python. Raises ValueError when ``text`` is not a notebook's JSON. With
+    ``isolate_broken_cells``, a cell that does not parse on its own is commented out (see below):
+    asked for only when the joined module does not parse, so a notebook that does is parsed once."""
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as error:
@@ -130,10 +132,7 @@ def notebook_to_python(text: str) -> NotebookSource:
         starts.append(line)
         chunks.append("\n".join(converted))
         line += len(converted) + 1  # the cell's lines and the blank line that joins the next
-    joined = "\n\n".join(chunks) + "\n"
-    try:
-        ast.parse(joined)
-    except (SyntaxError, ValueError):
+    if isolate_broken_cells:
         # Jupyter parses and runs each cell on its own: one broken cell (an exercise left to the
         # reader) stops only itself. Comment it out, line for line, and check the rest.
         unparsed: list[tuple[int, str]] = []
@@ -143,6 +142,5 @@ def notebook_to_python(text: str) -> NotebookSource:
             except (SyntaxError, ValueError) as error:
                 unparsed.append((starts[index], getattr(error, "msg", None) or str(error)))
                 chunks[index] = "\n".join("# " + text for text in chunk.split("\n"))
-        if unparsed:
-            return NotebookSource("\n\n".join(chunks) + "\n", tuple(starts), tuple(unparsed))
-    return NotebookSource(joined, tuple(starts))
+        return NotebookSource("\n\n".join(chunks) + "\n", tuple(starts), tuple(unparsed))
+    return NotebookSource("\n\n".join(chunks) + "\n", tuple(starts))
