@@ -87,9 +87,10 @@ def _input_names(model: keras.Model, features_spec: Any) -> list[str]:
     return ["inputs"] if len(leaves) == 1 else [f"input_{i}" for i in range(len(leaves))]
 
 
-def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, Any]]:
+def signature_inputs(model: keras.Model, features_spec: Any, *, sample_rows: int | None = None) -> list[dict[str, Any]]:
     """Serving inputs from the features the step received: name, signature key, dtype, shape (batch None, or the
-    batch the model's Input declares)."""
+    batch the model's Input declares where the sample rows are a whole batch of it). `sample_rows`: how many
+    rows the sample holds, where `features_spec` says None for its batch (the serving shapes)."""
     from tfpilot.data.names import signature_keys
 
     names = _input_names(model, features_spec)
@@ -103,7 +104,8 @@ def signature_inputs(model: keras.Model, features_spec: Any) -> list[dict[str, A
             # Keras adds the trailing 1 itself when the data has one dimension less than the Input
             # (a CSV column batched to (batch,) into Input(shape=(1,))): clients send what the model declares.
             shape = [None, *model_shape[1:]]
-        if model_shape and model_shape[0] is not None and spec.shape.as_list()[:1] == model_shape[:1]:
+        sample = sample_rows if sample_rows is not None else (spec.shape.as_list() or [None])[0]
+        if model_shape and model_shape[0] is not None and sample == model_shape[0]:
             # a batch the model declares (`Input(batch_shape=(1, None, 1))` of a stateful RNN, whose state has
             # that batch): its graph computes on that batch only, so the signature says it. The sample rows
             # tell: they are a whole batch of that size only where the model refused fewer (fit/api.py
@@ -443,7 +445,7 @@ def write_spec(
         "features": _structure(features),
         # The features' keys in the order the model received them (an OrderedDict keeps its own).
         "order": list(features) if isinstance(features, dict) else None,
-        "inputs": signature_inputs(model, features_spec),
+        "inputs": signature_inputs(model, features_spec, sample_rows=_leading_rows(features)),
         "outputs": stable_output_names(model),
         "batch_size": batch_size,
         # compiled with jit_compile=True: Keras trains and predicts it under XLA, and export serves it so
@@ -454,6 +456,12 @@ def write_spec(
         "validation_data": str(run.fit_validation_path.relative_to(run.root)) if has_validation else None,
     }
     atomic_write_json(run.fit_spec_path, spec)
+
+
+def _leading_rows(features: Any) -> int | None:
+    leaves = tf.nest.flatten(features)
+    shape = np.shape(leaves[0]) if leaves else ()
+    return int(shape[0]) if shape else None
 
 
 def save_sample(run: RunDir, *, model: keras.Model, features: Any) -> None:
