@@ -96,7 +96,7 @@ class NotebookSource:
 
     source: str
     cells: tuple[int, ...]
-    # Code cells that do not parse on their own (an exercise's `def f(): # TODO`), each as (first line in
+    # Code cells that do not parse on their own (an exercise's function left with no body for the reader), each as (first line in
     # ``source``, the parser's message): commented out, so that the other cells are still checked.
     unparsed: tuple[tuple[int, str], ...] = ()
 

@@ -39,7 +39,7 @@ from tfpilot._tf_private import first_call_shapes, validation_split_of
 from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
 from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
-from tfpilot.train.fit.artifacts import first_line, save_model, save_sample, save_validation, write_spec
+from tfpilot.train.fit.artifacts import first_line, leading_rows, save_model, save_sample, save_validation, write_spec
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
 from tfpilot.train.fit.deferred_loop import DeferredLoop
 from tfpilot.train.fit.guarded_step import (
@@ -747,7 +747,6 @@ def _serve_live_model(model: keras.Model, run: RunDir, not_saved: Finding) -> Fi
     """Keras cannot load this model again (it cannot rebuild it from its config), but the trained
     model is here: write its serving SavedModel now, so `tfpilot export` still works later.
     Returns the not-saved finding, saying which of the two happened."""
-    import numpy as np
 
     from tfpilot.export.fit_model import write_verified
     from tfpilot.train.fit.artifacts import read_fit_spec
@@ -835,10 +834,10 @@ def _sample_features(
     if refusal is None:
         return features, None
     # arrays are batched by fit (batch_size, default 32); other data arrives in its own batches
-    whole = (batch_size or 32) if arrays else _leading_rows(batches[0])
+    whole = (batch_size or 32) if arrays else (leading_rows(batches[0]) or 0)
     if whole != _SAMPLE_ROWS and whole > 0:  # a stateful RNN's batch of 1 too
         rows = _typed_rows(model, batches, structure, count=whole)
-        if rows is not None and _leading_rows(rows) == whole and _refusal(model, rows) is None:
+        if rows is not None and leading_rows(rows) == whole and _refusal(model, rows) is None:
             return rows, _fixed_batch_finding(model, whole, refusal)
     if overrides_train_step(model):
         # Its own train_step reads the batches its own way (anchors and positives from one stacked
@@ -891,12 +890,6 @@ def _typed_rows(model: keras.Model, batches: list[Any], structure: Any, *, count
         check_types=False,
     )
     return _serving_dtypes(model, typed)
-
-
-def _leading_rows(features: Any) -> int:
-    leaves = tf.nest.flatten(features)
-    shape = np.shape(leaves[0]) if leaves else ()
-    return int(shape[0]) if shape else 0
 
 
 def _refusal(model: keras.Model, features: Any) -> str | None:

@@ -445,7 +445,7 @@ def write_spec(
         "features": _structure(features),
         # The features' keys in the order the model received them (an OrderedDict keeps its own).
         "order": list(features) if isinstance(features, dict) else None,
-        "inputs": signature_inputs(model, features_spec, sample_rows=_leading_rows(features)),
+        "inputs": signature_inputs(model, features_spec, sample_rows=leading_rows(features)),
         "outputs": stable_output_names(model),
         "batch_size": batch_size,
         # compiled with jit_compile=True: Keras trains and predicts it under XLA, and export serves it so
@@ -458,7 +458,8 @@ def write_spec(
     atomic_write_json(run.fit_spec_path, spec)
 
 
-def _leading_rows(features: Any) -> int | None:
+def leading_rows(features: Any) -> int | None:
+    """How many rows the features hold (their first leaf's leading dimension), None for a scalar or nothing."""
     leaves = tf.nest.flatten(features)
     shape = np.shape(leaves[0]) if leaves else ()
     return int(shape[0]) if shape else None
