@@ -257,6 +257,15 @@ def _validation_dataset(validation_data: Any, batch_size: int | None) -> tf.data
     return None
 
 
+def _guard_runs_under(strategy: tf.distribute.Strategy) -> bool:
+    tested = (
+        tf.distribute.MirroredStrategy,
+        tf.distribute.OneDeviceStrategy,
+        tf.distribute.MultiWorkerMirroredStrategy,
+    )
+    return is_default_strategy(strategy) or isinstance(strategy, tested)
+
+
 def fit(
     model: keras.Model,
     x: Any = None,
@@ -394,9 +403,10 @@ def fit(
     # its place for this call only (the model's own step runs inside it, unchanged).
     original_train_step = model.__dict__.get("train_step")
     own_step = model.train_step
-    # Under a distribution strategy optimizer.apply uses merge_call, which a tf.cond built in a
-    # replica context may not hold, and the layer state is mirrored: the guard is one device's.
-    guarded = is_default_strategy(model.distribute_strategy)
+    # The guard runs under the strategies it is tested with (guarded_step.py: per-replica state, one
+    # verdict for all replicas, the update's cond in the cross-replica context); not on TPUs or with
+    # parameter servers, whose replica contexts it was never run in.
+    guarded = _guard_runs_under(model.distribute_strategy)
     traced_spec: list[Any] = []
 
     def recorded(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -410,16 +420,18 @@ def fit(
         return train_step
 
     if guarded:
-        model.train_step = recorded(step.wrap(own_step, keep_batch=not model.jit_compile))
+        # The bad batch is kept for the replay on one device only: a replica's batch is a part of it.
+        model.train_step = recorded(step.wrap(own_step, keep_batch=not (model.jit_compile or step.distributed)))
     else:
         model.train_step = recorded(own_step)
         findings.append(
             Finding(
                 code="FIT-GUARD-OFF",
                 severity=Severity.WARNING,
-                title="NaN guard off under a distribution strategy",
+                title="NaN guard off under this distribution strategy",
                 message=f"the model trains under {type(model.distribute_strategy).__name__}; tfpilot.fit's NaN guard "
-                "runs on one device only, so a non-finite batch is not skipped here",
+                "runs on one device and under Mirrored, OneDevice and MultiWorkerMirrored strategies only, so a "
+                "non-finite batch is not skipped here",
                 location=str(run.root),
                 evidence={"strategy": type(model.distribute_strategy).__name__},
                 fix="add keras.callbacks.TerminateOnNaN() to stop at the first NaN loss, or train on one device",
@@ -457,7 +469,7 @@ def fit(
         if guarded:
             step.install()
         model.train_function = None  # rebuilt from the guarded step
-        if guarded and model.steps_per_execution > 1 and not model.run_eagerly:
+        if guarded and model.steps_per_execution > 1 and not model.run_eagerly and not step.distributed:
             # Several steps a call: the guard checks once per call (deferred_loop.py), with
             # Keras' own function of the per-step guarded step where it cannot.
             model.make_train_function()

@@ -118,6 +118,17 @@ class GuardCallback(keras.callbacks.Callback):
         epoch = max((e for e, start in self._epoch_starts.items() if start <= index), default=self._epoch)
         return epoch, index - self._epoch_starts.get(epoch, 0)
 
+    def _why_not_kept(self) -> str:
+        if self.step.distributed:
+            return (
+                f"the batch is not kept under {type(self.step.strategy).__name__} (each replica sees a part of it); "
+                "train the same data on one device to locate it"
+            )
+        return (
+            "the batch is not kept under XLA (jit_compile) or with composite inputs; "
+            "train with jit_compile=False to locate it"
+        )
+
     def _check(self) -> None:
         steps, indices, halted = self.step.read()
         if not indices and not halted:
@@ -126,11 +137,7 @@ class GuardCallback(keras.callbacks.Callback):
         if indices and self.guard.evidence is None:
             kept = self.step.bad_batch.batch()
             if kept is None:
-                evidence = {
-                    "reproduced": False,
-                    "replay": "the batch is not kept under XLA (jit_compile) or with composite inputs; "
-                    "train with jit_compile=False to locate it",
-                }
+                evidence = {"reproduced": False, "replay": self._why_not_kept()}
             else:
                 evidence = nonfinite_inputs(kept) or replay_train_step(self.model, self.train_step, kept)
         global_step = self.trained_steps()

@@ -38,6 +38,7 @@ import contextlib
 import functools
 import inspect
 import random
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,6 +48,7 @@ import tensorflow as tf
 
 from tfpilot import _tf_private
 from tfpilot._tf_private import build_compile_state
+from tfpilot.train.step import is_default_strategy
 
 __all__ = ["GuardedStep", "model_optimizers"]
 
@@ -295,6 +297,20 @@ class GuardedStep:
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
         self._variables_seen = 0  # _variable_count(model) when `state` was read
+        # Under a distribution strategy each replica runs the step: the guard's variables are the
+        # strategy's (mirrored, aggregation NONE: each replica writes its own copy, as it does a
+        # BatchNormalization statistic), every replica reaches the same verdict (one all-reduce of its
+        # badness), so the copies stay equal and the host reads the first.
+        self.strategy = model.distribute_strategy
+        self.distributed = not is_default_strategy(self.strategy)
+        with self.scope():
+            self._create_variables()
+
+    def scope(self) -> contextlib.AbstractContextManager[Any]:
+        """Where the guard's variables are created: the model's strategy's scope, when it has one."""
+        return self.strategy.scope() if self.distributed else contextlib.nullcontext()
+
+    def _create_variables(self) -> None:
         self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfpilot_guard_steps")
         # Steps that trained (not skipped). Not an optimizer's iterations: a step may apply one
         # optimizer several times (WGAN-GP's critic: 3 updates per batch) or none.
@@ -314,7 +330,10 @@ class GuardedStep:
         # train_step that is a tf.function of its own (keras-io's forward-forward network) applies
         # its updates in its own graph, whose tensors the step around it cannot read.
         self._refused = tf.Variable(False, trainable=False, name="tfpilot_guard_refused")
-        self._in_step = False  # tracing inside guarded_train_step
+        # Whether this thread is tracing inside guarded_train_step. Per thread: MirroredStrategy traces each
+        # replica's step in a thread of its own, interleaved at its merge_calls, and the first replica to
+        # finish its step would otherwise end the others' while their updates still trace.
+        self._tracing = threading.local()
         self._originals: dict[int, Callable[..., Any]] = {}
         # Per optimizer: applies begun and not finished (the call that finds the end of a dataset
         # of unknown length begins one and never finishes it), and the variables its weight decay
@@ -324,6 +343,14 @@ class GuardedStep:
         # True while check_step traces: updates apply unconditionally (deferred_loop.py checks the
         # state they wrote once per call and undoes a bad call as a whole).
         self._unguarded = False
+
+    @property
+    def _in_step(self) -> bool:
+        return bool(getattr(self._tracing, "in_step", False))
+
+    @_in_step.setter
+    def _in_step(self, value: bool) -> None:
+        self._tracing.in_step = value
 
     @property
     def halted(self) -> tf.Tensor:
@@ -337,9 +364,10 @@ class GuardedStep:
                 continue
             original = optimizer.apply
             self._originals[id(optimizer)] = original
-            self._pending[id(optimizer)] = tf.Variable(
-                0, dtype=tf.int64, trainable=False, name=f"tfpilot_guard_pending_{len(self._pending)}"
-            )
+            with self.scope():
+                self._pending[id(optimizer)] = tf.Variable(
+                    0, dtype=tf.int64, trainable=False, name=f"tfpilot_guard_pending_{len(self._pending)}"
+                )
             optimizer.apply = self._guarded_apply(optimizer, original)
 
     def uninstall(self) -> None:
@@ -369,38 +397,29 @@ class GuardedStep:
             # saw the NaN batch must not train its generator on that batch (its g_loss, which never
             # sees the real images, is finite), or the skipped batch would change the weights.
             blocked = tf.logical_or(self.halted, self._refused.read_value()) if self._in_step else self.halted
-            allowed = tf.logical_and(finite, tf.logical_not(blocked))
-            if self._in_step:
-                self._refused.assign(tf.logical_or(self._refused.read_value(), tf.logical_not(allowed)))
-
             # model.fit's step increments the iterations even on the call that finds the end of a
             # dataset of unknown length (the increment needs no batch, so it runs before the
             # iterator fails): Adam's bias correction and a schedule then count one more step per
             # such epoch. Counted the same way here, before the cond, and taken back inside it, so
             # a skipped batch still changes nothing and histories equal model.fit's.
-            counter = _tf_private.iteration_counter(optimizer)
-            counter.assign_add(1)
-            pending = self._pending[id(optimizer)]
-            pending.assign_add(1)
+            counters = [_tf_private.iteration_counter(optimizer), self._pending[id(optimizer)]]
             known = (
                 trainable_variables
                 if trainable_variables is not None
                 else _tf_private.optimizer_variables_known(optimizer)
             )
             self._decayed[id(optimizer)] = [v for g, v in zip(grads, known, strict=False) if g is not None]
-
-            def update() -> tf.Tensor:
-                counter.assign_sub(1)
-                pending.assign_sub(1)
-                original(grads, trainable_variables)
-                return tf.constant(True)
-
-            def refuse() -> tf.Tensor:
-                counter.assign_sub(1)
-                pending.assign_sub(1)
-                return tf.constant(False)
-
-            tf.cond(allowed, update, refuse)
+            if self.distributed and not tf.__internal__.distribute.strategy_supports_no_merge_call():
+                allowed = _apply_across_replicas(finite, blocked, original, grads, trainable_variables, counters)
+            else:
+                if self.distributed:
+                    # Every replica refuses when any replica's gradients are not finite: their all-reduced
+                    # sum, which each replica's update would apply, is not finite either.
+                    finite = _on_every_replica(finite)
+                allowed = tf.logical_and(finite, tf.logical_not(blocked))
+                _counted_cond(allowed, counters, lambda: original(grads, trainable_variables))
+            if self._in_step:
+                self._refused.assign(tf.logical_or(self._refused.read_value(), tf.logical_not(allowed)))
 
         return apply
 
@@ -422,7 +441,10 @@ class GuardedStep:
                 self._in_step = False
             halted = self.halted
             any_refused = self._refused.read_value()
-            good = tf.logical_and(_all_finite(logs), tf.logical_not(tf.logical_or(any_refused, halted)))
+            finite_logs = _all_finite(logs)
+            if self.distributed:
+                finite_logs = _on_every_replica(finite_logs)  # one replica's NaN loss is the step's
+            good = tf.logical_and(finite_logs, tf.logical_not(tf.logical_or(any_refused, halted)))
             index = self.steps.read_value()
             tensor_keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
 
@@ -444,7 +466,10 @@ class GuardedStep:
                     total, in_a_row, last, _ = tf.unstack(self.record.read_value())
                     in_a_row = tf.where(tf.equal(last, index - 1), in_a_row + 1, tf.ones_like(in_a_row))
                     halt = tf.constant(self.policy == "stop") | (in_a_row > self.max_retries)
-                    self.ring.scatter_nd_update([[total % self.RING]], [index])
+                    # an assign, not scatter_nd_update, which a mirrored variable does not have
+                    self.ring.assign(
+                        tf.tensor_scatter_nd_update(self.ring.read_value(), [[total % self.RING]], [index])
+                    )
                     self.record.assign(tf.stack([total + 1, in_a_row, index, tf.cast(halt, tf.int64)]))
                     if bad_tensors is not None:
                         self.bad_batch.keep_once(bad_tensors)
@@ -565,10 +590,15 @@ class GuardedStep:
             variable = self._last_good.get(key)
             if variable is None or variable.dtype != value.dtype or variable.shape != value.shape:
                 name = f"tfpilot_last_good_{len(self._last_good)}"
-                variable = outside_the_trace(functools.partial(_nan_variable, value.shape, value.dtype, name))
+                make = functools.partial(_nan_variable, value.shape, value.dtype, name)
+                variable = outside_the_trace(lambda make=make: self._made_in_scope(make))
                 self._last_good[key] = variable
             held[key] = variable
         return held
+
+    def _made_in_scope(self, make: Callable[[], Any]) -> Any:
+        with self.scope():
+            return make()
 
     # ------------------------------------------------------------------ host side
     def settle_end_of_data(self) -> int:
@@ -589,18 +619,32 @@ class GuardedStep:
             count = int(pending.numpy())
             if count <= 0:
                 continue
-            pending.assign(0)
+            with self.scope():  # a mirrored variable is assigned on every replica in the strategy's scope
+                pending.assign(0)
             settled += count
             variables = self._decayed.get(id(optimizer), [])
             if optimizer.weight_decay is None or optimizer.gradient_accumulation_steps or not variables:
                 continue  # accumulation decays inside its own cond, which needs the batch
             for _ in range(count):
-                optimizer.iterations.assign_sub(1)  # the decay ran before the step's increment
-                try:
-                    _tf_private.apply_weight_decay(optimizer, variables)
-                finally:
-                    optimizer.iterations.assign_add(1)
+                self._decay_once(optimizer, variables)
         return settled
+
+    def _decay_once(self, optimizer: keras.optimizers.Optimizer, variables: list[Any]) -> None:
+        """The weight decay of one apply, with the iteration count that apply saw (the decay ran before the
+        step's increment). Under a strategy it runs as a replica function: the decay's merge_call needs one."""
+
+        def decay() -> None:
+            _tf_private.apply_weight_decay(optimizer, variables)
+
+        with self.scope():
+            optimizer.iterations.assign_sub(1)
+            try:
+                if self.distributed:
+                    self.strategy.run(decay)
+                else:
+                    decay()
+            finally:
+                optimizer.iterations.assign_add(1)
 
     def trained_steps(self) -> int:
         """Training steps this call trained (skipped ones not counted)."""
@@ -613,6 +657,71 @@ class GuardedStep:
         start, self._read_total = self._read_total, total
         indices = [int(ring[i % self.RING]) if total - i <= self.RING else -1 for i in range(start, total)]
         return int(steps), indices, halted
+
+
+def _on_every_replica(flag: tf.Tensor) -> tf.Tensor:
+    """In a replica context: True where `flag` is True on every replica. A merge_call, not an all-reduce,
+    where the strategy uses merge_call: a collective launched here could pair, on another replica, with the
+    gradients' all-reduce of the same step (collectives must run in the same order on every replica)."""
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return flag
+    if tf.__internal__.distribute.strategy_supports_no_merge_call():
+        failures = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(tf.logical_not(flag), tf.float32))
+        return tf.equal(failures, 0.0)
+    return context.merge_call(_all_replicas, args=(flag,))
+
+
+def _all_replicas(distribution: tf.distribute.Strategy, flags: Any) -> tf.Tensor:
+    return tf.reduce_all(tf.stack(distribution.experimental_local_results(flags)))
+
+
+def _counted_cond(allowed: tf.Tensor, counters: list[Any], apply: Callable[[], Any]) -> None:
+    """`apply()` when `allowed`; each counter counts one more before the cond and one less inside either branch
+    (see _guarded_apply: what model.fit's step counts on the call that finds no batch)."""
+    for counter in counters:
+        counter.assign_add(1)
+
+    def update() -> tf.Tensor:
+        for counter in counters:
+            counter.assign_sub(1)
+        apply()
+        return tf.constant(True)
+
+    def refuse() -> tf.Tensor:
+        for counter in counters:
+            counter.assign_sub(1)
+        return tf.constant(False)
+
+    tf.cond(allowed, update, refuse)
+
+
+def _apply_across_replicas(
+    finite: tf.Tensor,
+    blocked: tf.Tensor,
+    original: Callable[..., Any],
+    grads: Any,
+    variables: Any,
+    counters: list[Any],
+) -> tf.Tensor:
+    """optimizer.apply on every replica when every replica's gradients are finite and the step is not
+    blocked, decided in the cross-replica context; returns whether it applied.
+
+    Why there: the optimizer's update goes through merge_call, which a tf.cond built in a replica context may
+    not hold. Keras' LossScaleOptimizer skips its non-finite updates under a strategy the same way
+    (keras/src/optimizers/loss_scale_optimizer.py, _tf_apply), though it reads the first replica's gradients
+    only: here any replica's non-finite gradient refuses the update, whose all-reduced sum it would poison."""
+
+    def cross(distribution: tf.distribute.Strategy, finite: Any, blocked: Any, grads: Any, variables: Any) -> Any:
+        allowed = tf.logical_and(
+            _all_replicas(distribution, finite), tf.logical_not(distribution.experimental_local_results(blocked)[0])
+        )
+        _counted_cond(
+            allowed, counters, lambda: distribution.extended.call_for_each_replica(original, args=(grads, variables))
+        )
+        return allowed
+
+    return tf.distribute.get_replica_context().merge_call(cross, args=(finite, blocked, grads, variables))
 
 
 def _step_assigns_variables(model: keras.Model) -> bool:
