@@ -52,7 +52,7 @@ class TwoStepModel(keras.Model):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(tf.square(self(x, training=True)[:, 0] - y))
             grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
         return {"raw_loss": loss}
 
 
