@@ -281,7 +281,7 @@ _HELPER_NEEDS: dict[str, tuple[str, ...]] = {
 SHIM_MODULE = "tf1_compat_shims"
 # Bumped whenever a helper's behaviour changes; the module states it. Next to a single migrated
 # file, an existing tf1_compat_shims.py is replaced only if tfpilot wrote it (it names a version).
-SHIMS_VERSION = 12
+SHIMS_VERSION = 13
 
 
 @dataclasses.dataclass(frozen=True)

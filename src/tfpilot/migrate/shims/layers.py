@@ -458,6 +458,10 @@ class _tf1_layers:
                 mean, variance = _tf.nn.moments(inputs, reduction)
                 return mean, variance
 
+            if fused is not False and ndims == 4 and axes in ([3], [1]) and dtype in (_tf.float16, _tf.float32):
+                return _tf1_layers._fused_batch_norm(
+                    inputs, gamma, beta, moving_mean, moving_variance, momentum, epsilon, training, axes[0]
+                )
             if isinstance(training, bool) and not training:
                 return normalize(moving_mean, moving_variance)
             if isinstance(training, bool):
@@ -476,6 +480,51 @@ class _tf1_layers:
                 update = _tf.compat.v1.assign_sub(variable, (variable - value) * decay)
                 _tf.compat.v1.add_to_collection(_tf.compat.v1.GraphKeys.UPDATE_OPS, update)
             return normalize(mean, variance)
+
+    @staticmethod
+    def _fused_batch_norm(inputs, gamma, beta, moving_mean, moving_variance, momentum, epsilon, training, axis):
+        """TF1's fused path, which tf.layers.batch_normalization took for 4-D input with the channels on axis 1
+        or 3 (`fused=None` meant fused there): FusedBatchNorm normalises with the batch's own variance but
+        returns it with Bessel's correction, and that corrected variance fed the moving average (TF1's
+        `_bessels_correction_test_only`); a tensor `training` selects the train or inference kernel, and the
+        momentum is 1.0 in inference, so the updates in UPDATE_OPS move nothing there."""
+        params = inputs.shape[axis : axis + 1]
+        scale = gamma if gamma is not None else _tf.ones(params, inputs.dtype)
+        offset = beta if beta is not None else _tf.zeros(params, inputs.dtype)
+        data_format = "NHWC" if axis == 3 else "NCHW"
+
+        def train():
+            return _tf.compat.v1.nn.fused_batch_norm(
+                inputs, scale, offset, epsilon=epsilon, data_format=data_format, is_training=True
+            )
+
+        def infer():
+            return _tf.compat.v1.nn.fused_batch_norm(
+                inputs,
+                scale,
+                offset,
+                mean=_tf.convert_to_tensor(moving_mean),
+                variance=_tf.convert_to_tensor(moving_variance),
+                epsilon=epsilon,
+                data_format=data_format,
+                is_training=False,
+            )
+
+        if isinstance(training, bool):
+            if not training:
+                return infer()[0]
+            output, mean, variance = train()
+            rate = _tf.convert_to_tensor(momentum)
+        else:
+            training = _tf.cast(training, _tf.bool)
+            output, mean, variance = _tf.cond(training, train, infer)
+            rate = _tf.cond(training, lambda: _tf.constant(momentum), lambda: _tf.constant(1.0))
+        decay = _tf.cast(1.0 - rate, moving_mean.dtype)  # a float32 subtraction, as TF1's fused path made it
+        for variable, value in ((moving_mean, mean), (moving_variance, variance)):
+            update = _tf.compat.v1.assign_sub(variable, (variable - _tf.cast(value, variable.dtype)) * decay)
+            _tf.compat.v1.add_to_collection(_tf.compat.v1.GraphKeys.UPDATE_OPS, update)
+        output.set_shape(inputs.shape)
+        return output
 
     class _Layer:
         """A tf.layers class (`tf.layers.Dense(units=1)`, then `layer(x)`): the function of the same

@@ -42,7 +42,9 @@ class _tf1_mnist:
             if reshape:
                 images = images.reshape(images.shape[0], int(_np.prod(images.shape[1:])))
             if _np.dtype(getattr(dtype, "as_numpy_dtype", dtype)) == _np.float32:  # tf.float32 or np.float32
-                images = images.astype(_np.float32) / 255.0
+                # TF1's arithmetic: a product with 1/255 (division rounds some pixels one float32 step
+                # away, and a seeded 250-step run drifted by 2% of its loss)
+                images = _np.multiply(images.astype(_np.float32), 1.0 / 255.0)
             self._images = images
             self._labels = _np.asarray(labels)
             self._num_examples = images.shape[0]
@@ -52,8 +54,7 @@ class _tf1_mnist:
             # (numpy.random.seed of the graph-level seed, or of the op-level one when a seed is passed), and every
             # next_batch shuffle drew from it: a script that sets tf.set_random_seed(777) gets the same batches
             # on every run, and one that sets none gets a fresh order each run, as it did in TF1.
-            seeds = _tf1_mnist._tensorflow_seeds(seed)
-            _np.random.seed(seeds[0] if seed is None else seeds[1])
+            _np.random.seed(_tf1_mnist._graph_seed() if seed is None else seed)
 
         images = property(lambda self: self._images)
         labels = property(lambda self: self._labels)
@@ -91,13 +92,19 @@ class _tf1_mnist:
             self.train, self.validation, self.test = train, validation, test
 
     @staticmethod
-    def _tensorflow_seeds(seed):
-        """TF1's random_seed.get_seed(seed): (graph-level, op-level) seeds, from the TF seed in force."""
+    def _graph_seed():
+        """The graph-level seed in force (None when none was set). In graph mode (compat-migrated code) it is
+        read from the graph, not through tf.compat.v1.get_seed: in TF 2.x each get_seed call advances the
+        counter that gives later random ops their op seeds, so three DataSets would change every initial
+        weight of a seeded script (TF1's get_seed only read the graph). Eager code has no public getter for the
+        seed, and its op seeds never followed TF1's: get_seed there."""
         try:
             import tensorflow as _tf
         except ImportError:  # no TensorFlow: what TF1 did with no seed set
-            return None, seed
-        return _tf.compat.v1.get_seed(seed)
+            return None
+        if not _tf.executing_eagerly():
+            return _tf.compat.v1.get_default_graph().seed
+        return _tf.compat.v1.get_seed(None)[0]
 
     @staticmethod
     def _read_idx(path):
