@@ -39,7 +39,15 @@ from tfpilot._tf_private import first_call_shapes, validation_split_of
 from tfpilot.errors import ConfigError, DataError, ModelError, TfpilotError, TrainError
 from tfpilot.findings import Finding, Severity, write_findings
 from tfpilot.rundir import RunDir
-from tfpilot.train.fit.artifacts import first_line, leading_rows, save_model, save_sample, save_validation, write_spec
+from tfpilot.train.fit.artifacts import (
+    first_line,
+    leading_rows,
+    op_error_line,
+    save_model,
+    save_sample,
+    save_validation,
+    write_spec,
+)
 from tfpilot.train.fit.callbacks import GuardCallback, RunDirCallback
 from tfpilot.train.fit.deferred_loop import DeferredLoop
 from tfpilot.train.fit.guarded_step import (
@@ -52,7 +60,7 @@ from tfpilot.train.fit.guarded_step import (
     states_kept,
 )
 from tfpilot.train.fit.sample_rows import finite_rows, probe_rows
-from tfpilot.train.guard import NanGuard
+from tfpilot.train.guard import NanGuard, nonfinite_inputs
 from tfpilot.train.overfitting import overfitting_findings
 from tfpilot.train.step import is_default_strategy
 
@@ -255,6 +263,24 @@ def _validation_dataset(validation_data: Any, batch_size: int | None) -> tf.data
         except (ValueError, TypeError):
             return None
     return None
+
+
+def _data_refusal(error: BaseException, x: Any, y: Any, sample_weight: Any) -> str:
+    """One line for a model.fit that failed on the data: what TensorFlow said, at which op, and where
+    in-memory data holds NaN/Inf. A NaN in a float column of ids becomes -2147483648 when the model
+    casts it for an Embedding, so the step fails at the lookup, before any guard can see a NaN."""
+    line = f"tfpilot.fit: model.fit refused the data or model: {op_error_line(error)}"
+    arrays = [part for part in (x, y, sample_weight) if part is not None]
+    leaves = tf.nest.flatten(arrays)
+    if not isinstance(error, tf.errors.OpError) or not leaves or not all(isinstance(v, np.ndarray) for v in leaves):
+        return line
+    where = nonfinite_inputs((x, y, sample_weight))
+    if where is None:
+        return line
+    return (
+        f"{line}; the data holds NaN/Inf in {where['input']} (rows {where['input_rows']}): a NaN that reaches an "
+        "integer op (an Embedding's index, a cast) fails there; clean or drop those rows"
+    )
 
 
 def _guard_runs_under(strategy: tf.distribute.Strategy) -> bool:
@@ -497,7 +523,7 @@ def fit(
             write_findings(run.findings_path, guard.findings, append=True)
             raise
         except (ValueError, TypeError, tf.errors.InvalidArgumentError) as exc:
-            raise DataError(f"tfpilot.fit: model.fit refused the data or model: {first_line(exc)}") from exc
+            raise DataError(_data_refusal(exc, x, y, sample_weight)) from exc
     finally:
         step.uninstall()
         if original_train_step is None:

@@ -55,6 +55,25 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _TF_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 
 
+_TF_OP_NODE = re.compile(r"\s*\[\[(?:\{\{function_node [^}]*\}\})*\{\{node ([^}]*)\}\}\]\].*", re.S)
+
+
+def op_error_line(error: BaseException, *, limit: int = 300) -> str:
+    """What a TensorFlow op error says went wrong, as one line with the node it happened at: a graph
+    execution error leads with "Graph execution error:" and the defining stack, and says it last
+    ("indices[27,0] = -2147483347 is not in [0, 301) [[{{node User-Embedding/GatherV2}}]]")."""
+    if not isinstance(error, tf.errors.OpError):
+        return first_line(error, limit=limit)
+    text = _ANSI.sub("", error.message or str(error)).strip()
+    last = text.split("\n\n")[-1].strip()
+    node = _TF_OP_NODE.search(last)
+    said = " ".join(_TF_OP_NODE.sub("", last).split())
+    if not said or said.startswith("File "):
+        return first_line(error, limit=limit)
+    line = f"{said} (at {node.group(1)})" if node else said
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def first_line(error: BaseException, *, limit: int = 300) -> str:
     """The error's first paragraph as one line. Keras leads with "Exception encountered when
     calling X.call()." and says what went wrong after it, and wraps long sentences over lines

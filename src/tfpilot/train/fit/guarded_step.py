@@ -7,7 +7,8 @@ compiled multi-step function from it); the guard is the only thing added to each
   so a non-finite update never reaches the weights, the optimizer slots or `iterations` (the
   optimizer's own `apply` runs unchanged in the true branch, with whatever gradients the step
   gave it, IndexedSlices included). A LossScaleOptimizer already skips non-finite updates and
-  adjusts its scale: it is left alone, and its routine overflow skips are not NaN events.
+  adjusts its scale: it is left alone, and its routine overflow skips are not NaN events; a skip on
+  a batch that itself holds NaN/Inf is one (its scale is put back with the rest of the state).
 * the state a step changes besides that (BatchNormalization statistics, dropout's seed
   generator, metric totals) is read before the step and put back when the step was bad, so
   after a skipped batch every variable is as before it.
@@ -294,6 +295,9 @@ class GuardedStep:
         self.policy = policy
         self.max_retries = max_retries
         self.optimizers = [o for o in model_optimizers(model) if not isinstance(o, keras.optimizers.LossScaleOptimizer)]
+        # A LossScaleOptimizer skips non-finite updates itself (and halves its scale): its routine
+        # overflow skips are no NaN events, but one on a batch that holds NaN/Inf is (see _bad_data_skip).
+        self.scalers = [o for o in model_optimizers(model) if isinstance(o, keras.optimizers.LossScaleOptimizer)]
         # Found at the first trace: Keras creates the metrics' variables when fit builds the model.
         self.state: list[Any] | None = None
         self._variables_seen = 0  # _variable_count(model) when `state` was read
@@ -330,6 +334,8 @@ class GuardedStep:
         # train_step that is a tf.function of its own (keras-io's forward-forward network) applies
         # its updates in its own graph, whose tensors the step around it cannot read.
         self._refused = tf.Variable(False, trainable=False, name="tfpilot_guard_refused")
+        # Whether a LossScaleOptimizer of the current step met non-finite gradients (and so skipped).
+        self._scaler_skipped = tf.Variable(False, trainable=False, name="tfpilot_guard_scaler_skipped")
         # Whether this thread is tracing inside guarded_train_step. Per thread: MirroredStrategy traces each
         # replica's step in a thread of its own, interleaved at its merge_calls, and the first replica to
         # finish its step would otherwise end the others' while their updates still trace.
@@ -369,12 +375,36 @@ class GuardedStep:
                     0, dtype=tf.int64, trainable=False, name=f"tfpilot_guard_pending_{len(self._pending)}"
                 )
             optimizer.apply = self._guarded_apply(optimizer, original)
+        for scaler in self.scalers:
+            if id(scaler) not in self._originals:
+                self._originals[id(scaler)] = scaler.apply
+                scaler.apply = self._watched_apply(scaler.apply)
 
     def uninstall(self) -> None:
-        for optimizer in self.optimizers:
+        for optimizer in [*self.optimizers, *self.scalers]:
             if id(optimizer) in self._originals:
                 del optimizer.apply  # back to the class's method
         self._originals.clear()
+
+    def _watched_apply(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A LossScaleOptimizer's apply, unchanged, noting whether its (scaled) gradients were finite."""
+
+        def apply(grads: Any, trainable_variables: Any = None) -> None:
+            grads = list(grads)
+            self._scaler_skipped.assign(
+                tf.logical_or(self._scaler_skipped.read_value(), tf.logical_not(_gradients_finite(grads)))
+            )
+            original(grads, trainable_variables)
+
+        return apply
+
+    def _bad_data_skip(self, data: Any) -> tf.Tensor:
+        """Whether a LossScaleOptimizer skipped this step on a batch that itself holds NaN/Inf: a NaN
+        event (the data's), not a routine overflow of the loss scale. Skipped as any bad step is, the
+        optimizer's scale is put back with the rest (it halved on the skip)."""
+        if not self.scalers:
+            return tf.constant(False)
+        return tf.logical_and(self._scaler_skipped.read_value(), tf.logical_not(_all_finite(data)))
 
     def _guarded_apply(self, optimizer: keras.optimizers.Optimizer, original: Callable[..., Any]) -> Callable[..., Any]:
         def apply(grads: Any, trainable_variables: Any = None) -> None:
@@ -434,6 +464,7 @@ class GuardedStep:
             state = self.state or []
             before = [tf.convert_to_tensor(v) for v in state]
             self._refused.assign(False)
+            self._scaler_skipped.assign(False)
             self._in_step = True
             try:
                 logs = train_step(data)
@@ -441,7 +472,7 @@ class GuardedStep:
                 self._in_step = False
             halted = self.halted
             any_refused = self._refused.read_value()
-            finite_logs = _all_finite(logs)
+            finite_logs = tf.logical_and(_all_finite(logs), tf.logical_not(self._bad_data_skip(data)))
             if self.distributed:
                 finite_logs = _on_every_replica(finite_logs)  # one replica's NaN loss is the step's
             good = tf.logical_and(finite_logs, tf.logical_not(tf.logical_or(any_refused, halted)))
@@ -547,6 +578,11 @@ class GuardedStep:
             # before any update is refused, so the step's start values go back with the rest.
             known = {id(v) for v in self.state}
             self.state += [v for v in self.model.trainable_variables if id(v) not in known]
+        known = {id(v) for v in self.state}
+        for scaler in self.scalers:
+            # its scale and the count of good steps since the scale last grew: a skip changed them
+            own = [getattr(scaler, "dynamic_scale", None), getattr(scaler, "step_counter", None)]
+            self.state += [v for v in own if v is not None and id(v) not in known]
         self._variables_seen = _variable_count(self.model)
 
     def check_step(self, train_step: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, tf.Tensor]]:
@@ -558,6 +594,7 @@ class GuardedStep:
 
         def checked_train_step(data: Any) -> tuple[Any, tf.Tensor]:
             self._prepare(data)
+            self._scaler_skipped.assign(False)
             self._unguarded = True
             try:
                 logs = train_step(data)
@@ -567,6 +604,7 @@ class GuardedStep:
             # of executor time without XLA, a visible share of a small model's step.
             sums = [tf.reduce_sum(tf.cast(v, tf.float32)) for v in _float_leaves(logs)]
             good = tf.math.is_finite(tf.add_n(sums)) if sums else tf.constant(True)
+            good = tf.logical_and(good, tf.logical_not(self._bad_data_skip(data)))
             keys = [k for k, v in logs.items() if tf.is_tensor(v)] if isinstance(logs, dict) else []
             for key, variable in self._holders(logs, keys).items():
                 variable.assign(logs[key])  # a bad call is put back and run again, holders too
