@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["NUMPY_REMOVED", "RemovedNumpyName"]
+__all__ = ["NUMPY_LIB_KEPT", "NUMPY_REMOVED", "RemovedNumpyName", "removed_from_numpy_lib"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,3 +78,19 @@ def _rows() -> tuple[RemovedNumpyName, ...]:
 
 
 NUMPY_REMOVED: dict[str, RemovedNumpyName] = {row.name: row for row in _rows()}
+
+
+# What `numpy.lib` still holds in NumPy 2 (NEP 52): its submodules and a few tools. NumPy 1 also exported
+# there every function of its lib modules (`np.lib.pad`, `np.lib.isin`), which 2.0 left at the top level only.
+NUMPY_LIB_KEPT = frozenset(
+    {"Arrayterator", "NumpyVersion", "add_docstring", "add_newdoc", "array_utils", "format", "introspect", "mixins",
+     "npyio", "scimath", "stride_tricks", "tracemalloc_domain", "recfunctions", "user_array", "test"}
+)  # fmt: skip
+
+
+def removed_from_numpy_lib(attribute: str) -> RemovedNumpyName | None:
+    """`lib.pad` (numpy.lib.pad) and the like: a name NumPy 2 no longer exports from numpy.lib."""
+    parts = attribute.split(".")
+    if len(parts) != 2 or parts[0] != "lib" or parts[1] in NUMPY_LIB_KEPT or parts[1].startswith("_"):
+        return None
+    return RemovedNumpyName(attribute, "2.0", f"numpy.{parts[1]}")

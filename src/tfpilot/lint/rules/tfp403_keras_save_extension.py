@@ -155,6 +155,10 @@ def save(model, root):
         if isinstance(func, ast.Attribute) and func.attr == "save" and node.args:
             if not is_keras_model_expr(func.value, self.context) and not self._model_in_container(func.value):
                 return
+            if "keras" not in self.context.source.lower() and "Session" in self.context.source:
+                # a TF1 graph program that never names Keras: its `model` is its own object, whose save()
+                # wraps a tf.train.Saver (openai/glow's `model.save(logdir + "model_best_loss.ckpt")`)
+                return
             target = node.args[0]
             own_class_receiver = func.value
         elif (

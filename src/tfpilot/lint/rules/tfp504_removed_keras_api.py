@@ -95,6 +95,13 @@ _REMOVED_KEYWORDS = {
 _REMOVED_LAYER_KEYWORDS = {
     "batch_input_shape": "start the model with `keras.Input(batch_shape=...)` (or pass `input_shape=` "
     "without the batch dimension)",
+    "batch_size": "start the model with `keras.Input(shape, batch_size=...)` (a stateful RNN needs it there)",
+    "weights": "build the layer, then `layer.set_weights([...])`, or give it a `keras.initializers.Constant` initializer",
+}
+# The Keras 3 layers that still take one of those keywords (each checked on the installed Keras).
+_LAYERS_TAKING = {
+    "batch_size": frozenset({"Input", "InputLayer"}),
+    "weights": frozenset({"Embedding", "Bidirectional"}),
 }
 _REMOVED_KEYWORD_NAMES = frozenset(keyword for _, keyword in _REMOVED_KEYWORDS) | set(_REMOVED_LAYER_KEYWORDS)
 # What Keras 2's TF-format load_weights returned (a checkpoint status); Keras 3 returns None.
@@ -988,7 +995,7 @@ session = K.get_session()
         layer = found[1].startswith("layers.")
         for keyword in node.keywords:
             hint = _REMOVED_KEYWORDS.get((found[1].rpartition(".")[2], keyword.arg or ""))
-            if hint is None and layer:
+            if hint is None and layer and found[1].rpartition(".")[2] not in _LAYERS_TAKING.get(keyword.arg or "", ()):
                 hint = _REMOVED_LAYER_KEYWORDS.get(keyword.arg or "")
             if hint is not None:
                 # layers check their **kwargs themselves; callbacks have none

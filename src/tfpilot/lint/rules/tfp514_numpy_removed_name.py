@@ -6,7 +6,7 @@ import ast
 
 from tfpilot.findings import Severity
 from tfpilot.lint.context import FileContext
-from tfpilot.lint.numpy_removed import NUMPY_REMOVED
+from tfpilot.lint.numpy_removed import NUMPY_REMOVED, removed_from_numpy_lib
 from tfpilot.lint.patterns import under_feature_check
 from tfpilot.lint.rule import Invalid, Rule
 
@@ -14,7 +14,8 @@ from tfpilot.lint.rule import Invalid, Rule
 class NumpyRemovedName(Rule):
     """TensorFlow 2.21 runs on NumPy >= 1.26 and pip installs NumPy 2 with it, where the aliases TF1-
     and TF2-era code used are gone: ``np.int`` / ``np.float`` (removed in 1.24), ``np.Inf``,
-    ``np.NaN``, ``np.float_``, ``np.product`` (2.0), ``np.trapz`` (2.4). Each raises AttributeError
+    ``np.NaN``, ``np.float_``, ``np.product`` (2.0), ``np.trapz`` (2.4), and the functions NumPy 1 also
+    exported from ``np.lib`` (``np.lib.pad``: 2.0 kept only submodules and a few tools there). Each raises AttributeError
     where it runs, often far from the model (``self.best = np.Inf`` in a checkpoint callback stops
     ``fit`` before the first epoch). Reported once per name and file; not under a feature check
     (``hasattr(np, "float_")``, ``try`` / ``except AttributeError``) or in a branch only TensorFlow 1
@@ -80,7 +81,7 @@ labels = np.asarray([0, 1], dtype=np.int)
         if not qualname.startswith("numpy."):
             return
         attribute = qualname[len("numpy.") :]
-        removed = NUMPY_REMOVED.get(attribute)
+        removed = NUMPY_REMOVED.get(attribute) or removed_from_numpy_lib(attribute)
         if removed is None or attribute in self._seen:
             return
         if under_feature_check(self.context, attribute):
@@ -89,7 +90,7 @@ labels = np.asarray([0, 1], dtype=np.int)
         shown = self.context.dotted(node) or qualname
         replacement = removed.replacement
         if removed.rename and replacement.startswith("numpy."):
-            alias = shown.rsplit(".", 1)[0] if "." in shown else "numpy"
+            alias = shown[: -(len(attribute) + 1)] if shown.endswith("." + attribute) else "numpy"
             replacement = f"`{alias}.{replacement[len('numpy.') :]}`"
         elif removed.rename:
             replacement = f"`{replacement}`"

@@ -11,6 +11,13 @@ from tfpilot.lint.local_modules import sibling_mentions
 from tfpilot.lint.patterns import keyword
 from tfpilot.lint.rule import Invalid, Rule
 
+_TRAIN_OP_HELPERS = (
+    "contrib.training.create_train_op",
+    "slim.learning.create_train_op",
+    "tf_slim.learning.create_train_op",
+    "contrib.layers.optimize_loss",
+)
+
 
 class BatchNormUpdateOps(Rule):
     """TF1 batch norm only updates its moving statistics if the train op depends on UPDATE_OPS.
@@ -82,10 +89,18 @@ def build(x, labels):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._calls: list[tuple[ast.Call, str]] = []
+        self._helper_runs_updates = False
 
     def on_reference(self, node: ast.AST, qualname: str) -> None:
-        match = tf1_match(qualname, TF1_BATCH_NORM)
         parent = self.context.parent
+        if qualname.endswith(_TRAIN_OP_HELPERS) and isinstance(parent, ast.Call) and parent.func is node:
+            # TF1's train-op helpers make the train op depend on UPDATE_OPS themselves unless told
+            # `update_ops=None` (contrib.training / slim create_train_op, contrib.layers.optimize_loss)
+            updates = keyword(parent, "update_ops")
+            if updates is None or not (isinstance(updates.value, ast.Constant) and updates.value.value is None):
+                self._helper_runs_updates = True
+            return
+        match = tf1_match(qualname, TF1_BATCH_NORM)
         if match is not None and isinstance(parent, ast.Call) and parent.func is node:
             updates = keyword(parent, "updates_collections")
             if updates is not None and isinstance(updates.value, ast.Constant) and updates.value.value is None:
@@ -104,7 +119,7 @@ def build(x, labels):
         return False
 
     def finish(self) -> None:
-        if "UPDATE_OPS" in self.context.source or not self._calls:
+        if "UPDATE_OPS" in self.context.source or not self._calls or self._helper_runs_updates:
             return
         source = self.context.source
         if (
