@@ -117,3 +117,20 @@ def test_keras3_layer_keyword_premise(keyword: str) -> None:
     for name in _LAYERS_TAKING.get(keyword, ()):
         taking = keras.layers.Input if name == "Input" else getattr(keras.layers, name).__init__
         assert keyword in inspect.signature(taking).parameters, name
+
+
+def test_a_layer_module_beside_a_train_op_helper_is_no_tfp605(tmp_path) -> None:
+    layers = tmp_path / "model_layers.py"
+    layers.write_text(
+        "import tensorflow as tf\n\n"
+        "def conv_bn(x, training):\n"
+        "    return tf.layers.batch_normalization(tf.layers.conv2d(x, 8, 3), training=training)\n"
+    )
+    (tmp_path / "notes.py").write_text("# nothing here builds a train op\n")
+    assert "TFP605" in {f.code for f in lint_source(layers.read_text(), path=str(layers))}
+    (tmp_path / "model.py").write_text(
+        "import tensorflow as tf\nimport model_layers\n\n"
+        "def model_fn(x, loss, optimizer):\n"
+        "    return tf.contrib.training.create_train_op(loss, optimizer)\n"
+    )
+    assert "TFP605" not in {f.code for f in lint_source(layers.read_text(), path=str(layers))}

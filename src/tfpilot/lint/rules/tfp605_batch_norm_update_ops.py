@@ -17,6 +17,7 @@ _TRAIN_OP_HELPERS = (
     "tf_slim.learning.create_train_op",
     "contrib.layers.optimize_loss",
 )
+_HELPER_NAMES = ("create_train_op(", "optimize_loss(")
 
 
 class BatchNormUpdateOps(Rule):
@@ -125,10 +126,11 @@ def build(x, labels):
         if (
             ".minimize(" not in source
             and "apply_gradients(" not in source
-            and sibling_mentions(self.context.path, "UPDATE_OPS")
+            and any(sibling_mentions(self.context.path, word) for word in ("UPDATE_OPS", *_HELPER_NAMES))
         ):
             # a model module that builds no train op: the training module beside it makes the train op
-            # depend on UPDATE_OPS (SimCLR's resnet.py and model.py, round 18)
+            # depend on UPDATE_OPS (SimCLR's resnet.py and model.py, round 18), or builds it with a helper that
+            # does (planespotting's model_layers.py beside model.py's create_train_op, round 20)
             return
         for call, name in self._calls:
             self.report(
