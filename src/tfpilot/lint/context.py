@@ -271,10 +271,25 @@ class FileContext:
                     )
                 if statement.names[0].name == "*" and statement in self.tree.body:  # type: ignore[attr-defined]
                     self._star_modules.append((statement.level, statement.module or ""))  # type: ignore[attr-defined]
+                reexported: set[str] = set()
+                for alias in statement.names:  # type: ignore[attr-defined]
+                    if alias.name in ("keras", "tf", "tensorflow") and self.path:
+                        # a project package re-exporting the library: the library itself
+                        from tfpilot.lint.local_modules import reexported_library
+
+                        library = reexported_library(
+                            self.path,
+                            statement.level,  # type: ignore[attr-defined]
+                            statement.module or "",  # type: ignore[attr-defined]
+                            alias.name,
+                        )
+                        if library is not None:
+                            self._bind_import(alias.asname or alias.name, library, statement, module_level, fallback)
+                            reexported.add(alias.asname or alias.name)
                 if statement.level or not statement.module:  # type: ignore[attr-defined]
                     continue
                 for alias in statement.names:  # type: ignore[attr-defined]
-                    if alias.name != "*":
+                    if alias.name != "*" and (alias.asname or alias.name) not in reexported:
                         qualified = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
                         self._bind_import(alias.asname or alias.name, qualified, statement, module_level, fallback)
                 continue

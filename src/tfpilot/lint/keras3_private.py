@@ -43,9 +43,11 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_checkpoint_adapter",
             "_checkpoint_dependencies",
             "_clear_losses",
+            "_compile_config",
             "_compile_loss",
             "_compile_metrics",
             "_compiled_metrics_update_state",
+            "_compiled_trainable_state",
             "_compute_loss",
             "_compute_loss_has_training_arg",
             "_convert_input_args",
@@ -57,8 +59,10 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_delete_tracking",
             "_deserialization_dependencies",
             "_deserialize_from_proto",
+            "_distribute_reduction_method",
             "_distribute_strategy",
             "_dtype_policy",
+            "_eval_epoch_iterator",
             "_export_to_saved_model_graph",
             "_flatten_layers",
             "_flatten_metrics_in_order",
@@ -78,6 +82,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_inbound_nodes",
             "_initial_epoch",
             "_initialize_tracker",
+            "_input_shape_arg",
             "_input_spec",
             "_int4_call",
             "_int8_call",
@@ -197,6 +202,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_handle_deferred_dependencies",
             "_inbound_nodes",
             "_initialize_tracker",
+            "_input_shape_arg",
             "_input_spec",
             "_int4_call",
             "_int8_call",
@@ -275,6 +281,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_collect_learning_rate",
             "_compute_steps_per_second",
             "_configure_embeddings",
+            "_epoch_start_time",
             "_global_test_batch",
             "_global_train_batch",
             "_init_profile_batch",
@@ -283,6 +290,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_log_epoch_metrics",
             "_log_weight_as_image",
             "_log_weights",
+            "_log_write_dir",
             "_model",
             "_pop_writer",
             "_prev_summary_state",
@@ -290,6 +298,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_profiler_started",
             "_push_writer",
             "_should_trace",
+            "_should_write_train_graph",
             "_start_batch",
             "_start_profiler",
             "_start_trace",
@@ -298,7 +307,9 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_stop_trace",
             "_summary_module",
             "_train_accumulated_time",
+            "_train_dir",
             "_train_writer",
+            "_val_dir",
             "_val_writer",
             "_write_keras_model_summary",
             "_write_keras_model_train_graph",
@@ -311,6 +322,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_api_export_symbol_id",
             "_batches_seen_since_last_saving",
             "_checkpoint_exists",
+            "_current_epoch",
             "_get_file_path",
             "_get_most_recently_modified_file_matching_pattern",
             "_is_improvement",
@@ -333,6 +345,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
     ),
     "optimizers.Optimizer": frozenset(
         {
+            "_accumulated_gradients",
             "_add_trackable_child",
             "_add_variable_with_custom_getter",
             "_all_reduce_sum_gradients",
@@ -356,6 +369,9 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_deserialize_from_proto",
             "_distributed_tf_update_step",
             "_distribution_strategy",
+            "_exclude_from_weight_decay",
+            "_exclude_from_weight_decay_cache",
+            "_exclude_from_weight_decay_pattern",
             "_export_to_saved_model_graph",
             "_filter_empty_gradients",
             "_gather_saveables_for_checkpoint",
@@ -367,6 +383,7 @@ KERAS3_PRIVATE: dict[str, frozenset[str]] = {
             "_lock",
             "_lookup_dependency",
             "_maybe_initialize_trackable",
+            "_model_variables_moving_average",
             "_name_based_attribute_restore",
             "_name_based_restores",
             "_no_dependency",
@@ -431,8 +448,37 @@ def installed_private(base: str) -> frozenset[str]:
     cls: Any = keras
     for part in base.split("."):
         cls = getattr(cls, part)
-    names = {n for n in dir(cls) if n.startswith("_")} | set(vars(cls(*_MAKERS[base])))
+    names = {n for n in dir(cls) if n.startswith("_")} | set(vars(cls(*_MAKERS[base]))) | _assigned_in_methods(cls)
     return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
+
+
+def _assigned_in_methods(cls: Any) -> set[str]:
+    """`self._x` assigned in any method of Keras' classes in the MRO: set later than __init__ (ModelCheckpoint's
+    `_current_epoch` in on_epoch_begin), so neither the class nor a new instance shows it."""
+    import ast
+    import inspect
+    import textwrap
+
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("keras"):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            else:
+                continue
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        names.add(sub.attr)
+    return names
 
 
 def render() -> str:

@@ -147,6 +147,34 @@ def star_exports(importer: str, level: int, module: str) -> tuple[dict[str, str]
     return public, defined
 
 
+_REEXPORTED = frozenset({"keras", "tf", "tensorflow"})
+_LIBRARY_TOPS = frozenset({"tensorflow", "keras", "tf_keras", "tf"})
+
+
+def reexported_library(importer: str, level: int, module: str, name: str) -> str | None:
+    """What `from module import name` binds when `name` is `keras`, `tf` or `tensorflow` and `module` is a
+    package of the project that imports that library under the name (TensorFlowASR's `from tensorflow_asr
+    import keras, tf`, whose `__init__.py` runs `import keras` and `import tensorflow as tf`); None otherwise."""
+    if name not in _REEXPORTED or module.split(".")[0] in _LIBRARY_TOPS:
+        return None
+    try:
+        here = Path(importer).resolve().parent
+    except (OSError, RuntimeError):
+        return None
+    path = _module_file(here, level, module)
+    if path is None or str(path) in _reading:
+        return None
+    _reading.add(str(path))
+    try:
+        other = _context_of(str(path))
+    finally:
+        _reading.discard(str(path))
+    qualified = other.imports.get(name) if other is not None else None
+    if qualified is None or qualified.split(".")[0] not in _LIBRARY_TOPS - {"tf"}:
+        return None
+    return qualified
+
+
 @functools.lru_cache(maxsize=4096)
 def _module_file(here: Path, level: int, module: str) -> Path | None:
     """Cached: class_kind asks for every name a file imports, once per rule that asks."""

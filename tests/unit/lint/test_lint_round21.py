@@ -134,3 +134,55 @@ def test_a_layer_module_beside_a_train_op_helper_is_no_tfp605(tmp_path) -> None:
         "    return tf.contrib.training.create_train_op(loss, optimizer)\n"
     )
     assert "TFP605" not in {f.code for f in lint_source(layers.read_text(), path=str(layers))}
+
+
+def test_load_weights_by_name_outside_legacy_h5_is_tfp504() -> None:
+    found = _codes(
+        """\
+        from tensorflow import keras
+
+        model = keras.Sequential([keras.layers.Dense(2)])
+        model.load_weights(path, by_name=is_hdf5(path), skip_mismatch=False)
+        model.load_weights("w.weights.h5", by_name=True)
+        model.load_weights("w.h5", by_name=True)
+        model.load_weights(path, by_name=True)
+        """
+    )
+    assert [line for code, line in found if code == "TFP504"] == [4, 5]
+
+
+def test_load_weights_by_name_premise(tmp_path) -> None:
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    path = str(tmp_path / "w.weights.h5")
+    model.save_weights(path)
+    with pytest.raises(ValueError, match="by_name"):
+        model.load_weights(path, by_name=False)
+
+
+def test_a_project_package_that_reexports_keras_and_tf_is_keras_and_tf(tmp_path) -> None:
+    package = tmp_path / "asr"
+    package.mkdir()
+    (package / "__init__.py").write_text("import keras\nimport tensorflow as tf\n")
+    (tmp_path / ".git").mkdir()
+    layer = package / "bn.py"
+    layer.write_text(
+        "from asr import keras, tf\n\ndef cast(x, mean):\n    return tf.cast(x, keras.backend.dtype(mean))\n"
+    )
+    found = [(f.code, f.message) for f in lint_source(layer.read_text(), path=str(layer))]
+    assert any(code == "TFP504" and "keras.backend.dtype" in message for code, message in found)
+
+
+def test_a_private_member_keras3_sets_outside_init_is_no_tfp504() -> None:
+    found = _codes(
+        """\
+        import keras
+
+        class Checkpoint(keras.callbacks.ModelCheckpoint):
+            def on_train_batch_end(self, batch, logs=None):
+                super().on_train_batch_end(batch, logs)
+                print(self._current_epoch)
+        """
+    )
+    assert "TFP504" not in {code for code, _ in found}

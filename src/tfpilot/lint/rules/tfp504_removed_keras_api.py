@@ -22,7 +22,8 @@ from tfpilot.lint.keras3_private import KERAS3_PRIVATE
 from tfpilot.lint.local_modules import imported_project_function
 from tfpilot.lint.nodes import walk_nodes, walk_statements
 from tfpilot.lint.paths import reaching_values
-from tfpilot.lint.patterns import walk_body
+from tfpilot.lint.patterns import is_keras_model_expr, path_literals, walk_body
+from tfpilot.lint.patterns import keyword as keyword_of
 from tfpilot.lint.rule import Invalid, Rule
 from tfpilot.lint.symbolic import (
     assume_symbolic,
@@ -582,6 +583,8 @@ session = K.get_session()
                 f"(AttributeError; tf.Variable had it); {_TF_VARIABLE_ONLY_METHODS[func.attr].format(weight)}",
             )
             return
+        if func.attr == "load_weights" and self._check_by_name(node):
+            return
         if func.attr == "__init__" and self._positional_layer_init(node):
             self.report(
                 node,
@@ -1005,6 +1008,31 @@ session = K.get_session()
                 name = found[1].rpartition(".")[2]
                 return f"`{name}({keyword.arg}=...)`: Keras 3 has no `{keyword.arg}` ({error}); {hint}", keyword
         return None
+
+    def _check_by_name(self, node: ast.Call) -> bool:
+        """``model.load_weights(path, by_name=...)``: Keras 3 takes ``by_name`` for legacy .h5 / .hdf5 files only
+        and raises ValueError for any other file, whatever its value (``by_name=False`` included: premise test).
+        Reported where the path is a literal of another kind, or where ``by_name`` is computed (the code expects
+        files for which it is False, which Keras 2 read and Keras 3 refuses); ``by_name=True`` on a path this file
+        does not show is left alone (Keras 2 read only .h5 by name either)."""
+        by_name = keyword_of(node, "by_name")
+        assert isinstance(node.func, ast.Attribute)
+        if by_name is None or not is_keras_model_expr(node.func.value, self.context):
+            return False
+        target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "filepath"), None)
+        literals = path_literals(target, self.context) if target is not None else []
+        # a path of a format Keras 3 cannot read at all is TFP406's (one finding per cause)
+        other = next((path for path in literals if path.endswith((".weights.h5", ".keras", ".weights.json"))), None)
+        if other is None and (literals or isinstance(by_name.value, ast.Constant)):
+            return False
+        why = f"on {other!r}" if other is not None else f"with `by_name={ast.unparse(by_name.value)}` computed per file"
+        self.report(
+            by_name,
+            f"`load_weights(..., by_name=...)` {why}: Keras 3 takes `by_name` for legacy .h5 files only and raises "
+            "ValueError for any other file, even with by_name=False; pass it only for .h5 files (or drop it and load "
+            "matching .weights.h5 / .keras files)",
+        )
+        return True
 
     def _positional_layer_init(self, node: ast.Call) -> bool:
         """``super().__init__(kwargs)`` in a Keras Layer subclass (any positional argument) or a
