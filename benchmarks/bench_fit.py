@@ -11,16 +11,22 @@ Settings: the model compiled as Keras users compile it (steps_per_execution 1, j
 and fit at its best on this CPU for a small model (steps_per_execution 16). tfpilot.fit runs the
 model's own settings, with its NaN guard on (nan_policy skip_batch).
 
-    .venv/bin/python benchmarks/bench_fit.py [--rounds N] [--steps N]
+    .venv/bin/python benchmarks/bench_fit.py [--rounds N] [--steps N] [--mirrored N]
+
+`--mirrored N`: both build and compile the model under MirroredStrategy over N logical CPU devices
+(steps_per_execution 1 only: Keras 3.15's multi-step loop fails under MirroredStrategy with two
+replicas), so the guard's cost under a strategy is measured against model.fit under the same one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
 import time
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -79,18 +85,27 @@ class StepClock(keras.callbacks.Callback):
 
 
 def one_run(
-    build, x, y, *, steps_per_execution: int, ours: bool, directory: str, jit_compile: bool | str = "auto"
+    build,
+    x,
+    y,
+    *,
+    steps_per_execution: int,
+    ours: bool,
+    directory: str,
+    jit_compile: bool | str = "auto",
+    strategy: Any = None,
 ) -> tuple[float, float]:
     import tfpilot
 
-    model = build()
-    model.compile(
-        optimizer="adam",
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        steps_per_execution=steps_per_execution,
-        jit_compile=jit_compile,
-    )
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        model = build()
+        model.compile(
+            optimizer="adam",
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            steps_per_execution=steps_per_execution,
+            jit_compile=jit_compile,
+        )
     clock = StepClock()
     start = time.perf_counter()
     if ours:
@@ -119,7 +134,15 @@ def main() -> None:
         action="store_true",
         help="compile both with jit_compile=True (XLA; 'auto' means no XLA on a machine without a GPU)",
     )
+    parser.add_argument("--mirrored", type=int, default=0, help="MirroredStrategy over N logical CPU devices")
     args = parser.parse_args()
+    strategy = None
+    if args.mirrored:
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.mirrored)
+        strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(args.mirrored)])
     rng = np.random.default_rng(0)
     rows = args.steps * BATCH
     data = {
@@ -129,7 +152,7 @@ def main() -> None:
     jit: bool | str = True if args.jit else "auto"
     with tempfile.TemporaryDirectory() as directory:
         for name, (build, x, y) in data.items():
-            for steps_per_execution in (1, 16):
+            for steps_per_execution in (1,) if strategy is not None else (1, 16):
                 walls, rates = [], []
                 for _ in range(args.rounds):
                     fit_wall, fit_rate = one_run(
@@ -140,6 +163,7 @@ def main() -> None:
                         ours=False,
                         directory=directory,
                         jit_compile=jit,
+                        strategy=strategy,
                     )
                     our_wall, our_rate = one_run(
                         build,
@@ -149,11 +173,13 @@ def main() -> None:
                         ours=True,
                         directory=directory,
                         jit_compile=jit,
+                        strategy=strategy,
                     )
                     walls.append(our_wall / fit_wall)
                     rates.append(our_rate / fit_rate)
                 print(
-                    f"{name} spe{steps_per_execution:<3} jit {jit} steps/epoch {len(x) // BATCH:>4}: "
+                    f"{name}{' mirrored ' + str(args.mirrored) if strategy else ''} spe{steps_per_execution:<3} "
+                    f"jit {jit} steps/epoch {len(x) // BATCH:>4}: "
                     f"wall tfpilot.fit/model.fit {statistics.median(walls):.3f}x "
                     f"(rounds {', '.join(f'{w:.3f}' for w in walls)}); "
                     f"steady steps/s {statistics.median(rates):.3f}x (rounds {', '.join(f'{r:.3f}' for r in rates)})",

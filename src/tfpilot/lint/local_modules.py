@@ -122,18 +122,7 @@ def star_exports(importer: str, level: int, module: str) -> tuple[dict[str, str]
     """(imports, classes and functions) that ``from module import *`` in file ``importer`` binds, when the
     module is a file of the project; empty otherwise (a library's star import binds what only importing it tells)."""
     nothing: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
-    try:
-        here = Path(importer).resolve().parent
-    except (OSError, RuntimeError):
-        return nothing
-    path = _module_file(here, level, module)
-    if path is None or str(path) in _reading:
-        return nothing
-    _reading.add(str(path))
-    try:
-        other = _context_of(str(path))
-    finally:
-        _reading.discard(str(path))
+    other = _project_module(importer, level, module)
     if other is None:
         return nothing
     names = other.tree.body
@@ -157,6 +146,16 @@ def reexported_library(importer: str, level: int, module: str, name: str) -> str
     import keras, tf`, whose `__init__.py` runs `import keras` and `import tensorflow as tf`); None otherwise."""
     if name not in _REEXPORTED or module.split(".")[0] in _LIBRARY_TOPS:
         return None
+    other = _project_module(importer, level, module)
+    qualified = other.imports.get(name) if other is not None else None
+    if qualified is None or qualified.split(".")[0] not in _LIBRARY_TOPS - {"tf"}:
+        return None
+    return qualified
+
+
+def _project_module(importer: str, level: int, module: str) -> FileContext | None:
+    """The parsed module `module` of the project, as `from module import ...` in file `importer` finds it;
+    None for a library or a module being read already (a cycle of imports ends here)."""
     try:
         here = Path(importer).resolve().parent
     except (OSError, RuntimeError):
@@ -166,13 +165,9 @@ def reexported_library(importer: str, level: int, module: str, name: str) -> str
         return None
     _reading.add(str(path))
     try:
-        other = _context_of(str(path))
+        return _context_of(str(path))
     finally:
         _reading.discard(str(path))
-    qualified = other.imports.get(name) if other is not None else None
-    if qualified is None or qualified.split(".")[0] not in _LIBRARY_TOPS - {"tf"}:
-        return None
-    return qualified
 
 
 @functools.lru_cache(maxsize=4096)
