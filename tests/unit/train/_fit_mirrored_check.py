@@ -123,6 +123,17 @@ with tempfile.TemporaryDirectory() as directory:
     own_result = ours(own, "own", poisoned, y, batch_size=16, epochs=2, shuffle=False, nan_policy="skip_batch")
     result["own_step"] = {"finite": finite(own), "codes": [f.code for f in own_result.findings]}
 
+    # resume=True under the strategy: the optimizer's slots are made and restored in its scope
+    whole = ours(build(MIRRORED), "whole", x, y, batch_size=16, epochs=3, shuffle=False, checkpoint_every_secs=0)
+    ours(build(MIRRORED), "part", x, y, batch_size=16, epochs=2, shuffle=False, checkpoint_every_secs=0)
+    resumed = ours(
+        build(MIRRORED), "part", x, y, batch_size=16, epochs=3, shuffle=False, resume=True, checkpoint_every_secs=0
+    )
+    result["resume"] = {
+        "whole": [row["loss"] for row in whole.history],
+        "resumed": [row["loss"] for row in resumed.history],
+    }
+
     plain = build(ONE_DEVICE)
     theirs = plain.fit(unknown_length(x, y), epochs=2, verbose=0).history
     model = build(ONE_DEVICE)

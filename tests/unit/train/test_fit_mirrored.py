@@ -57,3 +57,8 @@ def test_one_device_strategy_is_guarded(result):
     assert one["finite"]
     assert "TRAIN-SKIPPED-BATCHES" in one["codes"]
     assert "FIT-GUARD-OFF" not in one["codes"]
+
+
+def test_a_mirrored_run_resumes_where_it_stopped(result):
+    # two epochs, then resume=True to three: the same losses as three epochs in one run
+    assert result["resume"]["resumed"] == result["resume"]["whole"]

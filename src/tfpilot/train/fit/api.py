@@ -21,6 +21,7 @@ densified embedding gradients. Running Keras' loop removes that whole class of d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -223,10 +224,13 @@ def _resume(
             exit_code=2,
         )
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None and not optimizer.built and model.built:
-        # Its slots must exist to be restored (other optimizers restore when they build).
-        optimizer.build(model.trainable_variables)
-    manager.checkpoint.restore(manager.latest_checkpoint)
+    strategy = model.distribute_strategy
+    # A model built under a strategy makes its optimizer's slots (mirrored) and restores them in its scope.
+    with contextlib.nullcontext() if is_default_strategy(strategy) else strategy.scope():
+        if optimizer is not None and not optimizer.built and model.built:
+            # Its slots must exist to be restored (other optimizers restore when they build).
+            optimizer.build(model.trainable_variables)
+        manager.checkpoint.restore(manager.latest_checkpoint)
     done = int(epoch.numpy())
     history = []
     if run.history_path.is_file():
@@ -237,8 +241,8 @@ def _resume(
 def _trained_steps_counter(model: keras.Model, step: GuardedStep | None, before: int) -> Callable[[], int]:
     """Training steps run so far (history.json's `step`): the guard's count of steps that trained,
     after the `before` steps of resumed epochs. Not an optimizer's iterations, which a step may
-    advance several times (WGAN-GP's critic: 3 updates a batch). Without the guard (under a
-    distribution strategy) the optimizers' iterations are all there is."""
+    advance several times (WGAN-GP's critic: 3 updates a batch). Without the guard (under a TPU or
+    parameter-server strategy) the optimizers' iterations are all there is."""
     if step is None:
         return lambda: applied_steps(model)
     return lambda: before + step.trained_steps()
